@@ -1,0 +1,3 @@
+module github.com/heraldstreams/herald
+
+go 1.26.8

@@ -1,0 +1,109 @@
+package protocol
+
+import "github.com/heraldstreams/herald/store"
+
+// ProducerState is what a stream remembers of one idempotent producer.
+type ProducerState struct {
+	Epoch   int64
+	LastSeq int64
+}
+
+// AppendState is the part of a stream's state that decides an append.
+type AppendState struct {
+	ContentType string
+	Closed      bool
+	LastSeq     string
+	// ClosedBy is the producer request that closed the stream, if one did.
+	ClosedBy *store.Producer
+	// Producer is the stream's record of the request's producer; nil when
+	// the request has none or the producer is new to the stream.
+	Producer *ProducerState
+}
+
+// AppendRequest is the part of an append request that the rules look at.
+type AppendRequest struct {
+	ContentType string // "" when the body is empty
+	HasData     bool
+	Close       bool
+	Seq         string
+	Producer    *store.Producer
+}
+
+// AppendDecision is what the rules decided.
+type AppendDecision struct {
+	Outcome store.AppendOutcome
+	// Write is true when data must be stored (Outcome Appended with data).
+	Write bool
+	// Close is true when the stream must be marked closed.
+	Close bool
+	// Producer is the producer's state after the request, nil when the
+	// request has no producer. ProducerChanged says it must be stored.
+	Producer        *ProducerState
+	ProducerChanged bool
+}
+
+// DecideAppend applies PROTOCOL 5.2 and 5.2.1 to one append: closure first,
+// then content type, then producer epoch and sequence, then Stream-Seq. It is
+// pure; backends call it inside the transaction that applies its decision,
+// so every backend enforces the same rules.
+func DecideAppend(st AppendState, req AppendRequest) (AppendDecision, error) {
+	var d AppendDecision
+	p := req.Producer
+
+	// 1. Closed stream.
+	if st.Closed {
+		if p != nil && st.ClosedBy != nil && *st.ClosedBy == *p {
+			// The retry of the request that closed the stream.
+			return AppendDecision{Outcome: store.Duplicate, Producer: &ProducerState{Epoch: p.Epoch, LastSeq: p.Seq}}, nil
+		}
+		if !req.HasData && req.Close {
+			return AppendDecision{Outcome: store.Closed}, nil
+		}
+		return d, &store.ClosedError{}
+	}
+
+	// 2. Content type (only when there is a body).
+	if req.HasData && req.ContentType != st.ContentType {
+		return d, store.ErrContentTypeMismatch
+	}
+
+	// 3. Idempotent producer.
+	if p != nil {
+		cur := st.Producer
+		switch {
+		case cur == nil:
+			if p.Seq != 0 {
+				if p.Epoch == 0 {
+					return d, &store.ProducerSeqGapError{Expected: 0, Received: p.Seq}
+				}
+				return d, store.ErrProducerEpochSeq
+			}
+		case p.Epoch < cur.Epoch:
+			return d, &store.ProducerEpochStaleError{Current: cur.Epoch}
+		case p.Epoch > cur.Epoch:
+			if p.Seq != 0 {
+				return d, store.ErrProducerEpochSeq
+			}
+		case p.Seq <= cur.LastSeq:
+			return AppendDecision{Outcome: store.Duplicate, Producer: &ProducerState{Epoch: cur.Epoch, LastSeq: cur.LastSeq}}, nil
+		case p.Seq > cur.LastSeq+1:
+			return d, &store.ProducerSeqGapError{Expected: cur.LastSeq + 1, Received: p.Seq}
+		}
+		d.Producer = &ProducerState{Epoch: p.Epoch, LastSeq: p.Seq}
+		d.ProducerChanged = true
+	}
+
+	// 4. Stream-Seq must strictly increase (byte-wise).
+	if req.Seq != "" && st.LastSeq != "" && req.Seq <= st.LastSeq {
+		return AppendDecision{}, store.ErrSeqRegression
+	}
+
+	d.Write = req.HasData
+	d.Close = req.Close
+	if req.HasData {
+		d.Outcome = store.Appended
+	} else {
+		d.Outcome = store.Closed
+	}
+	return d, nil
+}

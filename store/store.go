@@ -1,0 +1,223 @@
+// Package store is Herald's storage contract: one interface that every
+// backend (the embedded SQLite default, Postgres for several replicas)
+// implements, the parameter and result types of its methods, and the
+// sentinel errors they return.
+//
+// Positions are int64 byte positions in a stream's logical byte space. The
+// protocol package turns them into opaque offset strings; the store never
+// sees an offset string. A forked stream shares its source's position space
+// up to the fork position.
+//
+// Data for JSON streams is stored framed: each message compacted and followed
+// by one '\n' (see protocol.FrameJSON), so a position is always a byte count
+// and a message boundary is the byte after a '\n'.
+//
+// Every method takes a context and, where time matters, a Now in its params:
+// time is data, and tests pin it.
+package store
+
+import (
+	"context"
+	"time"
+)
+
+// Store is the storage contract. Methods are safe for concurrent use.
+type Store interface {
+	// StreamCreate creates a stream, or confirms that an identical one
+	// exists (Created false). Errors: ErrStreamExists when a stream with
+	// another configuration is at Path, ErrStreamGone when Path belongs to a
+	// soft-deleted stream, and for forks ErrNotFound (source missing),
+	// ErrForkSourceGone, ErrContentTypeMismatch, ErrForkOffsetBeyondTail,
+	// ErrForkSubOffset.
+	StreamCreate(ctx context.Context, params *StreamCreateParams) (*StreamCreateResult, error)
+
+	// StreamAppend appends data and/or closes a stream durably: when it
+	// returns without error the bytes are on disk. Concurrent appends are
+	// group committed. Errors: ErrNotFound, ErrStreamGone, *ClosedError,
+	// ErrContentTypeMismatch, ErrSeqRegression, *ProducerEpochStaleError,
+	// *ProducerSeqGapError, ErrProducerEpochSeq.
+	StreamAppend(ctx context.Context, params *StreamAppendParams) (*StreamAppendResult, error)
+
+	// StreamGet returns a stream's metadata without resetting its TTL.
+	// Errors: ErrNotFound, ErrStreamGone.
+	StreamGet(ctx context.Context, params *StreamGetParams) (*Stream, error)
+
+	// StreamRead reads data from a position, stitching fork sources, and
+	// resets a sliding TTL. Errors: ErrNotFound, ErrStreamGone,
+	// ErrPositionBeyondTail.
+	StreamRead(ctx context.Context, params *StreamReadParams) (*StreamReadResult, error)
+
+	// StreamDelete deletes a stream. A stream that forks still reference is
+	// soft-deleted (ErrStreamGone from then on); deleting the last fork of a
+	// soft-deleted source removes the source too. Errors: ErrNotFound,
+	// ErrStreamGone.
+	StreamDelete(ctx context.Context, params *StreamDeleteParams) error
+
+	// StreamDeleteExpired removes streams whose TTL or Expires-At passed
+	// before params.Now and returns how many it removed.
+	StreamDeleteExpired(ctx context.Context, params *StreamDeleteExpiredParams) (int, error)
+
+	// Notifier reports tail changes of this store's streams.
+	Notifier() Notifier
+
+	// Close flushes and releases the store. In-flight appends finish first.
+	Close() error
+}
+
+// Stream is the durable metadata of one stream.
+type Stream struct {
+	// ID is unique for the life of the store: a stream re-created at the
+	// same path gets a new ID (ETags and caches rely on it).
+	ID          int64
+	Path        string
+	ContentType string
+	// Tail is the position after the last byte: where the next append goes.
+	Tail   int64
+	Closed bool
+	// TTL is the sliding time-to-live, 0 when none.
+	TTL time.Duration
+	// ExpiresAt is the absolute expiry, zero when none.
+	ExpiresAt time.Time
+	// AccessedAt is the last read or write, which a sliding TTL counts from.
+	AccessedAt time.Time
+	CreatedAt  time.Time
+	// ForkSource is the path of the stream this one was forked from, "" when
+	// it is not a fork; ForkPosition is where it diverged.
+	ForkSource   string
+	ForkPosition int64
+	// ForkOffset and ForkSubOffset are the fork request as given (for
+	// idempotent re-creation): the anchor position and the sub-offset.
+	ForkOffset    int64
+	ForkSubOffset int64
+	// LastSeq is the last Stream-Seq accepted, "" when none.
+	LastSeq string
+}
+
+// Deadline is when the stream expires: ExpiresAt, or AccessedAt+TTL, or zero
+// when it never expires.
+func (s *Stream) Deadline() time.Time {
+	if !s.ExpiresAt.IsZero() {
+		return s.ExpiresAt
+	}
+	if s.TTL > 0 {
+		return s.AccessedAt.Add(s.TTL)
+	}
+	return time.Time{}
+}
+
+// Expired reports whether the stream has expired at now.
+func (s *Stream) Expired(now time.Time) bool {
+	d := s.Deadline()
+	return !d.IsZero() && !now.Before(d)
+}
+
+// StreamCreateParams are the inputs of Store.StreamCreate.
+type StreamCreateParams struct {
+	Path        string
+	ContentType string // "" for a fork inherits the source's
+	TTL         time.Duration
+	ExpiresAt   time.Time
+	Closed      bool
+	// Data is the initial content, framed for JSON streams; Messages is the
+	// number of JSON messages in it.
+	Data     []byte
+	Messages int
+	// ForkSource, when not "", makes this a fork of the stream at that path.
+	ForkSource string
+	// ForkOffset is the anchor position; -1 means the source's tail.
+	ForkOffset int64
+	// ForkSubOffset refines the anchor: bytes, or messages for JSON streams.
+	ForkSubOffset int64
+	Now           time.Time
+}
+
+// StreamCreateResult is the output of Store.StreamCreate.
+type StreamCreateResult struct {
+	Stream  Stream
+	Created bool
+}
+
+// Producer identifies one idempotent producer request (PROTOCOL 5.2.1).
+type Producer struct {
+	ID    string
+	Epoch int64
+	Seq   int64
+}
+
+// AppendOutcome says what an append did.
+type AppendOutcome int
+
+const (
+	// Appended means the data was written (and the stream closed if asked).
+	Appended AppendOutcome = iota
+	// Duplicate means an idempotent producer retried a request already
+	// applied; nothing was written.
+	Duplicate
+	// Closed means a close-only request closed the stream, or found it
+	// already closed.
+	Closed
+)
+
+// StreamAppendParams are the inputs of Store.StreamAppend.
+type StreamAppendParams struct {
+	Path string
+	// ContentType is the request's normalized content type; "" when the
+	// request has no body.
+	ContentType string
+	Data        []byte
+	Messages    int
+	Close       bool
+	// Seq is the Stream-Seq header, "" when absent.
+	Seq      string
+	Producer *Producer
+	Now      time.Time
+}
+
+// StreamAppendResult is the output of Store.StreamAppend.
+type StreamAppendResult struct {
+	Stream  Stream
+	Outcome AppendOutcome
+	// Start is where the data was written; Stream.Tail is the new tail.
+	Start int64
+	// ProducerEpoch and ProducerSeq echo the producer state after the append
+	// (the highest accepted seq for the epoch).
+	ProducerEpoch int64
+	ProducerSeq   int64
+}
+
+// StreamGetParams are the inputs of Store.StreamGet.
+type StreamGetParams struct {
+	Path string
+	Now  time.Time
+}
+
+// StreamReadParams are the inputs of Store.StreamRead.
+type StreamReadParams struct {
+	Path string
+	// From is the position to read from; -1 is the stream's start.
+	From int64
+	// MaxBytes bounds the data returned; at least one stored chunk is
+	// returned when data exists, whatever its size.
+	MaxBytes int
+	Now      time.Time
+}
+
+// StreamReadResult is the output of Store.StreamRead.
+type StreamReadResult struct {
+	Stream Stream
+	Data   []byte
+	// Next is the position after Data; Next == Stream.Tail means up to date.
+	Next int64
+}
+
+// StreamDeleteParams are the inputs of Store.StreamDelete.
+type StreamDeleteParams struct {
+	Path string
+	Now  time.Time
+}
+
+// StreamDeleteExpiredParams are the inputs of Store.StreamDeleteExpired.
+type StreamDeleteExpiredParams struct {
+	Now   time.Time
+	Limit int
+}
