@@ -1,0 +1,101 @@
+package protocol
+
+import (
+	"encoding/base64"
+	"encoding/json"
+)
+
+// SSEEncoding says how SSE data events carry a stream's bytes (PROTOCOL
+// 5.8).
+type SSEEncoding int
+
+const (
+	// SSEText carries text/* streams as UTF-8 text, one data: line per line.
+	SSEText SSEEncoding = iota
+	// SSEJSON carries application/json streams as one JSON array per event.
+	SSEJSON
+	// SSEBase64 carries every other stream as standard base64.
+	SSEBase64
+)
+
+// SSEEncodingFor returns the SSE encoding of a normalized content type.
+func SSEEncodingFor(contentType string) SSEEncoding {
+	switch {
+	case IsJSON(contentType):
+		return SSEJSON
+	case IsText(contentType):
+		return SSEText
+	default:
+		return SSEBase64
+	}
+}
+
+// SSEControl is the payload of an SSE control event (PROTOCOL 5.8).
+type SSEControl struct {
+	StreamNextOffset string `json:"streamNextOffset"`
+	// StreamCursor is omitted once the stream is closed: clients must not
+	// reconnect then.
+	StreamCursor string `json:"streamCursor,omitempty"`
+	UpToDate     bool   `json:"upToDate,omitempty"`
+	StreamClosed bool   `json:"streamClosed,omitempty"`
+}
+
+// AppendSSEData appends one "data" event carrying data to dst. For SSEJSON,
+// data is framed JSON (see FrameJSON) and the event carries the messages
+// as one JSON array on one line (compacted JSON has no raw line breaks).
+// For SSEText, every line of data becomes a data: line, splitting on CRLF,
+// CR and LF alike, so no payload can end the event or inject a field. For
+// SSEBase64, the event carries the standard base64 of data.
+func AppendSSEData(dst, data []byte, enc SSEEncoding) []byte {
+	dst = append(dst, "event: data\n"...)
+	switch enc {
+	case SSEJSON:
+		dst = append(dst, "data:"...)
+		dst = AppendJSONArray(dst, data)
+		dst = append(dst, '\n')
+	case SSEBase64:
+		dst = append(dst, "data:"...)
+		dst = base64.StdEncoding.AppendEncode(dst, data)
+		dst = append(dst, '\n')
+	default:
+		dst = appendSSELines(dst, data)
+	}
+	return append(dst, '\n')
+}
+
+// appendSSELines appends data as data: lines, one per line of data.
+func appendSSELines(dst, data []byte) []byte {
+	start := 0
+	for i := 0; i <= len(data); i++ {
+		if i < len(data) && data[i] != '\n' && data[i] != '\r' {
+			continue
+		}
+		line := data[start:i]
+		dst = append(dst, "data:"...)
+		// A reader strips one space after the colon; keep a leading
+		// space of the payload by writing one more.
+		if len(line) > 0 && line[0] == ' ' {
+			dst = append(dst, ' ')
+		}
+		dst = append(dst, line...)
+		dst = append(dst, '\n')
+		if i < len(data) && data[i] == '\r' && i+1 < len(data) && data[i+1] == '\n' {
+			i++
+		}
+		start = i + 1
+	}
+	return dst
+}
+
+// AppendSSEControl appends one "control" event to dst.
+func AppendSSEControl(dst []byte, c SSEControl) []byte {
+	payload, err := json.Marshal(c)
+	if err != nil {
+		// SSEControl holds only strings and booleans, which always
+		// marshal; this branch cannot run.
+		panic(err)
+	}
+	dst = append(dst, "event: control\ndata:"...)
+	dst = append(dst, payload...)
+	return append(dst, '\n', '\n')
+}

@@ -1,0 +1,63 @@
+package protocol
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestAppendSSEDataText(t *testing.T) {
+	cases := map[string]string{
+		"hello":             "event: data\ndata:hello\n\n",
+		"line1\nline2":      "event: data\ndata:line1\ndata:line2\n\n",
+		"a\r\n\r\nevent: x": "event: data\ndata:a\ndata:\ndata:event: x\n\n",
+		"a\rb":              "event: data\ndata:a\ndata:b\n\n",
+		"end\n":             "event: data\ndata:end\ndata:\n\n",
+		" lead":             "event: data\ndata:  lead\n\n",
+		"":                  "event: data\ndata:\n\n",
+	}
+	for in, want := range cases {
+		if got := string(AppendSSEData(nil, []byte(in), SSEText)); got != want {
+			t.Errorf("text %q: got %q, want %q", in, got, want)
+		}
+	}
+}
+
+// No payload may contain a blank line inside the event: that would end the
+// event early and let the payload forge events.
+func TestAppendSSEDataCannotInject(t *testing.T) {
+	payload := "safe\r\n\r\nevent: control\r\ndata: {\"injected\":true}\r\n\r\nmore\r\rx\n\ny"
+	got := string(AppendSSEData(nil, []byte(payload), SSEText))
+	body := strings.TrimSuffix(got, "\n\n")
+	if strings.Contains(body, "\n\n") || strings.Contains(body, "\r") {
+		t.Errorf("event contains a blank line or CR: %q", got)
+	}
+	for _, line := range strings.Split(body, "\n")[1:] {
+		if !strings.HasPrefix(line, "data:") {
+			t.Errorf("line %q is not a data line", line)
+		}
+	}
+}
+
+func TestAppendSSEDataJSONAndBase64(t *testing.T) {
+	if got := string(AppendSSEData(nil, []byte("{\"k\":\"v\"}\n{\"k\":\"w\"}\n"), SSEJSON)); got != "event: data\ndata:[{\"k\":\"v\"},{\"k\":\"w\"}]\n\n" {
+		t.Errorf("json: %q", got)
+	}
+	if got := string(AppendSSEData(nil, []byte("Hello"), SSEBase64)); got != "event: data\ndata:SGVsbG8=\n\n" {
+		t.Errorf("base64: %q", got)
+	}
+	if got := string(AppendSSEData(nil, nil, SSEBase64)); got != "event: data\ndata:\n\n" {
+		t.Errorf("empty base64: %q", got)
+	}
+}
+
+func TestAppendSSEControl(t *testing.T) {
+	got := string(AppendSSEControl(nil, SSEControl{StreamNextOffset: "0000000000000000_0000000000000005", StreamCursor: "12", UpToDate: true}))
+	want := "event: control\ndata:{\"streamNextOffset\":\"0000000000000000_0000000000000005\",\"streamCursor\":\"12\",\"upToDate\":true}\n\n"
+	if got != want {
+		t.Errorf("control = %q", got)
+	}
+	got = string(AppendSSEControl(nil, SSEControl{StreamNextOffset: "x", UpToDate: true, StreamClosed: true}))
+	if got != "event: control\ndata:{\"streamNextOffset\":\"x\",\"upToDate\":true,\"streamClosed\":true}\n\n" {
+		t.Errorf("closed control = %q", got)
+	}
+}
