@@ -53,9 +53,9 @@ func TestFrameJSONRejectsInvalid(t *testing.T) {
 
 func TestAppendJSONArray(t *testing.T) {
 	cases := map[string]string{
-		"":                  "[]",
-		"1\n":               "[1]",
-		"{\"a\":1}\n[2]\n":  "[{\"a\":1},[2]]",
+		"":                    "[]",
+		"1\n":                 "[1]",
+		"{\"a\":1}\n[2]\n":    "[{\"a\":1},[2]]",
 		"\"x\"\nnull\ntrue\n": "[\"x\",null,true]",
 	}
 	for framed, want := range cases {
