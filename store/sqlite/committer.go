@@ -1,0 +1,317 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/heraldstreams/herald/protocol"
+	"github.com/heraldstreams/herald/store"
+)
+
+// op is one write submitted to the committer. apply runs inside the batch
+// transaction: a rule violation is kept in the op (its own error, the batch
+// goes on); a returned error is a database failure that aborts the batch.
+// finish is called once, after the batch committed or failed.
+type op interface {
+	apply(b *batch) error
+	finish(err error)
+}
+
+// batch is the state of one group-commit transaction. Entries changed in it
+// live in the overlay until the commit succeeds, then replace the published
+// ones; on failure the overlay is dropped and nothing is published.
+type batch struct {
+	s        *Store
+	ctx      context.Context
+	overlay  map[string]*entry // by path; nil value: removed in this batch
+	overID   map[int64]*entry
+	removed  map[int64]bool
+	dirty    map[int64]*entry // stream rows to write before commit
+	prod     map[prodKey]protocol.ProducerState
+	changes  []store.TailChange
+	afterRun []func() // run after a successful commit
+}
+
+type prodKey struct {
+	stream int64
+	id     string
+}
+
+func (s *Store) newBatch() *batch {
+	return &batch{
+		s:       s,
+		ctx:     context.Background(),
+		overlay: make(map[string]*entry),
+		overID:  make(map[int64]*entry),
+		removed: make(map[int64]bool),
+		dirty:   make(map[int64]*entry),
+		prod:    make(map[prodKey]protocol.ProducerState),
+	}
+}
+
+// get returns the stream at path as of this batch, or nil.
+func (b *batch) get(path string) *entry {
+	if e, ok := b.overlay[path]; ok {
+		return e
+	}
+	return b.s.byPath[path] // committer is the only writer of the maps
+}
+
+func (b *batch) getID(id int64) *entry {
+	if b.removed[id] {
+		return nil
+	}
+	if e, ok := b.overID[id]; ok {
+		return e
+	}
+	return b.s.byID[id]
+}
+
+// put records a changed or new entry and schedules its row write.
+func (b *batch) put(e *entry, writeRow bool) {
+	b.overlay[e.s.Path] = e
+	b.overID[e.s.ID] = e
+	if writeRow {
+		b.dirty[e.s.ID] = e
+	}
+}
+
+func (b *batch) remove(e *entry) {
+	b.overlay[e.s.Path] = nil
+	delete(b.overID, e.s.ID)
+	delete(b.dirty, e.s.ID)
+	b.removed[e.s.ID] = true
+}
+
+// producer returns the stream's record of a producer as of this batch.
+func (b *batch) producer(e *entry, id string) (protocol.ProducerState, bool, error) {
+	k := prodKey{e.s.ID, id}
+	if p, ok := b.prod[k]; ok {
+		return p, true, nil
+	}
+	if p, ok := e.producers[id]; ok {
+		return p, true, nil
+	}
+	var p protocol.ProducerState
+	err := b.s.stmts.getProducer.QueryRowContext(b.ctx, e.s.ID, id).Scan(&p.Epoch, &p.LastSeq)
+	if isNoRows(err) {
+		return p, false, nil
+	}
+	if err != nil {
+		return p, false, fmt.Errorf("read producer: %w", err)
+	}
+	e.producers[id] = p // the database already holds it: safe to cache now
+	return p, true, nil
+}
+
+func (b *batch) setProducer(e *entry, id string, p protocol.ProducerState) error {
+	b.prod[prodKey{e.s.ID, id}] = p
+	_, err := b.s.stmts.upsertProducer.ExecContext(b.ctx, e.s.ID, id, p.Epoch, p.LastSeq)
+	return err
+}
+
+// flush writes the dirty stream rows.
+func (b *batch) flush() error {
+	for _, e := range b.dirty {
+		var cbID sql.NullString
+		var cbEpoch, cbSeq sql.NullInt64
+		if e.closedBy != nil {
+			cbID = sql.NullString{String: e.closedBy.ID, Valid: true}
+			cbEpoch = sql.NullInt64{Int64: e.closedBy.Epoch, Valid: true}
+			cbSeq = sql.NullInt64{Int64: e.closedBy.Seq, Valid: true}
+		}
+		if _, err := b.s.stmts.updateStream.ExecContext(b.ctx, e.s.Tail, e.s.Closed, cbID, cbEpoch, cbSeq,
+			nanos(e.s.AccessedAt), e.s.LastSeq, e.softDeleted, e.s.ID); err != nil {
+			return fmt.Errorf("update stream: %w", err)
+		}
+	}
+	return nil
+}
+
+// publish installs the overlay in the cache after a successful commit.
+func (b *batch) publish() {
+	s := b.s
+	s.cacheMu.Lock()
+	for path, e := range b.overlay {
+		if e == nil {
+			if cur, ok := s.byPath[path]; ok && b.removed[cur.s.ID] {
+				delete(s.byPath, path)
+			}
+			continue
+		}
+		s.byPath[path] = e
+		s.byID[e.s.ID] = e
+	}
+	for id := range b.removed {
+		delete(s.byID, id)
+	}
+	s.cacheMu.Unlock()
+	for k, p := range b.prod {
+		if e := s.byID[k.stream]; e != nil {
+			e.producers[k.id] = p
+		}
+	}
+	for _, fn := range b.afterRun {
+		fn()
+	}
+	if len(b.changes) > 0 {
+		s.hub.Publish(b.changes...)
+	}
+}
+
+// commitLoop is the single writer: it takes the first waiting op, gathers
+// every op already queued behind it (up to MaxBatch) and commits them in one
+// transaction, so concurrent appends share one fsync.
+func (s *Store) commitLoop() {
+	defer s.wg.Done()
+	ops := make([]op, 0, s.cfg.MaxBatch)
+	for {
+		select {
+		case o := <-s.ops:
+			ops = s.gather(append(ops[:0], o))
+			s.runBatch(ops)
+		case <-s.stop:
+			// Finish everything submitted before Close.
+			for {
+				select {
+				case o := <-s.ops:
+					ops = s.gather(append(ops[:0], o))
+					s.runBatch(ops)
+				default:
+					s.runBatch([]op{&touchOp{}})
+					return
+				}
+			}
+		}
+	}
+}
+
+func (s *Store) gather(ops []op) []op {
+	for len(ops) < s.cfg.MaxBatch {
+		select {
+		case o := <-s.ops:
+			ops = append(ops, o)
+		default:
+			return ops
+		}
+	}
+	return ops
+}
+
+func (s *Store) runBatch(ops []op) {
+	b := s.newBatch()
+	err := execTx(b.ctx, s.wconn, func() error {
+		for _, o := range ops {
+			if err := o.apply(b); err != nil {
+				return err
+			}
+		}
+		return b.flush()
+	})
+	if err != nil {
+		err = fmt.Errorf("sqlite: commit: %w", err)
+		s.log.Error("write batch failed; nothing in it was stored", "ops", len(ops), "err", err)
+		// Producer records read during the failed batch may be cached on
+		// entries; they came from committed rows, so they stay valid.
+		for _, o := range ops {
+			o.finish(err)
+		}
+		return
+	}
+	b.publish()
+	for _, o := range ops {
+		o.finish(nil)
+	}
+}
+
+// submit hands an op to the committer and waits for it. An op that was
+// handed over runs even if ctx ends first.
+func (s *Store) submit(ctx context.Context, o op, done <-chan struct{}) error {
+	s.closeMu.RLock()
+	if s.closed {
+		s.closeMu.RUnlock()
+		return store.ErrClosedStore
+	}
+	select {
+	case s.ops <- o:
+		s.closeMu.RUnlock()
+	case <-ctx.Done():
+		s.closeMu.RUnlock()
+		return ctx.Err()
+	}
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// touchLoop periodically writes read-driven TTL renewals.
+func (s *Store) touchLoop() {
+	defer s.wg.Done()
+	t := time.NewTicker(s.cfg.TouchFlushInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-t.C:
+			s.touchMu.Lock()
+			n := len(s.touches)
+			s.touchMu.Unlock()
+			if n == 0 {
+				continue
+			}
+			o := &touchOp{done: make(chan struct{})}
+			if err := s.submit(context.Background(), o, o.done); err != nil && !errors.Is(err, store.ErrClosedStore) {
+				s.log.Warn("writing TTL renewals failed", "err", err)
+			}
+		}
+	}
+}
+
+// touchOp writes pending read-driven access times.
+type touchOp struct {
+	done    chan struct{}
+	written map[int64]time.Time
+}
+
+func (o *touchOp) apply(b *batch) error {
+	s := b.s
+	s.touchMu.Lock()
+	o.written = make(map[int64]time.Time, len(s.touches))
+	for id, t := range s.touches {
+		o.written[id] = t
+	}
+	s.touchMu.Unlock()
+	for id, t := range o.written {
+		e := b.getID(id)
+		if e == nil || !t.After(e.s.AccessedAt) {
+			continue
+		}
+		ne := e.clone()
+		ne.s.AccessedAt = t
+		b.put(ne, true)
+	}
+	b.afterRun = append(b.afterRun, func() {
+		// Forget renewals now in the cache, unless a newer one came in.
+		s.touchMu.Lock()
+		for id, t := range o.written {
+			if s.touches[id].Equal(t) {
+				delete(s.touches, id)
+			}
+		}
+		s.touchMu.Unlock()
+	})
+	return nil
+}
+
+func (o *touchOp) finish(error) {
+	if o.done != nil {
+		close(o.done)
+	}
+}

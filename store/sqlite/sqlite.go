@@ -1,0 +1,261 @@
+// Package sqlite is Herald's embedded storage backend: one SQLite database
+// in the data directory, written by one committer goroutine that group
+// commits concurrent writes (one transaction and one fsync for many appends)
+// and read through a pool of read-only connections.
+//
+// The process that opens the directory owns it (an exclusive lock file), so
+// the committer can keep every stream's metadata in memory: writes validate
+// against it without a query, and readers take immutable snapshots of it.
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/heraldstreams/herald/store"
+	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
+)
+
+//go:embed migrations/*.sql
+var migrations embed.FS
+
+// Config configures Open.
+type Config struct {
+	// Dir is the data directory; it is created if missing.
+	Dir    string
+	Logger *slog.Logger
+	// MaxBatch bounds how many writes share one transaction (default 512).
+	MaxBatch int
+	// ReadConns is the size of the read connection pool (default 8).
+	ReadConns int
+	// TouchFlushInterval is how often read-driven TTL renewals are written
+	// (default 1s).
+	TouchFlushInterval time.Duration
+}
+
+// Store is the SQLite implementation of store.Store.
+type Store struct {
+	cfg    Config
+	log    *slog.Logger
+	lock   *os.File
+	writer *sql.DB
+	wconn  *sql.Conn
+	reader *sql.DB
+	// readChunks is chunksFromSQL prepared on the read pool.
+	readChunks *sql.Stmt
+	hub        *store.Hub
+
+	ops     chan op
+	stop    chan struct{}
+	wg      sync.WaitGroup
+	closeMu sync.RWMutex // held for reading by submitters, for writing by Close
+	closed  bool
+	stmts   *statements
+	cacheMu sync.RWMutex // guards the maps, not the entries (immutable once published)
+	byPath  map[string]*entry
+	byID    map[int64]*entry
+	touchMu sync.Mutex
+	touches map[int64]time.Time // read-driven TTL renewals not yet written
+}
+
+var _ store.Store = (*Store)(nil)
+
+// Open opens (creating if needed) the database in cfg.Dir, applies
+// migrations, loads stream metadata and starts the committer.
+func Open(ctx context.Context, cfg Config) (*Store, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.MaxBatch <= 0 {
+		cfg.MaxBatch = 512
+	}
+	if cfg.ReadConns <= 0 {
+		cfg.ReadConns = 8
+	}
+	if cfg.TouchFlushInterval <= 0 {
+		cfg.TouchFlushInterval = time.Second
+	}
+	if err := os.MkdirAll(cfg.Dir, 0o750); err != nil {
+		return nil, fmt.Errorf("sqlite: create data dir: %w", err)
+	}
+	lock, err := lockDir(cfg.Dir)
+	if err != nil {
+		return nil, err
+	}
+	s := &Store{
+		cfg:     cfg,
+		log:     cfg.Logger,
+		lock:    lock,
+		hub:     store.NewHub(),
+		ops:     make(chan op, 4096),
+		stop:    make(chan struct{}),
+		byPath:  make(map[string]*entry),
+		byID:    make(map[int64]*entry),
+		touches: make(map[int64]time.Time),
+	}
+	if err := s.open(ctx); err != nil {
+		s.closeHandles()
+		return nil, err
+	}
+	s.wg.Add(2)
+	go s.commitLoop()
+	go s.touchLoop()
+	return s, nil
+}
+
+func (s *Store) open(ctx context.Context) error {
+	file := filepath.Join(s.cfg.Dir, "herald.db")
+	// synchronous(FULL): every commit fsyncs the WAL before it returns, so
+	// an acknowledged append survives power loss.
+	dsn := "file:" + file + "?_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)" +
+		"&_pragma=busy_timeout(10000)&_pragma=foreign_keys(OFF)&_time_format=sqlite"
+	var err error
+	if s.writer, err = sql.Open("sqlite", dsn); err != nil {
+		return fmt.Errorf("sqlite: open: %w", err)
+	}
+	s.writer.SetMaxOpenConns(1)
+	if s.wconn, err = s.writer.Conn(ctx); err != nil {
+		return fmt.Errorf("sqlite: open: %w", err)
+	}
+	if err := migrate(ctx, s.wconn); err != nil {
+		return err
+	}
+	if s.reader, err = sql.Open("sqlite", dsn+"&_pragma=query_only(1)"); err != nil {
+		return fmt.Errorf("sqlite: open reader: %w", err)
+	}
+	s.reader.SetMaxOpenConns(s.cfg.ReadConns)
+	s.reader.SetMaxIdleConns(s.cfg.ReadConns)
+	if s.readChunks, err = s.reader.PrepareContext(ctx, chunksFromSQL); err != nil {
+		return fmt.Errorf("sqlite: prepare read: %w", err)
+	}
+	if s.stmts, err = prepare(ctx, s.wconn); err != nil {
+		return err
+	}
+	return s.loadStreams(ctx)
+}
+
+// lockDir takes an exclusive lock on the data directory so two processes
+// never write one database (the in-memory metadata relies on it).
+func lockDir(dir string) (*os.File, error) {
+	f, err := os.OpenFile(filepath.Join(dir, "LOCK"), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: lock file: %w", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		closeErr := f.Close()
+		return nil, errors.Join(fmt.Errorf("sqlite: data directory %s is in use by another process: %w", dir, err), closeErr)
+	}
+	return f, nil
+}
+
+// migrate applies the embedded numbered migrations not yet applied.
+func migrate(ctx context.Context, conn *sql.Conn) error {
+	if _, err := conn.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (version TEXT PRIMARY KEY, applied_at INTEGER NOT NULL)`); err != nil {
+		return fmt.Errorf("sqlite: migrations table: %w", err)
+	}
+	names, err := fs.Glob(migrations, "migrations/*.sql")
+	if err != nil {
+		return fmt.Errorf("sqlite: list migrations: %w", err)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		version := strings.TrimSuffix(filepath.Base(name), ".sql")
+		var n int
+		if err := conn.QueryRowContext(ctx, `SELECT count(*) FROM schema_migrations WHERE version = ?`, version).Scan(&n); err != nil {
+			return fmt.Errorf("sqlite: read migrations: %w", err)
+		}
+		if n > 0 {
+			continue
+		}
+		body, err := migrations.ReadFile(name)
+		if err != nil {
+			return fmt.Errorf("sqlite: read migration %s: %w", name, err)
+		}
+		if err := execTx(ctx, conn, func() error {
+			if _, err := conn.ExecContext(ctx, string(body)); err != nil {
+				return err
+			}
+			_, err := conn.ExecContext(ctx, `INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)`, version, time.Now().UnixNano())
+			return err
+		}); err != nil {
+			return fmt.Errorf("sqlite: migration %s: %w", version, err)
+		}
+	}
+	return nil
+}
+
+// execTx runs fn between BEGIN IMMEDIATE and COMMIT on conn.
+func execTx(ctx context.Context, conn *sql.Conn, fn func() error) error {
+	if _, err := conn.ExecContext(ctx, `BEGIN IMMEDIATE`); err != nil {
+		return err
+	}
+	if err := fn(); err != nil {
+		if _, rbErr := conn.ExecContext(context.WithoutCancel(ctx), `ROLLBACK`); rbErr != nil {
+			return errors.Join(err, rbErr)
+		}
+		return err
+	}
+	if _, err := conn.ExecContext(ctx, `COMMIT`); err != nil {
+		if _, rbErr := conn.ExecContext(context.WithoutCancel(ctx), `ROLLBACK`); rbErr != nil {
+			return errors.Join(err, rbErr)
+		}
+		return err
+	}
+	return nil
+}
+
+// Notifier implements store.Store.
+func (s *Store) Notifier() store.Notifier { return s.hub }
+
+// Close implements store.Store: it refuses new writes, lets the committer
+// finish what was submitted, flushes TTL renewals and closes the database.
+func (s *Store) Close() error {
+	s.closeMu.Lock()
+	if s.closed {
+		s.closeMu.Unlock()
+		return nil
+	}
+	s.closed = true
+	close(s.stop)
+	s.closeMu.Unlock()
+	s.wg.Wait()
+	return s.closeHandles()
+}
+
+func (s *Store) closeHandles() error {
+	var errs []error
+	if s.stmts != nil {
+		errs = append(errs, s.stmts.close())
+	}
+	if s.readChunks != nil {
+		errs = append(errs, s.readChunks.Close())
+	}
+	if s.wconn != nil {
+		errs = append(errs, s.wconn.Close())
+	}
+	if s.writer != nil {
+		errs = append(errs, s.writer.Close())
+	}
+	if s.reader != nil {
+		errs = append(errs, s.reader.Close())
+	}
+	if s.lock != nil {
+		errs = append(errs, s.lock.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// Dir returns the data directory.
+func (s *Store) Dir() string { return s.cfg.Dir }

@@ -1,0 +1,434 @@
+package sqlite
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"mime"
+	"strings"
+
+	"github.com/heraldstreams/herald/protocol"
+	"github.com/heraldstreams/herald/store"
+)
+
+// StreamCreate implements store.Store.
+func (s *Store) StreamCreate(ctx context.Context, params *store.StreamCreateParams) (*store.StreamCreateResult, error) {
+	o := &createOp{p: params, done: make(chan struct{})}
+	if err := s.submit(ctx, o, o.done); err != nil {
+		return nil, err
+	}
+	return o.res, o.err
+}
+
+// StreamAppend implements store.Store.
+func (s *Store) StreamAppend(ctx context.Context, params *store.StreamAppendParams) (*store.StreamAppendResult, error) {
+	o := &appendOp{p: params, done: make(chan struct{})}
+	if err := s.submit(ctx, o, o.done); err != nil {
+		return nil, err
+	}
+	return o.res, o.err
+}
+
+// StreamDelete implements store.Store.
+func (s *Store) StreamDelete(ctx context.Context, params *store.StreamDeleteParams) error {
+	o := &deleteOp{p: params, done: make(chan struct{})}
+	if err := s.submit(ctx, o, o.done); err != nil {
+		return err
+	}
+	return o.err
+}
+
+// StreamDeleteExpired implements store.Store.
+func (s *Store) StreamDeleteExpired(ctx context.Context, params *store.StreamDeleteExpiredParams) (int, error) {
+	o := &expireOp{p: params, done: make(chan struct{})}
+	if err := s.submit(ctx, o, o.done); err != nil {
+		return 0, err
+	}
+	return o.n, o.err
+}
+
+// isJSON reports whether a stream content type is JSON mode.
+func isJSON(contentType string) bool {
+	mt, _, err := mime.ParseMediaType(contentType)
+	if err != nil {
+		mt = strings.TrimSpace(strings.SplitN(contentType, ";", 2)[0])
+	}
+	return strings.EqualFold(mt, "application/json")
+}
+
+type createOp struct {
+	p    *store.StreamCreateParams
+	done chan struct{}
+	res  *store.StreamCreateResult
+	err  error
+}
+
+func (o *createOp) finish(err error) {
+	if err != nil {
+		o.res, o.err = nil, err
+	}
+	close(o.done)
+}
+
+func (o *createOp) apply(b *batch) error {
+	p := o.p
+	if e := b.get(p.Path); e != nil {
+		st, err := b.s.view(e, p.Now)
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			// Expired: clear it away, then create afresh (unless forks
+			// still hold it, which keeps the path taken).
+			if err := b.deleteStream(e); err != nil {
+				return err
+			}
+			if b.get(p.Path) != nil {
+				o.err = store.ErrStreamGone
+				return nil
+			}
+		case err != nil:
+			o.err = err
+			return nil
+		default:
+			if !sameConfig(e, p) {
+				o.err = store.ErrStreamExists
+				return nil
+			}
+			o.res = &store.StreamCreateResult{Stream: st}
+			return nil
+		}
+	}
+
+	e := &entry{producers: make(map[string]protocol.ProducerState)}
+	e.s.Path = p.Path
+	e.s.ContentType = p.ContentType
+	e.s.TTL = p.TTL
+	e.s.ExpiresAt = p.ExpiresAt
+	e.s.AccessedAt = p.Now
+	e.s.CreatedAt = p.Now
+	e.s.Closed = p.Closed
+	if p.ForkSource != "" {
+		if err := b.resolveFork(e, p); err != nil {
+			var rule ruleError
+			if errors.As(err, &rule) {
+				o.err = rule.err
+				return nil
+			}
+			return err
+		}
+	}
+	res, err := b.s.stmts.insertStream.ExecContext(b.ctx, e.s.Path, e.s.ContentType, e.s.Tail, e.s.Closed,
+		int64(e.s.TTL.Seconds()), nanos(e.s.ExpiresAt), nanos(e.s.AccessedAt), nanos(e.s.CreatedAt),
+		nullID(e.sourceID), e.s.ForkSource, e.s.ForkPosition, e.s.ForkOffset, e.s.ForkSubOffset)
+	if err != nil {
+		return fmt.Errorf("insert stream: %w", err)
+	}
+	if e.s.ID, err = res.LastInsertId(); err != nil {
+		return fmt.Errorf("insert stream: %w", err)
+	}
+	if len(p.Data) > 0 {
+		if err := b.insertChunk(e, p.Data); err != nil {
+			return err
+		}
+	}
+	b.put(e, true)
+	b.changes = append(b.changes, store.TailChange{StreamID: e.s.ID, Path: e.s.Path, Tail: e.s.Tail, Closed: e.s.Closed, Created: true})
+	o.res = &store.StreamCreateResult{Stream: e.s, Created: true}
+	return nil
+}
+
+// resolveFork fills e's fork fields from the source. A request that breaks
+// a rule gets a ruleError; any other error is a database failure.
+func (b *batch) resolveFork(e *entry, p *store.StreamCreateParams) error {
+	src := b.get(p.ForkSource)
+	srcStream, err := b.s.view(src, p.Now)
+	if err != nil {
+		if errors.Is(err, store.ErrStreamGone) {
+			err = store.ErrForkSourceGone
+		}
+		return ruleError{err}
+	}
+	if e.s.ContentType == "" {
+		e.s.ContentType = srcStream.ContentType
+	} else if e.s.ContentType != srcStream.ContentType {
+		return ruleError{store.ErrContentTypeMismatch}
+	}
+	anchor := p.ForkOffset
+	if anchor < 0 {
+		anchor = srcStream.Tail
+	}
+	if anchor > srcStream.Tail {
+		return ruleError{store.ErrForkOffsetBeyondTail}
+	}
+	pos := anchor
+	if p.ForkSubOffset > 0 {
+		chunk, start, err := b.s.chunkAt(b.ctx, src, anchor)
+		if err != nil {
+			return err
+		}
+		rest := chunk[anchor-start:]
+		if isJSON(srcStream.ContentType) {
+			n := int64(0)
+			for i := 0; i < len(rest) && n < p.ForkSubOffset; {
+				j := bytes.IndexByte(rest[i:], '\n')
+				if j < 0 {
+					break
+				}
+				i += j + 1
+				n++
+				pos = anchor + int64(i)
+			}
+			if n < p.ForkSubOffset {
+				return ruleError{store.ErrForkSubOffset}
+			}
+		} else {
+			if p.ForkSubOffset > int64(len(rest)) {
+				return ruleError{store.ErrForkSubOffset}
+			}
+			pos = anchor + p.ForkSubOffset
+		}
+	}
+	// PROTOCOL 4.2: a fork with no expiry of its own inherits the source's.
+	if p.TTL == 0 && p.ExpiresAt.IsZero() {
+		e.s.TTL = srcStream.TTL
+		e.s.ExpiresAt = srcStream.ExpiresAt
+	}
+	e.sourceID = src.s.ID
+	e.s.ForkSource = src.s.Path
+	e.s.ForkOffset = anchor
+	e.s.ForkSubOffset = p.ForkSubOffset
+	e.s.ForkPosition = pos
+	e.s.Tail = pos
+	return nil
+}
+
+// ruleError carries a rule violation out of a helper so apply can tell it
+// from a database failure.
+type ruleError struct{ err error }
+
+func (r ruleError) Error() string { return r.err.Error() }
+
+// sameConfig reports whether a create request matches an existing stream
+// (PROTOCOL 5.1: content type, TTL/expiry, closure, fork origin).
+func sameConfig(e *entry, p *store.StreamCreateParams) bool {
+	if p.ForkSource != "" {
+		if e.s.ForkSource != p.ForkSource {
+			return false
+		}
+		if p.ForkOffset >= 0 && (p.ForkOffset != e.s.ForkOffset || p.ForkSubOffset != e.s.ForkSubOffset) {
+			return false
+		}
+		if p.ContentType != "" && p.ContentType != e.s.ContentType {
+			return false
+		}
+		if (p.TTL != 0 || !p.ExpiresAt.IsZero()) && (p.TTL != e.s.TTL || !p.ExpiresAt.Equal(e.s.ExpiresAt)) {
+			return false
+		}
+		return p.Closed == e.s.Closed
+	}
+	if e.s.ForkSource != "" {
+		return false
+	}
+	return p.ContentType == e.s.ContentType && p.TTL == e.s.TTL &&
+		p.ExpiresAt.Equal(e.s.ExpiresAt) && p.Closed == e.s.Closed
+}
+
+func (b *batch) insertChunk(e *entry, data []byte) error {
+	start := e.s.Tail
+	end := start + int64(len(data))
+	if _, err := b.s.stmts.insertChunk.ExecContext(b.ctx, e.s.ID, start, end, data); err != nil {
+		return fmt.Errorf("insert chunk: %w", err)
+	}
+	e.s.Tail = end
+	return nil
+}
+
+type appendOp struct {
+	p    *store.StreamAppendParams
+	done chan struct{}
+	res  *store.StreamAppendResult
+	err  error
+}
+
+func (o *appendOp) finish(err error) {
+	if err != nil {
+		o.res, o.err = nil, err
+	}
+	close(o.done)
+}
+
+func (o *appendOp) apply(b *batch) error {
+	p := o.p
+	e := b.get(p.Path)
+	if _, err := b.s.view(e, p.Now); err != nil {
+		o.err = err
+		return nil
+	}
+	var cur *protocol.ProducerState
+	if p.Producer != nil {
+		ps, ok, err := b.producer(e, p.Producer.ID)
+		if err != nil {
+			return err
+		}
+		if ok {
+			cur = &ps
+		}
+	}
+	d, err := protocol.DecideAppend(protocol.AppendState{
+		ContentType: e.s.ContentType,
+		Closed:      e.s.Closed,
+		LastSeq:     e.s.LastSeq,
+		ClosedBy:    e.closedBy,
+		Producer:    cur,
+	}, protocol.AppendRequest{
+		ContentType: p.ContentType,
+		HasData:     len(p.Data) > 0,
+		Close:       p.Close,
+		Seq:         p.Seq,
+		Producer:    p.Producer,
+	})
+	if err != nil {
+		var ce *store.ClosedError
+		if errors.As(err, &ce) {
+			err = &store.ClosedError{Tail: e.s.Tail}
+		}
+		o.err = err
+		return nil
+	}
+	res := &store.StreamAppendResult{Outcome: d.Outcome, Start: e.s.Tail}
+	if d.Producer != nil {
+		res.ProducerEpoch, res.ProducerSeq = d.Producer.Epoch, d.Producer.LastSeq
+	}
+	if !d.Write && (!d.Close || e.s.Closed) {
+		// Duplicate, or closing a closed stream: nothing to write.
+		res.Stream = e.s
+		o.res = res
+		return nil
+	}
+	ne := e.clone()
+	if d.Write {
+		if err := b.insertChunk(ne, p.Data); err != nil {
+			return err
+		}
+	}
+	if d.Close {
+		ne.s.Closed = true
+		if p.Producer != nil {
+			pr := *p.Producer
+			ne.closedBy = &pr
+		}
+	}
+	if p.Seq != "" {
+		ne.s.LastSeq = p.Seq
+	}
+	ne.s.AccessedAt = p.Now
+	if d.ProducerChanged {
+		if err := b.setProducer(ne, p.Producer.ID, *d.Producer); err != nil {
+			return fmt.Errorf("write producer: %w", err)
+		}
+	}
+	b.put(ne, true)
+	b.changes = append(b.changes, store.TailChange{StreamID: ne.s.ID, Path: ne.s.Path, Tail: ne.s.Tail, Closed: ne.s.Closed})
+	res.Stream = ne.s
+	o.res = res
+	return nil
+}
+
+type deleteOp struct {
+	p    *store.StreamDeleteParams
+	done chan struct{}
+	err  error
+}
+
+func (o *deleteOp) finish(err error) {
+	if err != nil {
+		o.err = err
+	}
+	close(o.done)
+}
+
+func (o *deleteOp) apply(b *batch) error {
+	e := b.get(o.p.Path)
+	if _, err := b.s.view(e, o.p.Now); err != nil {
+		o.err = err
+		return nil
+	}
+	return b.deleteStream(e)
+}
+
+// deleteStream soft-deletes a stream that forks still reference, or removes
+// it and then any soft-deleted source it was the last reference of.
+func (b *batch) deleteStream(e *entry) error {
+	for e != nil {
+		var forks int
+		if err := b.s.stmts.countForks.QueryRowContext(b.ctx, e.s.ID).Scan(&forks); err != nil {
+			return fmt.Errorf("count forks: %w", err)
+		}
+		if forks > 0 {
+			if !e.softDeleted {
+				ne := e.clone()
+				ne.softDeleted = true
+				b.put(ne, true)
+				b.changes = append(b.changes, store.TailChange{StreamID: e.s.ID, Path: e.s.Path, Tail: e.s.Tail, Closed: e.s.Closed, Deleted: true})
+			}
+			return nil
+		}
+		for _, stmt := range []string{"deleteChunks", "deleteProducers", "deleteStream"} {
+			if _, err := b.s.stmts.byName(stmt).ExecContext(b.ctx, e.s.ID); err != nil {
+				return fmt.Errorf("%s: %w", stmt, err)
+			}
+		}
+		b.remove(e)
+		if !e.softDeleted {
+			b.changes = append(b.changes, store.TailChange{StreamID: e.s.ID, Path: e.s.Path, Tail: e.s.Tail, Closed: e.s.Closed, Deleted: true})
+		}
+		// Cascade to a soft-deleted source that no fork needs any more.
+		src := b.getID(e.sourceID)
+		if src == nil || !src.softDeleted {
+			return nil
+		}
+		e = src
+	}
+	return nil
+}
+
+type expireOp struct {
+	p    *store.StreamDeleteExpiredParams
+	done chan struct{}
+	n    int
+	err  error
+}
+
+func (o *expireOp) finish(err error) {
+	if err != nil {
+		o.n, o.err = 0, err
+	}
+	close(o.done)
+}
+
+func (o *expireOp) apply(b *batch) error {
+	var expired []*entry
+	for _, e := range b.s.byPath {
+		if e.softDeleted {
+			continue
+		}
+		st := e.s
+		st.AccessedAt = b.s.accessedAt(e)
+		if st.Expired(o.p.Now) {
+			expired = append(expired, e)
+			if o.p.Limit > 0 && len(expired) >= o.p.Limit {
+				break
+			}
+		}
+	}
+	for _, e := range expired {
+		if cur := b.get(e.s.Path); cur == nil || cur.s.ID != e.s.ID || cur.softDeleted {
+			continue
+		}
+		if err := b.deleteStream(b.get(e.s.Path)); err != nil {
+			return err
+		}
+		o.n++
+	}
+	return nil
+}
