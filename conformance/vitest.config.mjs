@@ -1,0 +1,12 @@
+import { defineConfig } from "vitest/config";
+
+export default defineConfig({
+  test: {
+    include: ["conformance.test.mjs"],
+    // The slowest tests wait for TTL expiry (a few seconds) or run
+    // property-based loops of HTTP requests.
+    testTimeout: 30_000,
+    hookTimeout: 30_000,
+    reporters: ["default"],
+  },
+});

@@ -1,0 +1,165 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+
+	"github.com/heraldstreams/herald/protocol"
+	"github.com/heraldstreams/herald/store"
+)
+
+// apiError is an error with its HTTP status and JSON code.
+type apiError struct {
+	status  int
+	code    string
+	message string
+}
+
+func (e *apiError) Error() string { return e.message }
+
+// Errors httpapi itself detects.
+var (
+	errReservedPath             = &apiError{http.StatusNotFound, "RESERVED_PATH", "this path is reserved for Herald's own API; streams cannot live under /_herald/ or /callback/"}
+	errSubscriptionsUnavailable = &apiError{http.StatusNotFound, "SUBSCRIPTIONS_UNAVAILABLE", "this server does not serve the subscription API"}
+	errMethodNotAllowed         = &apiError{http.StatusMethodNotAllowed, "METHOD_NOT_ALLOWED", "streams accept GET, HEAD, POST, PUT, DELETE and OPTIONS"}
+	errInvalidPath              = &apiError{http.StatusBadRequest, "INVALID_PATH", "a stream path must be absolute, without empty, '.' or '..' segments, control characters or encoded slashes, and at most 1024 bytes"}
+	errBodyTooLarge             = &apiError{http.StatusRequestEntityTooLarge, "PAYLOAD_TOO_LARGE", "the request body exceeds the server's limit"}
+	errBodyRead                 = &apiError{http.StatusBadRequest, "INVALID_BODY", "the request body could not be read"}
+	errEmptyAppend              = &apiError{http.StatusBadRequest, "EMPTY_BODY", "an append needs a body, unless it closes the stream with Stream-Closed: true"}
+	errMissingContentType       = &apiError{http.StatusBadRequest, "MISSING_CONTENT_TYPE", "an append with a body needs a Content-Type"}
+	errMultipleOffsets          = &apiError{http.StatusBadRequest, "INVALID_OFFSET", "the offset parameter must be given at most once"}
+	errOffsetRequired           = &apiError{http.StatusBadRequest, "OFFSET_REQUIRED", "live reads need an offset parameter"}
+	errInvalidLive              = &apiError{http.StatusBadRequest, "INVALID_LIVE_MODE", "live must be long-poll or sse"}
+	errForkHeaders              = &apiError{http.StatusBadRequest, "INVALID_FORK_HEADERS", "Stream-Fork-Offset and Stream-Fork-Sub-Offset need Stream-Forked-From, and a sub-offset above 0 needs Stream-Fork-Offset"}
+	errInvalidForkSource        = &apiError{http.StatusBadRequest, "INVALID_FORK_SOURCE", "Stream-Forked-From must be the path of a stream on this server"}
+	errShuttingDown             = &apiError{http.StatusServiceUnavailable, "SHUTTING_DOWN", "the server is shutting down; retry on another instance or later"}
+	errInternal                 = &apiError{http.StatusInternalServerError, "INTERNAL", "internal error"}
+)
+
+// errorTable maps every sentinel error of the protocol and store packages
+// to one status and code. The create status overrides status for PUT,
+// where a soft-deleted path or fork source is a conflict, not a 410
+// (PROTOCOL 4.2).
+var errorTable = []struct {
+	err          error
+	status       int
+	createStatus int
+	code         string
+}{
+	{protocol.ErrInvalidOffset, http.StatusBadRequest, 0, "INVALID_OFFSET"},
+	{protocol.ErrInvalidTTL, http.StatusBadRequest, 0, "INVALID_TTL"},
+	{protocol.ErrInvalidExpiresAt, http.StatusBadRequest, 0, "INVALID_EXPIRES_AT"},
+	{protocol.ErrTTLAndExpiresAt, http.StatusBadRequest, 0, "CONFLICTING_EXPIRY"},
+	{protocol.ErrProducerHeaders, http.StatusBadRequest, 0, "INVALID_PRODUCER_HEADERS"},
+	{protocol.ErrInvalidSubOffset, http.StatusBadRequest, 0, "INVALID_FORK_SUB_OFFSET"},
+	{protocol.ErrInvalidContentType, http.StatusBadRequest, 0, "INVALID_CONTENT_TYPE"},
+	{protocol.ErrInvalidJSON, http.StatusBadRequest, 0, "INVALID_JSON"},
+	{protocol.ErrEmptyJSONArray, http.StatusBadRequest, 0, "EMPTY_JSON_ARRAY"},
+
+	{store.ErrNotFound, http.StatusNotFound, 0, "STREAM_NOT_FOUND"},
+	{store.ErrStreamGone, http.StatusGone, http.StatusConflict, "STREAM_GONE"},
+	{store.ErrStreamExists, http.StatusConflict, 0, "STREAM_EXISTS"},
+	{store.ErrContentTypeMismatch, http.StatusConflict, 0, "CONTENT_TYPE_MISMATCH"},
+	{store.ErrSeqRegression, http.StatusConflict, 0, "SEQUENCE_CONFLICT"},
+	{store.ErrProducerEpochSeq, http.StatusBadRequest, 0, "INVALID_PRODUCER_EPOCH_SEQ"},
+	{store.ErrForkSourceGone, http.StatusConflict, 0, "FORK_SOURCE_GONE"},
+	{store.ErrForkOffsetBeyondTail, http.StatusBadRequest, 0, "FORK_OFFSET_BEYOND_TAIL"},
+	{store.ErrForkSubOffset, http.StatusBadRequest, 0, "INVALID_FORK_SUB_OFFSET"},
+	{store.ErrPositionBeyondTail, http.StatusBadRequest, 0, "OFFSET_BEYOND_TAIL"},
+	{store.ErrClosedStore, http.StatusServiceUnavailable, 0, "UNAVAILABLE"},
+}
+
+// errorBody is the JSON body of every error response.
+type errorBody struct {
+	Error errorDetail `json:"error"`
+}
+
+type errorDetail struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// fail writes the error response for err, with the headers the protocol
+// requires for some of them (PROTOCOL 5.2, 5.2.1).
+func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
+	h := w.Header()
+	status, code, msg := http.StatusInternalServerError, errInternal.code, errInternal.message
+
+	var (
+		ae     *apiError
+		closed *store.ClosedError
+		stale  *store.ProducerEpochStaleError
+		gap    *store.ProducerSeqGapError
+	)
+	switch {
+	case errors.As(err, &ae):
+		status, code, msg = ae.status, ae.code, ae.message
+	case errors.As(err, &closed):
+		status, code, msg = http.StatusConflict, "STREAM_CLOSED", "the stream is closed"
+		h[hdrStreamClosed] = valTrue
+		h.Set(hdrNextOffset, protocol.FormatOffset(closed.Tail))
+	case errors.As(err, &stale):
+		status, code, msg = http.StatusForbidden, "PRODUCER_EPOCH_STALE", "the producer epoch is older than the stream's"
+		h.Set(hdrProducerEpoch, strconv.FormatInt(stale.Current, 10))
+	case errors.As(err, &gap):
+		status, code, msg = http.StatusConflict, "PRODUCER_SEQ_GAP", "the producer skipped a sequence number"
+		h.Set(hdrProducerExpected, strconv.FormatInt(gap.Expected, 10))
+		h.Set(hdrProducerReceived, strconv.FormatInt(gap.Received, 10))
+	case errors.Is(err, context.Canceled) && r.Context().Err() != nil:
+		// The client went away; nobody reads this response.
+		status, code, msg = 499, "CLIENT_CLOSED", "the client closed the request"
+	default:
+		matched := false
+		for _, e := range errorTable {
+			if errors.Is(err, e.err) {
+				status, code, msg = e.status, e.code, e.err.Error()
+				if r.Method == http.MethodPut && e.createStatus != 0 {
+					status = e.createStatus
+				}
+				matched = true
+				break
+			}
+		}
+		if !matched {
+			s.log.ErrorContext(r.Context(), "request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+		}
+	}
+	writeErrorBody(w, r, status, code, msg)
+}
+
+// writeErrorBody writes a JSON error response.
+func writeErrorBody(w http.ResponseWriter, r *http.Request, status int, code, msg string) {
+	h := w.Header()
+	h["Content-Type"] = valJSON
+	h["Cache-Control"] = valNoStore
+	// Error bodies are never cut short; drop headers that described a body
+	// a handler meant to send.
+	h.Del("Content-Length")
+	h.Del("Etag")
+	w.WriteHeader(status)
+	if r.Method == http.MethodHead {
+		return
+	}
+	body, err := json.Marshal(errorBody{Error: errorDetail{Code: code, Message: msg}})
+	if err != nil {
+		return // strings always marshal
+	}
+	// A failed write means the client is gone; there is no one to tell.
+	_, _ = w.Write(body)
+}
+
+// writeJSON writes a JSON response.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	body, err := json.Marshal(v)
+	if err != nil {
+		http.Error(w, "internal error", http.StatusInternalServerError)
+		return
+	}
+	w.Header()["Content-Type"] = valJSON
+	w.Header()["Cache-Control"] = valNoStore
+	w.WriteHeader(status)
+	_, _ = w.Write(body) // a failed write means the client is gone
+}

@@ -1,0 +1,187 @@
+package httpapi
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/heraldstreams/herald/protocol"
+	"github.com/heraldstreams/herald/store"
+)
+
+// longPoll handles GET ?live=long-poll (PROTOCOL 5.7): answer at once when
+// there is data or the stream is closed at the offset; otherwise wait for
+// the stream's next change, up to the long-poll timeout.
+//
+// Waiting never misses an append: the notifier's wait channel is taken
+// before the state is read, so a change after the read closes a channel
+// this request already holds. All long-polls of one stream share that one
+// channel.
+func (s *Server) longPoll(w http.ResponseWriter, r *http.Request, req readRequest) {
+	from, err := s.start(r, req)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	timeout := time.NewTimer(s.longPollTimeout)
+	defer timeout.Stop()
+	notifier := s.store.Notifier()
+
+	// The first read resets a sliding TTL as the request begins (PROTOCOL
+	// 5.1) and learns the stream's ID, which the wait needs.
+	var (
+		id   int64
+		wait <-chan struct{}
+	)
+	for {
+		res, err := s.readAt(r, req.path, from)
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		st := &res.Stream
+		if len(res.Data) > 0 {
+			s.writeData(w, r, res, from, s.cursor(req.cursor))
+			return
+		}
+		from = res.Next
+		if st.Closed && from >= st.Tail {
+			// Closed at the tail: EOF at once, never a wait (PROTOCOL 5.7).
+			s.writeNoData(w, from, true, "")
+			return
+		}
+		if wait == nil || st.ID != id {
+			// First pass, or the stream was re-created under the path:
+			// take the wait channel, then read again.
+			id = st.ID
+			wait = notifier.Wait(id)
+			continue
+		}
+		select {
+		case <-wait:
+			wait = notifier.Wait(id)
+		case <-timeout.C:
+			s.writeNoData(w, from, false, s.cursor(req.cursor))
+			return
+		case <-s.shutdown:
+			s.writeNoData(w, from, false, s.cursor(req.cursor))
+			return
+		case <-r.Context().Done():
+			return
+		}
+	}
+}
+
+// writeNoData writes the 204 of a long-poll that found no data.
+func (s *Server) writeNoData(w http.ResponseWriter, tail int64, closed bool, cursor string) {
+	h := w.Header()
+	h.Set(hdrNextOffset, protocol.FormatOffset(tail))
+	h[hdrUpToDate] = valTrue
+	if closed {
+		h[hdrStreamClosed] = valTrue
+	}
+	if cursor != "" {
+		h.Set(hdrCursor, cursor)
+	}
+	h[hdrCacheControl] = valNoStore
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// sse handles GET ?live=sse (PROTOCOL 5.8): catch up from the offset as
+// data events, each followed by a control event, then follow the stream
+// until it closes, the client leaves, the server shuts down or
+// SSEMaxDuration passes.
+func (s *Server) sse(w http.ResponseWriter, r *http.Request, req readRequest) {
+	from, err := s.start(r, req)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	res, err := s.readAt(r, req.path, from)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	id := res.Stream.ID
+	enc := protocol.SSEEncodingFor(res.Stream.ContentType)
+
+	h := w.Header()
+	h["Content-Type"] = valEventStream
+	h[hdrCacheControl] = valNoCache
+	h["X-Accel-Buffering"] = valNo
+	if enc == protocol.SSEBase64 {
+		h[hdrSSEEncoding] = valBase64
+	}
+	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w)
+
+	deadline := time.NewTimer(s.sseMaxDuration)
+	defer deadline.Stop()
+	notifier := s.store.Notifier()
+	var buf []byte
+	sentControl := false
+	for {
+		eof := res.Stream.Closed && res.Next >= res.Stream.Tail
+		// Emit the data read, or a lone control event when the client
+		// must learn where it stands: at the start, and at EOF.
+		if len(res.Data) > 0 || eof || !sentControl {
+			buf = buf[:0]
+			if len(res.Data) > 0 {
+				buf = protocol.AppendSSEData(buf, res.Data, enc)
+			}
+			ctl := protocol.SSEControl{
+				StreamNextOffset: protocol.FormatOffset(res.Next),
+				UpToDate:         res.Next >= res.Stream.Tail,
+				StreamClosed:     eof,
+			}
+			if !eof {
+				ctl.StreamCursor = s.cursor(req.cursor)
+			}
+			buf = protocol.AppendSSEControl(buf, ctl)
+			sentControl = true
+			if _, err := w.Write(buf); err != nil {
+				return
+			}
+			if err := rc.Flush(); err != nil {
+				return
+			}
+		}
+		if eof {
+			// Clients must not reconnect after streamClosed; the
+			// connection ends here (PROTOCOL 5.8).
+			return
+		}
+		from = res.Next
+		if res, err = s.nextSSE(r, req.path, from, id, notifier, deadline.C); err != nil || res == nil {
+			return
+		}
+	}
+}
+
+// nextSSE waits until the stream has data at from, or closes, and returns
+// the read; it returns nil when the response must end instead (the client
+// left, the server shuts down, the response is old enough, or the stream
+// was deleted or re-created under the path).
+func (s *Server) nextSSE(r *http.Request, path string, from, id int64, notifier store.Notifier, deadline <-chan time.Time) (*store.StreamReadResult, error) {
+	for {
+		wait := notifier.Wait(id)
+		res, err := s.readAt(r, path, from)
+		if err != nil {
+			return nil, err
+		}
+		if res.Stream.ID != id {
+			return nil, nil
+		}
+		if len(res.Data) > 0 || (res.Stream.Closed && res.Next >= res.Stream.Tail) {
+			return res, nil
+		}
+		select {
+		case <-wait:
+		case <-deadline:
+			return nil, nil
+		case <-s.shutdown:
+			return nil, nil
+		case <-r.Context().Done():
+			return nil, nil
+		}
+	}
+}

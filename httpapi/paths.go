@@ -1,0 +1,55 @@
+package httpapi
+
+import (
+	"strings"
+	"unicode/utf8"
+)
+
+// maxPathBytes bounds a stream path (PROTOCOL 12.2: keep URL components
+// within limits).
+const maxPathBytes = 1024
+
+// isReserved reports whether path lies under a prefix where no stream
+// lives.
+func isReserved(path string) bool {
+	return strings.HasPrefix(path, HeraldPrefix) || strings.HasPrefix(path, CallbackPrefix) ||
+		path == strings.TrimSuffix(HeraldPrefix, "/") || path == strings.TrimSuffix(CallbackPrefix, "/")
+}
+
+// validateStreamPath checks a request's decoded path (and its escaped form,
+// "" when it has none) as a stream path: absolute, valid UTF-8, at most
+// maxPathBytes, with no empty, "." or ".." segment (PROTOCOL 12.2: no path
+// traversal), no control character and no encoded slash (which would make
+// one segment look like two once decoded).
+func validateStreamPath(path, rawPath string) error {
+	if len(path) < 2 || path[0] != '/' || len(path) > maxPathBytes || !utf8.ValidString(path) {
+		return errInvalidPath
+	}
+	if rawPath != "" && (strings.Contains(rawPath, "%2F") || strings.Contains(rawPath, "%2f")) {
+		return errInvalidPath
+	}
+	for i := 0; i < len(path); i++ {
+		if c := path[i]; c < 0x20 || c == 0x7f {
+			return errInvalidPath
+		}
+	}
+	for seg := range strings.SplitSeq(path[1:], "/") {
+		if seg == "" || seg == "." || seg == ".." {
+			return errInvalidPath
+		}
+	}
+	return nil
+}
+
+// hasSegment reports whether path has a segment equal to seg.
+func hasSegment(path, seg string) bool {
+	if !strings.Contains(path, seg) {
+		return false
+	}
+	for s := range strings.SplitSeq(path, "/") {
+		if s == seg {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,186 @@
+package httpapi
+
+import (
+	"math/rand/v2"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/heraldstreams/herald/protocol"
+	"github.com/heraldstreams/herald/store"
+)
+
+// readRequest is a parsed GET.
+type readRequest struct {
+	path   string
+	offset protocol.Offset
+	// cursor is the client's echoed Stream-Cursor, "" when none.
+	cursor string
+}
+
+// read handles GET: catch-up, long-poll or SSE (PROTOCOL 5.6-5.8, 8).
+func (s *Server) read(w http.ResponseWriter, r *http.Request, path string) {
+	q := r.URL.Query()
+	req := readRequest{path: path, offset: protocol.Offset{Kind: protocol.OffsetKindStart}, cursor: q.Get("cursor")}
+	offsets, hasOffset := q["offset"]
+	if len(offsets) > 1 {
+		s.fail(w, r, errMultipleOffsets)
+		return
+	}
+	if hasOffset {
+		off, err := protocol.ParseOffset(offsets[0])
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		req.offset = off
+	}
+	switch live := q.Get("live"); live {
+	case "":
+		s.catchUp(w, r, req)
+	case "long-poll", "sse":
+		if !hasOffset {
+			s.fail(w, r, errOffsetRequired)
+			return
+		}
+		if s.shuttingDown.Load() {
+			s.fail(w, r, errShuttingDown)
+			return
+		}
+		if live == "sse" {
+			s.sse(w, r, req)
+		} else {
+			s.longPoll(w, r, req)
+		}
+	default:
+		s.fail(w, r, errInvalidLive)
+	}
+}
+
+// start resolves the offset of a read into a position for the store: -1
+// for the stream's start, the tail for "now".
+func (s *Server) start(r *http.Request, req readRequest) (int64, error) {
+	switch req.offset.Kind {
+	case protocol.OffsetKindStart:
+		return -1, nil
+	case protocol.OffsetKindNow:
+		st, err := s.store.StreamGet(r.Context(), &store.StreamGetParams{Path: req.path, Now: s.now()})
+		if err != nil {
+			return 0, err
+		}
+		return st.Tail, nil
+	default:
+		return req.offset.Position, nil
+	}
+}
+
+// readAt reads from a position, resetting a sliding TTL.
+func (s *Server) readAt(r *http.Request, path string, from int64) (*store.StreamReadResult, error) {
+	return s.store.StreamRead(r.Context(), &store.StreamReadParams{Path: path, From: from, MaxBytes: s.maxReadBytes, Now: s.now()})
+}
+
+// catchUp handles a GET without live (PROTOCOL 5.6).
+func (s *Server) catchUp(w http.ResponseWriter, r *http.Request, req readRequest) {
+	from, err := s.start(r, req)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	res, err := s.readAt(r, req.path, from)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if req.offset.Kind == protocol.OffsetKindNow {
+		// offset=now skips every existing message: an empty, uncacheable
+		// answer at the tail (PROTOCOL 8), whatever the read found.
+		st := &res.Stream
+		h := w.Header()
+		h.Set(hdrContentType, st.ContentType)
+		h.Set(hdrNextOffset, protocol.FormatOffset(from))
+		h[hdrUpToDate] = valTrue
+		if st.Closed && st.Tail == from {
+			h[hdrStreamClosed] = valTrue
+		}
+		h[hdrCacheControl] = valNoStore
+		body := []byte(nil)
+		if protocol.IsJSON(st.ContentType) {
+			body = protocol.AppendJSONArray(nil, nil)
+		}
+		writeBody(w, http.StatusOK, body)
+		return
+	}
+	s.writeData(w, r, res, from, "")
+}
+
+// writeData writes a 200 response carrying the data of a read. A non-empty
+// cursor marks a live response, which carries Stream-Cursor.
+func (s *Server) writeData(w http.ResponseWriter, r *http.Request, res *store.StreamReadResult, from int64, cursor string) {
+	st := &res.Stream
+	upToDate := res.Next >= st.Tail
+	eof := upToDate && st.Closed
+	h := w.Header()
+	h.Set(hdrContentType, st.ContentType)
+	h.Set(hdrNextOffset, protocol.FormatOffset(res.Next))
+	if upToDate {
+		h[hdrUpToDate] = valTrue
+	}
+	if eof {
+		h[hdrStreamClosed] = valTrue
+	}
+	if cursor != "" {
+		h.Set(hdrCursor, cursor)
+	}
+	etag := protocol.ETag(st.ID, max(from, 0), res.Next, eof)
+	h.Set("Etag", etag)
+	h.Set(hdrCacheControl, cacheControl(st, len(res.Data) > 0 || eof, s.now()))
+	if cursor == "" {
+		if inm, ok := header(r.Header, hdrIfNoneMatch); ok && protocol.ETagMatches(inm, etag) {
+			w.WriteHeader(http.StatusNotModified)
+			return
+		}
+	}
+	body := res.Data
+	if protocol.IsJSON(st.ContentType) {
+		body = protocol.AppendJSONArray(make([]byte, 0, protocol.JSONArrayLen(len(res.Data))), res.Data)
+	}
+	writeBody(w, http.StatusOK, body)
+}
+
+// writeBody writes a response with an exact Content-Length.
+func writeBody(w http.ResponseWriter, status int, body []byte) {
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(status)
+	// A failed write means the client is gone; there is no one to tell.
+	_, _ = w.Write(body)
+}
+
+// cacheMaxAge is how long caches may keep catch-up data (PROTOCOL 10.1).
+const cacheMaxAge = 60 * time.Second
+
+// cacheControl is the Cache-Control of a read response. Data, and the
+// closure signal, never change at a given offset, so they are cacheable
+// (PROTOCOL 10.1), but no longer than the stream lives. An empty answer at
+// the tail of an open stream changes with the next append: never cached.
+func cacheControl(st *store.Stream, stable bool, now time.Time) string {
+	if !stable {
+		return "no-store"
+	}
+	maxAge := cacheMaxAge
+	if d := st.Deadline(); !d.IsZero() {
+		if left := d.Sub(now); left < maxAge {
+			maxAge = max(left, 0)
+		}
+	}
+	if maxAge < cacheMaxAge {
+		return "public, max-age=" + strconv.Itoa(int(maxAge/time.Second))
+	}
+	return "public, max-age=60, stale-while-revalidate=300"
+}
+
+// cursor is the Stream-Cursor of a live response (PROTOCOL 10.1), with a
+// random jitter of 1 to 3600 seconds in case the client is ahead.
+func (s *Server) cursor(client string) string {
+	jitter := time.Duration(1+rand.Int64N(int64(protocol.MaxCursorJitter/time.Second))) * time.Second
+	return protocol.NextCursor(s.now(), client, jitter)
+}

@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# Runs the official Durable Streams server conformance suite
+# (@durable-streams/server-conformance-tests, pinned in conformance/) against
+# a freshly built Herald with an empty data directory.
+#
+# Usage: scripts/conformance.sh [vitest arguments, e.g. -t "SSE Mode"]
+# Needs Go, Node.js (>= 18) and npm. Exits with vitest's status.
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+long_poll_ms="${HERALD_LONG_POLL_TIMEOUT_MS:-2000}"
+work="$(mktemp -d)"
+server_pid=""
+
+cleanup() {
+	if [[ -n "$server_pid" ]] && kill -0 "$server_pid" 2>/dev/null; then
+		kill -TERM "$server_pid" 2>/dev/null || true
+		wait "$server_pid" 2>/dev/null || true
+	fi
+	rm -rf "$work"
+}
+trap cleanup EXIT
+
+echo "conformance: building herald" >&2
+(cd "$root" && go build -o "$work/herald" ./cmd/herald)
+
+# Port 0: the kernel picks a free port, which the server logs.
+"$work/herald" serve --addr 127.0.0.1:0 --data-dir "$work/data" \
+	--long-poll-timeout "${long_poll_ms}ms" --log-level info >"$work/server.log" 2>&1 &
+server_pid=$!
+
+addr=""
+for _ in $(seq 1 200); do
+	if ! kill -0 "$server_pid" 2>/dev/null; then
+		echo "conformance: herald exited early:" >&2
+		cat "$work/server.log" >&2
+		exit 1
+	fi
+	addr="$(grep -o 'addr=127\.0\.0\.1:[0-9]*' "$work/server.log" | head -n1 | cut -d= -f2 || true)"
+	[[ -n "$addr" ]] && break
+	sleep 0.05
+done
+if [[ -z "$addr" ]]; then
+	echo "conformance: herald did not report its address:" >&2
+	cat "$work/server.log" >&2
+	exit 1
+fi
+url="http://$addr"
+
+ready=""
+for _ in $(seq 1 100); do
+	if node -e 'fetch(process.argv[1]).then(r => process.exit(r.ok ? 0 : 1), () => process.exit(1))' "$url/_herald/healthz"; then
+		ready=1
+		break
+	fi
+	sleep 0.1
+done
+if [[ -z "$ready" ]]; then
+	echo "conformance: $url/_herald/healthz never answered 200" >&2
+	cat "$work/server.log" >&2
+	exit 1
+fi
+echo "conformance: herald is serving at $url" >&2
+
+cd "$root/conformance"
+if [[ ! -d node_modules ]]; then
+	npm ci --no-audit --no-fund >&2
+fi
+status=0
+HERALD_URL="$url" HERALD_LONG_POLL_TIMEOUT_MS="$long_poll_ms" npx vitest run "$@" || status=$?
+if [[ $status -ne 0 ]]; then
+	echo "conformance: server log:" >&2
+	tail -n 50 "$work/server.log" >&2
+fi
+exit "$status"
