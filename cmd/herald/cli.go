@@ -1,0 +1,95 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"runtime/debug"
+	"strings"
+)
+
+// version is set at build time with -ldflags "-X main.version=v1.2.3"; it
+// falls back to the module version of the build.
+var version = ""
+
+// errUsage marks command-line mistakes (exit code 2).
+var errUsage = errors.New("usage")
+
+func exitCode(err error) int {
+	if errors.Is(err, errUsage) || errors.Is(err, flag.ErrHelp) {
+		return 2
+	}
+	return 1
+}
+
+const usage = `Herald keeps durable streams and delivers them by webhook.
+
+Usage:
+  herald serve [flags]   run the server (herald serve --help lists the flags)
+  herald version         print the version
+
+Every flag can also be set with an environment variable: --data-dir is
+HERALD_DATA_DIR, --long-poll-timeout is HERALD_LONG_POLL_TIMEOUT, and so on.
+A flag on the command line wins over the environment.
+`
+
+// run is main without the process: testable with its own args, output and
+// environment.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer, env func(string) (string, bool)) error {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return fmt.Errorf("%w: no command given", errUsage)
+	}
+	switch args[0] {
+	case "serve":
+		cfg, err := parseServeFlags(args[1:], stderr, env)
+		if err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil
+			}
+			return err
+		}
+		return serve(ctx, cfg, stderr)
+	case "version", "--version", "-version":
+		fmt.Fprintln(stdout, "herald", buildVersion())
+		return nil
+	case "help", "--help", "-help", "-h":
+		fmt.Fprint(stdout, usage)
+		return nil
+	default:
+		fmt.Fprint(stderr, usage)
+		return fmt.Errorf("%w: unknown command %q", errUsage, args[0])
+	}
+}
+
+func buildVersion() string {
+	if version != "" {
+		return version
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return "devel"
+}
+
+// envName is the environment variable of a flag: --long-poll-timeout is
+// HERALD_LONG_POLL_TIMEOUT.
+func envName(flagName string) string {
+	return "HERALD_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
+}
+
+// applyEnv sets every flag that has an environment variable, before the
+// command line is parsed (so the command line wins).
+func applyEnv(fs *flag.FlagSet, env func(string) (string, bool)) error {
+	var errs []error
+	fs.VisitAll(func(f *flag.Flag) {
+		if v, ok := env(envName(f.Name)); ok {
+			if err := fs.Set(f.Name, v); err != nil {
+				errs = append(errs, fmt.Errorf("%w: %s=%q: %v", errUsage, envName(f.Name), v, err))
+			}
+		}
+	})
+	return errors.Join(errs...)
+}

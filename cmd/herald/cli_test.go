@@ -1,0 +1,96 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+)
+
+func noEnv(string) (string, bool) { return "", false }
+
+func envOf(m map[string]string) func(string) (string, bool) {
+	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
+}
+
+func TestServeDefaults(t *testing.T) {
+	cfg, err := parseServeFlags(nil, io.Discard, noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Addr != ":4437" || cfg.DataDir != "./data" || cfg.LongPollTimeout != 30*time.Second ||
+		cfg.MaxBodyBytes != 16<<20 || cfg.LogLevel != slog.LevelInfo || cfg.LogFormat != "text" {
+		t.Fatalf("defaults = %+v", cfg)
+	}
+}
+
+func TestEnvironmentAndFlagsPrecedence(t *testing.T) {
+	env := envOf(map[string]string{
+		"HERALD_DATA_DIR":          "/var/lib/herald",
+		"HERALD_LONG_POLL_TIMEOUT": "5s",
+		"HERALD_ADDR":              "127.0.0.1:9000",
+		"HERALD_LOG_LEVEL":         "debug",
+	})
+	cfg, err := parseServeFlags([]string{"--addr", ":8080"}, io.Discard, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.DataDir != "/var/lib/herald" || cfg.LongPollTimeout != 5*time.Second || cfg.LogLevel != slog.LevelDebug {
+		t.Fatalf("environment not applied: %+v", cfg)
+	}
+	if cfg.Addr != ":8080" {
+		t.Fatalf("command line must win over the environment, addr = %q", cfg.Addr)
+	}
+}
+
+func TestBadConfigurationIsAUsageError(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		env  map[string]string
+		want string
+	}{
+		{[]string{"--long-poll-timeout", "0s"}, nil, "--long-poll-timeout must be positive"},
+		{[]string{"--max-body-bytes", "-1"}, nil, "--max-body-bytes must be positive"},
+		{[]string{"--log-format", "xml"}, nil, "--log-format must be text or json"},
+		{[]string{"--no-such-flag"}, nil, "flag provided but not defined"},
+		{[]string{"extra"}, nil, "unexpected arguments"},
+		{nil, map[string]string{"HERALD_LONG_POLL_TIMEOUT": "soon"}, "HERALD_LONG_POLL_TIMEOUT"},
+	} {
+		_, err := parseServeFlags(c.args, io.Discard, envOf(c.env))
+		if !errors.Is(err, errUsage) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("args %v env %v: error = %v, want usage error mentioning %q", c.args, c.env, err, c.want)
+		}
+		if exitCode(err) != 2 {
+			t.Errorf("exit code = %d, want 2", exitCode(err))
+		}
+	}
+}
+
+func TestCommands(t *testing.T) {
+	var out, errOut bytes.Buffer
+	if err := run(context.Background(), []string{"version"}, &out, &errOut, noEnv); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(out.String(), "herald ") {
+		t.Fatalf("version printed %q", out.String())
+	}
+	out.Reset()
+	if err := run(context.Background(), []string{"serve", "--help"}, &out, &errOut, noEnv); err != nil {
+		t.Fatalf("serve --help: %v", err)
+	}
+	for _, want := range []string{"--addr", "--data-dir", "--long-poll-timeout", "--max-body-bytes", "HERALD_"} {
+		if !strings.Contains(strings.ReplaceAll(errOut.String(), "  -", "  --"), want) {
+			t.Errorf("serve --help does not mention %s:\n%s", want, errOut.String())
+		}
+	}
+	if err := run(context.Background(), []string{"frobnicate"}, &out, &errOut, noEnv); !errors.Is(err, errUsage) {
+		t.Fatalf("unknown command: %v", err)
+	}
+	if err := run(context.Background(), nil, &out, &errOut, noEnv); !errors.Is(err, errUsage) {
+		t.Fatalf("no command: %v", err)
+	}
+}

@@ -1,0 +1,95 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/heraldstreams/herald/httpapi"
+	"github.com/heraldstreams/herald/reaper"
+	"github.com/heraldstreams/herald/store/sqlite"
+)
+
+// serve runs Herald until ctx ends (SIGINT or SIGTERM), then shuts down
+// gracefully: it stops taking requests, ends live reads cleanly, lets
+// in-flight appends finish, and flushes and closes the store.
+func serve(ctx context.Context, cfg *serveConfig, logOut io.Writer) error {
+	log := newLogger(cfg, logOut)
+	st, err := sqlite.Open(ctx, sqlite.Config{Dir: cfg.DataDir, Logger: log.With("part", "store")})
+	if err != nil {
+		return err
+	}
+	api := httpapi.New(httpapi.Config{
+		Store:           st,
+		Logger:          log.With("part", "http"),
+		LongPollTimeout: cfg.LongPollTimeout,
+		MaxBodyBytes:    cfg.MaxBodyBytes,
+		MaxReadBytes:    cfg.MaxReadBytes,
+		SSEMaxDuration:  cfg.SSEMaxDuration,
+	})
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return errors.Join(fmt.Errorf("listen on %s: %w", cfg.Addr, err), st.Close())
+	}
+	srv := &http.Server{
+		Handler:           api,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+
+	// Background services live until the server has stopped serving.
+	svcCtx, stopServices := context.WithCancel(context.WithoutCancel(ctx))
+	var services sync.WaitGroup
+	services.Add(1)
+	go func() {
+		defer services.Done()
+		reaper.New(reaper.Config{Store: st, Logger: log.With("part", "reaper")}).Run(svcCtx)
+	}()
+
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve(ln) }()
+	api.SetReady(true)
+	log.Info("herald listening", "addr", ln.Addr().String(), "data_dir", cfg.DataDir, "version", buildVersion())
+
+	var errs []error
+	select {
+	case err := <-serveErr:
+		errs = append(errs, fmt.Errorf("serve: %w", err))
+	case <-ctx.Done():
+		log.Info("shutting down")
+		api.SetReady(false)
+		api.Shutdown() // live readers answer now instead of at their timeout
+		shutCtx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
+		if err := srv.Shutdown(shutCtx); err != nil {
+			errs = append(errs, fmt.Errorf("http shutdown: %w", err))
+		}
+		cancel()
+		if err := <-serveErr; err != nil && !errors.Is(err, http.ErrServerClosed) {
+			errs = append(errs, fmt.Errorf("serve: %w", err))
+		}
+	}
+	stopServices()
+	services.Wait()
+	if err := st.Close(); err != nil {
+		errs = append(errs, fmt.Errorf("close store: %w", err))
+	}
+	if len(errs) == 0 {
+		log.Info("stopped")
+	}
+	return errors.Join(errs...)
+}
+
+func newLogger(cfg *serveConfig, out io.Writer) *slog.Logger {
+	opts := &slog.HandlerOptions{Level: cfg.LogLevel}
+	if cfg.LogFormat == "json" {
+		return slog.New(slog.NewJSONHandler(out, opts))
+	}
+	return slog.New(slog.NewTextHandler(out, opts))
+}

@@ -1,0 +1,178 @@
+// Package e2e tests the real herald binary: built once, started on a
+// loopback port, driven over HTTP, killed and restarted.
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+var (
+	buildOnce sync.Once
+	binPath   string
+	buildErr  error
+)
+
+// heraldBinary builds ./cmd/herald once per test run.
+func heraldBinary(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "herald-e2e-bin")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "herald")
+		out, err := exec.Command("go", "build", "-race", "-o", binPath, "../cmd/herald").CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return binPath
+}
+
+// server is one running herald process.
+type server struct {
+	t    *testing.T
+	cmd  *exec.Cmd
+	base string
+	done chan error
+	logs *logTail
+}
+
+// startHerald runs `herald serve` on dataDir and waits until it is ready.
+func startHerald(t *testing.T, dataDir string, extra ...string) *server {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	if err := ln.Close(); err != nil {
+		t.Fatal(err)
+	}
+	args := append([]string{"serve", "--addr", addr, "--data-dir", dataDir, "--long-poll-timeout", "2s"}, extra...)
+	cmd := exec.Command(heraldBinary(t), args...)
+	logs := &logTail{}
+	cmd.Stdout = logs
+	cmd.Stderr = logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	s := &server{t: t, cmd: cmd, base: "http://" + addr, done: make(chan error, 1), logs: logs}
+	go func() { s.done <- cmd.Wait() }()
+	t.Cleanup(func() {
+		if s.cmd.ProcessState == nil {
+			if err := s.cmd.Process.Kill(); err == nil {
+				<-s.done
+			}
+		}
+	})
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		resp, err := http.Get(s.base + "/_herald/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return s
+			}
+		}
+		select {
+		case err := <-s.done:
+			t.Fatalf("herald exited before it was ready: %v\n%s", err, logs)
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("herald not ready after 30s\n%s", logs)
+		}
+	}
+}
+
+// kill sends SIGKILL and waits for the process to be gone.
+func (s *server) kill() {
+	if err := s.cmd.Process.Kill(); err != nil {
+		s.t.Fatal(err)
+	}
+	<-s.done
+}
+
+// terminate sends SIGTERM and returns the exit error.
+func (s *server) terminate(timeout time.Duration) error {
+	if err := s.cmd.Process.Signal(os.Interrupt); err != nil {
+		s.t.Fatal(err)
+	}
+	select {
+	case err := <-s.done:
+		return err
+	case <-time.After(timeout):
+		s.t.Fatalf("herald did not stop within %v\n%s", timeout, s.logs)
+		return nil
+	}
+}
+
+// do sends one request and returns the response with its body read.
+func do(t *testing.T, method, url string, hdr map[string]string, body string) (*http.Response, string) {
+	t.Helper()
+	resp, b, err := tryDo(context.Background(), method, url, hdr, body)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, url, err)
+	}
+	return resp, b
+}
+
+func tryDo(ctx context.Context, method, url string, hdr map[string]string, body string) (*http.Response, string, error) {
+	req, err := http.NewRequestWithContext(ctx, method, url, strings.NewReader(body))
+	if err != nil {
+		return nil, "", err
+	}
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return resp, string(b), err
+}
+
+// logTail keeps the process output for failure messages.
+type logTail struct {
+	mu  sync.Mutex
+	buf strings.Builder
+}
+
+func (l *logTail) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.buf.Len() < 1<<20 {
+		l.buf.Write(p)
+	}
+	return len(p), nil
+}
+
+func (l *logTail) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out strings.Builder
+	sc := bufio.NewScanner(strings.NewReader(l.buf.String()))
+	for sc.Scan() {
+		out.WriteString("  herald: " + sc.Text() + "\n")
+	}
+	return out.String()
+}

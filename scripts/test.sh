@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Runs Herald's whole test suite: formatting, vet, the Go tests with the race
+# detector (unit, storage suite, end-to-end with the real binary) and the
+# official Durable Streams conformance suite against `herald serve`.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+echo "== gofmt"
+unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './conformance/node_modules/*'))
+if [ -n "$unformatted" ]; then
+  echo "gofmt would change:"; echo "$unformatted"; exit 1
+fi
+
+echo "== go vet"
+go vet ./...
+
+echo "== go test -race"
+go test -race -count=1 -timeout 15m ./...
+
+echo "== conformance"
+scripts/conformance.sh
