@@ -119,7 +119,8 @@ type StreamCreateParams struct {
 	ExpiresAt   time.Time
 	Closed      bool
 	// Data is the initial content, framed for JSON streams; Messages is the
-	// number of JSON messages in it.
+	// number of JSON messages in it. The store may keep Data: callers must
+	// not modify it after the call (likewise for appends).
 	Data     []byte
 	Messages int
 	// ForkSource, when not "", makes this a fork of the stream at that path.

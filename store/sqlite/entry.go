@@ -21,7 +21,20 @@ type entry struct {
 	softDeleted bool
 	closedBy    *store.Producer
 	producers   map[string]protocol.ProducerState
+	// recent is the stream's last append when it is small: live readers
+	// woken by that append (they wait at its start) read it from memory
+	// instead of querying the database.
+	recent *recentChunk
 }
+
+// recentChunk is a stored chunk kept in memory; data is never modified.
+type recentChunk struct {
+	start, end int64
+	data       []byte
+}
+
+// maxRecentChunk bounds the size of a chunk kept in memory per stream.
+const maxRecentChunk = 64 << 10
 
 func (e *entry) clone() *entry {
 	c := *e

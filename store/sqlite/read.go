@@ -69,6 +69,10 @@ func (r *rangeReader) read(ctx context.Context, e *entry, from, end int64) error
 	if from >= end {
 		return nil
 	}
+	if rc := e.recent; rc != nil && from >= rc.start && end <= rc.end {
+		r.out = append(r.out, rc.data[from-rc.start:end-rc.start]...)
+		return nil
+	}
 	rows, err := r.s.readChunks.QueryContext(ctx, e.s.ID, from, end)
 	if err != nil {
 		return fmt.Errorf("sqlite: read chunks: %w", err)

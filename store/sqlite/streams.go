@@ -240,6 +240,10 @@ func (b *batch) insertChunk(e *entry, data []byte) error {
 		return fmt.Errorf("insert chunk: %w", err)
 	}
 	e.s.Tail = end
+	e.recent = nil
+	if len(data) <= maxRecentChunk {
+		e.recent = &recentChunk{start: start, end: end, data: data}
+	}
 	return nil
 }
 
