@@ -4,6 +4,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/heraldstreams/herald/protocol"
@@ -140,11 +141,43 @@ func (s *Server) writeData(w http.ResponseWriter, r *http.Request, res *store.St
 			return
 		}
 	}
-	body := res.Data
-	if protocol.IsJSON(st.ContentType) {
-		body = protocol.AppendJSONArray(make([]byte, 0, protocol.JSONArrayLen(len(res.Data))), res.Data)
+	if !protocol.IsJSON(st.ContentType) {
+		writeBody(w, http.StatusOK, res.Data)
+		return
 	}
-	writeBody(w, http.StatusOK, body)
+	buf := getArrayBuf(protocol.JSONArrayLen(len(res.Data)))
+	*buf = protocol.AppendJSONArray(*buf, res.Data)
+	writeBody(w, http.StatusOK, *buf)
+	putArrayBuf(buf)
+}
+
+// arrayBufs holds buffers for JSON array bodies, so that catch-up reads of
+// JSON streams neither allocate nor zero megabytes per response. net/http
+// does not keep a written slice, so a buffer is free once Write returns.
+var arrayBufs sync.Pool
+
+// maxPooledArrayBuf bounds the buffers kept in arrayBufs.
+const maxPooledArrayBuf = 2*DefaultMaxReadBytes + 1<<16
+
+// getArrayBuf returns an empty buffer of capacity at least n.
+func getArrayBuf(n int) *[]byte {
+	if p, ok := arrayBufs.Get().(*[]byte); ok {
+		if cap(*p) >= n {
+			*p = (*p)[:0]
+			return p
+		}
+		// Too small for this body: let it go; the larger buffer made
+		// below takes its place.
+	}
+	b := make([]byte, 0, n)
+	return &b
+}
+
+// putArrayBuf returns a buffer to arrayBufs unless it is too large to keep.
+func putArrayBuf(p *[]byte) {
+	if cap(*p) <= maxPooledArrayBuf {
+		arrayBufs.Put(p)
+	}
 }
 
 // writeBody writes a response with an exact Content-Length.
