@@ -1,0 +1,130 @@
+package subscription
+
+import "time"
+
+// Event is something that happened to a consumer: the input of
+// Machine.Decide. The implementations are the types of this file.
+type Event interface{ isEvent() }
+
+// TailsChanged reports that one or more subscribed streams got events (or
+// were created). An IDLE consumer with pending work wakes; a WAKING or LIVE
+// one does not (wake batching: it reads new events through its open
+// connections).
+type TailsChanged struct {
+	Tails Tails
+}
+
+// WebhookResult reports how one delivery of a wake notification ended.
+type WebhookResult struct {
+	// Epoch, WakeID and Attempt identify the delivery (from SendWake). A
+	// result for another wake than the consumer's current one is ignored.
+	Epoch   int64
+	WakeID  string
+	Attempt int
+	// Delivered is true for a 2xx response. Anything else (non-2xx,
+	// network error, WebhookRequestTimeout) is a failed delivery.
+	Delivered bool
+	// Done is true when a 2xx response body was {"done": true}
+	// (ParseWebhookResponse).
+	Done bool
+	// Tails is needed when Done: events appended after the notification
+	// was built are pending work and cause a new wake.
+	Tails Tails
+}
+
+// Callback is a callback request that passed token verification.
+type Callback struct {
+	Request CallbackRequest
+	// TokenEpoch is the epoch the bearer token was issued for. A body epoch
+	// other than it is TOKEN_INVALID: a token only speaks for its epoch.
+	TokenEpoch int64
+	// Tails holds the tails of the subscribed streams and of the streams
+	// in Request.Subscribe (new subscriptions start at the current tail).
+	Tails Tails
+}
+
+// Tick asks the machine to fire whatever deadline of the consumer is due
+// at now (Consumer.NextDeadline) and to wake an IDLE consumer that has
+// pending work. The engine sends it when a deadline passes and when it
+// resumes after a restart.
+type Tick struct {
+	Tails Tails
+}
+
+// StreamDeleted reports that a stream was deleted. Deleting the primary
+// stream removes the consumer; deleting another subscribed stream drops it
+// from the consumer's streams, and removes the consumer if none is left.
+type StreamDeleted struct {
+	Path string
+}
+
+// SubscriptionDeleted reports that the consumer's subscription was
+// deleted: the consumer is removed.
+type SubscriptionDeleted struct{}
+
+func (TailsChanged) isEvent()        {}
+func (WebhookResult) isEvent()       {}
+func (Callback) isEvent()            {}
+func (Tick) isEvent()                {}
+func (StreamDeleted) isEvent()       {}
+func (SubscriptionDeleted) isEvent() {}
+
+// Effect is something the engine must do after storing the consumer that
+// Machine.Decide returned. The implementations are the types of this file.
+type Effect interface{ isEffect() }
+
+// SendWake asks the engine to POST a wake notification to the
+// subscription's webhook, signed (SignatureHeaderValue), within
+// WebhookRequestTimeout, and to report the outcome as a WebhookResult with
+// the same Epoch, WakeID and Attempt.
+type SendWake struct {
+	// Wake is the notification without Callback and Token, which the
+	// engine fills in (the callback URL and a token for Wake.Epoch).
+	Wake WakePayload
+	// Attempt is 1 for the first delivery, n+1 for retry n.
+	Attempt int
+}
+
+// Timer names a consumer deadline.
+type Timer string
+
+// The consumer deadlines.
+const (
+	// TimerWaking is Consumer.WakingDeadline.
+	TimerWaking Timer = "waking"
+	// TimerRetry is Consumer.NextRetryAt.
+	TimerRetry Timer = "retry"
+	// TimerLiveness is Consumer.LivenessDeadline.
+	TimerLiveness Timer = "liveness"
+)
+
+// ArmTimer tells the engine that a deadline was set: at At it must send a
+// Tick. The deadline is also a field of the returned Consumer; an engine
+// that polls Consumer.NextDeadline may ignore this effect. Deadlines are
+// never cancelled: a Tick that finds nothing due changes nothing.
+type ArmTimer struct {
+	Timer Timer
+	At    time.Time
+}
+
+// RemoveReason says why a consumer is removed.
+type RemoveReason string
+
+// The reasons a consumer is removed (seed 000, "Garbage Collection").
+const (
+	RemovedPrimaryDeleted      RemoveReason = "primary_stream_deleted"
+	RemovedSubscriptionDeleted RemoveReason = "subscription_deleted"
+	RemovedUnsubscribed        RemoveReason = "unsubscribed_from_all_streams"
+	RemovedWebhookFailing      RemoveReason = "webhook_failing"
+)
+
+// Remove tells the engine to delete the consumer and its stream
+// subscriptions. Later callbacks get ErrConsumerGone (S7). When Remove is
+// among the effects, it is the only one.
+type Remove struct {
+	Reason RemoveReason
+}
+
+func (SendWake) isEffect() {}
+func (ArmTimer) isEffect() {}
+func (Remove) isEffect()   {}

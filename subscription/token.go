@@ -1,0 +1,215 @@
+package subscription
+
+import (
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+)
+
+// Callback token timings (seed 000, "Callback Tokens").
+const (
+	// TokenTTL is the lifetime of a callback token.
+	TokenTTL = time.Hour
+	// TokenRefreshWindow: a token with less than this left is replaced by
+	// a new one in the next callback response (Keyring.Renew).
+	TokenRefreshWindow = 15 * time.Minute
+)
+
+// maxTokenLength bounds the tokens Verify looks at; Herald's are far
+// shorter.
+const maxTokenLength = 2048
+
+// TokenClaims is what a valid callback token says.
+type TokenClaims struct {
+	ConsumerID string
+	Epoch      int64
+	// KeyID names the key that signed the token.
+	KeyID     string
+	IssuedAt  time.Time
+	ExpiresAt time.Time
+}
+
+// Keyring signs callback tokens with its active key and verifies tokens
+// signed by any of its keys, so rotating the active key does not
+// invalidate the tokens consumers hold. It is immutable and safe for
+// concurrent use.
+//
+// Tokens are compact JWTs (HS256) with a "kid" header: header
+// {"alg":"HS256","kid":...,"typ":"JWT"}, claims {"sub": consumer id,
+// "epoch", "iat", "exp", "jti": random}. The random jti makes every issued
+// token distinct.
+type Keyring struct {
+	active Key
+	keys   map[string][]byte
+	rand   io.Reader
+}
+
+// NewKeyring returns a keyring that signs with keys[0] and verifies with
+// all of keys. r supplies token nonces; crypto/rand.Reader when nil.
+// Errors wrap ErrInvalidKey.
+func NewKeyring(keys []Key, r io.Reader) (*Keyring, error) {
+	if len(keys) == 0 {
+		return nil, fmt.Errorf("%w: a keyring needs at least one key", ErrInvalidKey)
+	}
+	if r == nil {
+		r = rand.Reader
+	}
+	k := &Keyring{active: keys[0], keys: make(map[string][]byte, len(keys)), rand: r}
+	for _, key := range keys {
+		if err := key.validate(); err != nil {
+			return nil, err
+		}
+		if _, dup := k.keys[key.ID]; dup {
+			return nil, fmt.Errorf("%w: key id %q appears twice", ErrInvalidKey, key.ID)
+		}
+		k.keys[key.ID] = key.Secret
+	}
+	return k, nil
+}
+
+// ActiveKeyID is the id of the key that signs new tokens.
+func (k *Keyring) ActiveKeyID() string { return k.active.ID }
+
+type tokenHeader struct {
+	Alg string `json:"alg"`
+	Kid string `json:"kid"`
+	Typ string `json:"typ"`
+}
+
+type tokenBody struct {
+	Sub   string `json:"sub"`
+	Epoch int64  `json:"epoch"`
+	Iat   int64  `json:"iat"`
+	Exp   int64  `json:"exp"`
+	Jti   string `json:"jti"`
+}
+
+var b64 = base64.RawURLEncoding.Strict()
+
+// Issue returns a token for a consumer and epoch, valid for TokenTTL from
+// now. Tokens exist only for woken consumers: epoch must be at least 1.
+func (k *Keyring) Issue(consumerID string, epoch int64, now time.Time) (string, error) {
+	if consumerID == "" || epoch < 1 {
+		return "", fmt.Errorf("subscription: no token for consumer %q at epoch %d", consumerID, epoch)
+	}
+	var nonce [8]byte
+	if _, err := io.ReadFull(k.rand, nonce[:]); err != nil {
+		return "", fmt.Errorf("subscription: generating a token nonce: %w", err)
+	}
+	h, err := json.Marshal(tokenHeader{Alg: "HS256", Kid: k.active.ID, Typ: "JWT"})
+	if err != nil {
+		return "", fmt.Errorf("subscription: encoding a token header: %w", err)
+	}
+	iat := now.Unix()
+	c, err := json.Marshal(tokenBody{
+		Sub:   consumerID,
+		Epoch: epoch,
+		Iat:   iat,
+		Exp:   iat + int64(TokenTTL/time.Second),
+		Jti:   hex.EncodeToString(nonce[:]),
+	})
+	if err != nil {
+		return "", fmt.Errorf("subscription: encoding token claims: %w", err)
+	}
+	signed := b64.EncodeToString(h) + "." + b64.EncodeToString(c)
+	return signed + "." + b64.EncodeToString(sign(k.active.Secret, signed)), nil
+}
+
+func sign(secret []byte, signed string) []byte {
+	mac := hmac.New(sha256.New, secret)
+	mac.Write([]byte(signed))
+	return mac.Sum(nil)
+}
+
+// Verify checks a token presented for consumerID at now. Errors:
+// ErrTokenInvalid when it is malformed, signed with an unknown key or not
+// signed right, or issued for another consumer; ErrTokenExpired when it is
+// otherwise valid but past its expiry, in which case the claims are
+// returned too, so the caller can issue a new token for the same consumer
+// and epoch (Keyring.Renew).
+func (k *Keyring) Verify(token, consumerID string, now time.Time) (TokenClaims, error) {
+	claims, err := k.parse(token)
+	if err != nil {
+		return TokenClaims{}, fmt.Errorf("%w: %s", ErrTokenInvalid, err)
+	}
+	if claims.ConsumerID != consumerID {
+		// Checked before expiry, so an expired token of another consumer
+		// never earns a fresh one for this consumer.
+		return TokenClaims{}, fmt.Errorf("%w: the token was issued for another consumer", ErrTokenInvalid)
+	}
+	if !now.Before(claims.ExpiresAt) {
+		return claims, fmt.Errorf("%w: the token expired at %s", ErrTokenExpired, claims.ExpiresAt.UTC().Format(time.RFC3339))
+	}
+	return claims, nil
+}
+
+// parse checks a token's structure and signature and returns its claims.
+// The signature is checked before the claims are decoded, so unsigned
+// input never reaches the claims decoder.
+func (k *Keyring) parse(token string) (TokenClaims, error) {
+	if len(token) > maxTokenLength {
+		return TokenClaims{}, errString("token too long")
+	}
+	hPart, rest, ok := strings.Cut(token, ".")
+	if !ok {
+		return TokenClaims{}, errString("not a token")
+	}
+	cPart, sPart, ok := strings.Cut(rest, ".")
+	if !ok || strings.Contains(sPart, ".") {
+		return TokenClaims{}, errString("not a token")
+	}
+	hJSON, err := b64.DecodeString(hPart)
+	if err != nil {
+		return TokenClaims{}, errString("malformed header")
+	}
+	var h tokenHeader
+	if decodeStrict(hJSON, &h) != nil || h.Alg != "HS256" || h.Typ != "JWT" {
+		// alg is fixed: a token cannot choose how it is verified.
+		return TokenClaims{}, errString("unsupported header")
+	}
+	secret, ok := k.keys[h.Kid]
+	if !ok {
+		return TokenClaims{}, errString("unknown signing key")
+	}
+	sig, err := b64.DecodeString(sPart)
+	if err != nil || !hmac.Equal(sig, sign(secret, token[:len(hPart)+1+len(cPart)])) {
+		return TokenClaims{}, errString("bad signature")
+	}
+	cJSON, err := b64.DecodeString(cPart)
+	if err != nil {
+		return TokenClaims{}, errString("malformed claims")
+	}
+	var c tokenBody
+	if decodeStrict(cJSON, &c) != nil || c.Sub == "" || c.Epoch < 1 || c.Exp <= c.Iat {
+		return TokenClaims{}, errString("malformed claims")
+	}
+	return TokenClaims{
+		ConsumerID: c.Sub,
+		Epoch:      c.Epoch,
+		KeyID:      h.Kid,
+		IssuedAt:   time.Unix(c.Iat, 0),
+		ExpiresAt:  time.Unix(c.Exp, 0),
+	}, nil
+}
+
+// Renew returns the token for the next callback: token itself while it has
+// more than TokenRefreshWindow left and its key is still the active one
+// (S5 allows the same token), otherwise a new token for the same consumer
+// and epoch. claims are token's, from Verify.
+func (k *Keyring) Renew(token string, claims TokenClaims, now time.Time) (string, error) {
+	if claims.KeyID == k.active.ID && claims.ExpiresAt.Sub(now) > TokenRefreshWindow {
+		return token, nil
+	}
+	return k.Issue(claims.ConsumerID, claims.Epoch, now)
+}
+
+type errString string
+
+func (e errString) Error() string { return string(e) }
