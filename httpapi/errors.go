@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/heraldstreams/herald/protocol"
 	"github.com/heraldstreams/herald/store"
@@ -115,7 +116,7 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 		matched := false
 		for _, e := range errorTable {
 			if errors.Is(err, e.err) {
-				status, code, msg = e.status, e.code, e.err.Error()
+				status, code, msg = e.status, e.code, publicMessage(e.err)
 				if r.Method == http.MethodPut && e.createStatus != 0 {
 					status = e.createStatus
 				}
@@ -128,6 +129,19 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 		}
 	}
 	writeErrorBody(w, r, status, code, msg)
+}
+
+// publicMessage is the message of a sentinel error without the name of the
+// package that defines it ("store: stream not found" becomes "stream not
+// found"): clients need the reason, not Herald's layout.
+func publicMessage(err error) string {
+	msg := err.Error()
+	for _, prefix := range []string{"store: ", "protocol: "} {
+		if strings.HasPrefix(msg, prefix) {
+			return msg[len(prefix):]
+		}
+	}
+	return msg
 }
 
 // writeErrorBody writes a JSON error response.

@@ -168,3 +168,11 @@ func TestAppendChunkedBody(t *testing.T) {
 	s.ServeHTTP(w, r)
 	expectError(t, w, http.StatusRequestEntityTooLarge, "PAYLOAD_TOO_LARGE")
 }
+
+func TestErrorMessagesNameNoPackage(t *testing.T) {
+	f := &fakeStore{t: t, append: func(*store.StreamAppendParams) (*store.StreamAppendResult, error) { return nil, store.ErrNotFound }}
+	w := do(newTestServer(f, Config{}), "POST", "/v1/s", strings.NewReader("x"), map[string]string{"Content-Type": "text/plain"})
+	if !strings.Contains(w.Body.String(), `"message":"stream not found"`) {
+		t.Errorf("body = %s", w.Body)
+	}
+}
