@@ -5,6 +5,8 @@
 #
 # Usage: scripts/conformance.sh [vitest arguments, e.g. -t "SSE Mode"]
 # Needs Go, Node.js (>= 18) and npm. Exits with vitest's status.
+# CONFORMANCE_RACE=1 builds the server with the race detector, which then
+# fails the run on any data race.
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -22,7 +24,11 @@ cleanup() {
 trap cleanup EXIT
 
 echo "conformance: building herald" >&2
-(cd "$root" && go build -o "$work/herald" ./cmd/herald)
+build_flags=()
+if [[ "${CONFORMANCE_RACE:-}" == 1 ]]; then
+	build_flags+=(-race)
+fi
+(cd "$root" && go build ${build_flags[@]+"${build_flags[@]}"} -o "$work/herald" ./cmd/herald)
 
 # Port 0: the kernel picks a free port, which the server logs.
 "$work/herald" serve --addr 127.0.0.1:0 --data-dir "$work/data" \
@@ -68,6 +74,10 @@ if [[ ! -d node_modules ]]; then
 fi
 status=0
 HERALD_URL="$url" HERALD_LONG_POLL_TIMEOUT_MS="$long_poll_ms" npx vitest run "$@" || status=$?
+if grep -q "WARNING: DATA RACE" "$work/server.log"; then
+	echo "conformance: the server reported a data race" >&2
+	status=1
+fi
 if [[ $status -ne 0 ]]; then
 	echo "conformance: server log:" >&2
 	tail -n 50 "$work/server.log" >&2
