@@ -57,6 +57,9 @@ type Store interface {
 	// before params.Now and returns how many it removed.
 	StreamDeleteExpired(ctx context.Context, params *StreamDeleteExpiredParams) (int, error)
 
+	// SubscriptionStore keeps webhook subscriptions and consumers.
+	SubscriptionStore
+
 	// Notifier reports tail changes of this store's streams.
 	Notifier() Notifier
 

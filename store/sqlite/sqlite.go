@@ -63,11 +63,14 @@ type Store struct {
 	closeMu sync.RWMutex // held for reading by submitters, for writing by Close
 	closed  bool
 	stmts   *statements
-	cacheMu sync.RWMutex // guards the maps, not the entries (immutable once published)
-	byPath  map[string]*entry
-	byID    map[int64]*entry
-	touchMu sync.Mutex
-	touches map[int64]time.Time // read-driven TTL renewals not yet written
+	// wprepared caches statements prepared on the writer connection;
+	// only the committer uses it.
+	wprepared map[string]*sql.Stmt
+	cacheMu   sync.RWMutex // guards the maps, not the entries (immutable once published)
+	byPath    map[string]*entry
+	byID      map[int64]*entry
+	touchMu   sync.Mutex
+	touches   map[int64]time.Time // read-driven TTL renewals not yet written
 }
 
 var _ store.Store = (*Store)(nil)
@@ -95,15 +98,16 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		return nil, err
 	}
 	s := &Store{
-		cfg:     cfg,
-		log:     cfg.Logger,
-		lock:    lock,
-		hub:     store.NewHub(),
-		ops:     make(chan op, 4096),
-		stop:    make(chan struct{}),
-		byPath:  make(map[string]*entry),
-		byID:    make(map[int64]*entry),
-		touches: make(map[int64]time.Time),
+		cfg:       cfg,
+		log:       cfg.Logger,
+		lock:      lock,
+		hub:       store.NewHub(),
+		ops:       make(chan op, 4096),
+		stop:      make(chan struct{}),
+		byPath:    make(map[string]*entry),
+		byID:      make(map[int64]*entry),
+		touches:   make(map[int64]time.Time),
+		wprepared: make(map[string]*sql.Stmt),
 	}
 	if err := s.open(ctx); err != nil {
 		s.closeHandles()
@@ -240,6 +244,9 @@ func (s *Store) closeHandles() error {
 	var errs []error
 	if s.stmts != nil {
 		errs = append(errs, s.stmts.close())
+	}
+	for _, st := range s.wprepared {
+		errs = append(errs, st.Close())
 	}
 	if s.readChunks != nil {
 		errs = append(errs, s.readChunks.Close())

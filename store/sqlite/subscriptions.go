@@ -1,0 +1,379 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/heraldstreams/herald/store"
+)
+
+var _ store.SubscriptionStore = (*Store)(nil)
+
+// exec runs a statement on the writer connection inside the batch,
+// preparing it once.
+func (b *batch) exec(query string, args ...any) (sql.Result, error) {
+	stmt, err := b.s.writerStmt(b.ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	return stmt.ExecContext(b.ctx, args...)
+}
+
+// writerStmt returns query prepared on the writer connection. Only the
+// committer goroutine (and Close, after it stopped) touches the cache.
+func (s *Store) writerStmt(ctx context.Context, query string) (*sql.Stmt, error) {
+	if st, ok := s.wprepared[query]; ok {
+		return st, nil
+	}
+	st, err := s.wconn.PrepareContext(ctx, query)
+	if err != nil {
+		return nil, fmt.Errorf("prepare: %w", err)
+	}
+	s.wprepared[query] = st
+	return st, nil
+}
+
+const subscriptionColumns = `id, pattern, webhook, secret, description, created_at`
+
+func scanSubscription(row interface{ Scan(...any) error }) (store.Subscription, error) {
+	var sub store.Subscription
+	var created int64
+	err := row.Scan(&sub.ID, &sub.Pattern, &sub.Webhook, &sub.Secret, &sub.Description, &created)
+	sub.CreatedAt = fromNanos(created)
+	return sub, err
+}
+
+// SubscriptionCreate implements store.SubscriptionStore.
+func (s *Store) SubscriptionCreate(ctx context.Context, params *store.SubscriptionCreateParams) (*store.SubscriptionCreateResult, error) {
+	var res *store.SubscriptionCreateResult
+	err := s.write(ctx, func(b *batch) error {
+		in := params.Subscription
+		existing, err := scanSubscription(s.wconn.QueryRowContext(b.ctx, `SELECT `+subscriptionColumns+` FROM subscriptions WHERE id = ?`, in.ID))
+		switch {
+		case err == nil:
+			if existing.Pattern != in.Pattern || existing.Webhook != in.Webhook || existing.Description != in.Description {
+				return ruleError{store.ErrSubscriptionExists}
+			}
+			res = &store.SubscriptionCreateResult{Subscription: existing}
+			return nil
+		case !isNoRows(err):
+			return fmt.Errorf("read subscription: %w", err)
+		}
+		in.CreatedAt = params.Now
+		if _, err := b.exec(`INSERT INTO subscriptions (`+subscriptionColumns+`) VALUES (?, ?, ?, ?, ?, ?)`,
+			in.ID, in.Pattern, in.Webhook, in.Secret, in.Description, nanos(in.CreatedAt)); err != nil {
+			return fmt.Errorf("insert subscription: %w", err)
+		}
+		if _, err := b.insertConsumers(params.Consumers); err != nil {
+			return err
+		}
+		res = &store.SubscriptionCreateResult{Subscription: in, Created: true}
+		return nil
+	})
+	return res, err
+}
+
+// SubscriptionGet implements store.SubscriptionStore.
+func (s *Store) SubscriptionGet(ctx context.Context, id string) (*store.Subscription, error) {
+	sub, err := scanSubscription(s.reader.QueryRowContext(ctx, `SELECT `+subscriptionColumns+` FROM subscriptions WHERE id = ?`, id))
+	if isNoRows(err) {
+		return nil, store.ErrSubscriptionNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: read subscription: %w", err)
+	}
+	return &sub, nil
+}
+
+// SubscriptionList implements store.SubscriptionStore.
+func (s *Store) SubscriptionList(ctx context.Context, params *store.SubscriptionListParams) ([]store.Subscription, error) {
+	q := `SELECT ` + subscriptionColumns + ` FROM subscriptions`
+	var args []any
+	if params.Pattern != "" {
+		q += ` WHERE pattern = ?`
+		args = append(args, params.Pattern)
+	}
+	rows, err := s.reader.QueryContext(ctx, q+` ORDER BY id`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: list subscriptions: %w", err)
+	}
+	defer rows.Close()
+	var out []store.Subscription
+	for rows.Next() {
+		sub, err := scanSubscription(rows)
+		if err != nil {
+			return nil, fmt.Errorf("sqlite: list subscriptions: %w", err)
+		}
+		out = append(out, sub)
+	}
+	return out, rows.Err()
+}
+
+// SubscriptionDelete implements store.SubscriptionStore.
+func (s *Store) SubscriptionDelete(ctx context.Context, params *store.SubscriptionDeleteParams) error {
+	return s.write(ctx, func(b *batch) error {
+		res, err := b.exec(`DELETE FROM subscriptions WHERE id = ?`, params.ID)
+		if err != nil {
+			return fmt.Errorf("delete subscription: %w", err)
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return err
+		} else if n == 0 {
+			return ruleError{store.ErrSubscriptionNotFound}
+		}
+		if _, err := b.exec(`DELETE FROM consumer_streams WHERE consumer_id IN (SELECT id FROM consumers WHERE subscription_id = ?)`, params.ID); err != nil {
+			return fmt.Errorf("delete memberships: %w", err)
+		}
+		if _, err := b.exec(`DELETE FROM consumers WHERE subscription_id = ?`, params.ID); err != nil {
+			return fmt.Errorf("delete consumers: %w", err)
+		}
+		return nil
+	})
+}
+
+// ConsumerInsert implements store.SubscriptionStore.
+func (s *Store) ConsumerInsert(ctx context.Context, params *store.ConsumerInsertParams) ([]string, error) {
+	var ids []string
+	err := s.write(ctx, func(b *batch) error {
+		var err error
+		ids, err = b.insertConsumers(params.Consumers)
+		return err
+	})
+	return ids, err
+}
+
+func (b *batch) insertConsumers(cs []store.Consumer) ([]string, error) {
+	var ids []string
+	for _, c := range cs {
+		res, err := b.exec(`INSERT INTO consumers (id, subscription_id, primary_stream, state, epoch, wake_id, attempts,
+			waking_deadline, next_retry_at, liveness_deadline, failing_since, due_at, version)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1) ON CONFLICT (id) DO NOTHING`,
+			c.ID, c.SubscriptionID, c.PrimaryStream, c.State, c.Epoch, c.WakeID, c.Attempts,
+			nanos(c.WakingDeadline), nanos(c.NextRetryAt), nanos(c.LivenessDeadline), nanos(c.FailingSince), nanos(c.DueAt))
+		if err != nil {
+			return nil, fmt.Errorf("insert consumer: %w", err)
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return nil, err
+		} else if n == 0 {
+			continue
+		}
+		if err := b.writeMemberships(c); err != nil {
+			return nil, err
+		}
+		ids = append(ids, c.ID)
+	}
+	return ids, nil
+}
+
+func (b *batch) writeMemberships(c store.Consumer) error {
+	if _, err := b.exec(`DELETE FROM consumer_streams WHERE consumer_id = ?`, c.ID); err != nil {
+		return fmt.Errorf("delete memberships: %w", err)
+	}
+	for i, m := range c.Streams {
+		if _, err := b.exec(`INSERT INTO consumer_streams (consumer_id, path, acked, notified, ord) VALUES (?, ?, ?, ?, ?)
+			ON CONFLICT (consumer_id, path) DO UPDATE SET acked = excluded.acked, notified = excluded.notified`,
+			c.ID, m.Path, m.Acked, m.Notified, i); err != nil {
+			return fmt.Errorf("insert membership: %w", err)
+		}
+	}
+	return nil
+}
+
+// ConsumerUpdate implements store.SubscriptionStore.
+func (s *Store) ConsumerUpdate(ctx context.Context, params *store.ConsumerUpdateParams) (int64, error) {
+	c := params.Consumer
+	err := s.write(ctx, func(b *batch) error {
+		res, err := b.exec(`UPDATE consumers SET state = ?, epoch = ?, wake_id = ?, attempts = ?, waking_deadline = ?,
+			next_retry_at = ?, liveness_deadline = ?, failing_since = ?, due_at = ?, version = version + 1
+			WHERE id = ? AND version = ?`,
+			c.State, c.Epoch, c.WakeID, c.Attempts, nanos(c.WakingDeadline), nanos(c.NextRetryAt),
+			nanos(c.LivenessDeadline), nanos(c.FailingSince), nanos(c.DueAt), c.ID, params.ExpectVersion)
+		if err != nil {
+			return fmt.Errorf("update consumer: %w", err)
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return err
+		} else if n == 0 {
+			return ruleError{b.missingOrChanged(c.ID)}
+		}
+		return b.writeMemberships(c)
+	})
+	if err != nil {
+		return 0, err
+	}
+	return params.ExpectVersion + 1, nil
+}
+
+// missingOrChanged tells why a compare-and-set matched no row.
+func (b *batch) missingOrChanged(id string) error {
+	var n int
+	if err := b.s.wconn.QueryRowContext(b.ctx, `SELECT count(*) FROM consumers WHERE id = ?`, id).Scan(&n); err != nil || n == 0 {
+		return store.ErrConsumerNotFound
+	}
+	return store.ErrConsumerConflict
+}
+
+// ConsumerDelete implements store.SubscriptionStore.
+func (s *Store) ConsumerDelete(ctx context.Context, params *store.ConsumerDeleteParams) error {
+	return s.write(ctx, func(b *batch) error {
+		q, args := `DELETE FROM consumers WHERE id = ?`, []any{params.ID}
+		if params.ExpectVersion != 0 {
+			q += ` AND version = ?`
+			args = append(args, params.ExpectVersion)
+		}
+		res, err := b.exec(q, args...)
+		if err != nil {
+			return fmt.Errorf("delete consumer: %w", err)
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return err
+		} else if n == 0 {
+			return ruleError{b.missingOrChanged(params.ID)}
+		}
+		if _, err := b.exec(`DELETE FROM consumer_streams WHERE consumer_id = ?`, params.ID); err != nil {
+			return fmt.Errorf("delete memberships: %w", err)
+		}
+		return nil
+	})
+}
+
+const consumerColumns = `c.id, c.subscription_id, c.primary_stream, c.state, c.epoch, c.wake_id, c.attempts,
+	c.waking_deadline, c.next_retry_at, c.liveness_deadline, c.failing_since, c.due_at, c.version`
+
+// ConsumerGet implements store.SubscriptionStore.
+func (s *Store) ConsumerGet(ctx context.Context, id string) (*store.Consumer, error) {
+	cs, err := s.queryConsumers(ctx, `SELECT `+consumerColumns+` FROM consumers c WHERE c.id = ?`, id)
+	if err != nil {
+		return nil, err
+	}
+	if len(cs) == 0 {
+		return nil, store.ErrConsumerNotFound
+	}
+	return &cs[0], nil
+}
+
+// ConsumerListDue implements store.SubscriptionStore.
+func (s *Store) ConsumerListDue(ctx context.Context, params *store.ConsumerListDueParams) ([]store.Consumer, error) {
+	limit := params.Limit
+	if limit <= 0 {
+		limit = 1000
+	}
+	return s.queryConsumers(ctx, `SELECT `+consumerColumns+` FROM consumers c WHERE c.due_at > 0 AND c.due_at <= ? ORDER BY c.due_at LIMIT ?`,
+		nanos(params.Now), limit)
+}
+
+// ConsumerListByStream implements store.SubscriptionStore.
+func (s *Store) ConsumerListByStream(ctx context.Context, params *store.ConsumerListByStreamParams) ([]store.Consumer, error) {
+	return s.queryConsumers(ctx, `SELECT `+consumerColumns+` FROM consumers c
+		WHERE c.id IN (SELECT consumer_id FROM consumer_streams WHERE path = ?) ORDER BY c.id`, params.Path)
+}
+
+// ConsumerListByPrimary implements store.SubscriptionStore.
+func (s *Store) ConsumerListByPrimary(ctx context.Context, params *store.ConsumerListByStreamParams) ([]store.Consumer, error) {
+	return s.queryConsumers(ctx, `SELECT `+consumerColumns+` FROM consumers c WHERE c.primary_stream = ? ORDER BY c.id`, params.Path)
+}
+
+// ConsumerCount implements store.SubscriptionStore.
+func (s *Store) ConsumerCount(ctx context.Context) (map[string]int, error) {
+	rows, err := s.reader.QueryContext(ctx, `SELECT state, count(*) FROM consumers GROUP BY state`)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: count consumers: %w", err)
+	}
+	defer rows.Close()
+	out := make(map[string]int)
+	for rows.Next() {
+		var state string
+		var n int
+		if err := rows.Scan(&state, &n); err != nil {
+			return nil, fmt.Errorf("sqlite: count consumers: %w", err)
+		}
+		out[state] = n
+	}
+	return out, rows.Err()
+}
+
+// queryConsumers reads consumers and then their memberships, in one read
+// transaction so the two agree.
+func (s *Store) queryConsumers(ctx context.Context, query string, args ...any) ([]store.Consumer, error) {
+	tx, err := s.reader.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: read consumers: %w", err)
+	}
+	defer func() { _ = tx.Rollback() }() // read-only: nothing to undo; the error is always "already committed" or nil
+	rows, err := tx.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: read consumers: %w", err)
+	}
+	var out []store.Consumer
+	index := make(map[string]int)
+	for rows.Next() {
+		var c store.Consumer
+		var waking, retry, live, failing, due int64
+		if err := rows.Scan(&c.ID, &c.SubscriptionID, &c.PrimaryStream, &c.State, &c.Epoch, &c.WakeID, &c.Attempts,
+			&waking, &retry, &live, &failing, &due, &c.Version); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("sqlite: read consumers: %w", err)
+		}
+		c.WakingDeadline, c.NextRetryAt, c.LivenessDeadline = fromNanos(waking), fromNanos(retry), fromNanos(live)
+		c.FailingSince, c.DueAt = fromNanos(failing), fromNanos(due)
+		index[c.ID] = len(out)
+		out = append(out, c)
+	}
+	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+		return nil, fmt.Errorf("sqlite: read consumers: %w", err)
+	}
+	if len(out) == 0 {
+		return nil, nil
+	}
+	ids := make([]any, 0, len(out))
+	for _, c := range out {
+		ids = append(ids, c.ID)
+	}
+	for start := 0; start < len(ids); start += 500 {
+		part := ids[start:min(start+500, len(ids))]
+		mrows, err := tx.QueryContext(ctx, `SELECT consumer_id, path, acked, notified FROM consumer_streams
+			WHERE consumer_id IN (?`+strings.Repeat(`, ?`, len(part)-1)+`) ORDER BY consumer_id, ord`, part...)
+		if err != nil {
+			return nil, fmt.Errorf("sqlite: read memberships: %w", err)
+		}
+		for mrows.Next() {
+			var id string
+			var m store.ConsumerStream
+			if err := mrows.Scan(&id, &m.Path, &m.Acked, &m.Notified); err != nil {
+				mrows.Close()
+				return nil, fmt.Errorf("sqlite: read memberships: %w", err)
+			}
+			i := index[id]
+			out[i].Streams = append(out[i].Streams, m)
+		}
+		if err := errors.Join(mrows.Err(), mrows.Close()); err != nil {
+			return nil, fmt.Errorf("sqlite: read memberships: %w", err)
+		}
+	}
+	return out, nil
+}
+
+// StreamList implements store.SubscriptionStore.
+func (s *Store) StreamList(ctx context.Context, params *store.StreamListParams) ([]store.Stream, error) {
+	s.cacheMu.RLock()
+	entries := make([]*entry, 0, len(s.byPath))
+	for path, e := range s.byPath {
+		if strings.HasPrefix(path, params.Prefix) {
+			entries = append(entries, e)
+		}
+	}
+	s.cacheMu.RUnlock()
+	out := make([]store.Stream, 0, len(entries))
+	for _, e := range entries {
+		if st, err := s.view(e, params.Now); err == nil {
+			out = append(out, st)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
+	return out, nil
+}

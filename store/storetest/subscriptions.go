@@ -1,0 +1,211 @@
+package storetest
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/heraldstreams/herald/store"
+)
+
+func runSubscriptions(t *testing.T, f Factory) {
+	t.Run("SubscriptionCRUD", func(t *testing.T) { testSubscriptionCRUD(t, f) })
+	t.Run("ConsumerCAS", func(t *testing.T) { testConsumerCAS(t, f) })
+	t.Run("ConsumerQueries", func(t *testing.T) { testConsumerQueries(t, f) })
+	t.Run("ConsumerRace", func(t *testing.T) { testConsumerRace(t, f) })
+	t.Run("StreamList", func(t *testing.T) { testStreamList(t, f) })
+}
+
+func consumer(id, sub, primary string, paths ...string) store.Consumer {
+	c := store.Consumer{ID: id, SubscriptionID: sub, PrimaryStream: primary, State: "IDLE"}
+	for _, p := range paths {
+		c.Streams = append(c.Streams, store.ConsumerStream{Path: p, Acked: "-1"})
+	}
+	return c
+}
+
+func testSubscriptionCRUD(t *testing.T, f Factory) {
+	s := f.Open(t)
+	ctx := context.Background()
+	sub := store.Subscription{ID: "h1", Pattern: "/agents/*", Webhook: "https://example.com/h", Secret: "whsec_x", Description: "d"}
+	res, err := s.SubscriptionCreate(ctx, &store.SubscriptionCreateParams{Subscription: sub, Now: t0,
+		Consumers: []store.Consumer{consumer("h1:%2Fagents%2Fa", "h1", "/agents/a", "/agents/a")}})
+	if err != nil || !res.Created || res.Subscription.Secret != "whsec_x" || !res.Subscription.CreatedAt.Equal(t0) {
+		t.Fatalf("create = %+v, %v", res, err)
+	}
+	// Same configuration: not created again, the stored secret returned.
+	again := sub
+	again.Secret = "whsec_other"
+	res, err = s.SubscriptionCreate(ctx, &store.SubscriptionCreateParams{Subscription: again, Now: t0.Add(time.Hour)})
+	if err != nil || res.Created || res.Subscription.Secret != "whsec_x" {
+		t.Fatalf("idempotent create = %+v, %v", res, err)
+	}
+	other := sub
+	other.Webhook = "https://example.com/other"
+	_, err = s.SubscriptionCreate(ctx, &store.SubscriptionCreateParams{Subscription: other, Now: t0})
+	expectErr(t, err, store.ErrSubscriptionExists)
+
+	if _, err := s.SubscriptionCreate(ctx, &store.SubscriptionCreateParams{Now: t0,
+		Subscription: store.Subscription{ID: "h0", Pattern: "/**", Webhook: "https://example.com/all", Secret: "s"}}); err != nil {
+		t.Fatal(err)
+	}
+	all, err := s.SubscriptionList(ctx, &store.SubscriptionListParams{})
+	if err != nil || len(all) != 2 || all[0].ID != "h0" || all[1].ID != "h1" {
+		t.Fatalf("list all = %+v, %v", all, err)
+	}
+	byPattern, err := s.SubscriptionList(ctx, &store.SubscriptionListParams{Pattern: "/agents/*"})
+	if err != nil || len(byPattern) != 1 || byPattern[0].ID != "h1" {
+		t.Fatalf("list by pattern = %+v, %v", byPattern, err)
+	}
+	got, err := s.SubscriptionGet(ctx, "h1")
+	if err != nil || got.Pattern != "/agents/*" || got.Description != "d" {
+		t.Fatalf("get = %+v, %v", got, err)
+	}
+	if _, err := s.ConsumerGet(ctx, "h1:%2Fagents%2Fa"); err != nil {
+		t.Fatalf("initial consumer: %v", err)
+	}
+	// Delete cascades to consumers.
+	if err := s.SubscriptionDelete(ctx, &store.SubscriptionDeleteParams{ID: "h1"}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.ConsumerGet(ctx, "h1:%2Fagents%2Fa")
+	expectErr(t, err, store.ErrConsumerNotFound)
+	_, err = s.SubscriptionGet(ctx, "h1")
+	expectErr(t, err, store.ErrSubscriptionNotFound)
+	expectErr(t, s.SubscriptionDelete(ctx, &store.SubscriptionDeleteParams{ID: "h1"}), store.ErrSubscriptionNotFound)
+	if left, err := s.ConsumerListByStream(ctx, &store.ConsumerListByStreamParams{Path: "/agents/a"}); err != nil || len(left) != 0 {
+		t.Fatalf("memberships left after cascade: %+v, %v", left, err)
+	}
+}
+
+func testConsumerCAS(t *testing.T, f Factory) {
+	s := f.Open(t)
+	ctx := context.Background()
+	c := consumer("s:%2Fa", "s", "/a", "/a")
+	ids, err := s.ConsumerInsert(ctx, &store.ConsumerInsertParams{Consumers: []store.Consumer{c, c}})
+	if err != nil || len(ids) != 1 {
+		t.Fatalf("insert = %v, %v", ids, err)
+	}
+	if ids, err := s.ConsumerInsert(ctx, &store.ConsumerInsertParams{Consumers: []store.Consumer{c}}); err != nil || len(ids) != 0 {
+		t.Fatalf("insert existing = %v, %v", ids, err)
+	}
+	got, err := s.ConsumerGet(ctx, c.ID)
+	if err != nil || got.Version != 1 || got.State != "IDLE" || len(got.Streams) != 1 || got.Streams[0].Acked != "-1" {
+		t.Fatalf("get = %+v, %v", got, err)
+	}
+	next := *got
+	next.State, next.Epoch, next.WakeID = "WAKING", 1, "w_1"
+	next.WakingDeadline = t0.Add(10 * time.Second)
+	next.DueAt = next.WakingDeadline
+	next.Streams = []store.ConsumerStream{{Path: "/a", Acked: "-1", Notified: "0005"}, {Path: "/b", Acked: "0001"}}
+	v, err := s.ConsumerUpdate(ctx, &store.ConsumerUpdateParams{Consumer: next, ExpectVersion: 1})
+	if err != nil || v != 2 {
+		t.Fatalf("update = %d, %v", v, err)
+	}
+	// A writer holding the old version loses.
+	_, err = s.ConsumerUpdate(ctx, &store.ConsumerUpdateParams{Consumer: next, ExpectVersion: 1})
+	expectErr(t, err, store.ErrConsumerConflict)
+	got, err = s.ConsumerGet(ctx, c.ID)
+	if err != nil || got.Version != 2 || got.State != "WAKING" || got.Epoch != 1 || got.WakeID != "w_1" ||
+		!got.WakingDeadline.Equal(t0.Add(10*time.Second)) || len(got.Streams) != 2 || got.Streams[0].Notified != "0005" || got.Streams[1].Path != "/b" {
+		t.Fatalf("after update = %+v, %v", got, err)
+	}
+	expectErr(t, s.ConsumerDelete(ctx, &store.ConsumerDeleteParams{ID: c.ID, ExpectVersion: 1}), store.ErrConsumerConflict)
+	if err := s.ConsumerDelete(ctx, &store.ConsumerDeleteParams{ID: c.ID, ExpectVersion: 2}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.ConsumerUpdate(ctx, &store.ConsumerUpdateParams{Consumer: next, ExpectVersion: 2})
+	expectErr(t, err, store.ErrConsumerNotFound)
+	expectErr(t, s.ConsumerDelete(ctx, &store.ConsumerDeleteParams{ID: c.ID}), store.ErrConsumerNotFound)
+}
+
+func testConsumerQueries(t *testing.T, f Factory) {
+	s := f.Open(t)
+	ctx := context.Background()
+	a := consumer("s:%2Fa", "s", "/a", "/a", "/shared")
+	a.DueAt = t0.Add(time.Second)
+	b := consumer("s:%2Fb", "s", "/b", "/b", "/shared")
+	b.State = "LIVE"
+	b.DueAt = t0.Add(time.Minute)
+	c := consumer("s:%2Fc", "s", "/c", "/shared")
+	if _, err := s.ConsumerInsert(ctx, &store.ConsumerInsertParams{Consumers: []store.Consumer{a, b, c}}); err != nil {
+		t.Fatal(err)
+	}
+	due, err := s.ConsumerListDue(ctx, &store.ConsumerListDueParams{Now: t0.Add(2 * time.Second)})
+	if err != nil || len(due) != 1 || due[0].ID != a.ID || len(due[0].Streams) != 2 {
+		t.Fatalf("due = %+v, %v", due, err)
+	}
+	due, err = s.ConsumerListDue(ctx, &store.ConsumerListDueParams{Now: t0.Add(time.Hour)})
+	if err != nil || len(due) != 2 || due[0].ID != a.ID || due[1].ID != b.ID {
+		t.Fatalf("due later = %+v, %v", due, err)
+	}
+	shared, err := s.ConsumerListByStream(ctx, &store.ConsumerListByStreamParams{Path: "/shared"})
+	if err != nil || len(shared) != 3 {
+		t.Fatalf("by stream = %+v, %v", shared, err)
+	}
+	primary, err := s.ConsumerListByPrimary(ctx, &store.ConsumerListByStreamParams{Path: "/c"})
+	if err != nil || len(primary) != 1 || primary[0].ID != c.ID {
+		t.Fatalf("by primary = %+v, %v", primary, err)
+	}
+	counts, err := s.ConsumerCount(ctx)
+	if err != nil || counts["IDLE"] != 2 || counts["LIVE"] != 1 {
+		t.Fatalf("count = %v, %v", counts, err)
+	}
+	// Durable: all of it is there after a reopen.
+	s = f.Reopen(t, s)
+	got, err := s.ConsumerGet(ctx, b.ID)
+	if err != nil || got.State != "LIVE" || !got.DueAt.Equal(t0.Add(time.Minute)) || len(got.Streams) != 2 {
+		t.Fatalf("after reopen = %+v, %v", got, err)
+	}
+}
+
+func testConsumerRace(t *testing.T, f Factory) {
+	s := f.Open(t)
+	ctx := context.Background()
+	c := consumer("r:%2Fx", "r", "/x", "/x")
+	if _, err := s.ConsumerInsert(ctx, &store.ConsumerInsertParams{Consumers: []store.Consumer{c}}); err != nil {
+		t.Fatal(err)
+	}
+	// Many writers read version 1 and try to move the consumer on: one wins.
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	wins, conflicts := 0, 0
+	for i := range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			next := c
+			next.Epoch = int64(i + 1)
+			_, err := s.ConsumerUpdate(ctx, &store.ConsumerUpdateParams{Consumer: next, ExpectVersion: 1})
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err == nil:
+				wins++
+			case errors.Is(err, store.ErrConsumerConflict):
+				conflicts++
+			default:
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	if wins != 1 || conflicts != 15 {
+		t.Fatalf("wins %d, conflicts %d", wins, conflicts)
+	}
+}
+
+func testStreamList(t *testing.T, f Factory) {
+	s := f.Open(t)
+	ctx := context.Background()
+	for _, p := range []string{"/agents/b", "/agents/a", "/other/x"} {
+		mustCreate(t, s, &store.StreamCreateParams{Path: p, ContentType: "text/plain"})
+	}
+	mustCreate(t, s, &store.StreamCreateParams{Path: "/agents/old", ContentType: "text/plain", ExpiresAt: t0.Add(time.Second)})
+	list, err := s.StreamList(ctx, &store.StreamListParams{Prefix: "/agents/", Now: t0.Add(time.Minute)})
+	if err != nil || len(list) != 2 || list[0].Path != "/agents/a" || list[1].Path != "/agents/b" {
+		t.Fatalf("list = %+v, %v", list, err)
+	}
+}

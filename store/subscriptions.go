@@ -1,0 +1,167 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// SubscriptionStore is the part of the contract that keeps webhook
+// subscriptions (seed 000) and their consumer instances. Every Store
+// implements it.
+//
+// Consumers change by compare-and-set: ConsumerUpdate and ConsumerDelete
+// take the Version the caller read and fail with ErrConsumerConflict when
+// another writer (another request, another replica) changed the row since.
+// Every deadline of a consumer is a column, and DueAt (the earliest of them)
+// is indexed, so any replica can fire any timer after a restart.
+type SubscriptionStore interface {
+	// SubscriptionCreate stores a subscription together with the initial
+	// (IDLE) consumers of the streams that already match it, in one
+	// transaction. An existing subscription with the same ID and the same
+	// pattern, webhook and description is returned with Created false (and
+	// no consumers are added); another configuration is
+	// ErrSubscriptionExists.
+	SubscriptionCreate(ctx context.Context, params *SubscriptionCreateParams) (*SubscriptionCreateResult, error)
+	// SubscriptionGet returns one subscription, or ErrSubscriptionNotFound.
+	SubscriptionGet(ctx context.Context, id string) (*Subscription, error)
+	// SubscriptionList returns subscriptions ordered by ID: all of them, or
+	// those whose canonical pattern is params.Pattern.
+	SubscriptionList(ctx context.Context, params *SubscriptionListParams) ([]Subscription, error)
+	// SubscriptionDelete removes a subscription and, in the same
+	// transaction, every consumer of it with their memberships.
+	// ErrSubscriptionNotFound when absent.
+	SubscriptionDelete(ctx context.Context, params *SubscriptionDeleteParams) error
+
+	// ConsumerInsert stores new consumers; a consumer whose ID exists is
+	// left as it is. It returns the IDs it inserted.
+	ConsumerInsert(ctx context.Context, params *ConsumerInsertParams) ([]string, error)
+	// ConsumerGet returns one consumer, or ErrConsumerNotFound.
+	ConsumerGet(ctx context.Context, id string) (*Consumer, error)
+	// ConsumerUpdate replaces a consumer's state and memberships when its
+	// version is still params.ExpectVersion, and returns the new version.
+	// ErrConsumerNotFound when absent, ErrConsumerConflict when changed.
+	ConsumerUpdate(ctx context.Context, params *ConsumerUpdateParams) (int64, error)
+	// ConsumerDelete removes a consumer and its memberships when its
+	// version is still params.ExpectVersion (0: whatever it is).
+	ConsumerDelete(ctx context.Context, params *ConsumerDeleteParams) error
+	// ConsumerListDue returns consumers whose DueAt is at or before
+	// params.Now, earliest first.
+	ConsumerListDue(ctx context.Context, params *ConsumerListDueParams) ([]Consumer, error)
+	// ConsumerListByStream returns the consumers subscribed to a stream
+	// path (primary or secondary).
+	ConsumerListByStream(ctx context.Context, params *ConsumerListByStreamParams) ([]Consumer, error)
+	// ConsumerListByPrimary returns the consumers a stream spawned.
+	ConsumerListByPrimary(ctx context.Context, params *ConsumerListByStreamParams) ([]Consumer, error)
+	// ConsumerCount returns how many consumers are in each state.
+	ConsumerCount(ctx context.Context) (map[string]int, error)
+
+	// StreamList returns the live streams whose path starts with
+	// params.Prefix, ordered by path (for matching a new subscription).
+	StreamList(ctx context.Context, params *StreamListParams) ([]Stream, error)
+}
+
+// Errors of SubscriptionStore.
+var (
+	ErrSubscriptionNotFound = errors.New("store: subscription not found")
+	ErrSubscriptionExists   = errors.New("store: subscription exists with another configuration")
+	ErrConsumerNotFound     = errors.New("store: consumer not found")
+	ErrConsumerConflict     = errors.New("store: consumer changed since it was read")
+)
+
+// Subscription is a stored webhook subscription (seed 000).
+type Subscription struct {
+	ID          string
+	Pattern     string // canonical glob pattern
+	Webhook     string
+	Secret      string // webhook_secret; callers decide when to show it
+	Description string
+	CreatedAt   time.Time
+}
+
+// Consumer is the stored state of one consumer instance. State is "IDLE",
+// "WAKING" or "LIVE". A zero time means "not armed".
+type Consumer struct {
+	ID               string
+	SubscriptionID   string
+	PrimaryStream    string
+	State            string
+	Epoch            int64
+	WakeID           string
+	Attempts         int
+	WakingDeadline   time.Time
+	NextRetryAt      time.Time
+	LivenessDeadline time.Time
+	FailingSince     time.Time
+	// DueAt is the earliest armed deadline (zero when none): the engine
+	// computes it, the store indexes it for ConsumerListDue.
+	DueAt   time.Time
+	Streams []ConsumerStream
+	// Version increases with every update (compare-and-set).
+	Version int64
+}
+
+// ConsumerStream is a consumer's membership in one stream.
+type ConsumerStream struct {
+	Path     string
+	Acked    string
+	Notified string
+}
+
+// SubscriptionCreateParams are the inputs of SubscriptionCreate.
+type SubscriptionCreateParams struct {
+	Subscription Subscription
+	Consumers    []Consumer
+	Now          time.Time
+}
+
+// SubscriptionCreateResult is the output of SubscriptionCreate.
+type SubscriptionCreateResult struct {
+	Subscription Subscription
+	Created      bool
+}
+
+// SubscriptionListParams are the inputs of SubscriptionList.
+type SubscriptionListParams struct {
+	Pattern string // "" lists all
+}
+
+// SubscriptionDeleteParams are the inputs of SubscriptionDelete.
+type SubscriptionDeleteParams struct {
+	ID string
+}
+
+// ConsumerInsertParams are the inputs of ConsumerInsert.
+type ConsumerInsertParams struct {
+	Consumers []Consumer
+}
+
+// ConsumerUpdateParams are the inputs of ConsumerUpdate.
+type ConsumerUpdateParams struct {
+	Consumer      Consumer
+	ExpectVersion int64
+}
+
+// ConsumerDeleteParams are the inputs of ConsumerDelete.
+type ConsumerDeleteParams struct {
+	ID            string
+	ExpectVersion int64
+}
+
+// ConsumerListDueParams are the inputs of ConsumerListDue.
+type ConsumerListDueParams struct {
+	Now   time.Time
+	Limit int
+}
+
+// ConsumerListByStreamParams are the inputs of ConsumerListByStream and
+// ConsumerListByPrimary.
+type ConsumerListByStreamParams struct {
+	Path string
+}
+
+// StreamListParams are the inputs of StreamList.
+type StreamListParams struct {
+	Prefix string
+	Now    time.Time
+}
