@@ -18,6 +18,9 @@ import (
 // a method whose field is nil fails the test: the handler was not meant to
 // reach the store.
 type fakeStore struct {
+	// SubscriptionStore is nil: the stream handlers never use it, and a
+	// call through it panics, failing the test.
+	store.SubscriptionStore
 	t        *testing.T
 	create   func(*store.StreamCreateParams) (*store.StreamCreateResult, error)
 	append   func(*store.StreamAppendParams) (*store.StreamAppendResult, error)
