@@ -1,0 +1,272 @@
+package delivery
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"net/textproto"
+	"slices"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/heraldstreams/herald/webhook"
+)
+
+// Ordering says whether an endpoint's deliveries keep stream order.
+type Ordering string
+
+// Orderings.
+const (
+	// OrderingNone: deliveries go out concurrently, up to max_in_flight.
+	OrderingNone Ordering = "none"
+	// OrderingStream: one delivery at a time per stream, in stream order; a
+	// failing delivery holds back the later ones of its stream.
+	OrderingStream Ordering = "stream"
+)
+
+// Endpoint limits.
+const (
+	MaxRateLimit      = 10000 // deliveries per second
+	MaxMaxInFlight    = 1000
+	MaxHeaders        = 32
+	maxHeaderValueLen = 4096
+	MaxDescriptionLen = 1024
+	MaxTenantLen      = 128
+)
+
+// EndpointConfig is what an endpoint's owner configures. Zero values mean
+// the defaults that ValidateEndpoint fills in.
+type EndpointConfig struct {
+	// URL receives the POSTs (see webhook.Policy for what is allowed).
+	URL string `json:"url"`
+	// EventTypes are event-type patterns (see ValidateEventTypePattern);
+	// default ["*"].
+	EventTypes []string `json:"event_types,omitempty"`
+	// Streams are glob patterns of the streams whose events are delivered;
+	// default ["/**"].
+	Streams []string `json:"streams,omitempty"`
+	// Filter is a field filter (see FieldFilter); default none.
+	Filter json.RawMessage `json:"filter,omitempty"`
+	// Description is free text for people.
+	Description string `json:"description,omitempty"`
+	// Tenant scopes the endpoint to one tenant of the platform.
+	Tenant string `json:"tenant,omitempty"`
+	// RateLimit caps deliveries per second; 0 means no cap.
+	RateLimit float64 `json:"rate_limit,omitempty"`
+	// MaxInFlight caps concurrent deliveries; 0 means the engine's default.
+	MaxInFlight int `json:"max_in_flight,omitempty"`
+	// Ordering is "none" (default) or "stream".
+	Ordering Ordering `json:"ordering,omitempty"`
+	// RetrySchedule defaults to DefaultSchedule.
+	RetrySchedule Schedule `json:"retry_schedule,omitempty"`
+	// Headers are sent with every delivery. Names Herald sets itself and
+	// hop-by-hop names are refused.
+	Headers map[string]string `json:"headers,omitempty"`
+}
+
+// ValidateEndpointParams are the inputs of ValidateEndpoint.
+type ValidateEndpointParams struct {
+	Config *EndpointConfig
+	// CheckURL checks the URL, typically (*webhook.Sender).ValidateURL. A
+	// returned error matching webhook.ErrURLRefused becomes a
+	// *ValidationError with CodeURLRefused; any other error is returned
+	// as is.
+	CheckURL func(ctx context.Context, raw string) error
+	// CompileStream compiles stream patterns (see StreamCompiler).
+	CompileStream StreamCompiler
+}
+
+// refusedHeaders are header names an endpoint may not set: hop-by-hop
+// headers, framing headers that must describe the body Herald sends, and
+// the signature headers. Keys are canonical.
+var refusedHeaders = map[string]string{
+	"Connection":          "hop-by-hop",
+	"Keep-Alive":          "hop-by-hop",
+	"Proxy-Connection":    "hop-by-hop",
+	"Proxy-Authenticate":  "hop-by-hop",
+	"Proxy-Authorization": "hop-by-hop",
+	"Te":                  "hop-by-hop",
+	"Trailer":             "hop-by-hop",
+	"Transfer-Encoding":   "hop-by-hop",
+	"Upgrade":             "hop-by-hop",
+	"Host":                "set from the URL",
+	"Content-Length":      "set by Herald",
+	"Content-Type":        "set by Herald",
+	"Content-Encoding":    "set by Herald",
+	"Expect":              "set by Herald",
+	"Webhook-Id":          "a signature header",
+	"Webhook-Timestamp":   "a signature header",
+	"Webhook-Signature":   "a signature header",
+}
+
+// ValidateEndpoint validates an endpoint configuration and returns a copy
+// with the defaults filled in and header names canonicalised. The pure
+// checks run first; the URL check, which may resolve DNS, runs last. Errors
+// are *ValidationError, except a non-refusal error of CheckURL (a cancelled
+// context, say), which is returned as is.
+func ValidateEndpoint(ctx context.Context, p *ValidateEndpointParams) (*EndpointConfig, error) {
+	if p.CheckURL == nil {
+		return nil, errors.New("delivery: ValidateEndpoint needs a CheckURL")
+	}
+	in := p.Config
+	out := &EndpointConfig{
+		URL:         in.URL,
+		EventTypes:  slices.Clone(in.EventTypes),
+		Streams:     slices.Clone(in.Streams),
+		Description: in.Description,
+		Tenant:      in.Tenant,
+		RateLimit:   in.RateLimit,
+		MaxInFlight: in.MaxInFlight,
+		Ordering:    in.Ordering,
+	}
+	if out.EventTypes == nil {
+		out.EventTypes = []string{"*"}
+	}
+	if out.Streams == nil {
+		out.Streams = []string{DefaultStreamPattern}
+	}
+	filter, err := normalizeFilter(in.Filter)
+	if err != nil {
+		return nil, err
+	}
+	out.Filter = filter
+	if _, err := CompileFilters(&FiltersParams{
+		EventTypes: out.EventTypes, Streams: out.Streams, Filter: out.Filter, CompileStream: p.CompileStream,
+	}); err != nil {
+		return nil, err
+	}
+
+	out.RetrySchedule = slices.Clone(in.RetrySchedule)
+	if out.RetrySchedule == nil {
+		out.RetrySchedule = DefaultSchedule()
+	}
+	if err := out.RetrySchedule.Validate(); err != nil {
+		return nil, err
+	}
+	if math.IsNaN(out.RateLimit) || math.IsInf(out.RateLimit, 0) || out.RateLimit < 0 || out.RateLimit > MaxRateLimit {
+		return nil, invalid(CodeInvalidRateLimit, "rate_limit", "must be from 0 (no limit) to %d deliveries per second", MaxRateLimit)
+	}
+	if out.MaxInFlight < 0 || out.MaxInFlight > MaxMaxInFlight {
+		return nil, invalid(CodeInvalidMaxInFlight, "max_in_flight", "must be from 0 (engine default) to %d", MaxMaxInFlight)
+	}
+	switch out.Ordering {
+	case "":
+		out.Ordering = OrderingNone
+	case OrderingNone, OrderingStream:
+	default:
+		return nil, invalid(CodeInvalidOrdering, "ordering", "%q is not an ordering; use \"none\" or \"stream\"", out.Ordering)
+	}
+	headers, err := validateHeaders(in.Headers)
+	if err != nil {
+		return nil, err
+	}
+	out.Headers = headers
+	if !utf8.ValidString(out.Description) || len(out.Description) > MaxDescriptionLen {
+		return nil, invalid(CodeInvalidDescription, "description", "must be UTF-8 of at most %d bytes", MaxDescriptionLen)
+	}
+	if !utf8.ValidString(out.Tenant) || len(out.Tenant) > MaxTenantLen || strings.ContainsFunc(out.Tenant, isControl) {
+		return nil, invalid(CodeInvalidTenant, "tenant", "must be UTF-8 of at most %d bytes without control characters", MaxTenantLen)
+	}
+
+	if err := p.CheckURL(ctx, out.URL); err != nil {
+		if errors.Is(err, webhook.ErrURLRefused) {
+			return nil, &ValidationError{Code: CodeURLRefused, Field: "url", Message: refusalMessage(err), Err: err}
+		}
+		return nil, err
+	}
+	return out, nil
+}
+
+// normalizeFilter compacts a filter, and turns null and {} into none.
+func normalizeFilter(raw json.RawMessage) (json.RawMessage, error) {
+	f, err := ParseFieldFilter(raw)
+	if err != nil || f == nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, raw); err != nil {
+		return nil, &ValidationError{Code: CodeInvalidFilter, Field: "filter", Message: "filter is not valid JSON", Err: err}
+	}
+	return buf.Bytes(), nil
+}
+
+func refusalMessage(err error) string {
+	var re *webhook.RefusedError
+	if errors.As(err, &re) {
+		return fmt.Sprintf("%s (%s)", re.Detail, re.Reason)
+	}
+	return err.Error()
+}
+
+// validateHeaders checks custom headers and returns them with canonical
+// names.
+func validateHeaders(in map[string]string) (map[string]string, error) {
+	if len(in) == 0 {
+		return nil, nil
+	}
+	if len(in) > MaxHeaders {
+		return nil, invalid(CodeInvalidHeader, "headers", "%d headers, over the limit of %d", len(in), MaxHeaders)
+	}
+	out := make(map[string]string, len(in))
+	names := make([]string, 0, len(in))
+	for name := range in {
+		names = append(names, name)
+	}
+	slices.Sort(names) // deterministic first error
+	for _, name := range names {
+		value := in[name]
+		field := "headers." + name
+		if !validHeaderName(name) {
+			return nil, invalid(CodeInvalidHeader, field, "%q is not a valid header name", name)
+		}
+		canon := textproto.CanonicalMIMEHeaderKey(name)
+		if why, refused := refusedHeaders[canon]; refused {
+			return nil, invalid(CodeInvalidHeader, field, "%s cannot be set (%s)", canon, why)
+		}
+		if _, dup := out[canon]; dup {
+			return nil, invalid(CodeInvalidHeader, field, "%s is given twice (names are case-insensitive)", canon)
+		}
+		if len(value) > maxHeaderValueLen {
+			return nil, invalid(CodeInvalidHeader, field, "value is over %d bytes", maxHeaderValueLen)
+		}
+		if !validHeaderValue(value) {
+			return nil, invalid(CodeInvalidHeader, field, "value has a control character (CR, LF or NUL?)")
+		}
+		out[canon] = value
+	}
+	return out, nil
+}
+
+// validHeaderName reports whether name is an RFC 9110 token.
+func validHeaderName(name string) bool {
+	if name == "" || len(name) > 256 {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
+		case strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// validHeaderValue reports whether v has no control character but tab
+// (RFC 9110 field-value).
+func validHeaderValue(v string) bool {
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		if (c < ' ' && c != '\t') || c == 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+func isControl(r rune) bool { return r < ' ' || r == 0x7f || (r >= 0x80 && r < 0xa0) }
