@@ -231,7 +231,9 @@ func (s *Sender) Send(ctx context.Context, req *Request) (*Response, error) {
 		return nil, fmt.Errorf("webhook: building request: %w", err)
 	}
 	for k, vs := range req.Header {
-		hreq.Header[k] = append([]string(nil), vs...)
+		for _, v := range vs {
+			hreq.Header.Add(k, v) // canonicalises k, so the defaults below see it
+		}
 	}
 	if hreq.Header.Get("Content-Type") == "" {
 		hreq.Header.Set("Content-Type", "application/json")

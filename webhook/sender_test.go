@@ -122,6 +122,24 @@ func TestSendPostsToAllowedLoopback(t *testing.T) {
 	}
 }
 
+func TestSendKeepsCallerContentType(t *testing.T) {
+	got := make(chan []string, 1)
+	srv, _ := countingServer(t, func(w http.ResponseWriter, r *http.Request) {
+		readBody(t, r)
+		got <- r.Header.Values("Content-Type")
+	})
+	s := New(Config{AllowCIDRs: loopbackAllow})
+	defer s.Close()
+	// A lower-case name is the same header: no second Content-Type.
+	_, err := s.Send(t.Context(), &Request{URL: srv.URL, Header: http.Header{"content-type": {"application/cloudevents+json"}}, Body: []byte(`{}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := <-got; len(v) != 1 || v[0] != "application/cloudevents+json" {
+		t.Fatalf("server saw Content-Type %q", v)
+	}
+}
+
 func TestSendRefusesLoopbackWithoutAllowList(t *testing.T) {
 	srv, hits := countingServer(t, func(w http.ResponseWriter, r *http.Request) {})
 	port := serverPort(t, srv)
