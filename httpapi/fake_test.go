@@ -21,6 +21,8 @@ type fakeStore struct {
 	// SubscriptionStore is nil: the stream handlers never use it, and a
 	// call through it panics, failing the test.
 	store.SubscriptionStore
+	// DeliveryStore is nil for the same reason.
+	store.DeliveryStore
 	t        *testing.T
 	create   func(*store.StreamCreateParams) (*store.StreamCreateResult, error)
 	append   func(*store.StreamAppendParams) (*store.StreamAppendResult, error)

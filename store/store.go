@@ -60,6 +60,9 @@ type Store interface {
 	// SubscriptionStore keeps webhook subscriptions and consumers.
 	SubscriptionStore
 
+	// DeliveryStore keeps event delivery endpoints and deliveries.
+	DeliveryStore
+
 	// Notifier reports tail changes of this store's streams.
 	Notifier() Notifier
 

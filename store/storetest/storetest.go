@@ -42,6 +42,7 @@ func Run(t *testing.T, f Factory) {
 	t.Run("Concurrency", func(t *testing.T) { testConcurrency(t, f) })
 	t.Run("Durability", func(t *testing.T) { testDurability(t, f) })
 	runSubscriptions(t, f)
+	runDeliveries(t, f)
 }
 
 func mustCreate(t *testing.T, s store.Store, p *store.StreamCreateParams) store.Stream {

@@ -1,0 +1,369 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// DeliveryStore is the part of the contract that keeps event delivery
+// (seeds 002-004): endpoints, per-(endpoint, stream) cursors, deliveries
+// and their attempts, and the ids of events published through the API.
+// Every Store implements it.
+//
+// The store holds no delivery rule: the engine decides (filters, retry
+// schedule, breaker) and the store applies its decisions atomically, by
+// compare-and-set where two writers could race:
+//
+//   - DeliveryEnqueue inserts deliveries and advances the endpoints'
+//     cursors in one transaction, each cursor by compare-and-set, so an
+//     event is either behind the cursor with its delivery stored, or ahead
+//     of it and matched again after a crash: never skipped.
+//   - DeliveryClaim leases due deliveries; a lease that expires (its sender
+//     died) makes the delivery claimable again, and DeliveryComplete only
+//     applies results whose lease token is still current.
+//   - Endpoint configuration (Version) and breaker state (HealthVersion)
+//     change by separate compare-and-sets, so an owner's PATCH and the
+//     engine's breaker never overwrite each other.
+type DeliveryStore interface {
+	// EndpointCreate stores a new endpoint and, in the same transaction,
+	// sets its cursor on every existing stream to the stream's tail: an
+	// endpoint receives the events appended after it was created.
+	// ErrEndpointExists when the ID is taken.
+	EndpointCreate(ctx context.Context, params *EndpointCreateParams) (*Endpoint, error)
+	// EndpointGet returns one endpoint, or ErrEndpointNotFound.
+	EndpointGet(ctx context.Context, id string) (*Endpoint, error)
+	// EndpointList returns endpoints ordered by ID, after params.After,
+	// at most params.Limit (0: all), of params.Tenant when not "".
+	EndpointList(ctx context.Context, params *EndpointListParams) ([]Endpoint, error)
+	// EndpointUpdate replaces an endpoint's configuration (and secrets)
+	// when its Version is still params.ExpectVersion, and returns the
+	// stored endpoint. With ResetHealth it also closes the breaker
+	// (failures 0, not disabled). Streams that have no cursor of the
+	// endpoint get one at their tail, so widening the stream patterns
+	// does not deliver the past. ErrEndpointNotFound, ErrEndpointConflict.
+	EndpointUpdate(ctx context.Context, params *EndpointUpdateParams) (*Endpoint, error)
+	// EndpointDelete removes an endpoint with its cursors, deliveries and
+	// attempts. ErrEndpointNotFound when absent.
+	EndpointDelete(ctx context.Context, id string) error
+	// EndpointCount returns how many endpoints are "active", "paused" and
+	// "disabled" (see Endpoint.Status).
+	EndpointCount(ctx context.Context) (map[string]int, error)
+
+	// DeliveryCursors returns the cursors of every endpoint on a stream.
+	DeliveryCursors(ctx context.Context, params *DeliveryCursorsParams) ([]DeliveryCursor, error)
+	// DeliveryEnqueue inserts deliveries and advances cursors in one
+	// transaction. A delivery whose (EndpointID, EventID) exists is left as
+	// it is, unless Replay is set and it is finished (delivered or
+	// exhausted): then it is pending again with a fresh schedule. A cursor
+	// whose stored state is not the expected one fails the whole call
+	// with ErrCursorConflict and nothing is written.
+	DeliveryEnqueue(ctx context.Context, params *DeliveryEnqueueParams) (*DeliveryEnqueueResult, error)
+	// DeliveryClaim leases up to Limit due deliveries of one endpoint
+	// (pending or failed, NextAttemptAt and LeaseUntil at or before Now),
+	// earliest first, if the endpoint is active and not disabled. With
+	// ordering "stream" only the earliest unfinished delivery of each
+	// stream can be claimed. The result also says when the endpoint's next
+	// delivery falls due.
+	DeliveryClaim(ctx context.Context, params *DeliveryClaimParams) (*DeliveryClaimResult, error)
+	// DeliveryComplete records attempts and their outcomes, and stores the
+	// endpoint's breaker state when its HealthVersion is still
+	// params.ExpectHealthVersion, all in one transaction. Results whose
+	// lease token is no longer current (the lease expired and another
+	// sender claimed the delivery) are skipped. ErrEndpointNotFound,
+	// ErrEndpointConflict (nothing is written).
+	DeliveryComplete(ctx context.Context, params *DeliveryCompleteParams) (*DeliveryCompleteResult, error)
+	// DeliveryGet returns one delivery with its body, or
+	// ErrDeliveryNotFound.
+	DeliveryGet(ctx context.Context, id string) (*Delivery, error)
+	// DeliveryList returns an endpoint's deliveries, newest first (by
+	// Seq), without bodies, filtered by params.
+	DeliveryList(ctx context.Context, params *DeliveryListParams) ([]Delivery, error)
+	// DeliveryAttempts returns a delivery's attempts, oldest first.
+	DeliveryAttempts(ctx context.Context, deliveryID string) ([]DeliveryAttempt, error)
+	// DeliveryRetry makes a delivery pending and due at Now with a fresh
+	// schedule, whatever its status. ErrDeliveryNotFound.
+	DeliveryRetry(ctx context.Context, params *DeliveryRetryParams) (*Delivery, error)
+	// DeliveryPrune removes finished deliveries (with their attempts),
+	// and published event ids, older than params.Before; at most
+	// params.Limit deliveries per call. It returns how many deliveries it
+	// removed.
+	DeliveryPrune(ctx context.Context, params *DeliveryPruneParams) (int, error)
+	// DeliveryBacklog returns, per endpoint ID, how many deliveries are
+	// unfinished (pending or failed). Endpoints with none are absent.
+	DeliveryBacklog(ctx context.Context) (map[string]int, error)
+
+	// EventPublish appends one event (a framed JSON message) to a stream,
+	// creating the stream (application/json) when missing, and records
+	// its ID, in one transaction. An ID recorded before is not appended
+	// again: the result is the first publication with Duplicate set.
+	// Errors: those of StreamAppend.
+	EventPublish(ctx context.Context, params *EventPublishParams) (*EventPublishResult, error)
+}
+
+// Errors of DeliveryStore.
+var (
+	ErrEndpointNotFound = errors.New("store: endpoint not found")
+	ErrEndpointExists   = errors.New("store: endpoint exists")
+	ErrEndpointConflict = errors.New("store: endpoint changed since it was read")
+	ErrCursorConflict   = errors.New("store: delivery cursor moved since it was read")
+	ErrDeliveryNotFound = errors.New("store: delivery not found")
+)
+
+// Delivery statuses.
+const (
+	DeliveryPending   = "pending"
+	DeliveryFailed    = "failed" // retrying
+	DeliveryDelivered = "delivered"
+	DeliveryExhausted = "exhausted" // dead letter
+)
+
+// Endpoint statuses (see Endpoint.Status).
+const (
+	EndpointActive   = "active"
+	EndpointPaused   = "paused"
+	EndpointDisabled = "disabled"
+)
+
+// Endpoint is a stored delivery endpoint. The store keeps the
+// configuration as given; the delivery package validates it.
+type Endpoint struct {
+	ID            string
+	URL           string
+	EventTypes    []string
+	Streams       []string
+	Filter        []byte // JSON, nil when none
+	Description   string
+	Tenant        string
+	Active        bool
+	RateLimit     float64
+	MaxInFlight   int
+	Ordering      string
+	RetrySchedule []time.Duration
+	Headers       map[string]string
+	// Secret signs; PreviousSecret signs too until PreviousSecretUntil
+	// (a rotation's overlap).
+	Secret              string
+	PreviousSecret      string
+	PreviousSecretUntil time.Time
+	Health              EndpointHealth
+	CreatedAt           time.Time
+	UpdatedAt           time.Time
+	// Version increases with every configuration change.
+	Version int64
+	// HealthVersion increases with every change of Health.
+	HealthVersion int64
+}
+
+// Status is "disabled" when the breaker tripped, else "active" or
+// "paused".
+func (e *Endpoint) Status() string {
+	switch {
+	case !e.Health.DisabledAt.IsZero():
+		return EndpointDisabled
+	case e.Active:
+		return EndpointActive
+	}
+	return EndpointPaused
+}
+
+// EndpointHealth is an endpoint's circuit breaker state.
+type EndpointHealth struct {
+	ConsecutiveFailures int
+	LastSuccessAt       time.Time
+	LastFailureAt       time.Time
+	LastError           string
+	DisabledAt          time.Time
+	DisabledReason      string
+}
+
+// DeliveryCursor is how far the engine has matched one stream for one
+// endpoint: every message before Position has its deliveries stored.
+// StreamID tells a re-created stream from the one the cursor was for.
+type DeliveryCursor struct {
+	EndpointID string
+	Stream     string
+	StreamID   int64
+	Position   int64
+}
+
+// Delivery is one event for one endpoint.
+type Delivery struct {
+	ID         string
+	EndpointID string
+	EventID    string
+	EventType  string
+	Stream     string
+	// Position is where the event's message starts in the stream.
+	Position int64
+	// Body is the exact JSON POSTed (not filled by DeliveryList).
+	Body   []byte
+	Status string
+	// Attempts counts every attempt; RoundAttempts those since the last
+	// (re)start of the schedule (retry, replay), which the schedule uses.
+	Attempts       int
+	RoundAttempts  int
+	NextAttemptAt  time.Time
+	LeaseUntil     time.Time
+	LeaseToken     int64
+	LastStatusCode int
+	LastError      string
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
+	FinishedAt     time.Time
+	// Seq orders deliveries by insertion (the list cursor).
+	Seq int64
+}
+
+// DeliveryAttempt is one recorded attempt.
+type DeliveryAttempt struct {
+	ID         int64
+	DeliveryID string
+	At         time.Time
+	// StatusCode is 0 when no response came (network error).
+	StatusCode   int
+	ResponseBody []byte
+	Latency      time.Duration
+	Error        string
+}
+
+// EndpointCreateParams are the inputs of EndpointCreate.
+type EndpointCreateParams struct {
+	Endpoint Endpoint
+	Now      time.Time
+}
+
+// EndpointListParams are the inputs of EndpointList.
+type EndpointListParams struct {
+	After  string
+	Limit  int
+	Tenant string
+}
+
+// EndpointUpdateParams are the inputs of EndpointUpdate.
+type EndpointUpdateParams struct {
+	Endpoint      Endpoint // Health and the versions are ignored
+	ExpectVersion int64
+	ResetHealth   bool
+	Now           time.Time
+}
+
+// DeliveryCursorsParams are the inputs of DeliveryCursors.
+type DeliveryCursorsParams struct {
+	Stream string
+}
+
+// CursorAdvance moves one cursor: from the expected state (Found false:
+// no cursor yet) to the new one.
+type CursorAdvance struct {
+	EndpointID string
+	// Found, ExpectStreamID and ExpectPosition are the state read.
+	Found          bool
+	ExpectStreamID int64
+	ExpectPosition int64
+	StreamID       int64
+	Position       int64
+}
+
+// DeliveryEnqueueParams are the inputs of DeliveryEnqueue.
+type DeliveryEnqueueParams struct {
+	Stream     string
+	Cursors    []CursorAdvance
+	Deliveries []Delivery
+	Replay     bool
+	Now        time.Time
+}
+
+// DeliveryEnqueueResult is the output of DeliveryEnqueue.
+type DeliveryEnqueueResult struct {
+	// Queued counts deliveries inserted, or made pending again by a
+	// replay.
+	Queued int
+}
+
+// DeliveryClaimParams are the inputs of DeliveryClaim.
+type DeliveryClaimParams struct {
+	EndpointID string
+	Limit      int
+	Lease      time.Duration
+	Now        time.Time
+}
+
+// DeliveryClaimResult is the output of DeliveryClaim.
+type DeliveryClaimResult struct {
+	// Deliveries are leased until Now+Lease, with their new LeaseToken.
+	Deliveries []Delivery
+	// NextDueAt is the earliest time after Now at which an unfinished
+	// delivery of the endpoint falls due or its lease ends; zero when
+	// none.
+	NextDueAt time.Time
+}
+
+// DeliveryResult is the outcome of one attempt.
+type DeliveryResult struct {
+	DeliveryID string
+	LeaseToken int64
+	Attempt    DeliveryAttempt
+	// Status is DeliveryDelivered, DeliveryFailed (retry at NextAttemptAt)
+	// or DeliveryExhausted.
+	Status        string
+	NextAttemptAt time.Time
+}
+
+// DeliveryCompleteParams are the inputs of DeliveryComplete.
+type DeliveryCompleteParams struct {
+	EndpointID          string
+	Results             []DeliveryResult
+	Health              EndpointHealth
+	ExpectHealthVersion int64
+	Now                 time.Time
+}
+
+// DeliveryCompleteResult is the output of DeliveryComplete.
+type DeliveryCompleteResult struct {
+	HealthVersion int64
+	// Applied counts the results applied (not stale).
+	Applied int
+}
+
+// DeliveryListParams are the inputs of DeliveryList.
+type DeliveryListParams struct {
+	EndpointID string
+	Status     string // "" for any
+	EventType  string // "" for any
+	// Since and Until bound CreatedAt (zero: unbounded): Since <=
+	// CreatedAt < Until.
+	Since, Until time.Time
+	// BeforeSeq pages: only deliveries with Seq < BeforeSeq (0: from the
+	// newest).
+	BeforeSeq int64
+	Limit     int
+}
+
+// DeliveryRetryParams are the inputs of DeliveryRetry.
+type DeliveryRetryParams struct {
+	ID  string
+	Now time.Time
+}
+
+// DeliveryPruneParams are the inputs of DeliveryPrune.
+type DeliveryPruneParams struct {
+	Before time.Time
+	Limit  int
+}
+
+// EventPublishParams are the inputs of EventPublish.
+type EventPublishParams struct {
+	Stream  string
+	EventID string
+	// Data is one framed JSON message (compact, then '\n').
+	Data []byte
+	Now  time.Time
+}
+
+// EventPublishResult is the output of EventPublish.
+type EventPublishResult struct {
+	Stream    string
+	Position  int64 // where the message starts
+	Duplicate bool
+}

@@ -1,0 +1,427 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/heraldstreams/herald/store"
+)
+
+const deliveryColumns = `seq, id, endpoint_id, event_id, event_type, stream, position, status, attempts, round_attempts,
+	next_attempt_at, lease_until, lease_token, last_status_code, last_error, created_at, updated_at, finished_at`
+
+func scanDelivery(row interface{ Scan(...any) error }, body bool) (store.Delivery, error) {
+	var d store.Delivery
+	var next, lease, created, updated, finished int64
+	dst := []any{&d.Seq, &d.ID, &d.EndpointID, &d.EventID, &d.EventType, &d.Stream, &d.Position, &d.Status, &d.Attempts,
+		&d.RoundAttempts, &next, &lease, &d.LeaseToken, &d.LastStatusCode, &d.LastError, &created, &updated, &finished}
+	if body {
+		dst = append(dst, &d.Body)
+	}
+	if err := row.Scan(dst...); err != nil {
+		return d, err
+	}
+	d.NextAttemptAt, d.LeaseUntil = fromNanos(next), fromNanos(lease)
+	d.CreatedAt, d.UpdatedAt, d.FinishedAt = fromNanos(created), fromNanos(updated), fromNanos(finished)
+	return d, nil
+}
+
+// DeliveryCursors implements store.DeliveryStore.
+func (s *Store) DeliveryCursors(ctx context.Context, params *store.DeliveryCursorsParams) ([]store.DeliveryCursor, error) {
+	rows, err := s.reader.QueryContext(ctx, `SELECT endpoint_id, stream, stream_id, position FROM delivery_cursors WHERE stream = ?`, params.Stream)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: read cursors: %w", err)
+	}
+	defer rows.Close()
+	var out []store.DeliveryCursor
+	for rows.Next() {
+		var c store.DeliveryCursor
+		if err := rows.Scan(&c.EndpointID, &c.Stream, &c.StreamID, &c.Position); err != nil {
+			return nil, fmt.Errorf("sqlite: read cursors: %w", err)
+		}
+		out = append(out, c)
+	}
+	return out, rows.Err()
+}
+
+// DeliveryEnqueue implements store.DeliveryStore.
+func (s *Store) DeliveryEnqueue(ctx context.Context, params *store.DeliveryEnqueueParams) (*store.DeliveryEnqueueResult, error) {
+	res := &store.DeliveryEnqueueResult{}
+	err := s.write(ctx, func(b *batch) error {
+		res.Queued = 0
+		for _, c := range params.Cursors {
+			var r sql.Result
+			var err error
+			if c.Found {
+				r, err = b.exec(`UPDATE delivery_cursors SET stream_id = ?, position = ?
+					WHERE stream = ? AND endpoint_id = ? AND stream_id = ? AND position = ?`,
+					c.StreamID, c.Position, params.Stream, c.EndpointID, c.ExpectStreamID, c.ExpectPosition)
+			} else {
+				r, err = b.exec(`INSERT INTO delivery_cursors (endpoint_id, stream, stream_id, position) VALUES (?, ?, ?, ?)
+					ON CONFLICT (stream, endpoint_id) DO NOTHING`, c.EndpointID, params.Stream, c.StreamID, c.Position)
+			}
+			if err != nil {
+				return fmt.Errorf("advance cursor: %w", err)
+			}
+			if n, err := r.RowsAffected(); err != nil {
+				return err
+			} else if n == 0 {
+				return ruleError{store.ErrCursorConflict}
+			}
+		}
+		now := nanos(params.Now)
+		for _, d := range params.Deliveries {
+			r, err := b.exec(`INSERT INTO deliveries (id, endpoint_id, event_id, event_type, stream, position, body, status,
+				next_attempt_at, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?)
+				ON CONFLICT (endpoint_id, event_id) DO NOTHING`,
+				d.ID, d.EndpointID, d.EventID, d.EventType, d.Stream, d.Position, d.Body, nanos(d.NextAttemptAt), now, now)
+			if err != nil {
+				return fmt.Errorf("insert delivery: %w", err)
+			}
+			n, err := r.RowsAffected()
+			if err != nil {
+				return err
+			}
+			if n == 0 && params.Replay {
+				r, err = b.exec(`UPDATE deliveries SET status = 'pending', round_attempts = 0, next_attempt_at = ?, finished_at = 0,
+					updated_at = ? WHERE endpoint_id = ? AND event_id = ? AND status IN ('delivered', 'exhausted')`,
+					nanos(d.NextAttemptAt), now, d.EndpointID, d.EventID)
+				if err != nil {
+					return fmt.Errorf("replay delivery: %w", err)
+				}
+				if n, err = r.RowsAffected(); err != nil {
+					return err
+				}
+			}
+			res.Queued += int(n)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// claimSQL leases an endpoint's due deliveries. The inner SELECT is the
+// claim of a shared backend: Postgres adds FOR UPDATE SKIP LOCKED to it so
+// replicas never lease one delivery twice; SQLite has one writer.
+const claimSQL = `UPDATE deliveries SET lease_until = ?1, lease_token = lease_token + 1, updated_at = ?2
+	WHERE id IN (
+		SELECT d.id FROM deliveries d JOIN endpoints e ON e.id = d.endpoint_id
+		WHERE d.endpoint_id = ?3 AND d.status IN ('pending', 'failed') AND d.next_attempt_at <= ?2 AND d.lease_until <= ?2
+			AND e.active AND e.disabled_at = 0
+			AND (e.ordering <> 'stream' OR NOT EXISTS (
+				SELECT 1 FROM deliveries p WHERE p.endpoint_id = d.endpoint_id AND p.stream = d.stream
+					AND p.status IN ('pending', 'failed') AND p.position < d.position))
+		ORDER BY d.next_attempt_at, d.seq
+		LIMIT ?4)
+	RETURNING ` + deliveryColumns + `, body`
+
+// DeliveryClaim implements store.DeliveryStore.
+func (s *Store) DeliveryClaim(ctx context.Context, params *store.DeliveryClaimParams) (*store.DeliveryClaimResult, error) {
+	res := &store.DeliveryClaimResult{}
+	now := nanos(params.Now)
+	err := s.write(ctx, func(b *batch) error {
+		res.Deliveries = res.Deliveries[:0]
+		if params.Limit > 0 {
+			stmt, err := s.writerStmt(b.ctx, claimSQL)
+			if err != nil {
+				return err
+			}
+			rows, err := stmt.QueryContext(b.ctx, nanos(params.Now.Add(params.Lease)), now, params.EndpointID, params.Limit)
+			if err != nil {
+				return fmt.Errorf("claim: %w", err)
+			}
+			for rows.Next() {
+				d, err := scanDelivery(rows, true)
+				if err != nil {
+					return errors.Join(fmt.Errorf("claim: %w", err), rows.Close())
+				}
+				res.Deliveries = append(res.Deliveries, d)
+			}
+			if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+				return fmt.Errorf("claim: %w", err)
+			}
+		}
+		var next sql.NullInt64
+		if err := s.wconn.QueryRowContext(b.ctx, `SELECT min(max(next_attempt_at, lease_until)) FROM deliveries
+			WHERE endpoint_id = ? AND status IN ('pending', 'failed') AND max(next_attempt_at, lease_until) > ?`,
+			params.EndpointID, now).Scan(&next); err != nil {
+			return fmt.Errorf("next due: %w", err)
+		}
+		res.NextDueAt = time.Time{}
+		if next.Valid {
+			res.NextDueAt = fromNanos(next.Int64)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	slices.SortFunc(res.Deliveries, func(a, b store.Delivery) int {
+		if c := a.NextAttemptAt.Compare(b.NextAttemptAt); c != 0 {
+			return c
+		}
+		return int(a.Seq - b.Seq)
+	})
+	return res, nil
+}
+
+// DeliveryComplete implements store.DeliveryStore.
+func (s *Store) DeliveryComplete(ctx context.Context, params *store.DeliveryCompleteParams) (*store.DeliveryCompleteResult, error) {
+	res := &store.DeliveryCompleteResult{}
+	now := nanos(params.Now)
+	h := params.Health
+	err := s.write(ctx, func(b *batch) error {
+		res.Applied = 0
+		r, err := b.exec(`UPDATE endpoints SET consecutive_failures = ?, last_success_at = ?, last_failure_at = ?, last_error = ?,
+			disabled_at = ?, disabled_reason = ?, health_version = health_version + 1 WHERE id = ? AND health_version = ?`,
+			h.ConsecutiveFailures, nanos(h.LastSuccessAt), nanos(h.LastFailureAt), h.LastError, nanos(h.DisabledAt), h.DisabledReason,
+			params.EndpointID, params.ExpectHealthVersion)
+		if err != nil {
+			return fmt.Errorf("update endpoint health: %w", err)
+		}
+		if n, err := r.RowsAffected(); err != nil {
+			return err
+		} else if n == 0 {
+			return b.endpointMissOrConflict(params.EndpointID)
+		}
+		res.HealthVersion = params.ExpectHealthVersion + 1
+		for _, dr := range params.Results {
+			finished := int64(0)
+			if dr.Status == store.DeliveryDelivered || dr.Status == store.DeliveryExhausted {
+				finished = now
+			}
+			r, err := b.exec(`UPDATE deliveries SET status = ?, attempts = attempts + 1, round_attempts = round_attempts + 1,
+				next_attempt_at = ?, lease_until = 0, last_status_code = ?, last_error = ?, updated_at = ?, finished_at = ?
+				WHERE id = ? AND lease_token = ? AND endpoint_id = ?`,
+				dr.Status, nanos(dr.NextAttemptAt), dr.Attempt.StatusCode, dr.Attempt.Error, now, finished,
+				dr.DeliveryID, dr.LeaseToken, params.EndpointID)
+			if err != nil {
+				return fmt.Errorf("complete delivery: %w", err)
+			}
+			if n, err := r.RowsAffected(); err != nil {
+				return err
+			} else if n == 0 {
+				continue // the lease moved on: another sender owns it now
+			}
+			a := dr.Attempt
+			body := a.ResponseBody
+			if body == nil {
+				body = []byte{}
+			}
+			if _, err := b.exec(`INSERT INTO delivery_attempts (delivery_id, at, status_code, response_body, latency_ns, error)
+				VALUES (?, ?, ?, ?, ?, ?)`, dr.DeliveryID, nanos(a.At), a.StatusCode, body, int64(a.Latency), a.Error); err != nil {
+				return fmt.Errorf("insert attempt: %w", err)
+			}
+			res.Applied++
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// DeliveryGet implements store.DeliveryStore.
+func (s *Store) DeliveryGet(ctx context.Context, id string) (*store.Delivery, error) {
+	d, err := scanDelivery(s.reader.QueryRowContext(ctx, `SELECT `+deliveryColumns+`, body FROM deliveries WHERE id = ?`, id), true)
+	if isNoRows(err) {
+		return nil, store.ErrDeliveryNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: read delivery: %w", err)
+	}
+	return &d, nil
+}
+
+// DeliveryList implements store.DeliveryStore.
+func (s *Store) DeliveryList(ctx context.Context, params *store.DeliveryListParams) ([]store.Delivery, error) {
+	q := `SELECT ` + deliveryColumns + ` FROM deliveries WHERE endpoint_id = ?`
+	args := []any{params.EndpointID}
+	if params.BeforeSeq > 0 {
+		q += ` AND seq < ?`
+		args = append(args, params.BeforeSeq)
+	}
+	if params.Status != "" {
+		q += ` AND status = ?`
+		args = append(args, params.Status)
+	}
+	if params.EventType != "" {
+		q += ` AND event_type = ?`
+		args = append(args, params.EventType)
+	}
+	if !params.Since.IsZero() {
+		q += ` AND created_at >= ?`
+		args = append(args, nanos(params.Since))
+	}
+	if !params.Until.IsZero() {
+		q += ` AND created_at < ?`
+		args = append(args, nanos(params.Until))
+	}
+	q += ` ORDER BY seq DESC`
+	if params.Limit > 0 {
+		q += ` LIMIT ?`
+		args = append(args, params.Limit)
+	}
+	rows, err := s.reader.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: list deliveries: %w", err)
+	}
+	defer rows.Close()
+	var out []store.Delivery
+	for rows.Next() {
+		d, err := scanDelivery(rows, false)
+		if err != nil {
+			return nil, fmt.Errorf("sqlite: list deliveries: %w", err)
+		}
+		out = append(out, d)
+	}
+	return out, rows.Err()
+}
+
+// DeliveryAttempts implements store.DeliveryStore.
+func (s *Store) DeliveryAttempts(ctx context.Context, deliveryID string) ([]store.DeliveryAttempt, error) {
+	rows, err := s.reader.QueryContext(ctx, `SELECT id, delivery_id, at, status_code, response_body, latency_ns, error
+		FROM delivery_attempts WHERE delivery_id = ? ORDER BY id`, deliveryID)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: list attempts: %w", err)
+	}
+	defer rows.Close()
+	var out []store.DeliveryAttempt
+	for rows.Next() {
+		var a store.DeliveryAttempt
+		var at, latency int64
+		if err := rows.Scan(&a.ID, &a.DeliveryID, &at, &a.StatusCode, &a.ResponseBody, &latency, &a.Error); err != nil {
+			return nil, fmt.Errorf("sqlite: list attempts: %w", err)
+		}
+		a.At, a.Latency = fromNanos(at), time.Duration(latency)
+		out = append(out, a)
+	}
+	return out, rows.Err()
+}
+
+// DeliveryRetry implements store.DeliveryStore.
+func (s *Store) DeliveryRetry(ctx context.Context, params *store.DeliveryRetryParams) (*store.Delivery, error) {
+	var out store.Delivery
+	err := s.write(ctx, func(b *batch) error {
+		var err error
+		out, err = scanDelivery(s.wconn.QueryRowContext(b.ctx, `UPDATE deliveries SET status = 'pending', round_attempts = 0,
+			next_attempt_at = ?1, finished_at = 0, updated_at = ?1 WHERE id = ?2 RETURNING `+deliveryColumns,
+			nanos(params.Now), params.ID), false)
+		if isNoRows(err) {
+			return ruleError{store.ErrDeliveryNotFound}
+		}
+		if err != nil {
+			return fmt.Errorf("retry delivery: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// DeliveryPrune implements store.DeliveryStore.
+func (s *Store) DeliveryPrune(ctx context.Context, params *store.DeliveryPruneParams) (int, error) {
+	limit := params.Limit
+	if limit <= 0 {
+		limit = 1000
+	}
+	var removed int
+	err := s.write(ctx, func(b *batch) error {
+		before := nanos(params.Before)
+		if _, err := b.exec(`DELETE FROM delivery_attempts WHERE delivery_id IN
+			(SELECT id FROM deliveries WHERE finished_at > 0 AND finished_at < ? ORDER BY finished_at LIMIT ?)`, before, limit); err != nil {
+			return fmt.Errorf("prune attempts: %w", err)
+		}
+		r, err := b.exec(`DELETE FROM deliveries WHERE seq IN
+			(SELECT seq FROM deliveries WHERE finished_at > 0 AND finished_at < ? ORDER BY finished_at LIMIT ?)`, before, limit)
+		if err != nil {
+			return fmt.Errorf("prune deliveries: %w", err)
+		}
+		n, err := r.RowsAffected()
+		if err != nil {
+			return err
+		}
+		removed = int(n)
+		if _, err := b.exec(`DELETE FROM published_events WHERE created_at < ?`, before); err != nil {
+			return fmt.Errorf("prune event ids: %w", err)
+		}
+		return nil
+	})
+	return removed, err
+}
+
+// DeliveryBacklog implements store.DeliveryStore.
+func (s *Store) DeliveryBacklog(ctx context.Context) (map[string]int, error) {
+	rows, err := s.reader.QueryContext(ctx, `SELECT endpoint_id, count(*) FROM deliveries WHERE status IN ('pending', 'failed') GROUP BY endpoint_id`)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: backlog: %w", err)
+	}
+	defer rows.Close()
+	out := make(map[string]int)
+	for rows.Next() {
+		var id string
+		var n int
+		if err := rows.Scan(&id, &n); err != nil {
+			return nil, fmt.Errorf("sqlite: backlog: %w", err)
+		}
+		out[id] = n
+	}
+	return out, rows.Err()
+}
+
+// EventPublish implements store.DeliveryStore: the append and the id are
+// written in one savepoint of one batch, so the id is recorded exactly
+// when the event is.
+func (s *Store) EventPublish(ctx context.Context, params *store.EventPublishParams) (*store.EventPublishResult, error) {
+	var res *store.EventPublishResult
+	err := s.write(ctx, func(b *batch) error {
+		res = nil
+		var stream string
+		var pos int64
+		err := s.wconn.QueryRowContext(b.ctx, `SELECT stream, position FROM published_events WHERE event_id = ?`, params.EventID).Scan(&stream, &pos)
+		switch {
+		case err == nil:
+			res = &store.EventPublishResult{Stream: stream, Position: pos, Duplicate: true}
+			return nil
+		case !isNoRows(err):
+			return fmt.Errorf("read event id: %w", err)
+		}
+		if b.get(params.Stream) == nil {
+			c := &createOp{p: &store.StreamCreateParams{Path: params.Stream, ContentType: "application/json", Now: params.Now}}
+			if err := c.apply(b); err != nil {
+				return err
+			}
+			if c.err != nil {
+				return ruleError{c.err}
+			}
+		}
+		a := &appendOp{p: &store.StreamAppendParams{Path: params.Stream, ContentType: "application/json",
+			Data: params.Data, Messages: 1, Now: params.Now}}
+		if err := a.apply(b); err != nil {
+			return err
+		}
+		if a.err != nil {
+			return ruleError{a.err}
+		}
+		if _, err := b.exec(`INSERT INTO published_events (event_id, stream, position, created_at) VALUES (?, ?, ?, ?)`,
+			params.EventID, params.Stream, a.res.Start, nanos(params.Now)); err != nil {
+			return fmt.Errorf("record event id: %w", err)
+		}
+		res = &store.EventPublishResult{Stream: params.Stream, Position: a.res.Start}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return res, nil
+}

@@ -1,0 +1,437 @@
+package storetest
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/heraldstreams/herald/store"
+)
+
+func runDeliveries(t *testing.T, f Factory) {
+	t.Run("EndpointCRUD", func(t *testing.T) { testEndpointCRUD(t, f) })
+	t.Run("EndpointCursorsSnapshot", func(t *testing.T) { testEndpointCursorsSnapshot(t, f) })
+	t.Run("DeliveryEnqueueCAS", func(t *testing.T) { testDeliveryEnqueueCAS(t, f) })
+	t.Run("DeliveryClaimLease", func(t *testing.T) { testDeliveryClaimLease(t, f) })
+	t.Run("DeliveryOrderingStream", func(t *testing.T) { testDeliveryOrderingStream(t, f) })
+	t.Run("DeliveryCompleteHealth", func(t *testing.T) { testDeliveryCompleteHealth(t, f) })
+	t.Run("DeliveryListRetryPrune", func(t *testing.T) { testDeliveryListRetryPrune(t, f) })
+	t.Run("EventPublish", func(t *testing.T) { testEventPublish(t, f) })
+}
+
+func endpoint(id string) store.Endpoint {
+	return store.Endpoint{
+		ID: id, URL: "https://example.com/" + id, EventTypes: []string{"*"}, Streams: []string{"/**"},
+		Active: true, Ordering: "none", RetrySchedule: []time.Duration{0, 5 * time.Second},
+		Secret: "whsec_a",
+	}
+}
+
+func mustEndpoint(t *testing.T, s store.Store, ep store.Endpoint) *store.Endpoint {
+	t.Helper()
+	out, err := s.EndpointCreate(context.Background(), &store.EndpointCreateParams{Endpoint: ep, Now: t0})
+	if err != nil {
+		t.Fatalf("create endpoint %s: %v", ep.ID, err)
+	}
+	return out
+}
+
+func delivery(ep, event string, pos int64) store.Delivery {
+	return store.Delivery{ID: ep + "/" + event, EndpointID: ep, EventID: event, EventType: "t.x", Stream: "/s",
+		Position: pos, Body: []byte(`{"id":"` + event + `"}`), NextAttemptAt: t0}
+}
+
+func mustEnqueue(t *testing.T, s store.Store, ds ...store.Delivery) {
+	t.Helper()
+	if _, err := s.DeliveryEnqueue(context.Background(), &store.DeliveryEnqueueParams{Stream: "/s", Deliveries: ds, Now: t0}); err != nil {
+		t.Fatalf("enqueue: %v", err)
+	}
+}
+
+func mustClaim(t *testing.T, s store.Store, ep string, limit int, now time.Time) *store.DeliveryClaimResult {
+	t.Helper()
+	res, err := s.DeliveryClaim(context.Background(), &store.DeliveryClaimParams{EndpointID: ep, Limit: limit, Lease: time.Minute, Now: now})
+	if err != nil {
+		t.Fatalf("claim: %v", err)
+	}
+	return res
+}
+
+func eventIDs(ds []store.Delivery) []string {
+	out := make([]string, len(ds))
+	for i, d := range ds {
+		out[i] = d.EventID
+	}
+	return out
+}
+
+func testEndpointCRUD(t *testing.T, f Factory) {
+	s := f.Open(t)
+	ctx := context.Background()
+	ep := endpoint("ep_b")
+	ep.Filter = []byte(`{"data.x":1}`)
+	ep.Headers = map[string]string{"X-A": "1"}
+	ep.Tenant = "acme"
+	got := mustEndpoint(t, s, ep)
+	if got.Version != 1 || !got.CreatedAt.Equal(t0) || got.Status() != store.EndpointActive {
+		t.Fatalf("created = %+v", got)
+	}
+	_, err := s.EndpointCreate(ctx, &store.EndpointCreateParams{Endpoint: ep, Now: t0})
+	expectErr(t, err, store.ErrEndpointExists)
+	mustEndpoint(t, s, endpoint("ep_a"))
+
+	read, err := s.EndpointGet(ctx, "ep_b")
+	if err != nil || string(read.Filter) != `{"data.x":1}` || read.Headers["X-A"] != "1" || len(read.RetrySchedule) != 2 ||
+		read.RetrySchedule[1] != 5*time.Second || read.Tenant != "acme" || read.Secret != "whsec_a" {
+		t.Fatalf("get = %+v, %v", read, err)
+	}
+	_, err = s.EndpointGet(ctx, "nope")
+	expectErr(t, err, store.ErrEndpointNotFound)
+
+	all, err := s.EndpointList(ctx, &store.EndpointListParams{})
+	if err != nil || len(all) != 2 || all[0].ID != "ep_a" {
+		t.Fatalf("list = %+v, %v", all, err)
+	}
+	page, err := s.EndpointList(ctx, &store.EndpointListParams{After: "ep_a", Limit: 1})
+	if err != nil || len(page) != 1 || page[0].ID != "ep_b" {
+		t.Fatalf("page = %+v, %v", page, err)
+	}
+	byTenant, err := s.EndpointList(ctx, &store.EndpointListParams{Tenant: "acme"})
+	if err != nil || len(byTenant) != 1 || byTenant[0].ID != "ep_b" {
+		t.Fatalf("by tenant = %+v, %v", byTenant, err)
+	}
+
+	read.Active = false
+	read.Description = "paused"
+	upd, err := s.EndpointUpdate(ctx, &store.EndpointUpdateParams{Endpoint: *read, ExpectVersion: 1, Now: t0.Add(time.Second)})
+	if err != nil || upd.Version != 2 || upd.Status() != store.EndpointPaused || upd.Description != "paused" {
+		t.Fatalf("update = %+v, %v", upd, err)
+	}
+	_, err = s.EndpointUpdate(ctx, &store.EndpointUpdateParams{Endpoint: *read, ExpectVersion: 1, Now: t0})
+	expectErr(t, err, store.ErrEndpointConflict)
+	counts, err := s.EndpointCount(ctx)
+	if err != nil || counts[store.EndpointActive] != 1 || counts[store.EndpointPaused] != 1 || counts[store.EndpointDisabled] != 0 {
+		t.Fatalf("count = %v, %v", counts, err)
+	}
+
+	mustEnqueue(t, s, delivery("ep_b", "e1", 0))
+	if err := s.EndpointDelete(ctx, "ep_b"); err != nil {
+		t.Fatal(err)
+	}
+	expectErr(t, s.EndpointDelete(ctx, "ep_b"), store.ErrEndpointNotFound)
+	_, err = s.DeliveryGet(ctx, "ep_b/e1")
+	expectErr(t, err, store.ErrDeliveryNotFound)
+
+	s = f.Reopen(t, s)
+	if _, err := s.EndpointGet(ctx, "ep_a"); err != nil {
+		t.Fatalf("after reopen: %v", err)
+	}
+}
+
+func testEndpointCursorsSnapshot(t *testing.T, f Factory) {
+	s := f.Open(t)
+	ctx := context.Background()
+	mustCreate(t, s, &store.StreamCreateParams{Path: "/s", ContentType: "application/json", Data: []byte("{}\n"), Messages: 1})
+	mustEndpoint(t, s, endpoint("ep"))
+	cs, err := s.DeliveryCursors(ctx, &store.DeliveryCursorsParams{Stream: "/s"})
+	if err != nil || len(cs) != 1 || cs[0].EndpointID != "ep" || cs[0].Position != 3 || cs[0].StreamID == 0 {
+		t.Fatalf("cursors = %+v, %v", cs, err)
+	}
+	// A stream created after the endpoint has no cursor: the engine reads it
+	// from its start. An update snapshots it, so widening patterns does not
+	// deliver the past.
+	mustCreate(t, s, &store.StreamCreateParams{Path: "/later", ContentType: "application/json", Data: []byte("{}\n"), Messages: 1})
+	if cs, _ := s.DeliveryCursors(ctx, &store.DeliveryCursorsParams{Stream: "/later"}); len(cs) != 0 {
+		t.Fatalf("cursor before update: %+v", cs)
+	}
+	ep, err := s.EndpointGet(ctx, "ep")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.EndpointUpdate(ctx, &store.EndpointUpdateParams{Endpoint: *ep, ExpectVersion: ep.Version, Now: t0}); err != nil {
+		t.Fatal(err)
+	}
+	if cs, _ := s.DeliveryCursors(ctx, &store.DeliveryCursorsParams{Stream: "/later"}); len(cs) != 1 || cs[0].Position != 3 {
+		t.Fatalf("cursor after update: %+v", cs)
+	}
+}
+
+func testDeliveryEnqueueCAS(t *testing.T, f Factory) {
+	s := f.Open(t)
+	ctx := context.Background()
+	mustEndpoint(t, s, endpoint("ep"))
+	adv := store.CursorAdvance{EndpointID: "ep", StreamID: 7, Position: 10}
+	res, err := s.DeliveryEnqueue(ctx, &store.DeliveryEnqueueParams{Stream: "/s", Cursors: []store.CursorAdvance{adv},
+		Deliveries: []store.Delivery{delivery("ep", "e1", 0), delivery("ep", "e2", 5)}, Now: t0})
+	if err != nil || res.Queued != 2 {
+		t.Fatalf("enqueue = %+v, %v", res, err)
+	}
+	// The same expected state again: the cursor moved, nothing is written.
+	_, err = s.DeliveryEnqueue(ctx, &store.DeliveryEnqueueParams{Stream: "/s", Cursors: []store.CursorAdvance{adv},
+		Deliveries: []store.Delivery{delivery("ep", "e3", 10)}, Now: t0})
+	expectErr(t, err, store.ErrCursorConflict)
+	if _, err := s.DeliveryGet(ctx, "ep/e3"); err == nil {
+		t.Fatal("a conflicting enqueue wrote its delivery")
+	}
+	next := store.CursorAdvance{EndpointID: "ep", Found: true, ExpectStreamID: 7, ExpectPosition: 10, StreamID: 7, Position: 20}
+	// One delivery per (endpoint, event): e1 again is not a second delivery.
+	res, err = s.DeliveryEnqueue(ctx, &store.DeliveryEnqueueParams{Stream: "/s", Cursors: []store.CursorAdvance{next},
+		Deliveries: []store.Delivery{delivery("ep", "e3", 10), {ID: "other", EndpointID: "ep", EventID: "e1", Stream: "/s", Body: []byte("{}")}}, Now: t0})
+	if err != nil || res.Queued != 1 {
+		t.Fatalf("enqueue = %+v, %v", res, err)
+	}
+	cs, err := s.DeliveryCursors(ctx, &store.DeliveryCursorsParams{Stream: "/s"})
+	if err != nil || len(cs) != 1 || cs[0].Position != 20 {
+		t.Fatalf("cursors = %+v, %v", cs, err)
+	}
+	s = f.Reopen(t, s)
+	d, err := s.DeliveryGet(ctx, "ep/e3")
+	if err != nil || d.Status != store.DeliveryPending || string(d.Body) != `{"id":"e3"}` || d.Position != 10 {
+		t.Fatalf("after reopen = %+v, %v", d, err)
+	}
+	backlog, err := s.DeliveryBacklog(ctx)
+	if err != nil || backlog["ep"] != 3 {
+		t.Fatalf("backlog = %v, %v", backlog, err)
+	}
+}
+
+func testDeliveryClaimLease(t *testing.T, f Factory) {
+	s := f.Open(t)
+	ctx := context.Background()
+	mustEndpoint(t, s, endpoint("ep"))
+	later := delivery("ep", "e3", 20)
+	later.NextAttemptAt = t0.Add(time.Hour)
+	mustEnqueue(t, s, delivery("ep", "e1", 0), delivery("ep", "e2", 10), later)
+
+	res := mustClaim(t, s, "ep", 1, t0)
+	if got := eventIDs(res.Deliveries); len(got) != 1 || got[0] != "e1" || string(res.Deliveries[0].Body) != `{"id":"e1"}` {
+		t.Fatalf("claim = %v", got)
+	}
+	first := res.Deliveries[0]
+	if !first.LeaseUntil.Equal(t0.Add(time.Minute)) {
+		t.Fatalf("lease until %v", first.LeaseUntil)
+	}
+	res = mustClaim(t, s, "ep", 10, t0)
+	if got := eventIDs(res.Deliveries); len(got) != 1 || got[0] != "e2" {
+		t.Fatalf("second claim = %v (a leased delivery was claimed twice?)", got)
+	}
+	if !res.NextDueAt.Equal(t0.Add(time.Minute)) {
+		t.Fatalf("next due = %v, want the lease end", res.NextDueAt)
+	}
+	// The sender of e1 died: after the lease, e1 is claimable again with a
+	// new token, and the dead sender's late result is ignored.
+	re := mustClaim(t, s, "ep", 10, t0.Add(time.Minute))
+	var again store.Delivery
+	for _, d := range re.Deliveries {
+		if d.EventID == "e1" {
+			again = d
+		}
+	}
+	if again.ID == "" || again.LeaseToken == first.LeaseToken {
+		t.Fatalf("reclaim = %+v", re.Deliveries)
+	}
+	ep, _ := s.EndpointGet(ctx, "ep")
+	cres, err := s.DeliveryComplete(ctx, &store.DeliveryCompleteParams{EndpointID: "ep", ExpectHealthVersion: ep.HealthVersion, Now: t0.Add(time.Minute),
+		Results: []store.DeliveryResult{
+			{DeliveryID: first.ID, LeaseToken: first.LeaseToken, Status: store.DeliveryDelivered, Attempt: store.DeliveryAttempt{At: t0, StatusCode: 200}},
+			{DeliveryID: again.ID, LeaseToken: again.LeaseToken, Status: store.DeliveryFailed, NextAttemptAt: t0.Add(2 * time.Minute),
+				Attempt: store.DeliveryAttempt{At: t0.Add(time.Minute), StatusCode: 503, ResponseBody: []byte("busy"), Latency: time.Millisecond, Error: "HTTP 503"}},
+		}})
+	if err != nil || cres.Applied != 1 {
+		t.Fatalf("complete = %+v, %v", cres, err)
+	}
+	d, err := s.DeliveryGet(ctx, first.ID)
+	if err != nil || d.Status != store.DeliveryFailed || d.Attempts != 1 || d.LastStatusCode != 503 || !d.NextAttemptAt.Equal(t0.Add(2*time.Minute)) {
+		t.Fatalf("after complete = %+v, %v", d, err)
+	}
+	atts, err := s.DeliveryAttempts(ctx, first.ID)
+	if err != nil || len(atts) != 1 || string(atts[0].ResponseBody) != "busy" || atts[0].Latency != time.Millisecond || atts[0].Error != "HTTP 503" {
+		t.Fatalf("attempts = %+v, %v", atts, err)
+	}
+	// Paused endpoints are not claimed.
+	ep, _ = s.EndpointGet(ctx, "ep")
+	ep.Active = false
+	if _, err := s.EndpointUpdate(ctx, &store.EndpointUpdateParams{Endpoint: *ep, ExpectVersion: ep.Version, Now: t0}); err != nil {
+		t.Fatal(err)
+	}
+	if res := mustClaim(t, s, "ep", 10, t0.Add(3*time.Hour)); len(res.Deliveries) != 0 {
+		t.Fatalf("claimed from a paused endpoint: %v", eventIDs(res.Deliveries))
+	}
+}
+
+func testDeliveryOrderingStream(t *testing.T, f Factory) {
+	s := f.Open(t)
+	ep := endpoint("ep")
+	ep.Ordering = "stream"
+	mustEndpoint(t, s, ep)
+	other := delivery("ep", "o1", 0)
+	other.Stream = "/other"
+	mustEnqueue(t, s, delivery("ep", "e1", 0), delivery("ep", "e2", 10), delivery("ep", "e3", 20), other)
+	res := mustClaim(t, s, "ep", 10, t0)
+	if got := fmt.Sprint(eventIDs(res.Deliveries)); got != "[e1 o1]" {
+		t.Fatalf("claim = %s, want the head of each stream", got)
+	}
+	e1 := res.Deliveries[0]
+	// e1 fails and waits for its retry: e2 stays behind it.
+	hv := mustHealthVersion(t, s, "ep")
+	if _, err := s.DeliveryComplete(context.Background(), &store.DeliveryCompleteParams{EndpointID: "ep", ExpectHealthVersion: hv, Now: t0,
+		Results: []store.DeliveryResult{{DeliveryID: e1.ID, LeaseToken: e1.LeaseToken, Status: store.DeliveryFailed, NextAttemptAt: t0.Add(time.Minute)}}}); err != nil {
+		t.Fatal(err)
+	}
+	if res := mustClaim(t, s, "ep", 10, t0.Add(time.Second)); len(res.Deliveries) != 0 || !res.NextDueAt.Equal(t0.Add(time.Minute)) {
+		t.Fatalf("claim behind a failed head = %v, next %v", eventIDs(res.Deliveries), res.NextDueAt)
+	}
+	// At t0+1m e1 is due, and o1's lease (never completed) has ended.
+	if got := eventIDs(mustClaim(t, s, "ep", 10, t0.Add(time.Minute)).Deliveries); fmt.Sprint(got) != "[o1 e1]" {
+		t.Fatalf("retry claim = %v", got)
+	}
+}
+
+func mustHealthVersion(t *testing.T, s store.Store, id string) int64 {
+	t.Helper()
+	ep, err := s.EndpointGet(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ep.HealthVersion
+}
+
+func testDeliveryCompleteHealth(t *testing.T, f Factory) {
+	s := f.Open(t)
+	ctx := context.Background()
+	mustEndpoint(t, s, endpoint("ep"))
+	mustEnqueue(t, s, delivery("ep", "e1", 0))
+	hv := mustHealthVersion(t, s, "ep")
+	h := store.EndpointHealth{ConsecutiveFailures: 10, LastFailureAt: t0, LastError: "HTTP 500", DisabledAt: t0, DisabledReason: "10 failures"}
+	res, err := s.DeliveryComplete(ctx, &store.DeliveryCompleteParams{EndpointID: "ep", Health: h, ExpectHealthVersion: hv, Now: t0})
+	if err != nil || res.HealthVersion != hv+1 {
+		t.Fatalf("complete = %+v, %v", res, err)
+	}
+	_, err = s.DeliveryComplete(ctx, &store.DeliveryCompleteParams{EndpointID: "ep", Health: h, ExpectHealthVersion: hv, Now: t0})
+	expectErr(t, err, store.ErrEndpointConflict)
+	_, err = s.DeliveryComplete(ctx, &store.DeliveryCompleteParams{EndpointID: "nope", ExpectHealthVersion: 1, Now: t0})
+	expectErr(t, err, store.ErrEndpointNotFound)
+	ep, _ := s.EndpointGet(ctx, "ep")
+	if ep.Status() != store.EndpointDisabled || ep.Health.ConsecutiveFailures != 10 || ep.Health.DisabledReason != "10 failures" {
+		t.Fatalf("endpoint = %+v", ep)
+	}
+	// Disabled: pending deliveries are kept but not claimed.
+	if res := mustClaim(t, s, "ep", 10, t0); len(res.Deliveries) != 0 {
+		t.Fatal("claimed from a disabled endpoint")
+	}
+	ep, err = s.EndpointUpdate(ctx, &store.EndpointUpdateParams{Endpoint: *ep, ExpectVersion: ep.Version, ResetHealth: true, Now: t0})
+	if err != nil || ep.Status() != store.EndpointActive || ep.Health.ConsecutiveFailures != 0 || ep.HealthVersion != hv+2 {
+		t.Fatalf("re-enabled = %+v, %v", ep, err)
+	}
+	if got := eventIDs(mustClaim(t, s, "ep", 10, t0).Deliveries); fmt.Sprint(got) != "[e1]" {
+		t.Fatalf("claim after re-enable = %v", got)
+	}
+	counts, _ := s.EndpointCount(ctx)
+	if counts[store.EndpointActive] != 1 {
+		t.Fatalf("counts = %v", counts)
+	}
+}
+
+func testDeliveryListRetryPrune(t *testing.T, f Factory) {
+	s := f.Open(t)
+	ctx := context.Background()
+	mustEndpoint(t, s, endpoint("ep"))
+	var ds []store.Delivery
+	for i := range 5 {
+		d := delivery("ep", fmt.Sprintf("e%d", i), int64(i*10))
+		if i%2 == 1 {
+			d.EventType = "t.odd"
+		}
+		ds = append(ds, d)
+	}
+	mustEnqueue(t, s, ds...)
+	claimed := mustClaim(t, s, "ep", 2, t0).Deliveries // e0, e1
+	hv := mustHealthVersion(t, s, "ep")
+	if _, err := s.DeliveryComplete(ctx, &store.DeliveryCompleteParams{EndpointID: "ep", ExpectHealthVersion: hv, Now: t0,
+		Results: []store.DeliveryResult{
+			{DeliveryID: claimed[0].ID, LeaseToken: claimed[0].LeaseToken, Status: store.DeliveryDelivered},
+			{DeliveryID: claimed[1].ID, LeaseToken: claimed[1].LeaseToken, Status: store.DeliveryExhausted},
+		}}); err != nil {
+		t.Fatal(err)
+	}
+	page1, err := s.DeliveryList(ctx, &store.DeliveryListParams{EndpointID: "ep", Limit: 3})
+	if err != nil || fmt.Sprint(eventIDs(page1)) != "[e4 e3 e2]" || page1[0].Body != nil {
+		t.Fatalf("page 1 = %v, %v", eventIDs(page1), err)
+	}
+	page2, err := s.DeliveryList(ctx, &store.DeliveryListParams{EndpointID: "ep", Limit: 3, BeforeSeq: page1[2].Seq})
+	if err != nil || fmt.Sprint(eventIDs(page2)) != "[e1 e0]" {
+		t.Fatalf("page 2 = %v, %v", eventIDs(page2), err)
+	}
+	odd, _ := s.DeliveryList(ctx, &store.DeliveryListParams{EndpointID: "ep", EventType: "t.odd"})
+	dead, _ := s.DeliveryList(ctx, &store.DeliveryListParams{EndpointID: "ep", Status: store.DeliveryExhausted})
+	none, _ := s.DeliveryList(ctx, &store.DeliveryListParams{EndpointID: "ep", Until: t0})
+	if fmt.Sprint(eventIDs(odd)) != "[e3 e1]" || fmt.Sprint(eventIDs(dead)) != "[e1]" || len(none) != 0 {
+		t.Fatalf("filters: odd %v dead %v until %v", eventIDs(odd), eventIDs(dead), eventIDs(none))
+	}
+
+	r, err := s.DeliveryRetry(ctx, &store.DeliveryRetryParams{ID: claimed[1].ID, Now: t0.Add(time.Hour)})
+	if err != nil || r.Status != store.DeliveryPending || r.RoundAttempts != 0 || r.Attempts != 1 || !r.NextAttemptAt.Equal(t0.Add(time.Hour)) {
+		t.Fatalf("retry = %+v, %v", r, err)
+	}
+	_, err = s.DeliveryRetry(ctx, &store.DeliveryRetryParams{ID: "nope", Now: t0})
+	expectErr(t, err, store.ErrDeliveryNotFound)
+
+	// Replay makes a finished delivery pending again; unfinished ones are
+	// left alone.
+	res, err := s.DeliveryEnqueue(ctx, &store.DeliveryEnqueueParams{Stream: "/s", Replay: true, Now: t0,
+		Deliveries: []store.Delivery{delivery("ep", "e0", 0), delivery("ep", "e2", 20)}})
+	if err != nil || res.Queued != 1 {
+		t.Fatalf("replay = %+v, %v", res, err)
+	}
+	claimed = mustClaim(t, s, "ep", 1, t0).Deliveries
+	if _, err := s.DeliveryComplete(ctx, &store.DeliveryCompleteParams{EndpointID: "ep", ExpectHealthVersion: hv + 1, Now: t0,
+		Results: []store.DeliveryResult{{DeliveryID: claimed[0].ID, LeaseToken: claimed[0].LeaseToken, Status: store.DeliveryDelivered,
+			Attempt: store.DeliveryAttempt{At: t0, StatusCode: 204}}}}); err != nil {
+		t.Fatal(err)
+	}
+	n, err := s.DeliveryPrune(ctx, &store.DeliveryPruneParams{Before: t0.Add(time.Second)})
+	if err != nil || n != 1 {
+		t.Fatalf("prune = %d, %v", n, err)
+	}
+	if _, err := s.DeliveryGet(ctx, claimed[0].ID); err == nil {
+		t.Fatal("pruned delivery still there")
+	}
+	if atts, _ := s.DeliveryAttempts(ctx, claimed[0].ID); len(atts) != 0 {
+		t.Fatalf("pruned delivery's attempts still there: %v", atts)
+	}
+	backlog, _ := s.DeliveryBacklog(ctx)
+	if backlog["ep"] != 4 {
+		t.Fatalf("backlog = %v", backlog)
+	}
+}
+
+func testEventPublish(t *testing.T, f Factory) {
+	s := f.Open(t)
+	ctx := context.Background()
+	p := &store.EventPublishParams{Stream: "/events", EventID: "evt_1", Data: []byte(`{"id":"evt_1"}` + "\n"), Now: t0}
+	res, err := s.EventPublish(ctx, p)
+	if err != nil || res.Duplicate || res.Position != 0 || res.Stream != "/events" {
+		t.Fatalf("publish = %+v, %v", res, err)
+	}
+	res, err = s.EventPublish(ctx, &store.EventPublishParams{Stream: "/events", EventID: "evt_2", Data: []byte(`{"id":"evt_2"}` + "\n"), Now: t0})
+	if err != nil || res.Position != 15 {
+		t.Fatalf("second = %+v, %v", res, err)
+	}
+	s = f.Reopen(t, s)
+	res, err = s.EventPublish(ctx, p)
+	if err != nil || !res.Duplicate || res.Position != 0 {
+		t.Fatalf("duplicate = %+v, %v", res, err)
+	}
+	if got := readAll(t, s, "/events", -1, t0); string(got) != `{"id":"evt_1"}`+"\n"+`{"id":"evt_2"}`+"\n" {
+		t.Fatalf("stream = %q", got)
+	}
+	mustCreate(t, s, &store.StreamCreateParams{Path: "/text", ContentType: "text/plain"})
+	_, err = s.EventPublish(ctx, &store.EventPublishParams{Stream: "/text", EventID: "evt_3", Data: []byte("{}\n"), Now: t0})
+	expectErr(t, err, store.ErrContentTypeMismatch)
+	// The refused event's id is not recorded.
+	res, err = s.EventPublish(ctx, &store.EventPublishParams{Stream: "/events", EventID: "evt_3", Data: []byte("{}\n"), Now: t0})
+	if err != nil || res.Duplicate {
+		t.Fatalf("id of a refused event = %+v, %v", res, err)
+	}
+}
