@@ -177,8 +177,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// CORS so that browser clients on other origins can use streams.
 	h["X-Content-Type-Options"] = valNosniff
 	h["Cross-Origin-Resource-Policy"] = valCORP
-	h["Access-Control-Allow-Origin"] = valAllowOrigin
-	h["Access-Control-Expose-Headers"] = valExpose
+	if _, cors := r.Header["Origin"]; cors {
+		// Browsers send Origin on cross-origin requests; other clients
+		// (servers, SDKs, long-polls by the thousand) skip the bytes.
+		h["Access-Control-Allow-Origin"] = valAllowOrigin
+		h["Access-Control-Expose-Headers"] = valExpose
+	}
 
 	if r.Method == http.MethodOptions {
 		s.preflight(w, r)

@@ -20,13 +20,23 @@ func TestSecurityAndCORSHeadersOnEveryResponse(t *testing.T) {
 		{"OPTIONS", "/v1/s"},              // preflight
 		{"GET", "/v1/s?subscription=abc"}, // subscription API
 	} {
-		w := do(s, c.method, c.target, nil, nil)
+		// A browser's cross-origin request carries Origin: CORS headers.
+		w := do(s, c.method, c.target, nil, map[string]string{"Origin": "https://app.example"})
 		h := w.Header()
 		if h.Get("X-Content-Type-Options") != "nosniff" || h.Get("Cross-Origin-Resource-Policy") != "cross-origin" || h.Get("Access-Control-Allow-Origin") != "*" {
 			t.Errorf("%s %s: missing security or CORS headers: %v", c.method, c.target, h)
 		}
 		if !strings.Contains(h.Get("Access-Control-Expose-Headers"), "Stream-Next-Offset") {
 			t.Errorf("%s %s: Stream-Next-Offset not exposed to browsers", c.method, c.target)
+		}
+		// Without Origin (servers, SDKs): security headers, no CORS bytes.
+		w = do(s, c.method, c.target, nil, nil)
+		h = w.Header()
+		if h.Get("X-Content-Type-Options") != "nosniff" || h.Get("Cross-Origin-Resource-Policy") != "cross-origin" {
+			t.Errorf("%s %s without Origin: missing security headers: %v", c.method, c.target, h)
+		}
+		if h.Get("Access-Control-Expose-Headers") != "" {
+			t.Errorf("%s %s without Origin: CORS headers sent: %v", c.method, c.target, h)
 		}
 	}
 }

@@ -123,6 +123,9 @@ func (s *Store) lookupID(id int64) *entry {
 // accessedAt is the stream's last access including renewals not yet
 // written by the touch loop.
 func (s *Store) accessedAt(e *entry) time.Time {
+	if e.s.TTL <= 0 {
+		return e.s.AccessedAt // only a sliding TTL reads it; touch skips these
+	}
 	s.touchMu.Lock()
 	t, ok := s.touches[e.s.ID]
 	s.touchMu.Unlock()
