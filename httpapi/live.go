@@ -116,6 +116,16 @@ func (s *Server) sse(w http.ResponseWriter, r *http.Request, req readRequest) {
 
 	deadline := time.NewTimer(s.sseMaxDuration)
 	defer deadline.Stop()
+	// An idle response gets a comment now and then, so proxies that cut
+	// quiet connections keep it open; clients ignore comments.
+	keepAlive := time.NewTicker(s.sseKeepAlive)
+	defer keepAlive.Stop()
+	ping := func() bool {
+		if _, err := w.Write(sseKeepAliveComment); err != nil {
+			return false
+		}
+		return rc.Flush() == nil
+	}
 	notifier := s.store.Notifier()
 	var buf []byte
 	sentControl := false
@@ -151,7 +161,7 @@ func (s *Server) sse(w http.ResponseWriter, r *http.Request, req readRequest) {
 			return
 		}
 		from = res.Next
-		if res, err = s.nextSSE(r, req.path, from, id, notifier, deadline.C); err != nil || res == nil {
+		if res, err = s.nextSSE(r, req.path, from, id, notifier, sseTimers{deadline.C, keepAlive.C, ping}); err != nil || res == nil {
 			return
 		}
 	}
@@ -161,7 +171,7 @@ func (s *Server) sse(w http.ResponseWriter, r *http.Request, req readRequest) {
 // the read; it returns nil when the response must end instead (the client
 // left, the server shuts down, the response is old enough, or the stream
 // was deleted or re-created under the path).
-func (s *Server) nextSSE(r *http.Request, path string, from, id int64, notifier store.Notifier, deadline <-chan time.Time) (*store.StreamReadResult, error) {
+func (s *Server) nextSSE(r *http.Request, path string, from, id int64, notifier store.Notifier, t sseTimers) (*store.StreamReadResult, error) {
 	for {
 		wait := notifier.Wait(id)
 		res, err := s.readAt(r, path, from)
@@ -174,9 +184,15 @@ func (s *Server) nextSSE(r *http.Request, path string, from, id int64, notifier 
 		if len(res.Data) > 0 || (res.Stream.Closed && res.Next >= res.Stream.Tail) {
 			return res, nil
 		}
+	idle:
 		select {
 		case <-wait:
-		case <-deadline:
+		case <-t.keepAlive:
+			if !t.ping() {
+				return nil, nil
+			}
+			goto idle
+		case <-t.deadline:
 			return nil, nil
 		case <-s.shutdown:
 			return nil, nil
@@ -185,3 +201,13 @@ func (s *Server) nextSSE(r *http.Request, path string, from, id int64, notifier 
 		}
 	}
 }
+
+// sseTimers are what an SSE response waits on besides the stream.
+type sseTimers struct {
+	deadline  <-chan time.Time
+	keepAlive <-chan time.Time
+	ping      func() bool // writes a keep-alive comment; false when the client is gone
+}
+
+// sseKeepAliveComment is an SSE comment line: ignored by clients.
+var sseKeepAliveComment = []byte(": keep-alive\n\n")

@@ -253,11 +253,17 @@ func parseSSE(t *testing.T, body string) []sseEvent {
 				ev.typ = strings.TrimPrefix(line, "event: ")
 			case strings.HasPrefix(line, "data:"):
 				data = append(data, strings.TrimPrefix(strings.TrimPrefix(line, "data:"), " "))
+			case strings.HasPrefix(line, ":"):
+				// A comment (keep-alive): clients ignore it.
+				ev.typ = "comment"
 			default:
 				t.Errorf("unexpected SSE line %q", line)
 			}
 		}
 		ev.data = strings.Join(data, "\n")
+		if ev.typ == "comment" {
+			continue
+		}
 		events = append(events, ev)
 	}
 	return events
@@ -348,6 +354,21 @@ func TestSSEEndsWhenStreamDeleted(t *testing.T) {
 		m.hub.Publish(store.TailChange{StreamID: 1, Deleted: true})
 		if w := <-done; len(parseSSE(t, w.Body.String())) != 2 {
 			t.Errorf("SSE body = %q", w.Body)
+		}
+	})
+}
+
+func TestSSEKeepAliveOnIdleResponse(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := newMemStream("text/plain", "x")
+		s := newTestServer(m.fake(t), Config{SSEMaxDuration: 50 * time.Second, SSEKeepAlive: 15 * time.Second})
+		w := <-serveAsync(s, "/v1/s?offset=-1&live=sse")
+		// 50 s idle after the first events: comments at 15, 30 and 45 s.
+		if n := strings.Count(w.Body.String(), ": keep-alive\n\n"); n != 3 {
+			t.Errorf("%d keep-alive comments in %q, want 3", n, w.Body.String())
+		}
+		if got := parseSSE(t, w.Body.String()); len(got) != 2 || got[0] != (sseEvent{"data", "x"}) {
+			t.Errorf("events = %q", got)
 		}
 	})
 }

@@ -26,6 +26,7 @@ const (
 	DefaultMaxBodyBytes    = 16 << 20
 	DefaultMaxReadBytes    = 4 << 20
 	DefaultSSEMaxDuration  = 60 * time.Second
+	DefaultSSEKeepAlive    = 15 * time.Second
 )
 
 // Reserved path prefixes: no stream lives under them.
@@ -53,6 +54,9 @@ type Config struct {
 	// SSEMaxDuration is how long an SSE response stays open before Herald
 	// ends it so the client reconnects (PROTOCOL 10.2).
 	SSEMaxDuration time.Duration
+	// SSEKeepAlive is how often an idle SSE response gets a comment line
+	// so that proxies do not cut it (default 15s).
+	SSEKeepAlive time.Duration
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
 }
@@ -66,6 +70,7 @@ type Server struct {
 	maxBodyBytes    int64
 	maxReadBytes    int
 	sseMaxDuration  time.Duration
+	sseKeepAlive    time.Duration
 	now             func() time.Time
 
 	// mux routes the reserved prefixes (Herald's API and callbacks).
@@ -91,6 +96,7 @@ func New(cfg Config) *Server {
 		maxBodyBytes:    cfg.MaxBodyBytes,
 		maxReadBytes:    cfg.MaxReadBytes,
 		sseMaxDuration:  cfg.SSEMaxDuration,
+		sseKeepAlive:    cfg.SSEKeepAlive,
 		now:             cfg.Now,
 		mux:             http.NewServeMux(),
 		shutdown:        make(chan struct{}),
@@ -109,6 +115,9 @@ func New(cfg Config) *Server {
 	}
 	if s.sseMaxDuration <= 0 {
 		s.sseMaxDuration = DefaultSSEMaxDuration
+	}
+	if s.sseKeepAlive <= 0 {
+		s.sseKeepAlive = DefaultSSEKeepAlive
 	}
 	if s.now == nil {
 		s.now = time.Now
