@@ -1,0 +1,51 @@
+package httpapi
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+
+	"github.com/heraldstreams/herald/subscription"
+)
+
+// serveCallback serves POST /callback/{consumer_id} (seed 000, "Callback
+// API"). Every response is JSON: the success body with "ok", "token" and
+// "streams", or the seed's error body {"ok": false, "error": {"code",
+// "message"}, "token"} with the status of the seed's table.
+func serveCallback(w http.ResponseWriter, r *http.Request, svc SubscriptionService, log errorLogger) {
+	fail := func(err error) {
+		token := ""
+		var ce *subscription.CallbackError
+		if errors.As(err, &ce) {
+			token = ce.Token
+		}
+		status, body, ok := subscription.NewErrorResponse(err, token)
+		if !ok {
+			log.logError(r, err)
+			writeJSON(w, http.StatusInternalServerError, callbackInternal)
+			return
+		}
+		writeJSON(w, status, body)
+	}
+	id, err := callbackConsumerID(r)
+	if err != nil {
+		fail(err)
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxSubscriptionBody))
+	if err != nil {
+		fail(fmt.Errorf("%w: the body could not be read: %v", subscription.ErrInvalidRequest, err))
+		return
+	}
+	resp, err := svc.Callback(r.Context(), &subscription.CallbackParams{
+		ConsumerID: id,
+		Token:      bearerToken(r.Header.Get("Authorization")),
+		Body:       body,
+	})
+	if err != nil {
+		fail(err)
+		return
+	}
+	writeJSON(w, http.StatusOK, resp)
+}

@@ -1,0 +1,193 @@
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/heraldstreams/herald/glob"
+	"github.com/heraldstreams/herald/subscription"
+	"github.com/heraldstreams/herald/webhook"
+)
+
+// SubscriptionService runs webhook subscriptions (seed 000);
+// *subscription.Engine implements it. MountSubscriptions serves it.
+type SubscriptionService interface {
+	CreateSubscription(ctx context.Context, p *subscription.CreateSubscriptionParams) (*subscription.CreateSubscriptionResult, error)
+	GetSubscription(ctx context.Context, id string) (*subscription.Subscription, error)
+	ListSubscriptions(ctx context.Context, pattern string) ([]subscription.Subscription, error)
+	DeleteSubscription(ctx context.Context, pattern, id string) error
+	Callback(ctx context.Context, p *subscription.CallbackParams) (*subscription.CallbackResponse, error)
+}
+
+// maxSubscriptionBody caps a subscription create or callback body.
+const maxSubscriptionBody = 1 << 20
+
+// MountSubscriptions serves the subscription API of seed 000 on s with
+// svc:
+//
+//	PUT    /{pattern}?subscription={id}   create (201 with the secret, 200 when identical)
+//	GET    /{pattern}?subscriptions       list by pattern; /** lists all
+//	GET    /**?subscription={id}          get by id (never the secret)
+//	DELETE /{pattern}?subscription={id}   delete, consumers included (204)
+//	POST   /callback/{consumer_id}        the callback API
+//
+// Mount before serving.
+func (s *Server) MountSubscriptions(svc SubscriptionService) {
+	s.HandleSubscriptions(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.serveSubscriptions(w, r, svc)
+	}))
+	s.Handle("POST "+CallbackPrefix+"{consumer_id}", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		serveCallback(w, r, svc, s)
+	}))
+}
+
+// Errors of the subscription API.
+var (
+	errSubscriptionMethod = &apiError{http.StatusMethodNotAllowed, "METHOD_NOT_ALLOWED", "subscriptions accept PUT, GET and DELETE with ?subscription={id}, and GET with ?subscriptions"}
+	errSubscriptionQuery  = &apiError{http.StatusBadRequest, "INVALID_REQUEST", "give exactly one of ?subscription={id} and ?subscriptions"}
+	errNotAStream         = &apiError{http.StatusNotFound, "NOT_FOUND", "no such resource"}
+)
+
+func (s *Server) serveSubscriptions(w http.ResponseWriter, r *http.Request, svc SubscriptionService) {
+	q := r.URL.Query()
+	ids, hasID := q["subscription"]
+	_, hasList := q["subscriptions"]
+	if !hasID && !hasList {
+		// A __ds path segment without the subscription API's parameters.
+		s.fail(w, r, errNotAStream)
+		return
+	}
+	if hasID == hasList || len(ids) > 1 {
+		s.fail(w, r, errSubscriptionQuery)
+		return
+	}
+	pattern := r.URL.Path
+	ctx := r.Context()
+	switch {
+	case hasList && r.Method == http.MethodGet:
+		list, err := svc.ListSubscriptions(ctx, pattern)
+		if err != nil {
+			s.fail(w, r, subscriptionAPIError(err))
+			return
+		}
+		writeJSON(w, http.StatusOK, subscription.SubscriptionList{Subscriptions: list})
+	case hasID && r.Method == http.MethodPut:
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxSubscriptionBody))
+		if err != nil {
+			s.fail(w, r, readError(err))
+			return
+		}
+		req, err := subscription.ParseCreateRequest(body)
+		if err != nil {
+			s.fail(w, r, subscriptionAPIError(err))
+			return
+		}
+		res, err := svc.CreateSubscription(ctx, &subscription.CreateSubscriptionParams{
+			ID: ids[0], Pattern: pattern, Webhook: req.Webhook, Description: req.Description,
+		})
+		if err != nil {
+			s.fail(w, r, subscriptionAPIError(err))
+			return
+		}
+		status := http.StatusOK
+		if res.Created {
+			status = http.StatusCreated
+		}
+		writeJSON(w, status, res.Subscription)
+	case hasID && r.Method == http.MethodGet:
+		sub, err := svc.GetSubscription(ctx, ids[0])
+		if err != nil {
+			s.fail(w, r, subscriptionAPIError(err))
+			return
+		}
+		writeJSON(w, http.StatusOK, sub)
+	case hasID && r.Method == http.MethodDelete:
+		if err := svc.DeleteSubscription(ctx, pattern, ids[0]); err != nil {
+			s.fail(w, r, subscriptionAPIError(err))
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	default:
+		w.Header().Set("Allow", "GET, PUT, DELETE")
+		s.fail(w, r, errSubscriptionMethod)
+	}
+}
+
+func readError(err error) error {
+	var tooLarge *http.MaxBytesError
+	if errors.As(err, &tooLarge) {
+		return errBodyTooLarge
+	}
+	return errBodyRead
+}
+
+// subscriptionErrors maps the subscription API's errors to one status and
+// code each. A refused webhook URL is a 400 whose message names the
+// reason; a taken id stays a 409.
+var subscriptionErrors = []struct {
+	err    error
+	status int
+	code   string
+}{
+	{subscription.ErrInvalidSubscriptionID, http.StatusBadRequest, "INVALID_SUBSCRIPTION_ID"},
+	{glob.ErrInvalidPattern, http.StatusBadRequest, "INVALID_PATTERN"},
+	{subscription.ErrInvalidRequest, http.StatusBadRequest, "INVALID_REQUEST"},
+	{webhook.ErrURLRefused, http.StatusBadRequest, "WEBHOOK_URL_REFUSED"},
+	{subscription.ErrSubscriptionExists, http.StatusConflict, "SUBSCRIPTION_EXISTS"},
+	{subscription.ErrSubscriptionNotFound, http.StatusNotFound, "SUBSCRIPTION_NOT_FOUND"},
+}
+
+// subscriptionAPIError turns an error of the subscription API into the
+// *apiError fail writes, or returns it as it is (a server fault).
+func subscriptionAPIError(err error) error {
+	for _, e := range subscriptionErrors {
+		if errors.Is(err, e.err) {
+			return &apiError{status: e.status, code: e.code, message: trimPackage(err.Error())}
+		}
+	}
+	return err
+}
+
+// trimPackage drops the package prefixes of a wrapped error message.
+func trimPackage(msg string) string {
+	for _, prefix := range []string{"subscription: ", "webhook: ", "glob: "} {
+		msg = strings.ReplaceAll(msg, prefix, "")
+	}
+	return msg
+}
+
+// callbackInternal is the body of a callback that failed on the server.
+var callbackInternal = subscription.ErrorResponse{Error: subscription.ErrorDetail{Code: "INTERNAL", Message: "internal error"}}
+
+// errorLogger is where callback server faults are logged.
+type errorLogger interface {
+	logError(r *http.Request, err error)
+}
+
+func (s *Server) logError(r *http.Request, err error) {
+	s.log.ErrorContext(r.Context(), "request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+}
+
+// bearerToken returns the token of an "Authorization: Bearer" header, ""
+// when there is none.
+func bearerToken(h string) string {
+	scheme, tok, ok := strings.Cut(strings.TrimSpace(h), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return ""
+	}
+	return strings.TrimSpace(tok)
+}
+
+// callbackConsumerID returns the raw, still percent-encoded consumer id of
+// a callback URL: decoding first would turn %2F into '/' (seed 000).
+func callbackConsumerID(r *http.Request) (string, error) {
+	raw := strings.TrimPrefix(r.URL.EscapedPath(), CallbackPrefix)
+	if raw == "" || strings.Contains(raw, "/") {
+		return "", fmt.Errorf("%w: the callback URL must be %s{consumer_id}", subscription.ErrConsumerGone, CallbackPrefix)
+	}
+	return raw, nil
+}

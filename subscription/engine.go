@@ -1,0 +1,447 @@
+package subscription
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/heraldstreams/herald/protocol"
+	"github.com/heraldstreams/herald/store"
+	"github.com/heraldstreams/herald/webhook"
+)
+
+// EngineStore is the part of the storage contract the engine uses: the
+// subscription store, stream tails, and the tail-change feed.
+type EngineStore interface {
+	store.SubscriptionStore
+	// StreamGet returns a stream's metadata (its tail) without touching
+	// its TTL.
+	StreamGet(ctx context.Context, params *store.StreamGetParams) (*store.Stream, error)
+	// Notifier reports tail changes, creations and deletions.
+	Notifier() store.Notifier
+}
+
+// WebhookSender sends wake notifications. *webhook.Sender implements it;
+// tests pass one that serves requests in process.
+type WebhookSender interface {
+	// Send POSTs one request and returns the response, a non-2xx included.
+	Send(ctx context.Context, req *webhook.Request) (*webhook.Response, error)
+	// ValidateURL refuses a webhook URL Herald must not call (SSRF), with
+	// an error that matches webhook.ErrURLRefused.
+	ValidateURL(ctx context.Context, raw string) error
+}
+
+// Errors of the engine's subscription API.
+var (
+	// ErrSubscriptionNotFound: no subscription with that id (under that
+	// pattern, for a delete).
+	ErrSubscriptionNotFound = errors.New("subscription: subscription not found")
+	// ErrSubscriptionExists: the id is taken by a subscription with
+	// another pattern, webhook or description.
+	ErrSubscriptionExists = errors.New("subscription: subscription exists with another configuration")
+)
+
+// Defaults of EngineConfig.
+const (
+	DefaultEngineWorkers = 64
+	DefaultSweepInterval = time.Second
+	DefaultMaxInFlight   = 8192
+	// listenBuffer is the tail-change feed's buffer. The feed is lossy by
+	// design; the listener only moves changes into the coalescing queue,
+	// so it falls behind only when starved.
+	listenBuffer = 1 << 16
+	// sweepPage is how many due consumers one store query returns.
+	sweepPage = 512
+	// casAttempts bounds the compare-and-set retries of one event.
+	casAttempts = 16
+	// lockStripes is the number of per-consumer lock stripes.
+	lockStripes = 1024
+)
+
+// EngineConfig configures an Engine.
+type EngineConfig struct {
+	// Store keeps subscriptions and consumers. Required.
+	Store EngineStore
+	// Sender posts wake notifications. Required.
+	Sender WebhookSender
+	// Keyring signs and verifies callback tokens. Required.
+	Keyring *Keyring
+	// CallbackBaseURL is Herald's public base URL, without a trailing
+	// slash: wakes carry CallbackBaseURL + "/callback/" + consumer id.
+	// Required.
+	CallbackBaseURL string
+	// Now is the clock; time.Now when nil.
+	Now func() time.Time
+	// Rand is the source of wake ids, jitter and webhook secrets;
+	// crypto/rand.Reader when nil.
+	Rand io.Reader
+	// Logger receives engine errors; slog.Default() when nil.
+	Logger *slog.Logger
+	// Registerer, when set, receives the engine's metrics.
+	Registerer prometheus.Registerer
+	// Workers is how many stream changes are processed at once.
+	Workers int
+	// SweepInterval is how often the store is asked for due consumers
+	// even when no deadline is known to this process (deadlines armed by
+	// another replica, or before a restart). Deadlines this process sets
+	// fire on time regardless.
+	SweepInterval time.Duration
+	// MaxInFlight bounds the webhook requests in flight.
+	MaxInFlight int
+}
+
+// Engine runs webhook subscriptions (seed 000): it spawns consumers for
+// streams that match subscriptions, feeds the state machine with stream
+// tails, webhook results, callbacks and timers, persists every transition
+// by compare-and-set, and runs the effects (signed wake POSTs, timers,
+// removal). Appends never wait for it: it learns of them from the store's
+// tail-change feed and catches what the feed drops through the timer sweep
+// and a reconciliation at start.
+type Engine struct {
+	st      EngineStore
+	sender  WebhookSender
+	keys    *Keyring
+	machine Machine
+	base    string
+	now     func() time.Time
+	rand    io.Reader
+	log     *slog.Logger
+	metrics *engineMetrics
+	workers int
+	sweep   time.Duration
+
+	locks [lockStripes]sync.Mutex
+
+	subsMu sync.RWMutex
+	subs   map[string]*cachedSub // guarded by subsMu
+
+	queue    *pathQueue
+	timers   *deadlines
+	inflight chan struct{}
+
+	// ctx is the engine's lifetime: Stop cancels it. Sends and loops run
+	// under it and are counted in wg.
+	ctx     context.Context
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+	start   sync.Once
+	mu      sync.Mutex
+	stopped bool // guarded by mu; no goroutine starts once set
+}
+
+// NewEngine returns an Engine for cfg. Start runs it.
+func NewEngine(cfg EngineConfig) (*Engine, error) {
+	if cfg.Store == nil || cfg.Sender == nil || cfg.Keyring == nil || cfg.CallbackBaseURL == "" {
+		return nil, errors.New("subscription: an engine needs a store, a sender, a keyring and a callback base URL")
+	}
+	e := &Engine{
+		st:      cfg.Store,
+		sender:  cfg.Sender,
+		keys:    cfg.Keyring,
+		machine: Machine{Rand: cfg.Rand, StartOffset: protocol.FormatOffset(0)},
+		base:    cfg.CallbackBaseURL,
+		now:     cfg.Now,
+		rand:    cfg.Rand,
+		log:     cfg.Logger,
+		workers: cfg.Workers,
+		sweep:   cfg.SweepInterval,
+		subs:    map[string]*cachedSub{},
+		queue:   newPathQueue(),
+		timers:  newDeadlines(),
+	}
+	if e.now == nil {
+		e.now = time.Now
+	}
+	if e.log == nil {
+		e.log = slog.Default()
+	}
+	if e.workers <= 0 {
+		e.workers = DefaultEngineWorkers
+	}
+	if e.sweep <= 0 {
+		e.sweep = DefaultSweepInterval
+	}
+	if cfg.MaxInFlight <= 0 {
+		cfg.MaxInFlight = DefaultMaxInFlight
+	}
+	e.inflight = make(chan struct{}, cfg.MaxInFlight)
+	m, err := newEngineMetrics(cfg.Registerer, e.st)
+	if err != nil {
+		return nil, err
+	}
+	e.metrics = m
+	e.ctx, e.cancel = context.WithCancel(context.Background())
+	return e, nil
+}
+
+// Start loads the subscriptions and starts the engine's goroutines: the
+// tail-change listener, the workers, the timer sweep, and a
+// reconciliation of every matching stream (a wake whose tail change was
+// not processed before a crash is found there). It returns after the
+// subscriptions are loaded; Stop ends everything it started.
+func (e *Engine) Start(ctx context.Context) error {
+	if err := e.refreshSubscriptions(ctx); err != nil {
+		return err
+	}
+	started := false
+	e.start.Do(func() {
+		started = true
+		changes, stopListen := e.st.Notifier().Listen(listenBuffer)
+		e.goOwned(func() { e.listen(changes, stopListen) })
+		for range e.workers {
+			e.goOwned(e.work)
+		}
+		e.goOwned(e.sweepLoop)
+		e.goOwned(e.reconcile)
+	})
+	if !started {
+		return errors.New("subscription: engine already started")
+	}
+	return nil
+}
+
+// Stop ends the engine's goroutines and waits for them. Webhook requests
+// in flight are cancelled; their consumers stay WAKING in the store, and
+// their waking deadlines retry them after a restart.
+func (e *Engine) Stop() {
+	e.mu.Lock()
+	e.stopped = true
+	e.mu.Unlock()
+	e.cancel()
+	e.wg.Wait()
+}
+
+// goOwned runs f in a goroutine that Stop waits for, unless the engine is
+// stopping, in which case it reports false and f does not run.
+func (e *Engine) goOwned(f func()) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.stopped {
+		return false
+	}
+	e.wg.Add(1)
+	go func() {
+		defer e.wg.Done()
+		f()
+	}()
+	return true
+}
+
+// lock takes the lock of a consumer: events of one consumer are applied
+// one at a time in this process (callbacks are serial per consumer), and
+// compare-and-set orders them across replicas.
+func (e *Engine) lock(id string) func() {
+	h := fnv.New32a()
+	h.Write([]byte(id))
+	mu := &e.locks[h.Sum32()%lockStripes]
+	mu.Lock()
+	return mu.Unlock
+}
+
+// applied is the outcome of one event.
+type applied struct {
+	Consumer Consumer
+	Effects  []Effect
+	Removed  bool
+}
+
+// apply applies ev to the stored consumer id: it reads the consumer (or
+// uses pre when given and current), reads the tails of its streams and of
+// extra, decides, and stores the result by compare-and-set, retrying on a
+// conflict. Decision errors are returned as they are; a missing consumer
+// is ErrConsumerGone. The effects are the caller's to run (runEffects).
+func (e *Engine) apply(ctx context.Context, id string, ev Event, extra []string, pre *store.Consumer) (applied, error) {
+	unlock := e.lock(id)
+	defer unlock()
+	for range casAttempts {
+		sc := pre
+		pre = nil
+		if sc == nil {
+			var err error
+			sc, err = e.st.ConsumerGet(ctx, id)
+			if errors.Is(err, store.ErrConsumerNotFound) {
+				return applied{}, fmt.Errorf("%w: %s", ErrConsumerGone, id)
+			}
+			if err != nil {
+				return applied{}, err
+			}
+		}
+		c := fromStored(sc)
+		tails, err := e.tails(ctx, c.Paths(), extra)
+		if err != nil {
+			return applied{}, err
+		}
+		next, effects, err := e.machine.Decide(c, withTails(ev, tails), e.now())
+		if err != nil {
+			return applied{Consumer: c}, err
+		}
+		if rm, ok := removal(effects); ok {
+			err := e.st.ConsumerDelete(ctx, &store.ConsumerDeleteParams{ID: id, ExpectVersion: sc.Version})
+			switch {
+			case errors.Is(err, store.ErrConsumerConflict):
+				continue
+			case errors.Is(err, store.ErrConsumerNotFound):
+				return applied{}, fmt.Errorf("%w: %s", ErrConsumerGone, id)
+			case err != nil:
+				return applied{}, err
+			}
+			e.metrics.removed.WithLabelValues(string(rm.Reason)).Inc()
+			return applied{Consumer: next, Effects: effects, Removed: true}, nil
+		}
+		if !sameConsumer(&c, &next) {
+			_, err := e.st.ConsumerUpdate(ctx, &store.ConsumerUpdateParams{Consumer: toStored(&next), ExpectVersion: sc.Version})
+			switch {
+			case errors.Is(err, store.ErrConsumerConflict):
+				continue
+			case errors.Is(err, store.ErrConsumerNotFound):
+				return applied{}, fmt.Errorf("%w: %s", ErrConsumerGone, id)
+			case err != nil:
+				return applied{}, err
+			}
+		}
+		return applied{Consumer: next, Effects: effects}, nil
+	}
+	return applied{}, fmt.Errorf("subscription: consumer %s kept changing under %d attempts", id, casAttempts)
+}
+
+// runEffects runs what a decision asked for, after it was stored.
+func (e *Engine) runEffects(a applied) {
+	for _, eff := range a.Effects {
+		switch eff := eff.(type) {
+		case SendWake:
+			e.startSend(a.Consumer, eff)
+		case ArmTimer:
+			e.timers.add(eff.At)
+		case Remove:
+			e.log.Debug("consumer removed", "consumer", a.Consumer.ID, "reason", eff.Reason)
+		}
+	}
+}
+
+// tails reads the current tail of every path, as offsets. A stream that
+// does not exist is left out (its tail counts as OffsetStart).
+func (e *Engine) tails(ctx context.Context, paths, extra []string) (Tails, error) {
+	t := make(Tails, len(paths)+len(extra))
+	now := e.now()
+	for _, list := range [][]string{paths, extra} {
+		for _, p := range list {
+			if _, done := t[p]; done {
+				continue
+			}
+			s, err := e.st.StreamGet(ctx, &store.StreamGetParams{Path: p, Now: now})
+			switch {
+			case errors.Is(err, store.ErrNotFound), errors.Is(err, store.ErrStreamGone):
+				t[p] = ""
+			case err != nil:
+				return nil, fmt.Errorf("subscription: reading the tail of %s: %w", p, err)
+			default:
+				t[p] = protocol.FormatOffset(s.Tail)
+			}
+		}
+	}
+	for p, v := range t {
+		if v == "" {
+			delete(t, p)
+		}
+	}
+	return t, nil
+}
+
+// withTails returns ev carrying tails.
+func withTails(ev Event, t Tails) Event {
+	switch ev := ev.(type) {
+	case TailsChanged:
+		ev.Tails = t
+		return ev
+	case Tick:
+		ev.Tails = t
+		return ev
+	case WebhookResult:
+		ev.Tails = t
+		return ev
+	case Callback:
+		ev.Tails = t
+		return ev
+	}
+	return ev
+}
+
+func removal(effects []Effect) (Remove, bool) {
+	for _, eff := range effects {
+		if r, ok := eff.(Remove); ok {
+			return r, true
+		}
+	}
+	return Remove{}, false
+}
+
+// fromStored converts a stored consumer to the machine's.
+func fromStored(sc *store.Consumer) Consumer {
+	c := Consumer{
+		ID:               sc.ID,
+		SubscriptionID:   sc.SubscriptionID,
+		PrimaryStream:    sc.PrimaryStream,
+		State:            State(sc.State),
+		Epoch:            sc.Epoch,
+		WakeID:           sc.WakeID,
+		Attempts:         sc.Attempts,
+		WakingDeadline:   sc.WakingDeadline,
+		NextRetryAt:      sc.NextRetryAt,
+		LivenessDeadline: sc.LivenessDeadline,
+		FailingSince:     sc.FailingSince,
+		Streams:          make([]StreamCursor, 0, len(sc.Streams)),
+	}
+	for _, s := range sc.Streams {
+		c.Streams = append(c.Streams, StreamCursor{Path: s.Path, Acked: s.Acked, Notified: s.Notified})
+	}
+	return c
+}
+
+// toStored converts a machine consumer to the stored form; DueAt is its
+// next deadline, which the timer sweep looks for.
+func toStored(c *Consumer) store.Consumer {
+	sc := store.Consumer{
+		ID:               c.ID,
+		SubscriptionID:   c.SubscriptionID,
+		PrimaryStream:    c.PrimaryStream,
+		State:            string(c.State),
+		Epoch:            c.Epoch,
+		WakeID:           c.WakeID,
+		Attempts:         c.Attempts,
+		WakingDeadline:   c.WakingDeadline,
+		NextRetryAt:      c.NextRetryAt,
+		LivenessDeadline: c.LivenessDeadline,
+		FailingSince:     c.FailingSince,
+		DueAt:            c.NextDeadline(),
+		Streams:          make([]store.ConsumerStream, 0, len(c.Streams)),
+	}
+	for _, s := range c.Streams {
+		sc.Streams = append(sc.Streams, store.ConsumerStream{Path: s.Path, Acked: s.Acked, Notified: s.Notified})
+	}
+	return sc
+}
+
+// sameConsumer reports whether a decision changed nothing, so that no
+// write is needed (events for a WAKING or LIVE consumer usually change
+// nothing: wake batching).
+func sameConsumer(a, b *Consumer) bool {
+	if a.State != b.State || a.Epoch != b.Epoch || a.WakeID != b.WakeID || a.Attempts != b.Attempts ||
+		!a.WakingDeadline.Equal(b.WakingDeadline) || !a.NextRetryAt.Equal(b.NextRetryAt) ||
+		!a.LivenessDeadline.Equal(b.LivenessDeadline) || !a.FailingSince.Equal(b.FailingSince) ||
+		len(a.Streams) != len(b.Streams) {
+		return false
+	}
+	for i := range a.Streams {
+		if a.Streams[i] != b.Streams[i] {
+			return false
+		}
+	}
+	return true
+}

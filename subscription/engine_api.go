@@ -1,0 +1,289 @@
+package subscription
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+
+	"github.com/heraldstreams/herald/glob"
+	"github.com/heraldstreams/herald/protocol"
+	"github.com/heraldstreams/herald/store"
+)
+
+// AllPattern is the pattern whose list request lists every subscription
+// (seed 000: GET /**?subscriptions) and whose get and delete requests
+// name a subscription by id alone.
+const AllPattern = "/**"
+
+// CreateSubscriptionParams are the inputs of Engine.CreateSubscription.
+type CreateSubscriptionParams struct {
+	ID string
+	// Pattern is the glob as it appears in the request path.
+	Pattern     string
+	Webhook     string
+	Description string
+}
+
+// CreateSubscriptionResult is the output of Engine.CreateSubscription.
+type CreateSubscriptionResult struct {
+	// Subscription carries WebhookSecret only when Created.
+	Subscription Subscription
+	// Created is false when an identical subscription existed.
+	Created bool
+}
+
+// CreateSubscription creates a subscription, or confirms an identical
+// one. The streams that already match get IDLE consumers that wake only on
+// new events (seed 000, "Existing Streams"). Errors:
+// ErrInvalidSubscriptionID, glob.ErrInvalidPattern, webhook.ErrURLRefused
+// (the SSRF policy refused the webhook), ErrSubscriptionExists.
+func (e *Engine) CreateSubscription(ctx context.Context, p *CreateSubscriptionParams) (*CreateSubscriptionResult, error) {
+	if err := ValidateSubscriptionID(p.ID); err != nil {
+		return nil, err
+	}
+	pat, err := glob.Compile(p.Pattern)
+	if err != nil {
+		return nil, err
+	}
+	if p.Webhook == "" {
+		return nil, fmt.Errorf("%w: webhook is required", ErrInvalidRequest)
+	}
+	if err := e.sender.ValidateURL(ctx, p.Webhook); err != nil {
+		return nil, err
+	}
+	r := e.rand
+	if r == nil {
+		r = rand.Reader
+	}
+	secret, err := NewWebhookSecret(r)
+	if err != nil {
+		return nil, err
+	}
+	now := e.now()
+	before, consumers, err := e.existingConsumers(ctx, p.ID, pat)
+	if err != nil {
+		return nil, err
+	}
+	res, err := e.st.SubscriptionCreate(ctx, &store.SubscriptionCreateParams{
+		Subscription: store.Subscription{
+			ID:          p.ID,
+			Pattern:     pat.String(),
+			Webhook:     p.Webhook,
+			Secret:      secret,
+			Description: p.Description,
+			CreatedAt:   now,
+		},
+		Consumers: consumers,
+		Now:       now,
+	})
+	if errors.Is(err, store.ErrSubscriptionExists) {
+		return nil, fmt.Errorf("%w: %q", ErrSubscriptionExists, p.ID)
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := &CreateSubscriptionResult{Subscription: wireSubscription(&res.Subscription), Created: res.Created}
+	if !res.Created {
+		return out, nil
+	}
+	out.Subscription.WebhookSecret = res.Subscription.Secret
+	e.cacheSubscription(res.Subscription, pat)
+	// Streams appended to between the listing and the commit were not
+	// matched by the engine yet: give their consumers the new tails.
+	// Streams created in that window get their consumers now.
+	after, err := e.st.StreamList(ctx, &store.StreamListParams{Prefix: pat.Prefix(), Now: e.now()})
+	if err != nil {
+		return out, nil // the subscription exists; the reconciliation at the next start covers the window
+	}
+	for _, s := range after {
+		if !pat.Match(s.Path) {
+			continue
+		}
+		if before[s.Path] {
+			e.queue.push(s.Path, flagChanged)
+		} else {
+			e.queue.push(s.Path, flagChanged|flagSpawn)
+		}
+	}
+	return out, nil
+}
+
+// existingConsumers lists the streams that match a new subscription and
+// builds their IDLE consumers, acked to the current tail.
+func (e *Engine) existingConsumers(ctx context.Context, id string, pat *glob.Pattern) (map[string]bool, []store.Consumer, error) {
+	streams, err := e.st.StreamList(ctx, &store.StreamListParams{Prefix: pat.Prefix(), Now: e.now()})
+	if err != nil {
+		return nil, nil, err
+	}
+	seen := map[string]bool{}
+	var out []store.Consumer
+	for _, s := range streams {
+		if !pat.Match(s.Path) {
+			continue
+		}
+		c, err := NewConsumer(NewConsumerParams{SubscriptionID: id, PrimaryStream: s.Path, StartOffset: protocol.FormatOffset(s.Tail)})
+		if err != nil {
+			continue
+		}
+		seen[s.Path] = true
+		out = append(out, toStored(&c))
+	}
+	return seen, out, nil
+}
+
+// GetSubscription returns a subscription without its secret.
+// ErrSubscriptionNotFound when absent.
+func (e *Engine) GetSubscription(ctx context.Context, id string) (*Subscription, error) {
+	s, err := e.st.SubscriptionGet(ctx, id)
+	if errors.Is(err, store.ErrSubscriptionNotFound) {
+		return nil, fmt.Errorf("%w: %q", ErrSubscriptionNotFound, id)
+	}
+	if err != nil {
+		return nil, err
+	}
+	w := wireSubscription(s)
+	return &w, nil
+}
+
+// ListSubscriptions returns the subscriptions of a pattern, ordered by id,
+// without secrets; AllPattern lists them all. Errors:
+// glob.ErrInvalidPattern.
+func (e *Engine) ListSubscriptions(ctx context.Context, pattern string) ([]Subscription, error) {
+	pat, err := glob.Compile(pattern)
+	if err != nil {
+		return nil, err
+	}
+	params := &store.SubscriptionListParams{Pattern: pat.String()}
+	if pat.String() == AllPattern {
+		params.Pattern = ""
+	}
+	list, err := e.st.SubscriptionList(ctx, params)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Subscription, 0, len(list))
+	for i := range list {
+		out = append(out, wireSubscription(&list[i]))
+	}
+	return out, nil
+}
+
+// DeleteSubscription deletes a subscription and, at once, all its
+// consumers: their later callbacks get ErrConsumerGone (S7). The pattern
+// must be the subscription's, or AllPattern. ErrSubscriptionNotFound when
+// absent.
+func (e *Engine) DeleteSubscription(ctx context.Context, pattern, id string) error {
+	pat, err := glob.Compile(pattern)
+	if err != nil {
+		return err
+	}
+	s, err := e.st.SubscriptionGet(ctx, id)
+	if errors.Is(err, store.ErrSubscriptionNotFound) || (err == nil && pat.String() != AllPattern && pat.String() != s.Pattern) {
+		return fmt.Errorf("%w: %q under %s", ErrSubscriptionNotFound, id, pat.String())
+	}
+	if err != nil {
+		return err
+	}
+	err = e.st.SubscriptionDelete(ctx, &store.SubscriptionDeleteParams{ID: id})
+	if errors.Is(err, store.ErrSubscriptionNotFound) {
+		return fmt.Errorf("%w: %q", ErrSubscriptionNotFound, id)
+	}
+	if err != nil {
+		return err
+	}
+	e.uncacheSubscription(id)
+	return nil
+}
+
+func wireSubscription(s *store.Subscription) Subscription {
+	return Subscription{SubscriptionID: s.ID, Pattern: s.Pattern, Webhook: s.Webhook, Description: s.Description}
+}
+
+// CallbackParams are the inputs of Engine.Callback.
+type CallbackParams struct {
+	// ConsumerID is the raw, still percent-encoded segment of the callback
+	// URL.
+	ConsumerID string
+	// Token is the bearer token, "" when the request had none.
+	Token string
+	// Body is the raw request body.
+	Body []byte
+}
+
+// CallbackError is a failed callback: Err is one of the callback errors
+// (CallbackErrorStatus maps it), Token the token the error response
+// carries ("" for none): a renewed one for ErrTokenExpired, the next
+// callback's otherwise.
+type CallbackError struct {
+	Err   error
+	Token string
+}
+
+func (e *CallbackError) Error() string { return e.Err.Error() }
+
+// Unwrap returns Err.
+func (e *CallbackError) Unwrap() error { return e.Err }
+
+// Callback processes one callback request (seed 000, "Callback API"):
+// token, body, then the state machine, atomically and serially per
+// consumer. A failed request changes nothing. Callback errors come as a
+// *CallbackError; any other error is a server fault.
+func (e *Engine) Callback(ctx context.Context, p *CallbackParams) (*CallbackResponse, error) {
+	resp, err := e.callback(ctx, p)
+	code := "OK"
+	if err != nil {
+		code = "INTERNAL"
+		if _, c, ok := CallbackErrorStatus(err); ok {
+			code = c
+		}
+	}
+	e.metrics.callbacks.WithLabelValues(code).Inc()
+	return resp, err
+}
+
+func (e *Engine) callback(ctx context.Context, p *CallbackParams) (*CallbackResponse, error) {
+	sub, path, err := ParseConsumerID(p.ConsumerID)
+	if err != nil {
+		// No consumer can have this id.
+		return nil, &CallbackError{Err: fmt.Errorf("%w: %v", ErrConsumerGone, err)}
+	}
+	id := ConsumerID(sub, path)
+	if p.Token == "" {
+		return nil, &CallbackError{Err: fmt.Errorf("%w: an Authorization: Bearer token is required", ErrTokenInvalid)}
+	}
+	now := e.now()
+	claims, err := e.keys.Verify(p.Token, id, now)
+	if errors.Is(err, ErrTokenExpired) {
+		fresh, ierr := e.keys.Issue(claims.ConsumerID, claims.Epoch, now)
+		if ierr != nil {
+			return nil, ierr
+		}
+		return nil, &CallbackError{Err: err, Token: fresh}
+	}
+	if err != nil {
+		return nil, &CallbackError{Err: err}
+	}
+	next, err := e.keys.Renew(p.Token, claims, now)
+	if err != nil {
+		return nil, err
+	}
+	req, err := ParseCallbackRequest(p.Body)
+	if err != nil {
+		return nil, &CallbackError{Err: err, Token: next}
+	}
+	extra := append([]string(nil), req.Subscribe...)
+	for _, a := range req.Acks {
+		extra = append(extra, a.Path)
+	}
+	a, err := e.apply(ctx, id, Callback{Request: req, TokenEpoch: claims.Epoch}, extra, nil)
+	if err != nil {
+		if _, _, ok := CallbackErrorStatus(err); ok {
+			return nil, &CallbackError{Err: err, Token: next}
+		}
+		return nil, err
+	}
+	e.runEffects(a)
+	resp := NewCallbackResponse(&a.Consumer, next)
+	return &resp, nil
+}

@@ -1,0 +1,517 @@
+package subscription
+
+import (
+	"container/heap"
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/heraldstreams/herald/glob"
+	"github.com/heraldstreams/herald/store"
+)
+
+// What happened to a stream, as queued for the workers.
+const (
+	// flagChanged: the tail changed (or the stream was created); the
+	// consumers of the stream see TailsChanged.
+	flagChanged uint8 = 1 << iota
+	// flagSpawn: matching subscriptions without a consumer for the
+	// stream get one (an append or a creation; not a reconciliation, which
+	// must not bring back a consumer that unsubscribed from everything).
+	flagSpawn
+	// flagDeleted: the stream was deleted.
+	flagDeleted
+)
+
+// pathQueue is a FIFO of stream paths that coalesces: a path queued again
+// before a worker takes it is queued once, with the union of its flags. A
+// path a worker is processing can be queued again, so a change that lands
+// during the processing is processed after it.
+type pathQueue struct {
+	mu     sync.Mutex
+	flags  map[string]uint8 // guarded by mu
+	order  []string         // guarded by mu
+	head   int              // guarded by mu
+	signal chan struct{}
+}
+
+func newPathQueue() *pathQueue {
+	return &pathQueue{flags: map[string]uint8{}, signal: make(chan struct{}, 1)}
+}
+
+func (q *pathQueue) push(path string, f uint8) {
+	q.mu.Lock()
+	old, queued := q.flags[path]
+	q.flags[path] = old | f
+	if !queued {
+		q.order = append(q.order, path)
+	}
+	q.mu.Unlock()
+	q.notify()
+}
+
+func (q *pathQueue) notify() {
+	select {
+	case q.signal <- struct{}{}:
+	default:
+	}
+}
+
+// pop takes the oldest path, waiting for one until ctx ends.
+func (q *pathQueue) pop(ctx context.Context) (string, uint8, bool) {
+	for {
+		q.mu.Lock()
+		if q.head < len(q.order) {
+			p := q.order[q.head]
+			q.order[q.head] = ""
+			q.head++
+			if q.head > 1024 && 2*q.head > len(q.order) {
+				q.order = slices.Clone(q.order[q.head:])
+				q.head = 0
+			}
+			f := q.flags[p]
+			delete(q.flags, p)
+			more := q.head < len(q.order)
+			q.mu.Unlock()
+			if more {
+				q.notify() // another worker may take the next one
+			}
+			return p, f, true
+		}
+		q.mu.Unlock()
+		select {
+		case <-q.signal:
+		case <-ctx.Done():
+			return "", 0, false
+		}
+	}
+}
+
+// len returns how many paths are queued.
+func (q *pathQueue) len() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.order) - q.head
+}
+
+// deadlineResolution is the granularity of the in-memory timer set:
+// deadlines are rounded up to it, so a burst of deadlines costs one
+// entry per 10 ms and a sweep never fires before a deadline.
+const deadlineResolution = 10 * time.Millisecond
+
+// deadlines is the set of consumer deadlines this process knows of, so the
+// sweep runs when the earliest is due rather than on a fixed period.
+type deadlines struct {
+	mu     sync.Mutex
+	set    map[int64]struct{} // guarded by mu
+	h      int64Heap          // guarded by mu
+	signal chan struct{}
+}
+
+func newDeadlines() *deadlines {
+	return &deadlines{set: map[int64]struct{}{}, signal: make(chan struct{}, 1)}
+}
+
+// add remembers a deadline and wakes the sweep if it is the earliest.
+func (d *deadlines) add(t time.Time) {
+	if t.IsZero() {
+		return
+	}
+	n := t.UnixNano()
+	b := (n + int64(deadlineResolution) - 1) / int64(deadlineResolution) * int64(deadlineResolution)
+	d.mu.Lock()
+	_, known := d.set[b]
+	earliest := false
+	if !known {
+		d.set[b] = struct{}{}
+		heap.Push(&d.h, b)
+		earliest = d.h[0] == b
+	}
+	d.mu.Unlock()
+	if earliest {
+		select {
+		case d.signal <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// next returns the earliest deadline remembered.
+func (d *deadlines) next() (time.Time, bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if len(d.h) == 0 {
+		return time.Time{}, false
+	}
+	return time.Unix(0, d.h[0]), true
+}
+
+// popDue forgets the deadlines at or before now (the sweep about to run
+// fires them).
+func (d *deadlines) popDue(now time.Time) {
+	n := now.UnixNano()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for len(d.h) > 0 && d.h[0] <= n {
+		delete(d.set, heap.Pop(&d.h).(int64))
+	}
+}
+
+type int64Heap []int64
+
+func (h int64Heap) Len() int           { return len(h) }
+func (h int64Heap) Less(i, j int) bool { return h[i] < h[j] }
+func (h int64Heap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *int64Heap) Push(x any)        { *h = append(*h, x.(int64)) }
+func (h *int64Heap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}
+
+// listen moves tail changes from the store's feed into the queue. It does
+// nothing else, so it keeps up with the feed.
+func (e *Engine) listen(changes <-chan store.TailChange, stop func()) {
+	defer stop()
+	for {
+		select {
+		case <-e.ctx.Done():
+			return
+		case ch := <-changes:
+			f := flagChanged | flagSpawn
+			if ch.Deleted {
+				f = flagDeleted
+			}
+			e.queue.push(ch.Path, f)
+		}
+	}
+}
+
+// work processes queued stream changes until the engine stops.
+func (e *Engine) work() {
+	for {
+		path, f, ok := e.queue.pop(e.ctx)
+		if !ok {
+			return
+		}
+		if err := e.processStream(e.ctx, path, f); err != nil && e.ctx.Err() == nil {
+			e.log.Warn("processing a stream change", "stream", path, "err", err)
+		}
+	}
+}
+
+// processStream applies one change of a stream to its consumers: a
+// deletion removes the consumers it spawned and drops it from the others;
+// a change spawns the consumers of matching subscriptions that have none
+// (when flags allow it) and gives every consumer of the stream its new
+// tail. The workers call it for every queued change.
+func (e *Engine) processStream(ctx context.Context, path string, flags uint8) error {
+	var errs []error
+	if flags&flagDeleted != 0 {
+		errs = append(errs, e.streamDeleted(ctx, path))
+	}
+	if flags&flagChanged != 0 {
+		errs = append(errs, e.streamChanged(ctx, path, flags&flagSpawn != 0))
+	}
+	return errors.Join(errs...)
+}
+
+func (e *Engine) streamChanged(ctx context.Context, path string, spawn bool) error {
+	consumers, err := e.st.ConsumerListByStream(ctx, &store.ConsumerListByStreamParams{Path: path})
+	if err != nil {
+		return err
+	}
+	if spawn {
+		inserted, err := e.spawn(ctx, path, consumers)
+		if err != nil {
+			return err
+		}
+		if inserted {
+			consumers, err = e.st.ConsumerListByStream(ctx, &store.ConsumerListByStreamParams{Path: path})
+			if err != nil {
+				return err
+			}
+		}
+	}
+	var errs []error
+	for i := range consumers {
+		a, err := e.apply(ctx, consumers[i].ID, TailsChanged{}, nil, &consumers[i])
+		if err != nil {
+			if !errors.Is(err, ErrConsumerGone) {
+				errs = append(errs, err)
+			}
+			continue
+		}
+		e.runEffects(a)
+	}
+	return errors.Join(errs...)
+}
+
+// spawn creates the consumers of matching subscriptions that the stream
+// does not have yet. They start at OffsetStart: the stream was created or
+// appended to after the subscription, so all its events are new to them.
+func (e *Engine) spawn(ctx context.Context, path string, existing []store.Consumer) (bool, error) {
+	subs := e.matching(path)
+	if len(subs) == 0 {
+		return false, nil
+	}
+	have := make(map[string]bool, len(existing))
+	for _, c := range existing {
+		have[c.ID] = true
+	}
+	var fresh []store.Consumer
+	for _, sub := range subs {
+		if have[ConsumerID(sub, path)] {
+			continue
+		}
+		c, err := NewConsumer(NewConsumerParams{SubscriptionID: sub, PrimaryStream: path})
+		if err != nil {
+			continue // a path no consumer can have
+		}
+		fresh = append(fresh, toStored(&c))
+	}
+	if len(fresh) == 0 {
+		return false, nil
+	}
+	// Only a live stream spawns: a change that was a deletion by the time
+	// it is processed must not leave orphans.
+	if _, err := e.st.StreamGet(ctx, &store.StreamGetParams{Path: path, Now: e.now()}); err != nil {
+		if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrStreamGone) {
+			return false, nil
+		}
+		return false, err
+	}
+	ids, err := e.st.ConsumerInsert(ctx, &store.ConsumerInsertParams{Consumers: fresh})
+	if err != nil {
+		return false, err
+	}
+	e.metrics.spawned.Add(float64(len(ids)))
+	return len(ids) > 0, nil
+}
+
+func (e *Engine) streamDeleted(ctx context.Context, path string) error {
+	var errs []error
+	for _, list := range []func(context.Context, *store.ConsumerListByStreamParams) ([]store.Consumer, error){
+		e.st.ConsumerListByPrimary, e.st.ConsumerListByStream,
+	} {
+		consumers, err := list(ctx, &store.ConsumerListByStreamParams{Path: path})
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		for i := range consumers {
+			a, err := e.apply(ctx, consumers[i].ID, StreamDeleted{Path: path}, nil, nil)
+			if err != nil {
+				if !errors.Is(err, ErrConsumerGone) {
+					errs = append(errs, err)
+				}
+				continue
+			}
+			e.runEffects(a)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// sweepLoop runs Sweep when the earliest known deadline is due, and at
+// least every SweepInterval; it also refreshes the subscriptions, which
+// another replica may have changed.
+func (e *Engine) sweepLoop() {
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	lastRefresh := e.now()
+	for {
+		select {
+		case <-e.ctx.Done():
+			return
+		case <-timer.C:
+		case <-e.timers.signal:
+		}
+		now := e.now()
+		e.timers.popDue(now)
+		if err := e.Sweep(e.ctx); err != nil && e.ctx.Err() == nil {
+			e.log.Warn("sweeping due consumers", "err", err)
+		}
+		if now.Sub(lastRefresh) >= e.sweep {
+			lastRefresh = now
+			if err := e.refreshSubscriptions(e.ctx); err != nil && e.ctx.Err() == nil {
+				e.log.Warn("refreshing subscriptions", "err", err)
+			}
+		}
+		wait := e.sweep
+		if t, ok := e.timers.next(); ok {
+			wait = min(wait, max(t.Sub(e.now()), 0))
+		}
+		timer.Reset(wait)
+	}
+}
+
+// Sweep fires every deadline due now: it asks the store for the consumers
+// due by now plus SweepInterval, applies a Tick to those due now, and
+// remembers the deadlines of the others so they fire on time. The sweep
+// loop calls it; after a restart it resumes the timers that were armed
+// before (a liveness that expired while Herald was down, a due retry).
+func (e *Engine) Sweep(ctx context.Context) error {
+	now := e.now()
+	horizon := now.Add(e.sweep)
+	seen := map[string]bool{}
+	for {
+		due, err := e.st.ConsumerListDue(ctx, &store.ConsumerListDueParams{Now: horizon, Limit: sweepPage})
+		if err != nil {
+			return err
+		}
+		var batch []store.Consumer
+		for _, c := range due {
+			if c.DueAt.After(now) {
+				e.timers.add(c.DueAt)
+				continue
+			}
+			if !seen[c.ID] {
+				seen[c.ID] = true
+				batch = append(batch, c)
+			}
+		}
+		err = e.tickAll(ctx, batch)
+		if err != nil || len(due) < sweepPage || len(batch) == 0 {
+			return err
+		}
+	}
+}
+
+// tickAll applies a Tick to each consumer, Workers at a time.
+func (e *Engine) tickAll(ctx context.Context, batch []store.Consumer) error {
+	sem := make(chan struct{}, e.workers)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var errs []error
+	for i := range batch {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func(c *store.Consumer) {
+			defer wg.Done()
+			defer func() { <-sem }()
+			a, err := e.apply(ctx, c.ID, Tick{}, nil, c)
+			if err != nil {
+				if !errors.Is(err, ErrConsumerGone) {
+					mu.Lock()
+					errs = append(errs, err)
+					mu.Unlock()
+				}
+				return
+			}
+			e.runEffects(a)
+		}(&batch[i])
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// reconcile queues every stream that matches a subscription, once at
+// start, so a consumer whose tail change was lost (a crash between an
+// append and its wake, or a feed that overflowed) still wakes.
+func (e *Engine) reconcile() {
+	for _, sub := range e.subscriptionsSnapshot() {
+		streams, err := e.st.StreamList(e.ctx, &store.StreamListParams{Prefix: sub.pattern.Prefix(), Now: e.now()})
+		if err != nil {
+			if e.ctx.Err() == nil {
+				e.log.Warn("reconciling subscription", "subscription", sub.sub.ID, "err", err)
+			}
+			return
+		}
+		for _, s := range streams {
+			if sub.pattern.Match(s.Path) {
+				e.queue.push(s.Path, flagChanged)
+			}
+		}
+	}
+}
+
+// cachedSub is a subscription with its compiled pattern.
+type cachedSub struct {
+	sub     store.Subscription
+	pattern *glob.Pattern
+}
+
+// refreshSubscriptions reloads the subscriptions from the store.
+func (e *Engine) refreshSubscriptions(ctx context.Context) error {
+	list, err := e.st.SubscriptionList(ctx, &store.SubscriptionListParams{})
+	if err != nil {
+		return err
+	}
+	e.subsMu.RLock()
+	old := e.subs
+	e.subsMu.RUnlock()
+	next := make(map[string]*cachedSub, len(list))
+	for _, s := range list {
+		if c, ok := old[s.ID]; ok && c.sub == s {
+			next[s.ID] = c
+			continue
+		}
+		p, err := glob.Compile(s.Pattern)
+		if err != nil {
+			e.log.Warn("stored subscription has an invalid pattern", "subscription", s.ID, "err", err)
+			continue
+		}
+		next[s.ID] = &cachedSub{sub: s, pattern: p}
+	}
+	e.subsMu.Lock()
+	e.subs = next
+	e.subsMu.Unlock()
+	return nil
+}
+
+func (e *Engine) cacheSubscription(s store.Subscription, p *glob.Pattern) {
+	e.subsMu.Lock()
+	e.subs[s.ID] = &cachedSub{sub: s, pattern: p}
+	e.subsMu.Unlock()
+}
+
+func (e *Engine) uncacheSubscription(id string) {
+	e.subsMu.Lock()
+	delete(e.subs, id)
+	e.subsMu.Unlock()
+}
+
+func (e *Engine) subscriptionsSnapshot() []*cachedSub {
+	e.subsMu.RLock()
+	defer e.subsMu.RUnlock()
+	out := make([]*cachedSub, 0, len(e.subs))
+	for _, s := range e.subs {
+		out = append(out, s)
+	}
+	return out
+}
+
+// matching returns the ids of the subscriptions whose pattern matches path.
+func (e *Engine) matching(path string) []string {
+	e.subsMu.RLock()
+	defer e.subsMu.RUnlock()
+	var out []string
+	for id, s := range e.subs {
+		if s.pattern.Match(path) {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// subscription returns a subscription, from the cache when it is there.
+func (e *Engine) subscription(ctx context.Context, id string) (store.Subscription, error) {
+	e.subsMu.RLock()
+	c, ok := e.subs[id]
+	e.subsMu.RUnlock()
+	if ok {
+		return c.sub, nil
+	}
+	s, err := e.st.SubscriptionGet(ctx, id)
+	if err != nil {
+		return store.Subscription{}, err
+	}
+	if p, err := glob.Compile(s.Pattern); err == nil {
+		e.cacheSubscription(*s, p)
+	}
+	return *s, nil
+}

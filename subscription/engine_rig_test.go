@@ -1,0 +1,306 @@
+package subscription
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/heraldstreams/herald/protocol"
+	"github.com/heraldstreams/herald/store"
+	"github.com/heraldstreams/herald/store/sqlite"
+	"github.com/heraldstreams/herald/webhook"
+)
+
+// The engine tests run the real engine on the real embedded store, inside
+// testing/synctest bubbles: time is fake, so the 10 s, 45 s, backoff and
+// 3-day timers pass in milliseconds, and synctest.Wait returns once every
+// goroutine (engine, store, webhook receiver) is idle. Webhooks are served
+// in process by a RoundTripper that calls an http.Handler.
+
+const hookURL = "http://127.0.0.1:9/hook"
+
+// handlerTransport is an http.RoundTripper that serves requests with an
+// http.Handler in process.
+type handlerTransport struct{ h http.Handler }
+
+func (t handlerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	rec := httptest.NewRecorder()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t.h.ServeHTTP(rec, r)
+	}()
+	select {
+	case <-done:
+		return rec.Result(), nil
+	case <-r.Context().Done():
+		<-done // handlers return when the request's context ends
+		return nil, r.Context().Err()
+	}
+}
+
+// transportSender is a WebhookSender over an in-process transport, with
+// the real SSRF policy for ValidateURL and the request timeout of
+// webhook.Sender.
+type transportSender struct {
+	client *http.Client
+	policy webhook.Policy
+}
+
+func (s *transportSender) ValidateURL(_ context.Context, raw string) error {
+	_, err := s.policy.CheckURL(raw)
+	return err
+}
+
+func (s *transportSender) Send(ctx context.Context, req *webhook.Request) (*webhook.Response, error) {
+	ctx, cancel := context.WithTimeout(ctx, req.Timeout)
+	defer cancel()
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, req.URL, bytes.NewReader(req.Body))
+	if err != nil {
+		return nil, err
+	}
+	hreq.Header = req.Header.Clone()
+	start := time.Now()
+	resp, err := s.client.Do(hreq)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	return &webhook.Response{StatusCode: resp.StatusCode, Header: resp.Header, Body: body, BodyErr: err, Latency: time.Since(start)}, nil
+}
+
+// received is one webhook request the receiver got.
+type received struct {
+	At      time.Time
+	Payload WakePayload
+	Body    []byte
+	Sig     string
+}
+
+// receiver is the webhook endpoint of the tests. reply decides each
+// answer; nil answers 200 with an empty object.
+type receiver struct {
+	mu    sync.Mutex
+	got   []received
+	reply func(p WakePayload, r *http.Request) (int, string)
+}
+
+func (h *receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		w.WriteHeader(http.StatusBadRequest)
+		return
+	}
+	var p WakePayload
+	if err := json.Unmarshal(body, &p); err != nil {
+		w.WriteHeader(http.StatusBadRequest)
+		return
+	}
+	h.mu.Lock()
+	h.got = append(h.got, received{At: time.Now(), Payload: p, Body: body, Sig: r.Header.Get(SignatureHeader)})
+	reply := h.reply
+	h.mu.Unlock()
+	status, out := http.StatusOK, "{}"
+	if reply != nil {
+		status, out = reply(p, r)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	io.WriteString(w, out)
+}
+
+func (h *receiver) setReply(f func(p WakePayload, r *http.Request) (int, string)) {
+	h.mu.Lock()
+	h.reply = f
+	h.mu.Unlock()
+}
+
+// wakes returns every request received so far.
+func (h *receiver) wakes() []received {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]received(nil), h.got...)
+}
+
+// rig is an engine on a store in a temporary directory.
+type rig struct {
+	t    *testing.T
+	dir  string
+	st   *sqlite.Store
+	eng  *Engine
+	hook *receiver
+	keys *Keyring
+}
+
+func rigKeyring(t *testing.T) *Keyring {
+	t.Helper()
+	k, err := NewKeyring([]Key{{ID: "k1", Secret: bytes.Repeat([]byte{7}, 32)}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+// newRig opens a store in dir and starts an engine on it. Call it inside
+// a synctest bubble and close the rig before the bubble ends.
+func newRig(t *testing.T, dir string, hook *receiver) *rig {
+	t.Helper()
+	return newRigSweep(t, dir, hook, 0)
+}
+
+// newRigSweep is newRig with a SweepInterval (0: the default).
+func newRigSweep(t *testing.T, dir string, hook *receiver, sweep time.Duration) *rig {
+	t.Helper()
+	st, err := sqlite.Open(context.Background(), sqlite.Config{Dir: dir, TouchFlushInterval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &rig{t: t, dir: dir, st: st, hook: hook, keys: rigKeyring(t)}
+	sender := &transportSender{
+		client: &http.Client{Transport: handlerTransport{h: hook}},
+		policy: webhook.Policy{AllowCIDRs: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}},
+	}
+	r.eng, err = NewEngine(EngineConfig{
+		Store:           st,
+		Sender:          sender,
+		Keyring:         r.keys,
+		CallbackBaseURL: "https://herald.test",
+		SweepInterval:   sweep,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.eng.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// close stops the engine and closes the store (a clean shutdown).
+func (r *rig) close() {
+	r.eng.Stop()
+	if err := r.st.Close(); err != nil {
+		r.t.Fatal(err)
+	}
+}
+
+func (r *rig) createStream(path string, data string) {
+	r.t.Helper()
+	_, err := r.st.StreamCreate(context.Background(), &store.StreamCreateParams{
+		Path: path, ContentType: "application/octet-stream", Data: []byte(data), Now: time.Now(),
+	})
+	if err != nil {
+		r.t.Fatal(err)
+	}
+}
+
+// appendData appends and returns the new tail offset.
+func (r *rig) appendData(path, data string) string {
+	r.t.Helper()
+	res, err := r.st.StreamAppend(context.Background(), &store.StreamAppendParams{
+		Path: path, ContentType: "application/octet-stream", Data: []byte(data), Now: time.Now(),
+	})
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return protocol.FormatOffset(res.Stream.Tail)
+}
+
+func (r *rig) deleteStream(path string) {
+	r.t.Helper()
+	if err := r.st.StreamDelete(context.Background(), &store.StreamDeleteParams{Path: path, Now: time.Now()}); err != nil {
+		r.t.Fatal(err)
+	}
+}
+
+func (r *rig) subscribe(id, pattern string) string {
+	r.t.Helper()
+	res, err := r.eng.CreateSubscription(context.Background(), &CreateSubscriptionParams{ID: id, Pattern: pattern, Webhook: hookURL})
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	if !res.Created || !strings.HasPrefix(res.Subscription.WebhookSecret, WebhookSecretPrefix) {
+		r.t.Fatalf("create: %+v", res)
+	}
+	return res.Subscription.WebhookSecret
+}
+
+func (r *rig) consumer(id string) *store.Consumer {
+	r.t.Helper()
+	c, err := r.st.ConsumerGet(context.Background(), id)
+	if err != nil {
+		r.t.Fatalf("consumer %s: %v", id, err)
+	}
+	return c
+}
+
+func (r *rig) callback(id, token string, body string) (*CallbackResponse, error) {
+	return r.eng.Callback(context.Background(), &CallbackParams{ConsumerID: id, Token: token, Body: []byte(body)})
+}
+
+func (r *rig) mustCallback(id, token string, body string) *CallbackResponse {
+	r.t.Helper()
+	resp, err := r.callback(id, token, body)
+	if err != nil {
+		r.t.Fatalf("callback %s: %v", body, err)
+	}
+	return resp
+}
+
+// wantCallbackError checks that a callback fails with the seed's code.
+func (r *rig) wantCallbackError(id, token, body, code string) *CallbackError {
+	r.t.Helper()
+	_, err := r.callback(id, token, body)
+	var ce *CallbackError
+	if !errors.As(err, &ce) {
+		r.t.Fatalf("callback %s: got %v, want a %s callback error", body, err, code)
+	}
+	if _, got, _ := CallbackErrorStatus(err); got != code {
+		r.t.Fatalf("callback %s: got code %s (%v), want %s", body, got, err, code)
+	}
+	return ce
+}
+
+// verifySignature checks S8 for one received wake.
+func verifySignature(t *testing.T, secret string, w received) {
+	t.Helper()
+	ts, sig, ok := strings.Cut(w.Sig, ",sha256=")
+	if !ok || !strings.HasPrefix(ts, "t=") {
+		t.Fatalf("malformed signature header %q", w.Sig)
+	}
+	unix, err := strconv.ParseInt(strings.TrimPrefix(ts, "t="), 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mac := hmac.New(sha256.New, []byte(secret))
+	mac.Write([]byte(strconv.FormatInt(unix, 10) + "."))
+	mac.Write(w.Body)
+	if hex.EncodeToString(mac.Sum(nil)) != sig {
+		t.Fatalf("signature %q does not verify", w.Sig)
+	}
+	if d := w.At.Sub(time.Unix(unix, 0)); d < 0 || d > time.Second {
+		t.Fatalf("signature time %d is %v from the send", unix, d)
+	}
+}
+
+func body(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}

@@ -1,0 +1,114 @@
+package subscription
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+
+	"github.com/heraldstreams/herald/store"
+	"github.com/heraldstreams/herald/webhook"
+)
+
+// Outcomes of one webhook delivery, as counted in the metrics.
+const (
+	outcomeDelivered = "delivered" // 2xx: the consumer is LIVE
+	outcomeDone      = "done"      // 2xx with {"done": true}
+	outcomeFailed    = "failed"    // non-2xx, network error or timeout
+)
+
+// startSend posts one wake notification from its own goroutine: neither
+// the append path nor the caller waits for the webhook. MaxInFlight bounds
+// the requests in flight; past it the caller (a worker, a sweep, a
+// callback that re-woke its consumer) waits for a slot.
+func (e *Engine) startSend(c Consumer, w SendWake) {
+	select {
+	case e.inflight <- struct{}{}:
+	case <-e.ctx.Done():
+		return
+	}
+	if !e.goOwned(func() {
+		defer func() { <-e.inflight }()
+		e.deliver(c, w)
+	}) {
+		<-e.inflight
+	}
+}
+
+// deliver sends a wake notification and applies its outcome. The
+// notification carries the callback URL and a token for the wake's epoch,
+// and is signed with the subscription's secret at the time of sending, so
+// a retry hours later is within the receiver's tolerance.
+func (e *Engine) deliver(c Consumer, w SendWake) {
+	ctx := e.ctx
+	sub, err := e.subscription(ctx, c.SubscriptionID)
+	if errors.Is(err, store.ErrSubscriptionNotFound) {
+		// Deleted with a wake in flight: the consumer goes too (S7).
+		if a, err := e.apply(ctx, c.ID, SubscriptionDeleted{}, nil, nil); err == nil {
+			e.runEffects(a)
+		}
+		return
+	}
+	if err != nil {
+		// The waking deadline, already stored, retries the delivery.
+		e.logSendError(c.ID, err)
+		return
+	}
+	now := e.now()
+	token, err := e.keys.Issue(c.ID, w.Wake.Epoch, now)
+	if err != nil {
+		e.logSendError(c.ID, err)
+		return
+	}
+	payload := w.Wake
+	payload.Callback = e.base + "/callback/" + c.ID
+	payload.Token = token
+	body, err := json.Marshal(payload)
+	if err != nil {
+		e.logSendError(c.ID, err)
+		return
+	}
+	hdr := http.Header{}
+	hdr.Set("Content-Type", "application/json")
+	hdr.Set(SignatureHeader, SignatureHeaderValue(sub.Secret, body, now))
+	if w.Attempt <= 1 {
+		e.metrics.wakes.Inc()
+	} else {
+		e.metrics.retries.Inc()
+	}
+
+	resp, err := e.sender.Send(ctx, &webhook.Request{URL: sub.Webhook, Header: hdr, Body: body, Timeout: WebhookRequestTimeout})
+	if ctx.Err() != nil {
+		// Stopping: the stored waking deadline retries after a restart.
+		return
+	}
+	res := WebhookResult{Epoch: w.Wake.Epoch, WakeID: w.Wake.WakeID, Attempt: w.Attempt}
+	outcome := outcomeFailed
+	if err != nil {
+		e.log.Debug("wake delivery failed", "consumer", c.ID, "attempt", w.Attempt, "err", err)
+	} else {
+		e.metrics.latency.Observe(resp.Latency.Seconds())
+		if resp.OK() {
+			res.Delivered = true
+			res.Done = ParseWebhookResponse(resp.Body).Done
+			outcome = outcomeDelivered
+			if res.Done {
+				outcome = outcomeDone
+			}
+		}
+	}
+	e.metrics.deliveries.WithLabelValues(outcome).Inc()
+	a, err := e.apply(ctx, c.ID, res, nil, nil)
+	if err != nil {
+		if !errors.Is(err, ErrConsumerGone) && ctx.Err() == nil {
+			e.log.Warn("applying a webhook result", "consumer", c.ID, "err", err)
+		}
+		return
+	}
+	e.runEffects(a)
+}
+
+func (e *Engine) logSendError(id string, err error) {
+	if e.ctx.Err() == nil {
+		e.log.Warn("sending a wake", "consumer", id, "err", err)
+	}
+}
