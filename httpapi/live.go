@@ -91,14 +91,8 @@ func (s *Server) writeNoData(w http.ResponseWriter, tail int64, closed bool, cur
 // until it closes, the client leaves, the server shuts down or
 // SSEMaxDuration passes.
 func (s *Server) sse(w http.ResponseWriter, r *http.Request, req readRequest) {
-	from, err := s.start(r, req)
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	res, err := s.readAt(r, req.path, from)
-	if err != nil {
-		s.fail(w, r, err)
+	from, res, ok := s.firstRead(w, r, req)
+	if !ok {
 		return
 	}
 	id := res.Stream.ID
@@ -161,9 +155,11 @@ func (s *Server) sse(w http.ResponseWriter, r *http.Request, req readRequest) {
 			return
 		}
 		from = res.Next
-		if res, err = s.nextSSE(r, req.path, from, id, notifier, sseTimers{deadline.C, keepAlive.C, ping}); err != nil || res == nil {
-			return
+		next, err := s.nextSSE(r, req.path, from, id, notifier, sseTimers{deadline.C, keepAlive.C, ping})
+		if err != nil || next == nil {
+			return // headers are sent: ending the response is all that is left
 		}
+		res = next
 	}
 }
 

@@ -81,15 +81,25 @@ func (s *Server) readAt(r *http.Request, path string, from int64) (*store.Stream
 }
 
 // catchUp handles a GET without live (PROTOCOL 5.6).
-func (s *Server) catchUp(w http.ResponseWriter, r *http.Request, req readRequest) {
+// firstRead resolves the request's offset and reads from it; on an error
+// it has answered the request and returns false.
+func (s *Server) firstRead(w http.ResponseWriter, r *http.Request, req readRequest) (int64, *store.StreamReadResult, bool) {
 	from, err := s.start(r, req)
 	if err != nil {
 		s.fail(w, r, err)
-		return
+		return 0, nil, false
 	}
 	res, err := s.readAt(r, req.path, from)
 	if err != nil {
 		s.fail(w, r, err)
+		return 0, nil, false
+	}
+	return from, res, true
+}
+
+func (s *Server) catchUp(w http.ResponseWriter, r *http.Request, req readRequest) {
+	from, res, ok := s.firstRead(w, r, req)
+	if !ok {
 		return
 	}
 	if req.offset.Kind == protocol.OffsetKindNow {
