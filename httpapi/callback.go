@@ -26,6 +26,7 @@ func serveCallback(w http.ResponseWriter, r *http.Request, svc SubscriptionServi
 			writeJSON(w, http.StatusInternalServerError, callbackInternal)
 			return
 		}
+		body.Error.Message = trimPackage(body.Error.Message)
 		writeJSON(w, status, body)
 	}
 	id, err := callbackConsumerID(r)

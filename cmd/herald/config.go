@@ -5,8 +5,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/url"
 	"strings"
 	"time"
+
+	"github.com/heraldstreams/herald/subscription"
+	"github.com/heraldstreams/herald/webhook"
 )
 
 // serveConfig is everything `herald serve` is configured with.
@@ -20,6 +24,10 @@ type serveConfig struct {
 	ShutdownTimeout time.Duration
 	LogLevel        slog.Level
 	LogFormat       string
+	// Webhook subscriptions (seed 000).
+	WebhookAllowCIDRs string
+	TokenKeys         string
+	PublicURL         string
 }
 
 func parseServeFlags(args []string, stderr io.Writer, env func(string) (string, bool)) (*serveConfig, error) {
@@ -35,6 +43,9 @@ func parseServeFlags(args []string, stderr io.Writer, env func(string) (string, 
 	fs.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "how long a graceful shutdown waits for in-flight requests")
 	fs.TextVar(&cfg.LogLevel, "log-level", slog.LevelInfo, "log level: debug, info, warn or error")
 	fs.StringVar(&cfg.LogFormat, "log-format", "text", "log format: text or json")
+	fs.StringVar(&cfg.WebhookAllowCIDRs, "webhook-allow-cidrs", "", "comma-separated address ranges webhooks may reach although private or loopback, over http:// too (development: 127.0.0.0/8,::1/128)")
+	fs.StringVar(&cfg.TokenKeys, "token-keys", "", "callback token keys, <id>:<base64 secret> separated by commas, the first signing (default: the key file token-keys in the data directory, created once)")
+	fs.StringVar(&cfg.PublicURL, "public-url", "", "base URL consumers reach Herald at, for the callback URL in wakes (default: http://localhost:<port>)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: herald serve [flags]\n\nRuns Herald. Each flag may also be set as HERALD_<FLAG_NAME> (e.g. HERALD_DATA_DIR).\n\nFlags:\n")
 		fs.PrintDefaults()
@@ -73,6 +84,19 @@ func (c *serveConfig) validate() error {
 	}
 	if c.ShutdownTimeout <= 0 {
 		problems = append(problems, "--shutdown-timeout must be positive")
+	}
+	if _, err := webhook.ParseCIDRList(c.WebhookAllowCIDRs); err != nil {
+		problems = append(problems, "--webhook-allow-cidrs: "+err.Error())
+	}
+	if c.TokenKeys != "" {
+		if _, err := subscription.ParseKeys(c.TokenKeys); err != nil {
+			problems = append(problems, "--token-keys: "+err.Error())
+		}
+	}
+	if c.PublicURL != "" {
+		if u, err := url.Parse(c.PublicURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			problems = append(problems, "--public-url must be an absolute http:// or https:// URL")
+		}
 	}
 	if c.LogFormat != "text" && c.LogFormat != "json" {
 		problems = append(problems, "--log-format must be text or json")

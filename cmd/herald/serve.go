@@ -11,6 +11,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
 	"github.com/heraldstreams/herald/httpapi"
 	"github.com/heraldstreams/herald/reaper"
 	"github.com/heraldstreams/herald/store/sqlite"
@@ -36,6 +40,16 @@ func serve(ctx context.Context, cfg *serveConfig, logOut io.Writer) error {
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		return errors.Join(fmt.Errorf("listen on %s: %w", cfg.Addr, err), st.Close())
+	}
+	metrics := prometheus.NewRegistry()
+	metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	api.Handle("GET "+httpapi.HeraldPrefix+"metrics", promhttp.HandlerFor(metrics, promhttp.HandlerOpts{}))
+	subs, err := startSubscriptions(ctx, subscriptionsParams{
+		Config: cfg, Store: st, API: api, Metrics: metrics,
+		Logger: log.With("part", "subscriptions"), Listener: ln.Addr(),
+	})
+	if err != nil {
+		return errors.Join(fmt.Errorf("webhook subscriptions: %w", err), ln.Close(), st.Close())
 	}
 	srv := &http.Server{
 		Handler:           api,
@@ -77,6 +91,7 @@ func serve(ctx context.Context, cfg *serveConfig, logOut io.Writer) error {
 	}
 	stopServices()
 	services.Wait()
+	subs.Stop() // after the HTTP server (callbacks in flight finish), before the store
 	if err := st.Close(); err != nil {
 		errs = append(errs, fmt.Errorf("close store: %w", err))
 	}
