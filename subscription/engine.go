@@ -248,8 +248,11 @@ func (e *Engine) lock(id string) func() {
 // applied is the outcome of one event.
 type applied struct {
 	Consumer Consumer
-	Effects  []Effect
-	Removed  bool
+	// Version is the stored version of Consumer (unless Removed), so the
+	// next event of the same consumer can skip re-reading it.
+	Version int64
+	Effects []Effect
+	Removed bool
 }
 
 // apply applies ev to the stored consumer id: it reads the consumer (or
@@ -295,8 +298,10 @@ func (e *Engine) apply(ctx context.Context, id string, ev Event, extra []string,
 			e.metrics.removed.WithLabelValues(string(rm.Reason)).Inc()
 			return applied{Consumer: next, Effects: effects, Removed: true}, nil
 		}
+		version := sc.Version
 		if !sameConsumer(&c, &next) {
-			_, err := e.st.ConsumerUpdate(ctx, &store.ConsumerUpdateParams{Consumer: toStored(&next), ExpectVersion: sc.Version})
+			var err error
+			version, err = e.st.ConsumerUpdate(ctx, &store.ConsumerUpdateParams{Consumer: toStored(&next), ExpectVersion: sc.Version})
 			switch {
 			case errors.Is(err, store.ErrConsumerConflict):
 				continue
@@ -306,7 +311,7 @@ func (e *Engine) apply(ctx context.Context, id string, ev Event, extra []string,
 				return applied{}, err
 			}
 		}
-		return applied{Consumer: next, Effects: effects}, nil
+		return applied{Consumer: next, Version: version, Effects: effects}, nil
 	}
 	return applied{}, fmt.Errorf("subscription: consumer %s kept changing under %d attempts", id, casAttempts)
 }
@@ -316,7 +321,7 @@ func (e *Engine) runEffects(a applied) {
 	for _, eff := range a.Effects {
 		switch eff := eff.(type) {
 		case SendWake:
-			e.startSend(a.Consumer, eff)
+			e.startSend(a, eff)
 		case ArmTimer:
 			e.timers.add(eff.At)
 		case Remove:

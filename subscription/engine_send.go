@@ -20,7 +20,7 @@ const (
 // the append path nor the caller waits for the webhook. MaxInFlight bounds
 // the requests in flight; past it the caller (a worker, a sweep, a
 // callback that re-woke its consumer) waits for a slot.
-func (e *Engine) startSend(c Consumer, w SendWake) {
+func (e *Engine) startSend(a applied, w SendWake) {
 	select {
 	case e.inflight <- struct{}{}:
 	case <-e.ctx.Done():
@@ -28,7 +28,7 @@ func (e *Engine) startSend(c Consumer, w SendWake) {
 	}
 	if !e.goOwned(func() {
 		defer func() { <-e.inflight }()
-		e.deliver(c, w)
+		e.deliver(a, w)
 	}) {
 		<-e.inflight
 	}
@@ -37,9 +37,12 @@ func (e *Engine) startSend(c Consumer, w SendWake) {
 // deliver sends a wake notification and applies its outcome. The
 // notification carries the callback URL and a token for the wake's epoch,
 // and is signed with the subscription's secret at the time of sending, so
-// a retry hours later is within the receiver's tolerance.
-func (e *Engine) deliver(c Consumer, w SendWake) {
+// a retry hours later is within the receiver's tolerance. The outcome is
+// applied to the consumer as it was stored with the wake (compare-and-set
+// re-reads it if it changed meanwhile).
+func (e *Engine) deliver(a applied, w SendWake) {
 	ctx := e.ctx
+	c := &a.Consumer
 	sub, err := e.subscription(ctx, c.SubscriptionID)
 	if errors.Is(err, store.ErrSubscriptionNotFound) {
 		// Deleted with a wake in flight: the consumer goes too (S7).
@@ -97,7 +100,9 @@ func (e *Engine) deliver(c Consumer, w SendWake) {
 		}
 	}
 	e.metrics.deliveries.WithLabelValues(outcome).Inc()
-	a, err := e.apply(ctx, c.ID, res, nil, nil)
+	pre := toStored(c)
+	pre.Version = a.Version
+	a, err = e.apply(ctx, c.ID, res, nil, &pre)
 	if err != nil {
 		if !errors.Is(err, ErrConsumerGone) && ctx.Err() == nil {
 			e.log.Warn("applying a webhook result", "consumer", c.ID, "err", err)

@@ -1,0 +1,214 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// Batch is the data of one catch-up read of a stream: what a consumer
+// processes at a time.
+type Batch struct {
+	// Stream is the stream's path.
+	Stream string
+	// Data is the bytes read (for a JSON stream, a JSON array of the
+	// messages).
+	Data []byte
+	// ContentType is the stream's content type.
+	ContentType string
+	// Offset is where Data starts; NextOffset is where the next read
+	// starts, the offset the consumer acks once it processed Data.
+	Offset, NextOffset string
+}
+
+// ConsumerConfig configures a Consumer.
+type ConsumerConfig struct {
+	// Secret is the subscription's webhook secret: ServeHTTP refuses
+	// wakes whose Webhook-Signature it does not verify.
+	Secret string
+	// Process handles one batch. An error stops the wake without acking
+	// the batch; the next wake resumes from the last ack.
+	Process func(ctx context.Context, b Batch) error
+	// StreamsURL is the base URL of the streams, such as
+	// "https://herald.example.com". "" takes the scheme and host of the
+	// wake's callback URL.
+	StreamsURL string
+	// HTTPClient reads streams and sends callbacks; http.DefaultClient
+	// when nil.
+	HTTPClient *http.Client
+	// Logger receives ServeHTTP's errors; slog.Default() when nil.
+	Logger *slog.Logger
+	// Now is the clock for signature checks; time.Now when nil.
+	Now func() time.Time
+}
+
+// Consumer turns a wake into work: it claims the wake, reads each of the
+// consumer's streams from its acked offset with catch-up reads of the
+// Durable Streams protocol, hands every batch to Process, acks it, and
+// says done when all streams are read to their tail. Events that arrive
+// meanwhile make Herald wake it again.
+type Consumer struct {
+	cfg ConsumerConfig
+}
+
+// NewConsumer returns a Consumer for cfg.
+func NewConsumer(cfg ConsumerConfig) *Consumer {
+	if cfg.HTTPClient == nil {
+		cfg.HTTPClient = http.DefaultClient
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return &Consumer{cfg: cfg}
+}
+
+// maxWakeBody bounds a wake notification body.
+const maxWakeBody = 1 << 20
+
+// ServeHTTP is a webhook endpoint: it verifies the wake's signature
+// (401 when it does not verify), parses it (400), and handles it while
+// the request is open, as a serverless function does; it answers 200
+// once the wake is done or over. A processing error answers 500, and
+// Herald's retry of the same wake resumes from the last ack.
+func (c *Consumer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxWakeBody))
+	if err != nil {
+		http.Error(w, "unreadable body", http.StatusBadRequest)
+		return
+	}
+	if err := VerifyWakeSignature(c.cfg.Secret, r.Header.Get(WakeSignatureHeader), body, c.cfg.Now(), 0); err != nil {
+		http.Error(w, err.Error(), http.StatusUnauthorized)
+		return
+	}
+	wake, err := ParseWake(body)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	if err := c.HandleWake(r.Context(), wake); err != nil && !errors.Is(err, ErrFenced) {
+		c.cfg.Logger.Error("handling a wake", "consumer", wake.ConsumerID, "epoch", wake.Epoch, "err", err)
+		http.Error(w, "processing failed", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	io.WriteString(w, "{}")
+}
+
+// HandleWake processes one wake: claim, read and ack every stream to its
+// tail, done. It returns an error wrapping ErrFenced when Herald ended the
+// wake (a newer wake, or the consumer was removed): stop then, another
+// invocation owns the work.
+func (c *Consumer) HandleWake(ctx context.Context, w *Wake) error {
+	cb := NewCallbackClient(w, c.cfg.HTTPClient)
+	// The first callback claims the wake and returns the current offsets.
+	res, err := cb.Send(ctx, Callback{})
+	if err != nil {
+		return err
+	}
+	base, err := c.streamsURL(w)
+	if err != nil {
+		return err
+	}
+	for _, s := range res.Streams {
+		if err := c.drain(ctx, cb, base, s); err != nil {
+			return err
+		}
+	}
+	_, err = cb.Send(ctx, Callback{Done: true})
+	return err
+}
+
+// drain reads one stream from its acked offset to its tail, processing
+// and acking each batch.
+func (c *Consumer) drain(ctx context.Context, cb *CallbackClient, base string, s StreamOffset) error {
+	offset := s.Offset
+	for {
+		b, upToDate, err := c.read(ctx, base, s.Path, offset)
+		if errors.Is(err, errStreamMissing) {
+			return nil // subscribed before the stream exists
+		}
+		if err != nil {
+			return err
+		}
+		if len(b.Data) > 0 {
+			if err := c.cfg.Process(ctx, b); err != nil {
+				return fmt.Errorf("client: processing %s at %s: %w", s.Path, b.Offset, err)
+			}
+		}
+		if b.NextOffset != offset {
+			if _, err := cb.Send(ctx, Callback{Acks: []StreamOffset{{Path: s.Path, Offset: b.NextOffset}}}); err != nil {
+				return err
+			}
+			offset = b.NextOffset
+		}
+		if upToDate {
+			return nil
+		}
+	}
+}
+
+var errStreamMissing = errors.New("client: stream not found")
+
+// maxBatch bounds the data of one catch-up read.
+const maxBatch = 64 << 20
+
+// read is one catch-up read (PROTOCOL 5.6): GET {base}{path}?offset=...
+func (c *Consumer) read(ctx context.Context, base, path, offset string) (Batch, bool, error) {
+	u := base + escapePath(path) + "?offset=" + url.QueryEscape(offset)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return Batch{}, false, err
+	}
+	resp, err := c.cfg.HTTPClient.Do(req)
+	if err != nil {
+		return Batch{}, false, fmt.Errorf("client: reading %s: %w", path, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode == http.StatusNotFound {
+		return Batch{}, false, errStreamMissing
+	}
+	if resp.StatusCode != http.StatusOK {
+		return Batch{}, false, fmt.Errorf("client: reading %s at %s: status %d", path, offset, resp.StatusCode)
+	}
+	data, err := io.ReadAll(io.LimitReader(resp.Body, maxBatch))
+	if err != nil {
+		return Batch{}, false, fmt.Errorf("client: reading %s: %w", path, err)
+	}
+	next := resp.Header.Get("Stream-Next-Offset")
+	if next == "" {
+		return Batch{}, false, fmt.Errorf("client: reading %s: no Stream-Next-Offset", path)
+	}
+	upToDate := resp.Header.Get("Stream-Up-To-Date") == "true" || resp.Header.Get("Stream-Closed") == "true"
+	return Batch{Stream: path, Data: data, ContentType: resp.Header.Get("Content-Type"), Offset: offset, NextOffset: next}, upToDate, nil
+}
+
+// streamsURL is where the streams are read: the configured base, or the
+// scheme and host of the callback URL.
+func (c *Consumer) streamsURL(w *Wake) (string, error) {
+	if c.cfg.StreamsURL != "" {
+		return strings.TrimSuffix(c.cfg.StreamsURL, "/"), nil
+	}
+	u, err := url.Parse(w.Callback)
+	if err != nil || u.Scheme == "" || u.Host == "" {
+		return "", fmt.Errorf("%w: callback %q is not an absolute URL", ErrWakeInvalid, w.Callback)
+	}
+	return u.Scheme + "://" + u.Host, nil
+}
+
+// escapePath escapes each segment of a stream path for a URL.
+func escapePath(p string) string {
+	segs := strings.Split(p, "/")
+	for i, s := range segs {
+		segs[i] = url.PathEscape(s)
+	}
+	return strings.Join(segs, "/")
+}
