@@ -1,0 +1,246 @@
+package delivery
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/heraldstreams/herald/store"
+)
+
+// APIPrefix is where the delivery API lives.
+const APIPrefix = "/_herald/v1/"
+
+// maxRequestBody caps request bodies other than events.
+const maxRequestBody = 1 << 20
+
+// API serves the event delivery API under /_herald/v1/ (JSON in and out;
+// errors are {"error": {"code", "message", "field"}} with a 4xx for every
+// mistake of the caller).
+type API struct {
+	e   *Engine
+	log *slog.Logger
+}
+
+// NewAPI returns the API of an engine.
+func NewAPI(e *Engine) *API { return &API{e: e, log: e.log} }
+
+// Mounter mounts handlers (httpapi.Server implements it).
+type Mounter interface {
+	Handle(pattern string, h http.Handler)
+}
+
+// Mount registers every route on m.
+func (a *API) Mount(m Mounter) {
+	for _, r := range []struct {
+		pattern string
+		fn      http.HandlerFunc
+	}{
+		{"POST " + APIPrefix + "endpoints", a.createEndpoint},
+		{"GET " + APIPrefix + "endpoints", a.listEndpoints},
+		{"GET " + APIPrefix + "endpoints/{id}", a.getEndpoint},
+		{"PATCH " + APIPrefix + "endpoints/{id}", a.patchEndpoint},
+		{"DELETE " + APIPrefix + "endpoints/{id}", a.deleteEndpoint},
+		{"POST " + APIPrefix + "endpoints/{id}/rotate-secret", a.rotateSecret},
+		{"POST " + APIPrefix + "endpoints/{id}/test", a.testEndpoint},
+		{"POST " + APIPrefix + "endpoints/{id}/replay", a.replay},
+		{"GET " + APIPrefix + "endpoints/{id}/deliveries", a.listDeliveries},
+		{"GET " + APIPrefix + "deliveries/{id}", a.getDelivery},
+		{"POST " + APIPrefix + "deliveries/{id}/retry", a.retryDelivery},
+		{"POST " + APIPrefix + "events", a.publish},
+	} {
+		m.Handle(r.pattern, r.fn)
+	}
+}
+
+// Error codes of the API besides the validation codes (see Code).
+const (
+	CodeInvalidJSON          Code = "invalid_json"
+	CodeBodyTooLarge         Code = "body_too_large"
+	CodeInvalidParameter     Code = "invalid_parameter"
+	CodeUnknownParameter     Code = "unknown_parameter"
+	CodeEndpointNotFound     Code = "endpoint_not_found"
+	CodeDeliveryNotFound     Code = "delivery_not_found"
+	CodeConflict             Code = "conflict"
+	CodeVerificationFailed   Code = "verification_failed"
+	CodeStreamNotSourced     Code = "stream_not_sourced"
+	CodeStreamNotJSON        Code = "stream_not_json"
+	CodeStreamClosed         Code = "stream_closed"
+	CodeStreamGone           Code = "stream_gone"
+	CodeUnsupportedMediaType Code = "unsupported_media_type"
+	CodeUnavailable          Code = "unavailable"
+	CodeInternal             Code = "internal"
+)
+
+type apiError struct {
+	status  int
+	code    Code
+	field   string
+	message string
+}
+
+func (e *apiError) Error() string { return e.message }
+
+func badRequest(code Code, field, format string, args ...any) *apiError {
+	return &apiError{http.StatusBadRequest, code, field, fmt.Sprintf(format, args...)}
+}
+
+// errorTable maps sentinel errors to a status and code.
+var errorTable = []struct {
+	err    error
+	status int
+	code   Code
+}{
+	{store.ErrEndpointNotFound, http.StatusNotFound, CodeEndpointNotFound},
+	{store.ErrDeliveryNotFound, http.StatusNotFound, CodeDeliveryNotFound},
+	{store.ErrEndpointConflict, http.StatusConflict, CodeConflict},
+	{ErrVerificationFailed, http.StatusUnprocessableEntity, CodeVerificationFailed},
+	{ErrStreamNotSourced, http.StatusBadRequest, CodeStreamNotSourced},
+	{store.ErrContentTypeMismatch, http.StatusConflict, CodeStreamNotJSON},
+	{store.ErrStreamGone, http.StatusConflict, CodeStreamGone},
+	{store.ErrNotFound, http.StatusConflict, CodeStreamGone},
+	{store.ErrClosedStore, http.StatusServiceUnavailable, CodeUnavailable},
+}
+
+type errorBody struct {
+	Error errorDetail `json:"error"`
+}
+
+type errorDetail struct {
+	Code    Code   `json:"code"`
+	Message string `json:"message"`
+	Field   string `json:"field,omitempty"`
+}
+
+func (a *API) fail(w http.ResponseWriter, r *http.Request, err error) {
+	d := errorDetail{Code: CodeInternal, Message: "internal error"}
+	status := http.StatusInternalServerError
+	var ae *apiError
+	var ve *ValidationError
+	var closed *store.ClosedError
+	switch {
+	case errors.As(err, &ae):
+		status, d = ae.status, errorDetail{ae.code, ae.message, ae.field}
+	case errors.As(err, &ve):
+		status, d = http.StatusBadRequest, errorDetail{ve.Code, ve.Message, ve.Field}
+		if ve.Code == CodeEventTooLarge {
+			status = http.StatusRequestEntityTooLarge
+		}
+	case errors.As(err, &closed):
+		status, d = http.StatusConflict, errorDetail{Code: CodeStreamClosed, Message: "the stream is closed"}
+	default:
+		matched := false
+		for _, e := range errorTable {
+			if errors.Is(err, e.err) {
+				status, d = e.status, errorDetail{Code: e.code, Message: strings.TrimPrefix(strings.TrimPrefix(err.Error(), "store: "), "delivery: ")}
+				matched = true
+				break
+			}
+		}
+		if !matched {
+			a.log.ErrorContext(r.Context(), "delivery API request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+		}
+	}
+	writeJSON(w, status, errorBody{d})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		http.Error(w, `{"error":{"code":"internal","message":"encoding the response failed"}}`, http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_, _ = w.Write(buf.Bytes()) // the client may be gone; nothing to do about it
+}
+
+// readBody reads a JSON request body of at most limit bytes. An empty
+// body is allowed when emptyOK.
+func readBody(w http.ResponseWriter, r *http.Request, limit int64, emptyOK bool) ([]byte, error) {
+	if ct := r.Header.Get("Content-Type"); ct != "" && !strings.HasPrefix(strings.ToLower(strings.TrimSpace(ct)), "application/json") {
+		return nil, &apiError{http.StatusUnsupportedMediaType, CodeUnsupportedMediaType, "", "send JSON with Content-Type: application/json"}
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	if err != nil {
+		var mb *http.MaxBytesError
+		if errors.As(err, &mb) {
+			return nil, &apiError{http.StatusRequestEntityTooLarge, CodeBodyTooLarge, "", fmt.Sprintf("the body is over %d bytes", limit)}
+		}
+		return nil, badRequest(CodeInvalidJSON, "", "the body could not be read")
+	}
+	if len(bytes.TrimSpace(body)) == 0 {
+		if emptyOK {
+			return nil, nil
+		}
+		return nil, badRequest(CodeInvalidJSON, "", "a JSON body is required")
+	}
+	return body, nil
+}
+
+// decodeStrict decodes JSON into v, refusing unknown fields (a misspelt
+// option would otherwise silently do nothing) and trailing data.
+func decodeStrict(body []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return jsonError(err)
+	}
+	if dec.More() {
+		return badRequest(CodeInvalidJSON, "", "the body has data after the JSON value")
+	}
+	return nil
+}
+
+func jsonError(err error) error {
+	var ve *ValidationError
+	if errors.As(err, &ve) {
+		return ve
+	}
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		return badRequest(CodeInvalidJSON, te.Field, "%s must be a JSON %s", te.Field, te.Type.String())
+	}
+	msg := err.Error()
+	if field, ok := strings.CutPrefix(msg, "json: unknown field "); ok {
+		field = strings.Trim(field, `"`)
+		return badRequest(CodeUnknownField, field, "unknown field %q", field)
+	}
+	return badRequest(CodeInvalidJSON, "", "the body is not valid JSON: %s", strings.TrimPrefix(msg, "json: "))
+}
+
+// checkQuery refuses query parameters the route does not know.
+func checkQuery(r *http.Request, known ...string) error {
+	for k := range r.URL.Query() {
+		ok := false
+		for _, n := range known {
+			ok = ok || k == n
+		}
+		if !ok {
+			return badRequest(CodeUnknownParameter, k, "unknown query parameter %q", k)
+		}
+	}
+	return nil
+}
+
+func formatTime(t time.Time) *string {
+	if t.IsZero() {
+		return nil
+	}
+	s := t.UTC().Format(time.RFC3339Nano)
+	return &s
+}
+
+// duration is a time.Duration written as a Go duration string ("12.5ms").
+type duration time.Duration
+
+func (d duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }

@@ -1,0 +1,232 @@
+package delivery
+
+import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/heraldstreams/herald/protocol"
+	"github.com/heraldstreams/herald/store"
+)
+
+// deliveryJSON is a delivery as the API shows it.
+type deliveryJSON struct {
+	ID             string          `json:"id"`
+	EndpointID     string          `json:"endpoint_id"`
+	EventID        string          `json:"event_id"`
+	EventType      string          `json:"event_type"`
+	Stream         string          `json:"stream"`
+	Offset         string          `json:"offset"`
+	Status         string          `json:"status"`
+	AttemptCount   int             `json:"attempt_count"`
+	NextAttemptAt  *string         `json:"next_attempt_at"`
+	LastStatusCode int             `json:"last_status_code"`
+	LastError      string          `json:"last_error,omitempty"`
+	CreatedAt      *string         `json:"created_at"`
+	UpdatedAt      *string         `json:"updated_at"`
+	FinishedAt     *string         `json:"finished_at"`
+	Payload        json.RawMessage `json:"payload,omitempty"`
+	Attempts       []attemptJSON   `json:"attempts,omitempty"`
+}
+
+type attemptJSON struct {
+	At           *string  `json:"at"`
+	StatusCode   int      `json:"status_code"`
+	ResponseBody string   `json:"response_body"`
+	Latency      duration `json:"latency"`
+	Error        string   `json:"error,omitempty"`
+}
+
+func deliveryView(d *store.Delivery) deliveryJSON {
+	v := deliveryJSON{
+		ID: d.ID, EndpointID: d.EndpointID, EventID: d.EventID, EventType: d.EventType, Stream: d.Stream,
+		Offset: protocol.FormatOffset(d.Position), Status: d.Status, AttemptCount: d.Attempts,
+		LastStatusCode: d.LastStatusCode, LastError: d.LastError,
+		CreatedAt: formatTime(d.CreatedAt), UpdatedAt: formatTime(d.UpdatedAt), FinishedAt: formatTime(d.FinishedAt),
+	}
+	if d.Status == store.DeliveryPending || d.Status == store.DeliveryFailed {
+		v.NextAttemptAt = formatTime(d.NextAttemptAt)
+	}
+	if len(d.Body) > 0 {
+		v.Payload = d.Body
+	}
+	return v
+}
+
+type listDeliveriesJSON struct {
+	Data       []deliveryJSON `json:"data"`
+	NextCursor *string        `json:"next_cursor"`
+}
+
+var deliveryStatuses = map[string]bool{
+	store.DeliveryPending: true, store.DeliveryFailed: true, store.DeliveryDelivered: true, store.DeliveryExhausted: true,
+}
+
+func (a *API) listDeliveries(w http.ResponseWriter, r *http.Request) {
+	if err := checkQuery(r, "status", "event_type", "since", "until", "cursor", "limit"); err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	q := r.URL.Query()
+	p := &store.DeliveryListParams{EndpointID: r.PathValue("id"), Status: q.Get("status"), EventType: q.Get("event_type")}
+	if p.Status != "" && !deliveryStatuses[p.Status] {
+		a.fail(w, r, badRequest(CodeInvalidParameter, "status", "status is one of pending, failed, delivered, exhausted"))
+		return
+	}
+	if p.EventType != "" {
+		if err := ValidateEventType(p.EventType); err != nil {
+			a.fail(w, r, err)
+			return
+		}
+	}
+	for _, f := range []struct {
+		name string
+		dst  *time.Time
+	}{{"since", &p.Since}, {"until", &p.Until}} {
+		if s := q.Get(f.name); s != "" {
+			t, err := time.Parse(time.RFC3339, s)
+			if err != nil {
+				a.fail(w, r, badRequest(CodeInvalidParameter, f.name, "%s must be RFC 3339, like 2026-01-02T15:04:05Z", f.name))
+				return
+			}
+			*f.dst = t
+		}
+	}
+	if c := q.Get("cursor"); c != "" {
+		n, err := strconv.ParseInt(c, 10, 64)
+		if err != nil || n <= 0 {
+			a.fail(w, r, badRequest(CodeInvalidParameter, "cursor", "cursor must be a next_cursor value of a previous page"))
+			return
+		}
+		p.BeforeSeq = n
+	}
+	limit, err := parseLimit(q.Get("limit"))
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	p.Limit = limit + 1
+	ctx := r.Context()
+	if _, err := a.e.st.EndpointGet(ctx, p.EndpointID); err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	ds, err := a.e.st.DeliveryList(ctx, p)
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	out := listDeliveriesJSON{Data: []deliveryJSON{}}
+	for i := range ds {
+		if i == limit {
+			c := strconv.FormatInt(ds[i-1].Seq, 10)
+			out.NextCursor = &c
+			break
+		}
+		out.Data = append(out.Data, deliveryView(&ds[i]))
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (a *API) getDelivery(w http.ResponseWriter, r *http.Request) {
+	if err := checkQuery(r); err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	ctx := r.Context()
+	d, err := a.e.st.DeliveryGet(ctx, r.PathValue("id"))
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	atts, err := a.e.st.DeliveryAttempts(ctx, d.ID)
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	v := deliveryView(d)
+	v.Attempts = []attemptJSON{}
+	for _, at := range atts {
+		v.Attempts = append(v.Attempts, attemptJSON{At: formatTime(at.At), StatusCode: at.StatusCode,
+			ResponseBody: string(at.ResponseBody), Latency: duration(at.Latency), Error: at.Error})
+	}
+	writeJSON(w, http.StatusOK, v)
+}
+
+func (a *API) retryDelivery(w http.ResponseWriter, r *http.Request) {
+	if _, err := readBody(w, r, maxRequestBody, true); err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	d, err := a.e.RetryDelivery(r.Context(), r.PathValue("id"))
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusAccepted, deliveryView(d))
+}
+
+// publishJSON is the answer to POST /v1/events.
+type publishJSON struct {
+	Event     Event  `json:"event"`
+	Stream    string `json:"stream"`
+	Offset    string `json:"offset"`
+	Duplicate bool   `json:"duplicate"`
+}
+
+func (a *API) publish(w http.ResponseWriter, r *http.Request) {
+	limit := int64(a.e.cfg.MaxEventBytes) + 4096 // room for stream and tenant
+	body, err := readBody(w, r, limit, false)
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(body, &fields); err != nil || fields == nil {
+		a.fail(w, r, badRequest(CodeInvalidEvent, "", "an event is a JSON object: {\"type\", \"data\", and optionally \"id\", \"timestamp\", \"stream\", \"tenant\"}"))
+		return
+	}
+	var stream, tenant string
+	for name, dst := range map[string]*string{"stream": &stream, "tenant": &tenant} {
+		if raw, ok := fields[name]; ok {
+			if err := json.Unmarshal(raw, dst); err != nil {
+				a.fail(w, r, badRequest(CodeInvalidEvent, name, "%s must be a string", name))
+				return
+			}
+			delete(fields, name)
+		}
+	}
+	rest, err := json.Marshal(fields)
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	ev, err := ParseEvent(rest, &ParseEventParams{Now: a.e.now(), MaxBytes: a.e.cfg.MaxEventBytes})
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	res, err := a.e.Publish(r.Context(), &PublishParams{Event: ev, Stream: stream, Tenant: tenant})
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	status := http.StatusAccepted
+	if res.Duplicate {
+		status = http.StatusOK
+	}
+	writeJSON(w, status, publishJSON{Event: res.Event, Stream: res.Stream, Offset: res.Offset, Duplicate: res.Duplicate})
+}
+
+// parseOffset reads a replay offset: "-1" (the start) or an offset token.
+func parseOffset(s string) (int64, error) {
+	o, err := protocol.ParseOffset(s)
+	if err != nil || o.Kind == protocol.OffsetKindNow {
+		return 0, badRequest(CodeInvalidParameter, "offset", "offset must be -1 or an offset token like 0000000000000000_0000000000000000")
+	}
+	if o.Kind == protocol.OffsetKindStart {
+		return 0, nil
+	}
+	return o.Position, nil
+}

@@ -1,0 +1,349 @@
+package delivery
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/heraldstreams/herald/store"
+)
+
+// endpointRequest is the body of POST /v1/endpoints (and, merged over the
+// stored configuration, of PATCH).
+type endpointRequest struct {
+	EndpointConfig
+	Active *bool  `json:"active,omitempty"`
+	Secret string `json:"secret,omitempty"`
+	Verify bool   `json:"verify,omitempty"`
+}
+
+// endpointJSON is an endpoint as the API shows it. Secret is set on
+// create and rotation only.
+type endpointJSON struct {
+	ID                      string            `json:"id"`
+	URL                     string            `json:"url"`
+	EventTypes              []string          `json:"event_types"`
+	Streams                 []string          `json:"streams"`
+	Filter                  json.RawMessage   `json:"filter"`
+	Description             string            `json:"description"`
+	Tenant                  string            `json:"tenant"`
+	Active                  bool              `json:"active"`
+	Status                  string            `json:"status"`
+	RateLimit               float64           `json:"rate_limit"`
+	MaxInFlight             int               `json:"max_in_flight"`
+	Ordering                string            `json:"ordering"`
+	RetrySchedule           Schedule          `json:"retry_schedule"`
+	Headers                 map[string]string `json:"headers"`
+	Secret                  string            `json:"secret,omitempty"`
+	PreviousSecretExpiresAt *string           `json:"previous_secret_expires_at,omitempty"`
+	ConsecutiveFailures     int               `json:"consecutive_failures"`
+	LastSuccessAt           *string           `json:"last_success_at"`
+	LastFailureAt           *string           `json:"last_failure_at"`
+	LastError               string            `json:"last_error,omitempty"`
+	DisabledAt              *string           `json:"disabled_at"`
+	DisabledReason          string            `json:"disabled_reason,omitempty"`
+	CreatedAt               *string           `json:"created_at"`
+	UpdatedAt               *string           `json:"updated_at"`
+}
+
+func (a *API) endpointView(ep *store.Endpoint, withSecret bool) endpointJSON {
+	v := endpointJSON{
+		ID: ep.ID, URL: ep.URL, EventTypes: ep.EventTypes, Streams: ep.Streams, Filter: ep.Filter,
+		Description: ep.Description, Tenant: ep.Tenant, Active: ep.Active, Status: ep.Status(), RateLimit: ep.RateLimit,
+		MaxInFlight: ep.MaxInFlight, Ordering: ep.Ordering, RetrySchedule: ep.RetrySchedule, Headers: ep.Headers,
+		ConsecutiveFailures: ep.Health.ConsecutiveFailures, LastSuccessAt: formatTime(ep.Health.LastSuccessAt),
+		LastFailureAt: formatTime(ep.Health.LastFailureAt), LastError: ep.Health.LastError,
+		DisabledAt: formatTime(ep.Health.DisabledAt), DisabledReason: ep.Health.DisabledReason,
+		CreatedAt: formatTime(ep.CreatedAt), UpdatedAt: formatTime(ep.UpdatedAt),
+	}
+	if v.Filter == nil {
+		v.Filter = json.RawMessage("null")
+	}
+	if v.Headers == nil {
+		v.Headers = map[string]string{}
+	}
+	if v.RetrySchedule == nil {
+		v.RetrySchedule = a.e.cfg.RetrySchedule
+	}
+	if withSecret {
+		v.Secret = ep.Secret
+		if ep.PreviousSecret != "" && a.e.now().Before(ep.PreviousSecretUntil) {
+			v.PreviousSecretExpiresAt = formatTime(ep.PreviousSecretUntil)
+		}
+	}
+	return v
+}
+
+func (a *API) createEndpoint(w http.ResponseWriter, r *http.Request) {
+	body, err := readBody(w, r, maxRequestBody, false)
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	var req endpointRequest
+	if err := decodeStrict(body, &req); err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	active := true
+	if req.Active != nil {
+		active = *req.Active
+	}
+	ep, err := a.e.CreateEndpoint(r.Context(), &CreateEndpointParams{Config: req.EndpointConfig, Active: active, Secret: req.Secret, Verify: req.Verify})
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	w.Header().Set("Location", APIPrefix+"endpoints/"+ep.ID)
+	writeJSON(w, http.StatusCreated, a.endpointView(ep, true))
+}
+
+type listEndpointsJSON struct {
+	Data       []endpointJSON `json:"data"`
+	NextCursor *string        `json:"next_cursor"`
+}
+
+func (a *API) listEndpoints(w http.ResponseWriter, r *http.Request) {
+	if err := checkQuery(r, "cursor", "limit", "tenant"); err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	q := r.URL.Query()
+	limit, err := parseLimit(q.Get("limit"))
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	eps, err := a.e.st.EndpointList(r.Context(), &store.EndpointListParams{After: q.Get("cursor"), Limit: limit + 1, Tenant: q.Get("tenant")})
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	out := listEndpointsJSON{Data: []endpointJSON{}}
+	for i := range eps {
+		if i == limit {
+			out.NextCursor = &eps[i-1].ID
+			break
+		}
+		out.Data = append(out.Data, a.endpointView(&eps[i], false))
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func parseLimit(s string) (int, error) {
+	if s == "" {
+		return 100, nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 || n > 1000 {
+		return 0, badRequest(CodeInvalidParameter, "limit", "limit must be an integer from 1 to 1000")
+	}
+	return n, nil
+}
+
+func (a *API) getEndpoint(w http.ResponseWriter, r *http.Request) {
+	if err := checkQuery(r); err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	ep, err := a.e.st.EndpointGet(r.Context(), r.PathValue("id"))
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, a.endpointView(ep, false))
+}
+
+// patchable are the fields PATCH accepts.
+var patchable = map[string]bool{
+	"url": true, "event_types": true, "streams": true, "filter": true, "description": true, "tenant": true, "active": true,
+	"rate_limit": true, "max_in_flight": true, "ordering": true, "retry_schedule": true, "headers": true,
+}
+
+func (a *API) patchEndpoint(w http.ResponseWriter, r *http.Request) {
+	body, err := readBody(w, r, maxRequestBody, false)
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	var patch map[string]json.RawMessage
+	if err := json.Unmarshal(body, &patch); err != nil || patch == nil {
+		a.fail(w, r, badRequest(CodeInvalidJSON, "", "a PATCH body is a JSON object of the fields to change"))
+		return
+	}
+	for k := range patch {
+		if !patchable[k] {
+			msg := "unknown field %q"
+			if k == "secret" {
+				msg = "%q cannot be patched; use POST .../rotate-secret"
+			}
+			a.fail(w, r, badRequest(CodeUnknownField, k, msg, k))
+			return
+		}
+	}
+	ctx := r.Context()
+	id := r.PathValue("id")
+	for range 3 {
+		cur, err := a.e.st.EndpointGet(ctx, id)
+		if err != nil {
+			a.fail(w, r, err)
+			return
+		}
+		// The stored configuration with the patch laid over it: a field set
+		// to null goes back to its default.
+		active := cur.Active
+		merged := endpointRequest{EndpointConfig: ConfigOf(cur), Active: &active}
+		base, err := json.Marshal(merged)
+		if err != nil {
+			a.fail(w, r, err)
+			return
+		}
+		var fields map[string]json.RawMessage
+		if err := json.Unmarshal(base, &fields); err != nil {
+			a.fail(w, r, err)
+			return
+		}
+		for k, v := range patch {
+			fields[k] = v
+		}
+		full, err := json.Marshal(fields)
+		if err != nil {
+			a.fail(w, r, err)
+			return
+		}
+		var req endpointRequest
+		if err := decodeStrict(full, &req); err != nil {
+			a.fail(w, r, err)
+			return
+		}
+		if req.Active != nil {
+			active = *req.Active
+		}
+		ep, err := a.e.UpdateEndpoint(ctx, &UpdateEndpointParams{ID: id, Config: req.EndpointConfig, Active: active, ExpectVersion: cur.Version})
+		if errors.Is(err, store.ErrEndpointConflict) {
+			continue
+		}
+		if err != nil {
+			a.fail(w, r, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, a.endpointView(ep, false))
+		return
+	}
+	a.fail(w, r, store.ErrEndpointConflict)
+}
+
+func (a *API) deleteEndpoint(w http.ResponseWriter, r *http.Request) {
+	if err := a.e.DeleteEndpoint(r.Context(), r.PathValue("id")); err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (a *API) rotateSecret(w http.ResponseWriter, r *http.Request) {
+	if _, err := readBody(w, r, maxRequestBody, true); err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	ep, err := a.e.RotateSecret(r.Context(), r.PathValue("id"))
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, a.endpointView(ep, true))
+}
+
+type testRequest struct {
+	Data json.RawMessage `json:"data,omitempty"`
+}
+
+type testJSON struct {
+	OK           bool     `json:"ok"`
+	Event        Event    `json:"event"`
+	StatusCode   int      `json:"status_code"`
+	ResponseBody string   `json:"response_body"`
+	Latency      duration `json:"latency"`
+	Error        string   `json:"error,omitempty"`
+}
+
+func (a *API) testEndpoint(w http.ResponseWriter, r *http.Request) {
+	body, err := readBody(w, r, maxRequestBody, true)
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	var req testRequest
+	if body != nil {
+		if err := decodeStrict(body, &req); err != nil {
+			a.fail(w, r, err)
+			return
+		}
+	}
+	res, err := a.e.SendTest(r.Context(), r.PathValue("id"), req.Data)
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, testJSON{OK: res.OK(), Event: res.Event, StatusCode: res.StatusCode,
+		ResponseBody: string(res.ResponseBody), Latency: duration(res.Latency), Error: res.Error})
+}
+
+type replayRequest struct {
+	Since  string `json:"since,omitempty"`
+	Offset string `json:"offset,omitempty"`
+	Stream string `json:"stream,omitempty"`
+}
+
+type replayJSON struct {
+	Queued    int  `json:"queued"`
+	Truncated bool `json:"truncated"`
+}
+
+func (a *API) replay(w http.ResponseWriter, r *http.Request) {
+	body, err := readBody(w, r, maxRequestBody, false)
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	var req replayRequest
+	if err := decodeStrict(body, &req); err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	p := &ReplayParams{EndpointID: r.PathValue("id"), Stream: req.Stream}
+	if req.Since == "" && req.Offset == "" {
+		a.fail(w, r, badRequest(CodeInvalidParameter, "since", "give since (an RFC 3339 time) or offset (a stream offset, -1 for the start)"))
+		return
+	}
+	if req.Since != "" {
+		t, err := time.Parse(time.RFC3339, req.Since)
+		if err != nil {
+			a.fail(w, r, badRequest(CodeInvalidTimestamp, "since", "since must be RFC 3339, like 2026-01-02T15:04:05Z"))
+			return
+		}
+		p.Since = t
+	}
+	if req.Offset != "" {
+		pos, err := parseOffset(req.Offset)
+		if err != nil {
+			a.fail(w, r, err)
+			return
+		}
+		p.HasFrom, p.From = true, pos
+	}
+	if req.Stream != "" {
+		if err := validateStream(req.Stream); err != nil {
+			a.fail(w, r, err)
+			return
+		}
+	}
+	res, err := a.e.Replay(r.Context(), p)
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusAccepted, replayJSON{Queued: res.Queued, Truncated: res.Truncated})
+}

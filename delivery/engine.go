@@ -1,0 +1,561 @@
+package delivery
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/heraldstreams/herald/glob"
+	"github.com/heraldstreams/herald/store"
+	"github.com/heraldstreams/herald/webhook"
+)
+
+// EngineStore is the part of the storage contract the engine uses.
+type EngineStore interface {
+	store.DeliveryStore
+	StreamGet(ctx context.Context, params *store.StreamGetParams) (*store.Stream, error)
+	StreamRead(ctx context.Context, params *store.StreamReadParams) (*store.StreamReadResult, error)
+	StreamList(ctx context.Context, params *store.StreamListParams) ([]store.Stream, error)
+	Notifier() store.Notifier
+}
+
+// Sender sends webhook POSTs. *webhook.Sender implements it; tests pass
+// one that serves requests in process.
+type Sender interface {
+	Send(ctx context.Context, req *webhook.Request) (*webhook.Response, error)
+	ValidateURL(ctx context.Context, raw string) error
+}
+
+// Defaults of EngineConfig.
+const (
+	DefaultLease               = 2 * time.Minute
+	DefaultGlobalMaxInFlight   = 512
+	DefaultEndpointMaxInFlight = 32
+	DefaultSweepInterval       = 5 * time.Second
+	DefaultRetention           = 30 * 24 * time.Hour
+	DefaultPruneInterval       = time.Minute
+	DefaultMatchWorkers        = 4
+	// DefaultStream is where POST /v1/events appends when no stream is
+	// given.
+	DefaultStream = "/events"
+	// matchPage bounds the bytes read per enqueue transaction.
+	matchPage = 1 << 20
+	// listenBuffer is the tail-change feed's buffer (a lossy hint; the
+	// sweep catches what it drops).
+	listenBuffer = 1 << 14
+	// casAttempts bounds the compare-and-set retries of one stream.
+	casAttempts = 16
+	// pruneBatch is how many deliveries one prune transaction removes.
+	pruneBatch = 1000
+)
+
+// EngineConfig configures an Engine. Zero values take the defaults.
+type EngineConfig struct {
+	// Store keeps endpoints and deliveries and holds the streams. Required.
+	Store EngineStore
+	// Sender posts deliveries. Required.
+	Sender Sender
+	// Now is the clock; time.Now when nil.
+	Now func() time.Time
+	// Rand is the source of ids and secrets; crypto/rand.Reader when nil.
+	Rand io.Reader
+	// Logger; slog.Default() when nil.
+	Logger *slog.Logger
+	// Registerer, when set, receives the engine's metrics.
+	Registerer prometheus.Registerer
+	// RetrySchedule is the schedule of endpoints that set none;
+	// DefaultSchedule when nil.
+	RetrySchedule Schedule
+	// BreakerThreshold is the consecutive failures that disable an
+	// endpoint; DefaultBreakerThreshold when 0.
+	BreakerThreshold int
+	// RotationOverlap is how long a rotated secret keeps signing;
+	// DefaultRotationOverlap when 0.
+	RotationOverlap time.Duration
+	// Lease is how long a claimed delivery belongs to its sender: if the
+	// sender dies, another claims it after the lease. It must exceed the
+	// send timeout.
+	Lease time.Duration
+	// GlobalMaxInFlight bounds the deliveries in flight across endpoints.
+	GlobalMaxInFlight int
+	// EndpointMaxInFlight is the max_in_flight of endpoints that set none.
+	EndpointMaxInFlight int
+	// SweepInterval is how often every stream and endpoint is checked even
+	// without a notification (changes made by another replica, or dropped
+	// by a lagging feed).
+	SweepInterval time.Duration
+	// Retention is how long finished deliveries and their attempts are
+	// kept; PruneInterval how often they are pruned.
+	Retention     time.Duration
+	PruneInterval time.Duration
+	// MatchWorkers is how many streams are matched at once.
+	MatchWorkers int
+	// MaxEventBytes caps events published through the API;
+	// DefaultMaxEventBytes when 0.
+	MaxEventBytes int
+	// DefaultStream is where events published without a stream go;
+	// DefaultStream when "".
+	DefaultStream string
+}
+
+// Engine delivers events: it matches stream messages to endpoints and
+// stores deliveries (matcher), sends them signed with retries and a
+// breaker (one runner per endpoint), and prunes old ones. Appends never
+// wait for it: it learns of them from the store's tail-change feed, and a
+// periodic sweep catches what the feed drops.
+type Engine struct {
+	cfg     EngineConfig
+	st      EngineStore
+	sender  Sender
+	now     func() time.Time
+	log     *slog.Logger
+	metrics *engineMetrics
+	breaker Breaker
+
+	mu        sync.RWMutex
+	endpoints map[string]*liveEndpoint // guarded by mu
+	runners   map[string]*runner       // guarded by mu
+
+	queue  *pathQueue
+	global chan struct{} // global in-flight slots
+	freeMu sync.Mutex
+	freed  chan struct{} // closed and replaced when a slot frees; guarded by freeMu
+
+	randMu sync.Mutex
+	rand   io.Reader // guarded by randMu
+
+	ctx        context.Context // cancelled by Stop: no new claim or match
+	cancel     context.CancelFunc
+	sendCtx    context.Context // cancelled when Stop's context ends
+	cancelSend context.CancelFunc
+	wg         sync.WaitGroup
+	startOnce  sync.Once
+	stopMu     sync.Mutex
+	stopped    bool // guarded by stopMu
+}
+
+// liveEndpoint is an endpoint as the engine runs it.
+type liveEndpoint struct {
+	ep       store.Endpoint
+	filters  *Filters
+	streams  []StreamMatcher // nil: every stream
+	schedule Schedule
+}
+
+// NewEngine returns an Engine; Start runs it.
+func NewEngine(cfg EngineConfig) (*Engine, error) {
+	if cfg.Store == nil || cfg.Sender == nil {
+		return nil, errors.New("delivery: an engine needs a store and a sender")
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Rand == nil {
+		cfg.Rand = rand.Reader
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.RetrySchedule == nil {
+		cfg.RetrySchedule = DefaultSchedule()
+	}
+	if err := cfg.RetrySchedule.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.RotationOverlap <= 0 {
+		cfg.RotationOverlap = DefaultRotationOverlap
+	}
+	if cfg.Lease <= 0 {
+		cfg.Lease = DefaultLease
+	}
+	if cfg.GlobalMaxInFlight <= 0 {
+		cfg.GlobalMaxInFlight = DefaultGlobalMaxInFlight
+	}
+	if cfg.EndpointMaxInFlight <= 0 {
+		cfg.EndpointMaxInFlight = DefaultEndpointMaxInFlight
+	}
+	if cfg.SweepInterval <= 0 {
+		cfg.SweepInterval = DefaultSweepInterval
+	}
+	if cfg.Retention <= 0 {
+		cfg.Retention = DefaultRetention
+	}
+	if cfg.PruneInterval <= 0 {
+		cfg.PruneInterval = DefaultPruneInterval
+	}
+	if cfg.MatchWorkers <= 0 {
+		cfg.MatchWorkers = DefaultMatchWorkers
+	}
+	if cfg.MaxEventBytes <= 0 {
+		cfg.MaxEventBytes = DefaultMaxEventBytes
+	}
+	if cfg.DefaultStream == "" {
+		cfg.DefaultStream = DefaultStream
+	}
+	e := &Engine{
+		cfg:       cfg,
+		st:        cfg.Store,
+		sender:    cfg.Sender,
+		now:       cfg.Now,
+		log:       cfg.Logger,
+		breaker:   Breaker{Threshold: cfg.BreakerThreshold},
+		endpoints: make(map[string]*liveEndpoint),
+		runners:   make(map[string]*runner),
+		queue:     newPathQueue(),
+		global:    make(chan struct{}, cfg.GlobalMaxInFlight),
+		freed:     make(chan struct{}),
+		rand:      cfg.Rand,
+	}
+	m, err := newEngineMetrics(cfg.Registerer, cfg.Store)
+	if err != nil {
+		return nil, fmt.Errorf("delivery: metrics: %w", err)
+	}
+	e.metrics = m
+	e.ctx, e.cancel = context.WithCancel(context.Background())
+	e.sendCtx, e.cancelSend = context.WithCancel(context.Background())
+	return e, nil
+}
+
+// Start loads the endpoints and starts the matcher, the runners and the
+// pruner. It returns at once; Stop ends them.
+func (e *Engine) Start(ctx context.Context) error {
+	var err error
+	e.startOnce.Do(func() {
+		if err = e.loadEndpoints(ctx); err != nil {
+			return
+		}
+		feed, stopFeed := e.st.Notifier().Listen(listenBuffer)
+		e.goOwned(func() { e.listenLoop(feed, stopFeed) })
+		e.goOwned(e.sweepLoop)
+		e.goOwned(e.pruneLoop)
+		for range e.cfg.MatchWorkers {
+			e.goOwned(e.matchWorker)
+		}
+		e.sweepStreams(e.ctx)
+	})
+	return err
+}
+
+// Stop stops matching and claiming, lets in-flight deliveries finish and
+// record their outcome, and returns when every goroutine has ended. When
+// ctx ends first, in-flight sends are cancelled (their deliveries are sent
+// again after the lease).
+func (e *Engine) Stop(ctx context.Context) {
+	e.stopMu.Lock()
+	e.stopped = true
+	e.stopMu.Unlock()
+	e.cancel()
+	e.queue.close()
+	done := make(chan struct{})
+	go func() {
+		e.wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		e.cancelSend()
+		<-done
+	}
+	e.cancelSend()
+}
+
+// goOwned runs fn in a goroutine counted in wg, unless the engine stopped.
+func (e *Engine) goOwned(fn func()) bool {
+	e.stopMu.Lock()
+	defer e.stopMu.Unlock()
+	if e.stopped {
+		return false
+	}
+	e.wg.Add(1)
+	go func() {
+		defer e.wg.Done()
+		fn()
+	}()
+	return true
+}
+
+// newID returns prefix + 24 random hex digits.
+func (e *Engine) newID(prefix string) (string, error) {
+	var b [12]byte
+	e.randMu.Lock()
+	_, err := io.ReadFull(e.rand, b[:])
+	e.randMu.Unlock()
+	if err != nil {
+		return "", fmt.Errorf("delivery: random id: %w", err)
+	}
+	return prefix + hex.EncodeToString(b[:]), nil
+}
+
+func (e *Engine) newSecret() (string, error) {
+	e.randMu.Lock()
+	defer e.randMu.Unlock()
+	return GenerateSecret(e.rand)
+}
+
+// compileStream compiles a stream glob pattern.
+func compileStream(pattern string) (StreamMatcher, error) {
+	return glob.Compile(pattern)
+}
+
+func (e *Engine) compile(ep *store.Endpoint) (*liveEndpoint, error) {
+	f, err := CompileFilters(&FiltersParams{EventTypes: ep.EventTypes, Streams: ep.Streams, Filter: ep.Filter, CompileStream: compileStream})
+	if err != nil {
+		return nil, err
+	}
+	le := &liveEndpoint{ep: *ep, filters: f, schedule: ep.RetrySchedule}
+	if le.schedule == nil {
+		le.schedule = e.cfg.RetrySchedule
+	}
+	for _, p := range ep.Streams {
+		if p == DefaultStreamPattern {
+			le.streams = nil
+			break
+		}
+		m, err := compileStream(p)
+		if err != nil {
+			return nil, err
+		}
+		le.streams = append(le.streams, m)
+	}
+	return le, nil
+}
+
+// matchesStream reports whether the endpoint sources from path.
+func (le *liveEndpoint) matchesStream(path string) bool {
+	if le.streams == nil {
+		return true
+	}
+	for _, m := range le.streams {
+		if m.Match(path) {
+			return true
+		}
+	}
+	return false
+}
+
+func (le *liveEndpoint) maxInFlight(def int) int {
+	if le.ep.MaxInFlight > 0 {
+		return le.ep.MaxInFlight
+	}
+	return def
+}
+
+// loadEndpoints replaces the endpoint cache with the store's endpoints,
+// starting and stopping runners to match.
+func (e *Engine) loadEndpoints(ctx context.Context) error {
+	eps, err := e.st.EndpointList(ctx, &store.EndpointListParams{})
+	if err != nil {
+		return fmt.Errorf("delivery: load endpoints: %w", err)
+	}
+	seen := make(map[string]bool, len(eps))
+	for i := range eps {
+		seen[eps[i].ID] = true
+		e.install(&eps[i])
+	}
+	e.mu.Lock()
+	var gone []string
+	for id := range e.endpoints {
+		if !seen[id] {
+			gone = append(gone, id)
+		}
+	}
+	e.mu.Unlock()
+	for _, id := range gone {
+		e.uninstall(id)
+	}
+	return nil
+}
+
+// install caches an endpoint read from the store (unless the cache holds
+// a newer read) and makes sure its runner runs.
+func (e *Engine) install(ep *store.Endpoint) {
+	le, err := e.compile(ep)
+	if err != nil {
+		e.log.Error("stored endpoint does not compile; it is not served", "endpoint", ep.ID, "err", err)
+		return
+	}
+	e.mu.Lock()
+	if cur, ok := e.endpoints[ep.ID]; ok && (cur.ep.Version > ep.Version || cur.ep.HealthVersion > ep.HealthVersion) {
+		le = nil // keep the newer
+	}
+	if le != nil {
+		e.endpoints[ep.ID] = le
+	}
+	r, ok := e.runners[ep.ID]
+	if !ok {
+		r = newRunner(e, ep.ID)
+		e.runners[ep.ID] = r
+	}
+	e.mu.Unlock()
+	if !ok && !e.goOwned(r.loop) {
+		return
+	}
+	r.wake()
+}
+
+// uninstall forgets an endpoint and stops its runner.
+func (e *Engine) uninstall(id string) {
+	e.mu.Lock()
+	delete(e.endpoints, id)
+	r := e.runners[id]
+	delete(e.runners, id)
+	e.mu.Unlock()
+	if r != nil {
+		r.cancel()
+	}
+}
+
+func (e *Engine) endpoint(id string) *liveEndpoint {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	return e.endpoints[id]
+}
+
+// setHealth updates the cached breaker state after the runner stored it.
+func (e *Engine) setHealth(id string, h store.EndpointHealth, version int64) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if le, ok := e.endpoints[id]; ok && le.ep.HealthVersion < version {
+		c := *le
+		c.ep.Health, c.ep.HealthVersion = h, version
+		e.endpoints[id] = &c
+	}
+}
+
+// EndpointChanged reloads one endpoint from the store (after the API
+// created, changed or deleted it) and wakes its runner.
+func (e *Engine) EndpointChanged(ctx context.Context, id string) error {
+	ep, err := e.st.EndpointGet(ctx, id)
+	if errors.Is(err, store.ErrEndpointNotFound) {
+		e.uninstall(id)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	e.install(ep)
+	return nil
+}
+
+func (e *Engine) kick(ids map[string]bool) {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	for id := range ids {
+		if r := e.runners[id]; r != nil {
+			r.wake()
+		}
+	}
+}
+
+// sweepLoop reloads endpoints, re-checks every stream and wakes every
+// runner, every SweepInterval.
+func (e *Engine) sweepLoop() {
+	t := time.NewTicker(e.cfg.SweepInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-e.ctx.Done():
+			return
+		case <-t.C:
+			if err := e.loadEndpoints(e.ctx); err != nil && e.ctx.Err() == nil {
+				e.log.Warn("endpoint sweep failed", "err", err)
+			}
+			e.sweepStreams(e.ctx)
+			e.mu.RLock()
+			for _, r := range e.runners {
+				r.wake()
+			}
+			e.mu.RUnlock()
+		}
+	}
+}
+
+// sweepStreams queues every stream some endpoint sources from.
+func (e *Engine) sweepStreams(ctx context.Context) {
+	streams, err := e.st.StreamList(ctx, &store.StreamListParams{Now: e.now()})
+	if err != nil {
+		if ctx.Err() == nil {
+			e.log.Warn("stream sweep failed", "err", err)
+		}
+		return
+	}
+	for _, s := range streams {
+		if len(e.endpointsFor(s.Path)) > 0 {
+			e.queue.add(s.Path)
+		}
+	}
+}
+
+// pruneLoop removes finished deliveries older than the retention.
+func (e *Engine) pruneLoop() {
+	t := time.NewTicker(e.cfg.PruneInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-e.ctx.Done():
+			return
+		case <-t.C:
+			if _, err := e.PruneOnce(e.ctx); err != nil && e.ctx.Err() == nil {
+				e.log.Warn("pruning deliveries failed", "err", err)
+			}
+		}
+	}
+}
+
+// PruneOnce removes the finished deliveries (and their attempts) that
+// finished more than Retention ago, and returns how many.
+func (e *Engine) PruneOnce(ctx context.Context) (int, error) {
+	before := e.now().Add(-e.cfg.Retention)
+	total := 0
+	for {
+		n, err := e.st.DeliveryPrune(ctx, &store.DeliveryPruneParams{Before: before, Limit: pruneBatch})
+		total += n
+		if err != nil || n < pruneBatch {
+			return total, err
+		}
+	}
+}
+
+// acquireGlobal takes up to n global in-flight slots without waiting.
+func (e *Engine) acquireGlobal(n int) int {
+	got := 0
+	for got < n {
+		select {
+		case e.global <- struct{}{}:
+			got++
+		default:
+			return got
+		}
+	}
+	return got
+}
+
+// releaseGlobal frees n slots and wakes runners starved of them.
+func (e *Engine) releaseGlobal(n int) {
+	if n <= 0 {
+		return
+	}
+	for range n {
+		<-e.global
+	}
+	e.freeMu.Lock()
+	close(e.freed)
+	e.freed = make(chan struct{})
+	e.freeMu.Unlock()
+}
+
+// slotFreed returns a channel closed at the next release.
+func (e *Engine) slotFreed() <-chan struct{} {
+	e.freeMu.Lock()
+	defer e.freeMu.Unlock()
+	return e.freed
+}

@@ -1,0 +1,351 @@
+package delivery
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/heraldstreams/herald/protocol"
+	"github.com/heraldstreams/herald/store"
+)
+
+// pathQueue is a coalescing set of streams to match: a stream queued
+// twice is matched once, and never by two workers at a time.
+type pathQueue struct {
+	mu      sync.Mutex
+	order   []string
+	queued  map[string]bool
+	running map[string]bool
+	again   map[string]bool
+	closed  bool
+	signal  chan struct{}
+}
+
+func newPathQueue() *pathQueue {
+	return &pathQueue{queued: map[string]bool{}, running: map[string]bool{}, again: map[string]bool{}, signal: make(chan struct{}, 1)}
+}
+
+func (q *pathQueue) add(path string) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	switch {
+	case q.closed || q.queued[path]:
+		return
+	case q.running[path]:
+		q.again[path] = true
+		return
+	}
+	q.queued[path] = true
+	q.order = append(q.order, path)
+	select {
+	case q.signal <- struct{}{}:
+	default:
+	}
+}
+
+// take returns the next stream, or false once the queue is closed.
+func (q *pathQueue) take() (string, bool) {
+	for {
+		q.mu.Lock()
+		if q.closed {
+			q.mu.Unlock()
+			return "", false
+		}
+		if len(q.order) > 0 {
+			p := q.order[0]
+			q.order = q.order[1:]
+			delete(q.queued, p)
+			q.running[p] = true
+			more := len(q.order) > 0
+			q.mu.Unlock()
+			if more {
+				select {
+				case q.signal <- struct{}{}:
+				default:
+				}
+			}
+			return p, true
+		}
+		q.mu.Unlock()
+		<-q.signal
+	}
+}
+
+func (q *pathQueue) done(path string) {
+	q.mu.Lock()
+	delete(q.running, path)
+	again := q.again[path]
+	delete(q.again, path)
+	q.mu.Unlock()
+	if again {
+		q.add(path)
+	}
+}
+
+func (q *pathQueue) close() {
+	q.mu.Lock()
+	q.closed = true
+	q.mu.Unlock()
+	close(q.signal)
+}
+
+// listenLoop moves tail changes into the queue.
+func (e *Engine) listenLoop(feed <-chan store.TailChange, stop func()) {
+	defer stop()
+	for {
+		select {
+		case <-e.ctx.Done():
+			return
+		case c := <-feed:
+			if !c.Deleted && len(e.endpointsFor(c.Path)) > 0 {
+				e.queue.add(c.Path)
+			}
+		}
+	}
+}
+
+func (e *Engine) matchWorker() {
+	for {
+		path, ok := e.queue.take()
+		if !ok {
+			return
+		}
+		if err := e.MatchStream(e.ctx, path); err != nil && e.ctx.Err() == nil {
+			e.log.Warn("matching a stream failed; the sweep retries it", "stream", path, "err", err)
+		}
+		e.queue.done(path)
+	}
+}
+
+// endpointsFor returns the endpoints that source from path.
+func (e *Engine) endpointsFor(path string) []*liveEndpoint {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	var out []*liveEndpoint
+	for _, le := range e.endpoints {
+		if le.matchesStream(path) {
+			out = append(out, le)
+		}
+	}
+	return out
+}
+
+// parsedMessage is one stream message read as an event.
+type parsedMessage struct {
+	target *Target
+	tenant string
+	body   []byte
+}
+
+// wireMessage is a stream message as the matcher reads it: an event
+// envelope, plus the tenant that POST /v1/events records.
+type wireMessage struct {
+	ID        json.RawMessage `json:"id"`
+	Type      json.RawMessage `json:"type"`
+	Timestamp json.RawMessage `json:"timestamp"`
+	Data      json.RawMessage `json:"data"`
+	Tenant    json.RawMessage `json:"tenant"`
+}
+
+// parseMessage reads one stream message as an event, or returns nil when
+// it is not one (not an object, or no valid string type). Missing ids are
+// derived from the stream and position, so they are stable across
+// restarts and replays; a missing timestamp is now.
+func parseMessage(raw []byte, st *store.Stream, pos int64, now time.Time) *parsedMessage {
+	var w wireMessage
+	if err := json.Unmarshal(raw, &w); err != nil {
+		return nil
+	}
+	ev := &Event{}
+	if err := json.Unmarshal(w.Type, &ev.Type); err != nil || ValidateEventType(ev.Type) != nil {
+		return nil
+	}
+	if json.Unmarshal(w.ID, &ev.ID) != nil || ValidateEventID(ev.ID) != nil {
+		ev.ID = "evt_" + strconv.FormatInt(st.ID, 10) + "_" + strconv.FormatInt(pos, 10)
+	}
+	ev.Timestamp = now.UTC()
+	var ts string
+	if json.Unmarshal(w.Timestamp, &ts) == nil {
+		if t, err := time.Parse(time.RFC3339, ts); err == nil {
+			ev.Timestamp = t
+		}
+	}
+	ev.Data = json.RawMessage("null")
+	if len(w.Data) > 0 {
+		ev.Data = w.Data
+	}
+	m := &parsedMessage{target: NewTarget(ev, st.Path)}
+	if len(w.Tenant) > 0 && json.Unmarshal(w.Tenant, &m.tenant) != nil {
+		m.tenant = ""
+	}
+	body, err := ev.Body()
+	if err != nil {
+		return nil
+	}
+	m.body = body
+	return m
+}
+
+// receives reports whether the endpoint receives the message.
+func (le *liveEndpoint) receives(m *parsedMessage) bool {
+	if le.ep.Tenant != "" && le.ep.Tenant != m.tenant {
+		return false
+	}
+	return le.filters.Match(m.target)
+}
+
+// matchState is one endpoint's progress on the stream being matched.
+type matchState struct {
+	le     *liveEndpoint
+	cursor store.DeliveryCursor
+	found  bool
+	start  int64
+}
+
+// MatchStream stores the deliveries of every message of the stream that
+// is past an endpoint's cursor and advances the cursors, page by page,
+// each page in one transaction. It is safe to run again at any time: a
+// lost race (another replica) is retried from the stored cursors.
+func (e *Engine) MatchStream(ctx context.Context, path string) error {
+	eps := e.endpointsFor(path)
+	if len(eps) == 0 {
+		return nil
+	}
+	conflicts := 0
+	for ctx.Err() == nil {
+		more, err := e.matchPage(ctx, path, eps)
+		switch {
+		case errors.Is(err, store.ErrCursorConflict):
+			if conflicts++; conflicts >= casAttempts {
+				return err
+			}
+		case err != nil:
+			return err
+		case !more:
+			return nil
+		}
+	}
+	return ctx.Err()
+}
+
+// matchPage matches one page of the stream; more is true when there is
+// more to match.
+func (e *Engine) matchPage(ctx context.Context, path string, eps []*liveEndpoint) (more bool, err error) {
+	now := e.now()
+	st, err := e.st.StreamGet(ctx, &store.StreamGetParams{Path: path, Now: now})
+	if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrStreamGone) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	if !protocol.IsJSON(st.ContentType) {
+		return false, nil
+	}
+	cursors, err := e.st.DeliveryCursors(ctx, &store.DeliveryCursorsParams{Stream: path})
+	if err != nil {
+		return false, err
+	}
+	byEP := make(map[string]store.DeliveryCursor, len(cursors))
+	for _, c := range cursors {
+		byEP[c.EndpointID] = c
+	}
+	var states []*matchState
+	from := st.Tail
+	for _, le := range eps {
+		ms := &matchState{le: le, start: st.ForkPosition}
+		if c, ok := byEP[le.ep.ID]; ok {
+			ms.cursor, ms.found = c, true
+			if c.StreamID == st.ID {
+				ms.start = c.Position
+			}
+		}
+		if ms.start >= st.Tail && ms.found && ms.cursor.StreamID == st.ID {
+			continue
+		}
+		states = append(states, ms)
+		from = min(from, ms.start)
+	}
+	if len(states) == 0 {
+		return false, nil
+	}
+	var data []byte
+	next := from
+	if from < st.Tail {
+		res, err := e.st.StreamRead(ctx, &store.StreamReadParams{Path: path, From: from, MaxBytes: matchPage, Now: now})
+		if err != nil {
+			return false, err
+		}
+		// Only whole messages: a page ends after a '\n'.
+		data = res.Data[:bytes.LastIndexByte(res.Data, '\n')+1]
+		if len(data) == 0 {
+			return false, fmt.Errorf("delivery: stream %s has no whole message at position %d", path, from)
+		}
+		next = from + int64(len(data))
+	}
+	var deliveries []store.Delivery
+	kicked := make(map[string]bool)
+	for pos := from; len(data) > 0; {
+		i := bytes.IndexByte(data, '\n')
+		raw := data[:i]
+		data = data[i+1:]
+		msgPos := pos
+		pos += int64(i + 1)
+		var m *parsedMessage
+		parsed := false
+		for _, ms := range states {
+			if ms.start > msgPos {
+				continue
+			}
+			if !parsed {
+				m, parsed = parseMessage(raw, st, msgPos, now), true
+			}
+			if m == nil || !ms.le.receives(m) {
+				continue
+			}
+			d, err := e.newDelivery(ms.le, m, msgPos, now)
+			if err != nil {
+				return false, err
+			}
+			deliveries = append(deliveries, d)
+			kicked[ms.le.ep.ID] = true
+		}
+	}
+	params := &store.DeliveryEnqueueParams{Stream: path, Deliveries: deliveries, Now: now}
+	for _, ms := range states {
+		pos := max(next, ms.start)
+		if ms.found && ms.cursor.StreamID == st.ID && ms.cursor.Position == pos {
+			continue
+		}
+		params.Cursors = append(params.Cursors, store.CursorAdvance{
+			EndpointID: ms.le.ep.ID, Found: ms.found, ExpectStreamID: ms.cursor.StreamID, ExpectPosition: ms.cursor.Position,
+			StreamID: st.ID, Position: pos,
+		})
+	}
+	if len(params.Cursors) == 0 && len(deliveries) == 0 {
+		return false, nil
+	}
+	if _, err := e.st.DeliveryEnqueue(ctx, params); err != nil {
+		return false, err
+	}
+	e.metrics.matched.Add(float64(len(deliveries)))
+	e.kick(kicked)
+	return next < st.Tail, nil
+}
+
+func (e *Engine) newDelivery(le *liveEndpoint, m *parsedMessage, pos int64, now time.Time) (store.Delivery, error) {
+	id, err := e.newID("dlv_")
+	if err != nil {
+		return store.Delivery{}, err
+	}
+	at, _ := NextAttempt(le.schedule, 0, now, 0)
+	return store.Delivery{
+		ID: id, EndpointID: le.ep.ID, EventID: m.target.Event.ID, EventType: m.target.Event.Type,
+		Stream: m.target.Stream, Position: pos, Body: m.body, NextAttemptAt: at,
+	}, nil
+}

@@ -1,0 +1,488 @@
+package delivery
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/heraldstreams/herald/protocol"
+	"github.com/heraldstreams/herald/store"
+)
+
+// Errors of the engine's operations (besides *ValidationError and the
+// store's sentinels).
+var (
+	// ErrVerificationFailed: the endpoint did not answer the verification
+	// challenge on create.
+	ErrVerificationFailed = errors.New("delivery: endpoint verification failed")
+	// ErrStreamNotSourced: a replay names a stream the endpoint does not
+	// source from.
+	ErrStreamNotSourced = errors.New("delivery: the endpoint does not source from that stream")
+)
+
+// Limits of the operations.
+const (
+	// MaxReplayEvents bounds the deliveries one replay queues.
+	MaxReplayEvents = 100_000
+	// TestEventType is the type of the event `test` sends.
+	TestEventType = "herald.test"
+	// VerificationEventType is the type of the verification challenge.
+	VerificationEventType = "herald.verification"
+	// HeaderVerification carries the challenge of the verification POST.
+	HeaderVerification = "Herald-Verification"
+	replayEnqueueBatch = 1000
+)
+
+// CreateEndpointParams are the inputs of CreateEndpoint.
+type CreateEndpointParams struct {
+	Config EndpointConfig
+	Active bool
+	// Secret is the signing secret; one is generated when "".
+	Secret string
+	// Verify sends a challenge first (seed 002): the endpoint must answer
+	// 2xx with {"challenge": "<the challenge>"}, else ErrVerificationFailed
+	// and nothing is stored.
+	Verify bool
+}
+
+// CreateEndpoint validates, optionally verifies, and stores an endpoint,
+// and starts delivering to it.
+func (e *Engine) CreateEndpoint(ctx context.Context, p *CreateEndpointParams) (*store.Endpoint, error) {
+	cfg, err := ValidateEndpoint(ctx, &ValidateEndpointParams{Config: &p.Config, CheckURL: e.sender.ValidateURL, CompileStream: compileStream})
+	if err != nil {
+		return nil, err
+	}
+	secret := p.Secret
+	if secret == "" {
+		if secret, err = e.newSecret(); err != nil {
+			return nil, err
+		}
+	} else if _, err := ParseSecret(secret); err != nil {
+		return nil, err
+	}
+	id, err := e.newID("ep_")
+	if err != nil {
+		return nil, err
+	}
+	ep := endpointFromConfig(id, cfg)
+	ep.Active, ep.Secret = p.Active, secret
+	if p.Verify {
+		if err := e.verify(ctx, &ep); err != nil {
+			return nil, err
+		}
+	}
+	created, err := e.st.EndpointCreate(ctx, &store.EndpointCreateParams{Endpoint: ep, Now: e.now()})
+	if err != nil {
+		return nil, err
+	}
+	e.install(created)
+	return created, nil
+}
+
+func endpointFromConfig(id string, c *EndpointConfig) store.Endpoint {
+	return store.Endpoint{
+		ID: id, URL: c.URL, EventTypes: c.EventTypes, Streams: c.Streams, Filter: c.Filter, Description: c.Description,
+		Tenant: c.Tenant, RateLimit: c.RateLimit, MaxInFlight: c.MaxInFlight, Ordering: string(c.Ordering),
+		RetrySchedule: c.RetrySchedule, Headers: c.Headers,
+	}
+}
+
+// ConfigOf returns the configuration of a stored endpoint.
+func ConfigOf(ep *store.Endpoint) EndpointConfig {
+	return EndpointConfig{
+		URL: ep.URL, EventTypes: ep.EventTypes, Streams: ep.Streams, Filter: ep.Filter, Description: ep.Description,
+		Tenant: ep.Tenant, RateLimit: ep.RateLimit, MaxInFlight: ep.MaxInFlight, Ordering: Ordering(ep.Ordering),
+		RetrySchedule: ep.RetrySchedule, Headers: ep.Headers,
+	}
+}
+
+// UpdateEndpointParams are the inputs of UpdateEndpoint.
+type UpdateEndpointParams struct {
+	ID string
+	// Config is the whole new configuration.
+	Config EndpointConfig
+	Active bool
+	// ExpectVersion is the version the change was made from.
+	ExpectVersion int64
+}
+
+// UpdateEndpoint validates and stores a new configuration. Setting Active
+// on an endpoint the breaker disabled re-enables it: the failure count
+// starts again and its kept deliveries resume. Errors: *ValidationError,
+// store.ErrEndpointNotFound, store.ErrEndpointConflict.
+func (e *Engine) UpdateEndpoint(ctx context.Context, p *UpdateEndpointParams) (*store.Endpoint, error) {
+	cur, err := e.st.EndpointGet(ctx, p.ID)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := ValidateEndpoint(ctx, &ValidateEndpointParams{Config: &p.Config, CheckURL: e.sender.ValidateURL, CompileStream: compileStream})
+	if err != nil {
+		return nil, err
+	}
+	ep := endpointFromConfig(p.ID, cfg)
+	ep.Active = p.Active
+	ep.Secret, ep.PreviousSecret, ep.PreviousSecretUntil = cur.Secret, cur.PreviousSecret, cur.PreviousSecretUntil
+	out, err := e.st.EndpointUpdate(ctx, &store.EndpointUpdateParams{
+		Endpoint: ep, ExpectVersion: p.ExpectVersion, ResetHealth: p.Active && !cur.Health.DisabledAt.IsZero(), Now: e.now(),
+	})
+	if err != nil {
+		return nil, err
+	}
+	e.install(out)
+	return out, nil
+}
+
+// RotateSecret gives an endpoint a new secret; the old one keeps signing
+// for the rotation overlap. It returns the endpoint with the new secret.
+func (e *Engine) RotateSecret(ctx context.Context, id string) (*store.Endpoint, error) {
+	for range casAttempts {
+		cur, err := e.st.EndpointGet(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		next, err := e.newSecret()
+		if err != nil {
+			return nil, err
+		}
+		now := e.now()
+		set := SecretSet{Current: cur.Secret, Previous: cur.PreviousSecret, PreviousUntil: cur.PreviousSecretUntil}.Rotate(next, now, e.cfg.RotationOverlap)
+		ep := *cur
+		ep.Secret, ep.PreviousSecret, ep.PreviousSecretUntil = set.Current, set.Previous, set.PreviousUntil
+		out, err := e.st.EndpointUpdate(ctx, &store.EndpointUpdateParams{Endpoint: ep, ExpectVersion: cur.Version, Now: now})
+		if errors.Is(err, store.ErrEndpointConflict) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		e.install(out)
+		return out, nil
+	}
+	return nil, store.ErrEndpointConflict
+}
+
+// DeleteEndpoint removes an endpoint and everything delivered to it.
+func (e *Engine) DeleteEndpoint(ctx context.Context, id string) error {
+	if err := e.st.EndpointDelete(ctx, id); err != nil {
+		return err
+	}
+	e.uninstall(id)
+	return nil
+}
+
+// TestResult is the outcome of a test send.
+type TestResult struct {
+	Event        Event
+	StatusCode   int
+	ResponseBody []byte
+	Latency      time.Duration
+	Error        string
+}
+
+// OK reports a 2xx answer.
+func (r *TestResult) OK() bool { return r.Error == "" && r.StatusCode >= 200 && r.StatusCode <= 299 }
+
+// SendTest sends one signed test event to an endpoint now, outside the
+// delivery log and the breaker, and returns what came back.
+func (e *Engine) SendTest(ctx context.Context, id string, data json.RawMessage) (*TestResult, error) {
+	ep, err := e.st.EndpointGet(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	eid, err := e.newID("evt_test_")
+	if err != nil {
+		return nil, err
+	}
+	if len(data) == 0 {
+		data = json.RawMessage(`{"message":"a test event from Herald"}`)
+	}
+	now := e.now()
+	res := &TestResult{Event: Event{ID: eid, Type: TestEventType, Timestamp: now.UTC(), Data: data}}
+	body, err := res.Event.Body()
+	if err != nil {
+		return nil, err
+	}
+	req, err := e.signedRequest(ep, eid, body, now)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := e.sender.Send(ctx, req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		res.Error = err.Error()
+		res.Latency = e.now().Sub(now)
+		return res, nil
+	}
+	res.StatusCode, res.ResponseBody, res.Latency = resp.StatusCode, resp.Body, resp.Latency
+	if !resp.OK() {
+		res.Error = fmt.Sprintf("HTTP %d", resp.StatusCode)
+	}
+	return res, nil
+}
+
+// verify sends the verification challenge and checks the answer.
+func (e *Engine) verify(ctx context.Context, ep *store.Endpoint) error {
+	challenge, err := e.newID("hvc_")
+	if err != nil {
+		return err
+	}
+	now := e.now()
+	body, err := json.Marshal(struct {
+		Type      string `json:"type"`
+		Challenge string `json:"challenge"`
+	}{VerificationEventType, challenge})
+	if err != nil {
+		return err
+	}
+	req, err := e.signedRequest(ep, challenge, body, now)
+	if err != nil {
+		return err
+	}
+	req.Header.Set(HeaderVerification, challenge)
+	resp, err := e.sender.Send(ctx, req)
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrVerificationFailed, err)
+	}
+	if !resp.OK() {
+		return fmt.Errorf("%w: the endpoint answered HTTP %d", ErrVerificationFailed, resp.StatusCode)
+	}
+	var answer struct {
+		Challenge string `json:"challenge"`
+	}
+	if json.Unmarshal(resp.Body, &answer) != nil || answer.Challenge != challenge {
+		return fmt.Errorf("%w: the answer is not {\"challenge\": \"<the %s header>\"}", ErrVerificationFailed, HeaderVerification)
+	}
+	return nil
+}
+
+// RetryDelivery makes a delivery pending now with a fresh schedule.
+func (e *Engine) RetryDelivery(ctx context.Context, id string) (*store.Delivery, error) {
+	d, err := e.st.DeliveryRetry(ctx, &store.DeliveryRetryParams{ID: id, Now: e.now()})
+	if err != nil {
+		return nil, err
+	}
+	e.kick(map[string]bool{d.EndpointID: true})
+	return d, nil
+}
+
+// ReplayParams choose the events a replay re-delivers: those of the
+// endpoint's streams (or of Stream) from position From (or from each
+// stream's start when HasFrom is false) whose timestamp is at or after
+// Since (zero: any).
+type ReplayParams struct {
+	EndpointID string
+	Stream     string
+	HasFrom    bool
+	From       int64
+	Since      time.Time
+}
+
+// ReplayResult says what a replay queued.
+type ReplayResult struct {
+	Queued int
+	// Truncated is true when MaxReplayEvents was reached.
+	Truncated bool
+}
+
+// Replay re-delivers, in bulk, past events that match the endpoint: each
+// gets its delivery made pending again (or created, if it was pruned or
+// never matched). Events past the endpoint's cursor are left to the
+// matcher.
+func (e *Engine) Replay(ctx context.Context, p *ReplayParams) (*ReplayResult, error) {
+	ep, err := e.st.EndpointGet(ctx, p.EndpointID)
+	if err != nil {
+		return nil, err
+	}
+	le, err := e.compile(ep)
+	if err != nil {
+		return nil, err
+	}
+	now := e.now()
+	var paths []string
+	if p.Stream != "" {
+		if !le.matchesStream(p.Stream) {
+			return nil, ErrStreamNotSourced
+		}
+		paths = []string{p.Stream}
+	} else {
+		streams, err := e.st.StreamList(ctx, &store.StreamListParams{Now: now})
+		if err != nil {
+			return nil, err
+		}
+		for _, s := range streams {
+			if le.matchesStream(s.Path) {
+				paths = append(paths, s.Path)
+			}
+		}
+	}
+	res := &ReplayResult{}
+	for _, path := range paths {
+		if err := e.replayStream(ctx, le, path, p, res); err != nil {
+			return nil, err
+		}
+		if res.Truncated {
+			break
+		}
+	}
+	e.kick(map[string]bool{le.ep.ID: true})
+	return res, nil
+}
+
+func (e *Engine) replayStream(ctx context.Context, le *liveEndpoint, path string, p *ReplayParams, res *ReplayResult) error {
+	now := e.now()
+	st, err := e.st.StreamGet(ctx, &store.StreamGetParams{Path: path, Now: now})
+	if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrStreamGone) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if !protocol.IsJSON(st.ContentType) {
+		return nil
+	}
+	cursors, err := e.st.DeliveryCursors(ctx, &store.DeliveryCursorsParams{Stream: path})
+	if err != nil {
+		return err
+	}
+	end := int64(-1)
+	for _, c := range cursors {
+		if c.EndpointID == le.ep.ID && c.StreamID == st.ID {
+			end = c.Position
+		}
+	}
+	from := st.ForkPosition
+	if p.HasFrom {
+		from = max(from, p.From)
+	}
+	var batch []store.Delivery
+	flush := func() error {
+		if len(batch) == 0 {
+			return nil
+		}
+		out, err := e.st.DeliveryEnqueue(ctx, &store.DeliveryEnqueueParams{Stream: path, Deliveries: batch, Replay: true, Now: now})
+		if err != nil {
+			return err
+		}
+		res.Queued += out.Queued
+		batch = batch[:0]
+		return nil
+	}
+	for from < end {
+		r, err := e.st.StreamRead(ctx, &store.StreamReadParams{Path: path, From: from, MaxBytes: matchPage, Now: now})
+		if err != nil {
+			return err
+		}
+		data := r.Data[:bytes.LastIndexByte(r.Data, '\n')+1]
+		if len(data) == 0 {
+			break
+		}
+		for pos := from; len(data) > 0 && pos < end; {
+			i := bytes.IndexByte(data, '\n')
+			m := parseMessage(data[:i], st, pos, now)
+			msgPos := pos
+			data, pos = data[i+1:], pos+int64(i+1)
+			if m == nil || !le.receives(m) || m.target.Event.Timestamp.Before(p.Since) {
+				continue
+			}
+			d, err := e.newDelivery(le, m, msgPos, now)
+			if err != nil {
+				return err
+			}
+			batch = append(batch, d)
+			if res.Queued+len(batch) >= MaxReplayEvents {
+				res.Truncated = true
+				return flush()
+			}
+			if len(batch) >= replayEnqueueBatch {
+				if err := flush(); err != nil {
+					return err
+				}
+			}
+		}
+		from += int64(len(r.Data[:bytes.LastIndexByte(r.Data, '\n')+1]))
+	}
+	return flush()
+}
+
+// PublishParams are the inputs of Publish.
+type PublishParams struct {
+	Event  *Event
+	Stream string // "" for the default stream
+	Tenant string
+}
+
+// PublishResult is the output of Publish.
+type PublishResult struct {
+	Event     Event
+	Stream    string
+	Offset    string
+	Duplicate bool
+}
+
+// Publish appends an event to its stream, assigning an id when it has
+// none. An id published before is not appended again (Duplicate).
+// Errors: *ValidationError for a bad stream or tenant, and the store's
+// append errors.
+func (e *Engine) Publish(ctx context.Context, p *PublishParams) (*PublishResult, error) {
+	stream := p.Stream
+	if stream == "" {
+		stream = e.cfg.DefaultStream
+	}
+	if err := validateStream(stream); err != nil {
+		return nil, err
+	}
+	if !utf8.ValidString(p.Tenant) || len(p.Tenant) > MaxTenantLen || strings.ContainsFunc(p.Tenant, isControl) {
+		return nil, invalid(CodeInvalidTenant, "tenant", "must be UTF-8 of at most %d bytes without control characters", MaxTenantLen)
+	}
+	ev := *p.Event
+	if ev.ID == "" {
+		id, err := e.newID("evt_")
+		if err != nil {
+			return nil, err
+		}
+		ev.ID = id
+	}
+	msg := struct {
+		Event
+		Tenant string `json:"tenant,omitempty"`
+	}{ev, p.Tenant}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(&msg); err != nil { // Encode ends with the '\n' that frames it
+		return nil, fmt.Errorf("delivery: encoding event: %w", err)
+	}
+	out, err := e.st.EventPublish(ctx, &store.EventPublishParams{Stream: stream, EventID: ev.ID, Data: buf.Bytes(), Now: e.now()})
+	if err != nil {
+		return nil, err
+	}
+	return &PublishResult{Event: ev, Stream: out.Stream, Offset: protocol.FormatOffset(out.Position), Duplicate: out.Duplicate}, nil
+}
+
+// CodeInvalidStream: a stream path is not absolute, has an empty, "." or
+// ".." segment or a control character, is too long, or is reserved.
+const CodeInvalidStream Code = "invalid_stream"
+
+func validateStream(path string) error {
+	bad := len(path) < 2 || path[0] != '/' || len(path) > 1024 || !utf8.ValidString(path) ||
+		strings.HasPrefix(path, "/_herald/") || strings.HasPrefix(path, "/callback/") || path == "/_herald" || path == "/callback" ||
+		strings.ContainsFunc(path, func(r rune) bool { return r < 0x20 || r == 0x7f })
+	if !bad {
+		for seg := range strings.SplitSeq(path[1:], "/") {
+			if seg == "" || seg == "." || seg == ".." {
+				bad = true
+			}
+		}
+	}
+	if bad {
+		return invalid(CodeInvalidStream, "stream", "%q is not a stream path: absolute, no empty, '.' or '..' segment, not under /_herald/ or /callback/", path)
+	}
+	return nil
+}
