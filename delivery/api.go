@@ -61,21 +61,20 @@ func (a *API) Mount(m Mounter) {
 
 // Error codes of the API besides the validation codes (see Code).
 const (
-	CodeInvalidJSON          Code = "invalid_json"
-	CodeBodyTooLarge         Code = "body_too_large"
-	CodeInvalidParameter     Code = "invalid_parameter"
-	CodeUnknownParameter     Code = "unknown_parameter"
-	CodeEndpointNotFound     Code = "endpoint_not_found"
-	CodeDeliveryNotFound     Code = "delivery_not_found"
-	CodeConflict             Code = "conflict"
-	CodeVerificationFailed   Code = "verification_failed"
-	CodeStreamNotSourced     Code = "stream_not_sourced"
-	CodeStreamNotJSON        Code = "stream_not_json"
-	CodeStreamClosed         Code = "stream_closed"
-	CodeStreamGone           Code = "stream_gone"
-	CodeUnsupportedMediaType Code = "unsupported_media_type"
-	CodeUnavailable          Code = "unavailable"
-	CodeInternal             Code = "internal"
+	CodeInvalidJSON        Code = "invalid_json"
+	CodeBodyTooLarge       Code = "body_too_large"
+	CodeInvalidParameter   Code = "invalid_parameter"
+	CodeUnknownParameter   Code = "unknown_parameter"
+	CodeEndpointNotFound   Code = "endpoint_not_found"
+	CodeDeliveryNotFound   Code = "delivery_not_found"
+	CodeConflict           Code = "conflict"
+	CodeVerificationFailed Code = "verification_failed"
+	CodeStreamNotSourced   Code = "stream_not_sourced"
+	CodeStreamNotJSON      Code = "stream_not_json"
+	CodeStreamClosed       Code = "stream_closed"
+	CodeStreamGone         Code = "stream_gone"
+	CodeUnavailable        Code = "unavailable"
+	CodeInternal           Code = "internal"
 )
 
 type apiError struct {
@@ -167,9 +166,8 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 // readBody reads a JSON request body of at most limit bytes. An empty
 // body is allowed when emptyOK.
 func readBody(w http.ResponseWriter, r *http.Request, limit int64, emptyOK bool) ([]byte, error) {
-	if ct := r.Header.Get("Content-Type"); ct != "" && !strings.HasPrefix(strings.ToLower(strings.TrimSpace(ct)), "application/json") {
-		return nil, &apiError{http.StatusUnsupportedMediaType, CodeUnsupportedMediaType, "", "send JSON with Content-Type: application/json"}
-	}
+	// The body must parse as JSON whatever its Content-Type: refusing
+	// curl's default form type would only get in the way.
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
 	if err != nil {
 		var mb *http.MaxBytesError
@@ -244,3 +242,14 @@ func formatTime(t time.Time) *string {
 type duration time.Duration
 
 func (d duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
+
+// pathID returns the {id} segment of /_herald/v1/<collection>/{id}[/...].
+// It reads the path itself rather than Request.PathValue, because a
+// server that picks the handler with ServeMux.Handler (as httpapi does)
+// does not fill path values.
+func pathID(r *http.Request) string {
+	rest := strings.TrimPrefix(r.URL.Path, APIPrefix)
+	_, rest, _ = strings.Cut(rest, "/")
+	id, _, _ := strings.Cut(rest, "/")
+	return id
+}

@@ -69,7 +69,7 @@ func (a *API) listDeliveries(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	q := r.URL.Query()
-	p := &store.DeliveryListParams{EndpointID: r.PathValue("id"), Status: q.Get("status"), EventType: q.Get("event_type")}
+	p := &store.DeliveryListParams{EndpointID: pathID(r), Status: q.Get("status"), EventType: q.Get("event_type")}
 	if p.Status != "" && !deliveryStatuses[p.Status] {
 		a.fail(w, r, badRequest(CodeInvalidParameter, "status", "status is one of pending, failed, delivered, exhausted"))
 		return
@@ -135,7 +135,7 @@ func (a *API) getDelivery(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ctx := r.Context()
-	d, err := a.e.st.DeliveryGet(ctx, r.PathValue("id"))
+	d, err := a.e.st.DeliveryGet(ctx, pathID(r))
 	if err != nil {
 		a.fail(w, r, err)
 		return
@@ -159,7 +159,7 @@ func (a *API) retryDelivery(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, err)
 		return
 	}
-	d, err := a.e.RetryDelivery(r.Context(), r.PathValue("id"))
+	d, err := a.e.RetryDelivery(r.Context(), pathID(r))
 	if err != nil {
 		a.fail(w, r, err)
 		return

@@ -148,7 +148,7 @@ func (a *API) getEndpoint(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, err)
 		return
 	}
-	ep, err := a.e.st.EndpointGet(r.Context(), r.PathValue("id"))
+	ep, err := a.e.st.EndpointGet(r.Context(), pathID(r))
 	if err != nil {
 		a.fail(w, r, err)
 		return
@@ -184,7 +184,7 @@ func (a *API) patchEndpoint(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	ctx := r.Context()
-	id := r.PathValue("id")
+	id := pathID(r)
 	for range 3 {
 		cur, err := a.e.st.EndpointGet(ctx, id)
 		if err != nil {
@@ -236,7 +236,7 @@ func (a *API) patchEndpoint(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *API) deleteEndpoint(w http.ResponseWriter, r *http.Request) {
-	if err := a.e.DeleteEndpoint(r.Context(), r.PathValue("id")); err != nil {
+	if err := a.e.DeleteEndpoint(r.Context(), pathID(r)); err != nil {
 		a.fail(w, r, err)
 		return
 	}
@@ -248,7 +248,7 @@ func (a *API) rotateSecret(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, err)
 		return
 	}
-	ep, err := a.e.RotateSecret(r.Context(), r.PathValue("id"))
+	ep, err := a.e.RotateSecret(r.Context(), pathID(r))
 	if err != nil {
 		a.fail(w, r, err)
 		return
@@ -282,7 +282,7 @@ func (a *API) testEndpoint(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	res, err := a.e.SendTest(r.Context(), r.PathValue("id"), req.Data)
+	res, err := a.e.SendTest(r.Context(), pathID(r), req.Data)
 	if err != nil {
 		a.fail(w, r, err)
 		return
@@ -313,7 +313,7 @@ func (a *API) replay(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, err)
 		return
 	}
-	p := &ReplayParams{EndpointID: r.PathValue("id"), Stream: req.Stream}
+	p := &ReplayParams{EndpointID: pathID(r), Stream: req.Stream}
 	if req.Since == "" && req.Offset == "" {
 		a.fail(w, r, badRequest(CodeInvalidParameter, "since", "give since (an RFC 3339 time) or offset (a stream offset, -1 for the start)"))
 		return

@@ -28,6 +28,8 @@ type serveConfig struct {
 	WebhookAllowCIDRs string
 	TokenKeys         string
 	PublicURL         string
+	// Event delivery (seeds 002-004).
+	Delivery deliveryConfig
 }
 
 func parseServeFlags(args []string, stderr io.Writer, env func(string) (string, bool)) (*serveConfig, error) {
@@ -46,6 +48,7 @@ func parseServeFlags(args []string, stderr io.Writer, env func(string) (string, 
 	fs.StringVar(&cfg.WebhookAllowCIDRs, "webhook-allow-cidrs", "", "comma-separated address ranges webhooks may reach although private or loopback, over http:// too (development: 127.0.0.0/8,::1/128)")
 	fs.StringVar(&cfg.TokenKeys, "token-keys", "", "callback token keys, <id>:<base64 secret> separated by commas, the first signing (default: the key file token-keys in the data directory, created once)")
 	fs.StringVar(&cfg.PublicURL, "public-url", "", "base URL consumers reach Herald at, for the callback URL in wakes (default: http://localhost:<port>)")
+	cfg.Delivery.addFlags(fs)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: herald serve [flags]\n\nRuns Herald. Each flag may also be set as HERALD_<FLAG_NAME> (e.g. HERALD_DATA_DIR).\n\nFlags:\n")
 		fs.PrintDefaults()
@@ -101,6 +104,7 @@ func (c *serveConfig) validate() error {
 	if c.LogFormat != "text" && c.LogFormat != "json" {
 		problems = append(problems, "--log-format must be text or json")
 	}
+	problems = append(problems, c.Delivery.problems()...)
 	if len(problems) > 0 {
 		return fmt.Errorf("%w: %s", errUsage, strings.Join(problems, "; "))
 	}

@@ -51,6 +51,11 @@ func serve(ctx context.Context, cfg *serveConfig, logOut io.Writer) error {
 	if err != nil {
 		return errors.Join(fmt.Errorf("webhook subscriptions: %w", err), ln.Close(), st.Close())
 	}
+	deliv, err := startDelivery(ctx, deliveryParams{Config: cfg, Store: st, API: api, Metrics: metrics, Logger: log.With("part", "delivery")})
+	if err != nil {
+		subs.Stop()
+		return errors.Join(err, ln.Close(), st.Close())
+	}
 	srv := &http.Server{
 		Handler:           api,
 		ReadHeaderTimeout: 10 * time.Second,
@@ -92,6 +97,9 @@ func serve(ctx context.Context, cfg *serveConfig, logOut io.Writer) error {
 	stopServices()
 	services.Wait()
 	subs.Stop() // after the HTTP server (callbacks in flight finish), before the store
+	stopCtx, cancelStop := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
+	deliv.Stop(stopCtx) // in-flight deliveries finish and are recorded
+	cancelStop()
 	if err := st.Close(); err != nil {
 		errs = append(errs, fmt.Errorf("close store: %w", err))
 	}

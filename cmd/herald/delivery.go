@@ -1,0 +1,127 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/heraldstreams/herald/delivery"
+	"github.com/heraldstreams/herald/httpapi"
+	"github.com/heraldstreams/herald/webhook"
+)
+
+// deliveryConfig is the configuration of event delivery (seeds 002-004).
+type deliveryConfig struct {
+	RetrySchedule       string
+	BreakerThreshold    int
+	RotationOverlap     time.Duration
+	Lease               time.Duration
+	Timeout             time.Duration
+	MaxInFlight         int
+	EndpointMaxInFlight int
+	Retention           time.Duration
+	DefaultStream       string
+	MaxEventBytes       int
+}
+
+func (c *deliveryConfig) addFlags(fs *flag.FlagSet) {
+	fs.StringVar(&c.RetrySchedule, "delivery-retry-schedule", strings.Join(delivery.DefaultSchedule().Strings(), ","),
+		"event delivery: default retry schedule, comma-separated delays before each attempt (its length is the number of attempts)")
+	fs.IntVar(&c.BreakerThreshold, "delivery-breaker-threshold", delivery.DefaultBreakerThreshold, "event delivery: consecutive failed attempts that disable an endpoint")
+	fs.DurationVar(&c.RotationOverlap, "delivery-rotation-overlap", delivery.DefaultRotationOverlap, "event delivery: how long a rotated secret keeps signing")
+	fs.DurationVar(&c.Lease, "delivery-lease", delivery.DefaultLease, "event delivery: how long a claimed delivery belongs to its sender before another may claim it (longer than --delivery-timeout)")
+	fs.DurationVar(&c.Timeout, "delivery-timeout", webhook.DefaultTimeout, "event delivery: timeout of one attempt")
+	fs.IntVar(&c.MaxInFlight, "delivery-max-in-flight", delivery.DefaultGlobalMaxInFlight, "event delivery: deliveries in flight across all endpoints")
+	fs.IntVar(&c.EndpointMaxInFlight, "delivery-endpoint-max-in-flight", delivery.DefaultEndpointMaxInFlight, "event delivery: deliveries in flight per endpoint that sets no max_in_flight")
+	fs.DurationVar(&c.Retention, "delivery-retention", delivery.DefaultRetention, "event delivery: how long finished deliveries, their attempts and published event ids are kept")
+	fs.StringVar(&c.DefaultStream, "delivery-default-stream", delivery.DefaultStream, "event delivery: stream of events published without one")
+	fs.IntVar(&c.MaxEventBytes, "delivery-max-event-bytes", delivery.DefaultMaxEventBytes, "event delivery: largest event accepted by POST /_herald/v1/events")
+}
+
+func (c *deliveryConfig) problems() []string {
+	var out []string
+	if _, err := c.schedule(); err != nil {
+		out = append(out, "--delivery-retry-schedule: "+err.Error())
+	}
+	if c.BreakerThreshold < 1 {
+		out = append(out, "--delivery-breaker-threshold must be at least 1")
+	}
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"rotation-overlap", c.RotationOverlap}, {"lease", c.Lease}, {"timeout", c.Timeout}, {"retention", c.Retention}} {
+		if d.v <= 0 {
+			out = append(out, "--delivery-"+d.name+" must be positive")
+		}
+	}
+	if c.Lease <= c.Timeout {
+		out = append(out, "--delivery-lease must be longer than --delivery-timeout")
+	}
+	if c.MaxInFlight < 1 || c.EndpointMaxInFlight < 1 || c.MaxEventBytes < 1 {
+		out = append(out, "--delivery-max-in-flight, --delivery-endpoint-max-in-flight and --delivery-max-event-bytes must be positive")
+	}
+	if !strings.HasPrefix(c.DefaultStream, "/") || strings.HasPrefix(c.DefaultStream, httpapi.HeraldPrefix) {
+		out = append(out, "--delivery-default-stream must be a stream path")
+	}
+	return out
+}
+
+func (c *deliveryConfig) schedule() (delivery.Schedule, error) {
+	return delivery.ParseSchedule(strings.Split(c.RetrySchedule, ","))
+}
+
+// deliveryParams are the inputs of startDelivery.
+type deliveryParams struct {
+	Config  *serveConfig
+	Store   delivery.EngineStore
+	API     *httpapi.Server
+	Metrics prometheus.Registerer
+	Logger  *slog.Logger
+}
+
+// startDelivery builds the event delivery engine, mounts its API under
+// /_herald/v1/ and starts it. The caller stops it after the HTTP server
+// and before the store.
+func startDelivery(ctx context.Context, p deliveryParams) (*delivery.Engine, error) {
+	c := &p.Config.Delivery
+	allow, err := webhook.ParseCIDRList(p.Config.WebhookAllowCIDRs)
+	if err != nil {
+		return nil, err
+	}
+	schedule, err := c.schedule()
+	if err != nil {
+		return nil, err
+	}
+	eng, err := delivery.NewEngine(delivery.EngineConfig{
+		Store: p.Store,
+		// The engine bounds each endpoint; the sender's per-host bound
+		// must not throttle many endpoints on one host below that.
+		Sender: webhook.New(webhook.Config{
+			AllowCIDRs: allow, Timeout: c.Timeout, MaxConcurrent: c.MaxInFlight, MaxPerHost: c.MaxInFlight,
+		}),
+		Logger:              p.Logger,
+		Registerer:          p.Metrics,
+		RetrySchedule:       schedule,
+		BreakerThreshold:    c.BreakerThreshold,
+		RotationOverlap:     c.RotationOverlap,
+		Lease:               c.Lease,
+		GlobalMaxInFlight:   c.MaxInFlight,
+		EndpointMaxInFlight: c.EndpointMaxInFlight,
+		Retention:           c.Retention,
+		DefaultStream:       c.DefaultStream,
+		MaxEventBytes:       c.MaxEventBytes,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("event delivery: %w", err)
+	}
+	delivery.NewAPI(eng).Mount(p.API)
+	if err := eng.Start(ctx); err != nil {
+		return nil, fmt.Errorf("event delivery: %w", err)
+	}
+	return eng, nil
+}
