@@ -266,7 +266,8 @@ func (e *Engine) apply(ctx context.Context, id string, ev Event, extra []string,
 	for range casAttempts {
 		sc := pre
 		pre = nil
-		if sc == nil {
+		fresh := sc == nil
+		if fresh {
 			var err error
 			sc, err = e.st.ConsumerGet(ctx, id)
 			if errors.Is(err, store.ErrConsumerNotFound) {
@@ -297,6 +298,14 @@ func (e *Engine) apply(ctx context.Context, id string, ev Event, extra []string,
 			}
 			e.metrics.removed.WithLabelValues(string(rm.Reason)).Inc()
 			return applied{Consumer: next, Effects: effects, Removed: true}, nil
+		}
+		if !fresh && sameConsumer(&c, &next) {
+			// Nothing to write, so no compare-and-set would reveal that
+			// pre is stale: decide again on the stored consumer. (A done
+			// applied between pre's read and now may have read the tails
+			// before the append this event reports; skipping here would
+			// lose its wake.)
+			continue
 		}
 		version := sc.Version
 		if !sameConsumer(&c, &next) {
