@@ -253,3 +253,14 @@ func pathID(r *http.Request) string {
 	id, _, _ := strings.Cut(rest, "/")
 	return id
 }
+
+// UnmarshalJSON reads a Go duration string.
+func (d *duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return err
+	}
+	v, err := time.ParseDuration(s)
+	*d = duration(v)
+	return err
+}

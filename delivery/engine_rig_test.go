@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
@@ -145,6 +146,7 @@ func newRig(t *testing.T, tweak func(*EngineConfig)) *rig {
 		Store:      st,
 		Sender:     &transportSender{client: &http.Client{Transport: handlerTransport{rc}}, policy: webhook.Policy{AllowCIDRs: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}},
 		Registerer: r.reg,
+		Logger:     slog.New(slog.DiscardHandler),
 		Lease:      time.Minute,
 		// Long enough that the ladder's hours of fake time do not run
 		// thousands of sweeps; tests that need one call it.

@@ -1,0 +1,263 @@
+package delivery
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/heraldstreams/herald/store"
+)
+
+// Issue item 5: with ordering "stream" a receiver sees each stream's
+// events in offset order although some attempts fail: event k+1 is not
+// sent before event k is delivered.
+func TestEngineOrderingStreamAcrossFailures(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRig(t, func(c *EngineConfig) { c.RetrySchedule = Schedule{0, time.Second, 2 * time.Second, 4 * time.Second} })
+		r.endpoint(&CreateEndpointParams{Active: true, Config: EndpointConfig{Ordering: OrderingStream, MaxInFlight: 8}})
+		failedOnce := map[string]bool{}
+		var mu sync.Mutex
+		r.rc.setRespond(func(n int, ev Event) (int, map[string]string) {
+			mu.Lock()
+			defer mu.Unlock()
+			var d struct{ I int }
+			if err := json.Unmarshal(ev.Data, &d); err != nil {
+				t.Errorf("data %s: %v", ev.Data, err)
+			}
+			if d.I%3 == 0 && !failedOnce[ev.ID] {
+				failedOnce[ev.ID] = true
+				return http.StatusInternalServerError, nil
+			}
+			return http.StatusOK, nil
+		})
+		const n = 12
+		for i := range n {
+			for _, s := range []string{"/orders/a", "/orders/b"} {
+				r.publish("order.updated", s, fmt.Sprintf(`{"i":%d,"s":%q}`, i, s))
+			}
+		}
+		synctest.Wait()
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		got := r.rc.requests()
+		// Per stream: requests are for event 0 (maybe twice), then 1, ...
+		// never an event before the previous one's success.
+		next := map[string]int{}
+		for _, g := range got {
+			var d struct {
+				I int
+				S string
+			}
+			if err := json.Unmarshal(g.event.Data, &d); err != nil {
+				t.Fatal(err)
+			}
+			switch {
+			case d.I == next[d.S]:
+				if !(d.I%3 == 0 && g.at.Equal(firstAttempt(got, g.event.ID))) {
+					next[d.S]++ // this attempt succeeded
+				}
+			default:
+				t.Fatalf("stream %s: got event %d while waiting for %d", d.S, d.I, next[d.S])
+			}
+		}
+		if next["/orders/a"] != n || next["/orders/b"] != n {
+			t.Fatalf("delivered %v, want %d per stream", next, n)
+		}
+		if len(got) != 2*n+2*(n/3) {
+			t.Fatalf("%d requests, want %d", len(got), 2*n+2*(n/3))
+		}
+	})
+}
+
+func firstAttempt(got []received, id string) time.Time {
+	for _, g := range got {
+		if g.event.ID == id {
+			return g.at
+		}
+	}
+	return time.Time{}
+}
+
+// blockingReceiver holds every request until released, counting how many
+// are held at once.
+type blockingReceiver struct {
+	mu      sync.Mutex
+	held    int
+	maxHeld int
+	release chan struct{}
+}
+
+func (b *blockingReceiver) hold() {
+	b.mu.Lock()
+	b.held++
+	b.maxHeld = max(b.maxHeld, b.held)
+	b.mu.Unlock()
+	<-b.release
+	b.mu.Lock()
+	b.held--
+	b.mu.Unlock()
+}
+
+// Issue item 6: max_in_flight per endpoint and the global bound hold.
+func TestEngineInFlightLimits(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRig(t, func(c *EngineConfig) { c.GlobalMaxInFlight = 5 })
+		b := &blockingReceiver{release: make(chan struct{})}
+		r.rc.setRespond(func(int, Event) (int, map[string]string) {
+			b.hold()
+			return http.StatusOK, nil
+		})
+		r.endpoint(&CreateEndpointParams{Active: true, Config: EndpointConfig{MaxInFlight: 2, EventTypes: []string{"one.*"}}})
+		for i := range 6 {
+			r.publish("one.x", "", fmt.Sprintf(`{"i":%d}`, i))
+		}
+		synctest.Wait()
+		if b.maxHeld != 2 {
+			t.Fatalf("%d in flight, want max_in_flight 2", b.maxHeld)
+		}
+		// A second endpoint may only use what the global bound leaves.
+		r.endpoint(&CreateEndpointParams{Active: true, Config: EndpointConfig{MaxInFlight: 10, EventTypes: []string{"two.*"}}})
+		for i := range 6 {
+			r.publish("two.x", "", fmt.Sprintf(`{"i":%d}`, i))
+		}
+		synctest.Wait()
+		if b.maxHeld != 5 {
+			t.Fatalf("%d in flight, want the global bound 5", b.maxHeld)
+		}
+		close(b.release)
+		synctest.Wait()
+		if n := len(r.rc.requests()); n != 12 {
+			t.Fatalf("%d requests, want 12", n)
+		}
+	})
+}
+
+// Issue item 6: rate_limit caps deliveries per second.
+func TestEngineRateLimit(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRig(t, nil)
+		r.endpoint(&CreateEndpointParams{Active: true, Config: EndpointConfig{RateLimit: 4}})
+		start := time.Now()
+		for i := range 9 {
+			r.publish("a.b", "", fmt.Sprintf(`{"i":%d}`, i))
+		}
+		synctest.Wait()
+		time.Sleep(10 * time.Second)
+		synctest.Wait()
+		got := r.rc.requests()
+		if len(got) != 9 {
+			t.Fatalf("%d requests, want 9", len(got))
+		}
+		for i, g := range got {
+			if min := time.Duration(i) * 250 * time.Millisecond; g.at.Sub(start) < min {
+				t.Fatalf("request %d after %v, faster than 4/s allows (%v)", i, g.at.Sub(start), min)
+			}
+		}
+		if last := got[8].at.Sub(start); last > 2100*time.Millisecond {
+			t.Fatalf("9 requests at 4/s took %v", last)
+		}
+	})
+}
+
+// Events are matched by type patterns, stream patterns, field filters and
+// tenant; messages that are not events (no string type) are skipped; an
+// event appended to a stream without an id gets a stable derived one.
+func TestEngineMatching(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRig(t, nil)
+		ep := r.endpoint(&CreateEndpointParams{Active: true, Config: EndpointConfig{
+			EventTypes: []string{"scenario.*", "tool.done"},
+			Streams:    []string{"/tenants/*/events"},
+			Filter:     json.RawMessage(`{"data.region": {"in": ["eu", "uk"]}}`),
+			Tenant:     "acme",
+		}})
+		ctx := context.Background()
+		pub := func(typ, stream, tenant, data string) {
+			if _, err := r.e.Publish(ctx, &PublishParams{Event: &Event{Type: typ, Data: json.RawMessage(data)}, Stream: stream, Tenant: tenant}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		pub("scenario.started", "/tenants/a/events", "acme", `{"region":"eu","n":1}`) // yes
+		pub("scenario.started", "/tenants/a/events", "other", `{"region":"eu"}`)      // other tenant
+		pub("scenario.started", "/elsewhere", "acme", `{"region":"eu"}`)              // other stream
+		pub("user.created", "/tenants/a/events", "acme", `{"region":"eu"}`)           // other type
+		pub("tool.done", "/tenants/b/events", "acme", `{"region":"us"}`)              // filtered out
+		pub("tool.done", "/tenants/b/events", "acme", `{"region":"uk","n":2}`)        // yes
+		// Plain appends: a non-event, then an event without id.
+		if _, err := r.st.StreamAppend(ctx, &store.StreamAppendParams{Path: "/tenants/b/events", ContentType: "application/json",
+			Data: []byte("{\"hello\":1}\n{\"type\":\"scenario.x\",\"tenant\":\"acme\",\"data\":{\"region\":\"eu\",\"n\":3}}\n"), Messages: 2, Now: time.Now()}); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		got := r.rc.requests()
+		var ns []string
+		for _, g := range got {
+			ns = append(ns, string(g.event.Data))
+		}
+		if len(got) != 3 {
+			t.Fatalf("received %v", ns)
+		}
+		last := got[2].event
+		if last.ID == "" || last.Type != "scenario.x" {
+			t.Fatalf("derived event = %+v", last)
+		}
+		// The id is stable: a replay sends the same id.
+		res, err := r.e.Replay(ctx, &ReplayParams{EndpointID: ep.ID, Stream: "/tenants/b/events", HasFrom: true})
+		if err != nil || res.Queued != 2 {
+			t.Fatalf("replay = %+v, %v", res, err)
+		}
+		synctest.Wait()
+		again := r.rc.requests()
+		if len(again) != 5 || (again[3].event.ID != last.ID && again[4].event.ID != last.ID) {
+			t.Fatalf("replayed %d requests, none with the derived id %q", len(again), last.ID)
+		}
+	})
+}
+
+// Replay since a time re-delivers the matching events from then on;
+// retention prunes finished deliveries and their attempts.
+func TestEngineReplayAndRetention(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRig(t, func(c *EngineConfig) { c.Retention = time.Hour })
+		ep := r.endpoint(&CreateEndpointParams{Active: true})
+		ctx := context.Background()
+		r.publish("a.one", "/s1", `{}`)
+		time.Sleep(time.Minute)
+		since := time.Now()
+		r.publish("a.two", "/s1", `{}`)
+		r.publish("a.three", "/s2", `{}`)
+		synctest.Wait()
+		if n := len(r.rc.requests()); n != 3 {
+			t.Fatalf("%d requests", n)
+		}
+		res, err := r.e.Replay(ctx, &ReplayParams{EndpointID: ep.ID, Since: since})
+		if err != nil || res.Queued != 2 {
+			t.Fatalf("replay = %+v, %v", res, err)
+		}
+		synctest.Wait()
+		got := r.rc.requests()
+		if len(got) != 5 || got[3].event.Type == "a.one" || got[4].event.Type == "a.one" {
+			t.Fatalf("replayed %d requests", len(got))
+		}
+		if _, err := r.e.Replay(ctx, &ReplayParams{EndpointID: ep.ID, Stream: "/nope/x", HasFrom: true}); err != nil {
+			t.Fatalf("replay of an unknown stream: %v", err)
+		}
+
+		time.Sleep(2 * time.Hour)
+		r.publish("a.four", "/s1", `{}`)
+		synctest.Wait()
+		n, err := r.e.PruneOnce(ctx)
+		if err != nil || n != 3 {
+			t.Fatalf("pruned %d, %v; want the 3 finished more than an hour ago", n, err)
+		}
+		left := r.deliveries(ep.ID)
+		if len(left) != 1 || left[0].EventType != "a.four" {
+			t.Fatalf("left %+v", left)
+		}
+	})
+}

@@ -1,0 +1,94 @@
+package delivery
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/heraldstreams/herald/store"
+)
+
+func TestParseMessage(t *testing.T) {
+	st := &store.Stream{ID: 7, Path: "/s"}
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	for _, c := range []struct {
+		raw, wantID, wantType, wantData, wantTenant string
+		wantTS                                      time.Time
+	}{
+		{raw: `{"type":"a.b"}`, wantID: "evt_7_40", wantType: "a.b", wantData: "null", wantTS: now},
+		{raw: `{"id":"x1","type":"a.b","timestamp":"2025-05-05T00:00:00Z","data":{"k":[1,2]},"tenant":"t"}`,
+			wantID: "x1", wantType: "a.b", wantData: `{"k":[1,2]}`, wantTenant: "t", wantTS: time.Date(2025, 5, 5, 0, 0, 0, 0, time.UTC)},
+		{raw: `{"id":"has space","type":"a.b","timestamp":"yesterday","extra":1}`, wantID: "evt_7_40", wantType: "a.b", wantData: "null", wantTS: now},
+		{raw: `{"type":"a..b"}`},
+		{raw: `{"type":3}`},
+		{raw: `{"data":{}}`},
+		{raw: `[1,2]`},
+		{raw: `"a.b"`},
+	} {
+		m := parseMessage([]byte(c.raw), st, 40, now)
+		if c.wantType == "" {
+			if m != nil {
+				t.Errorf("%s: parsed as an event %+v", c.raw, m.target.Event)
+			}
+			continue
+		}
+		if m == nil {
+			t.Errorf("%s: not an event", c.raw)
+			continue
+		}
+		ev := m.target.Event
+		if ev.ID != c.wantID || ev.Type != c.wantType || string(ev.Data) != c.wantData || m.tenant != c.wantTenant || !ev.Timestamp.Equal(c.wantTS) {
+			t.Errorf("%s: %+v tenant %q", c.raw, ev, m.tenant)
+		}
+	}
+}
+
+// FuzzParseMessage: whatever a stream holds, a message read as an event
+// gives a body that is the event envelope, with a valid id and type.
+func FuzzParseMessage(f *testing.F) {
+	for _, s := range []string{`{"type":"a.b"}`, `{"id":"x","type":"a.b","data":null,"timestamp":"2025-01-01T00:00:00Z"}`,
+		`{"type":"a.b","data":"\u2028<>&"}`, `{"type":["a"]}`, `{`, `null`, `{"type":"a.b","tenant":5}`} {
+		f.Add([]byte(s))
+	}
+	st := &store.Stream{ID: 1, Path: "/f"}
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		m := parseMessage(raw, st, 0, now)
+		if m == nil {
+			return
+		}
+		ev := m.target.Event
+		if ValidateEventID(ev.ID) != nil || ValidateEventType(ev.Type) != nil {
+			t.Fatalf("invalid id or type: %+v", ev)
+		}
+		var back map[string]json.RawMessage
+		if err := json.Unmarshal(m.body, &back); err != nil {
+			t.Fatalf("body %q: %v", m.body, err)
+		}
+		if len(back) != 4 {
+			t.Fatalf("body %s is not the envelope", m.body)
+		}
+	})
+}
+
+func TestTokenBucket(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	b := NewTokenBucket(2, t0)
+	if n, _ := b.Available(t0); n != 1 {
+		t.Fatalf("burst %d, want 1", n)
+	}
+	b.Take(1, t0)
+	if n, wait := b.Available(t0); n != 0 || wait != 500*time.Millisecond {
+		t.Fatalf("after take: %d, wait %v", n, wait)
+	}
+	if n, _ := b.Available(t0.Add(10 * time.Second)); n != 1 {
+		t.Fatalf("refill capped at the burst: %d", n)
+	}
+	fast := NewTokenBucket(1000, t0)
+	if n, _ := fast.Available(t0); n != 100 {
+		t.Fatalf("burst of 1000/s = %d, want 100", n)
+	}
+	if n, wait := NewTokenBucket(0, t0).Available(t0); n < 1<<20 || wait != 0 {
+		t.Fatal("rate 0 must not limit")
+	}
+}
