@@ -202,8 +202,16 @@ func TestEngineMatching(t *testing.T) {
 		if len(got) != 3 {
 			t.Fatalf("received %v", ns)
 		}
-		last := got[2].event
-		if last.ID == "" || last.Type != "scenario.x" {
+		var last Event
+		for _, g := range got {
+			if g.event.Type == "scenario.x" {
+				last = g.event
+			}
+			if g.event.Timestamp.IsZero() {
+				t.Fatalf("event without a timestamp: %s", g.body)
+			}
+		}
+		if last.ID == "" || string(last.Data) != `{"region":"eu","n":3}` {
 			t.Fatalf("derived event = %+v", last)
 		}
 		// The id is stable: a replay sends the same id.
@@ -258,6 +266,33 @@ func TestEngineReplayAndRetention(t *testing.T) {
 		left := r.deliveries(ep.ID)
 		if len(left) != 1 || left[0].EventType != "a.four" {
 			t.Fatalf("left %+v", left)
+		}
+	})
+}
+
+// Endpoints without a schedule of their own follow the engine's
+// configured default; one with a schedule follows it.
+func TestEngineScheduleDefaults(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRig(t, func(c *EngineConfig) { c.RetrySchedule = Schedule{0, time.Second} })
+		r.rc.setRespond(func(int, Event) (int, map[string]string) { return http.StatusInternalServerError, nil })
+		def := r.endpoint(&CreateEndpointParams{Active: true, Config: EndpointConfig{EventTypes: []string{"def.*"}}})
+		own := r.endpoint(&CreateEndpointParams{Active: true, Config: EndpointConfig{EventTypes: []string{"own.*"}, RetrySchedule: Schedule{0, time.Minute, time.Minute}}})
+		r.publish("def.x", "", `{}`)
+		r.publish("own.x", "", `{}`)
+		synctest.Wait()
+		time.Sleep(time.Hour)
+		synctest.Wait()
+		if d := r.deliveries(def.ID); len(d) != 1 || d[0].Attempts != 2 || d[0].Status != store.DeliveryExhausted {
+			t.Fatalf("default schedule: %+v", d)
+		}
+		if d := r.deliveries(own.ID); len(d) != 1 || d[0].Attempts != 3 {
+			t.Fatalf("own schedule: %+v", d)
+		}
+		var v endpointJSON
+		r.call("GET", "/_herald/v1/endpoints/"+def.ID, "", &v)
+		if len(v.RetrySchedule) != 2 {
+			t.Fatalf("shown schedule %v, want the engine default", v.RetrySchedule)
 		}
 	})
 }

@@ -69,6 +69,9 @@ func (e *Engine) CreateEndpoint(ctx context.Context, p *CreateEndpointParams) (*
 	if err != nil {
 		return nil, err
 	}
+	if p.Config.RetrySchedule == nil {
+		cfg.RetrySchedule = nil // the engine's configured default, now and after a change of it
+	}
 	ep := endpointFromConfig(id, cfg)
 	ep.Active, ep.Secret = p.Active, secret
 	if p.Verify {
@@ -123,6 +126,9 @@ func (e *Engine) UpdateEndpoint(ctx context.Context, p *UpdateEndpointParams) (*
 	cfg, err := ValidateEndpoint(ctx, &ValidateEndpointParams{Config: &p.Config, CheckURL: e.sender.ValidateURL, CompileStream: compileStream})
 	if err != nil {
 		return nil, err
+	}
+	if p.Config.RetrySchedule == nil {
+		cfg.RetrySchedule = nil
 	}
 	ep := endpointFromConfig(p.ID, cfg)
 	ep.Active = p.Active
@@ -442,6 +448,12 @@ func (e *Engine) Publish(ctx context.Context, p *PublishParams) (*PublishResult,
 		return nil, invalid(CodeInvalidTenant, "tenant", "must be UTF-8 of at most %d bytes without control characters", MaxTenantLen)
 	}
 	ev := *p.Event
+	if ev.Timestamp.IsZero() {
+		ev.Timestamp = e.now().UTC()
+	}
+	if len(ev.Data) == 0 {
+		ev.Data = json.RawMessage("null")
+	}
 	if ev.ID == "" {
 		id, err := e.newID("evt_")
 		if err != nil {
