@@ -299,12 +299,14 @@ func (e *Engine) apply(ctx context.Context, id string, ev Event, extra []string,
 			e.metrics.removed.WithLabelValues(string(rm.Reason)).Inc()
 			return applied{Consumer: next, Effects: effects, Removed: true}, nil
 		}
-		if !fresh && sameConsumer(&c, &next) {
+		if !fresh && c.State != StateIdle && sameConsumer(&c, &next) {
 			// Nothing to write, so no compare-and-set would reveal that
 			// pre is stale: decide again on the stored consumer. (A done
 			// applied between pre's read and now may have read the tails
 			// before the append this event reports; skipping here would
-			// lose its wake.)
+			// lose its wake.) An IDLE pre that changes nothing needs no
+			// second look: it had no pending work at the tails read now,
+			// and acked offsets only grow.
 			continue
 		}
 		version := sc.Version

@@ -100,23 +100,26 @@ func (e *Engine) CreateSubscription(ctx context.Context, p *CreateSubscriptionPa
 		if !pat.Match(s.Path) {
 			continue
 		}
-		if before[s.Path] {
-			e.queue.push(s.Path, flagChanged)
-		} else {
+		tail, listed := before[s.Path]
+		switch {
+		case !listed:
 			e.queue.push(s.Path, flagChanged|flagSpawn)
+		case tail != s.Tail:
+			e.queue.push(s.Path, flagChanged)
 		}
 	}
 	return out, nil
 }
 
 // existingConsumers lists the streams that match a new subscription and
-// builds their IDLE consumers, acked to the current tail.
-func (e *Engine) existingConsumers(ctx context.Context, id string, pat *glob.Pattern) (map[string]bool, []store.Consumer, error) {
+// builds their IDLE consumers, acked to the current tail. It returns the
+// tail of each stream it listed.
+func (e *Engine) existingConsumers(ctx context.Context, id string, pat *glob.Pattern) (map[string]int64, []store.Consumer, error) {
 	streams, err := e.st.StreamList(ctx, &store.StreamListParams{Prefix: pat.Prefix(), Now: e.now()})
 	if err != nil {
 		return nil, nil, err
 	}
-	seen := map[string]bool{}
+	seen := map[string]int64{}
 	var out []store.Consumer
 	for _, s := range streams {
 		if !pat.Match(s.Path) {
@@ -126,7 +129,7 @@ func (e *Engine) existingConsumers(ctx context.Context, id string, pat *glob.Pat
 		if err != nil {
 			continue
 		}
-		seen[s.Path] = true
+		seen[s.Path] = s.Tail
 		out = append(out, toStored(&c))
 	}
 	return seen, out, nil

@@ -409,10 +409,20 @@ func (e *Engine) tickAll(ctx context.Context, batch []store.Consumer) error {
 	return errors.Join(errs...)
 }
 
-// reconcile queues every stream that matches a subscription, once at
-// start, so a consumer whose tail change was lost (a crash between an
-// append and its wake, or a feed that overflowed) still wakes.
+// reconcileWorkers bounds the reconciliation's concurrency: it runs in
+// the background at start and must not crowd out live work.
+const reconcileWorkers = 4
+
+// reconcile gives every consumer of a stream that matches a subscription
+// its current tails, once at start, so a consumer whose tail change was
+// lost (a crash between an append and its wake) still wakes. It does not
+// spawn consumers: a stream without one may be one whose consumer
+// unsubscribed from everything.
 func (e *Engine) reconcile() {
+	seen := map[string]bool{}
+	sem := make(chan struct{}, reconcileWorkers)
+	var wg sync.WaitGroup
+	defer wg.Wait()
 	for _, sub := range e.subscriptionsSnapshot() {
 		streams, err := e.st.StreamList(e.ctx, &store.StreamListParams{Prefix: sub.pattern.Prefix(), Now: e.now()})
 		if err != nil {
@@ -422,9 +432,23 @@ func (e *Engine) reconcile() {
 			return
 		}
 		for _, s := range streams {
-			if sub.pattern.Match(s.Path) {
-				e.queue.push(s.Path, flagChanged)
+			if seen[s.Path] || !sub.pattern.Match(s.Path) {
+				continue
 			}
+			seen[s.Path] = true
+			select {
+			case sem <- struct{}{}:
+			case <-e.ctx.Done():
+				return
+			}
+			wg.Add(1)
+			go func(path string) {
+				defer wg.Done()
+				defer func() { <-sem }()
+				if err := e.streamChanged(e.ctx, path, false); err != nil && e.ctx.Err() == nil {
+					e.log.Warn("reconciling a stream", "stream", path, "err", err)
+				}
+			}(s.Path)
 		}
 	}
 }
