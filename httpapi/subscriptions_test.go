@@ -6,6 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"path"
 	"strings"
 	"testing"
 
@@ -212,4 +215,58 @@ func TestCallbackErrors(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzCallbackRoute sends arbitrary callback paths, Authorization headers
+// and bodies through the route to a service that runs the real consumer
+// id and body parsers: every answer is JSON with a status of the seed's
+// table, and the consumer id reaches the service still encoded.
+func FuzzCallbackRoute(f *testing.F) {
+	f.Add("my-sub:%2Fagents%2Ftask-1", "Bearer abc", `{"epoch": 1, "wake_id": "w_1", "done": true}`)
+	f.Add("s:%2Fa%2F%252F", "bearer  x ", `{"epoch": 2, "acks": [{"path": "/a", "offset": "-1"}]}`)
+	f.Add("no-colon", "", `{}`)
+	f.Add("s:%zz", "Basic abc", `not json`)
+	f.Add("s:%2Fa/extra", "Bearer", `{"epoch": -1}`)
+	f.Fuzz(func(t *testing.T, id, auth, body string) {
+		var gotID string
+		svc := &fakeSubscriptions{callback: func(p *subscription.CallbackParams) (*subscription.CallbackResponse, error) {
+			gotID = p.ConsumerID
+			if _, _, err := subscription.ParseConsumerID(p.ConsumerID); err != nil {
+				return nil, &subscription.CallbackError{Err: fmt.Errorf("%w: %v", subscription.ErrConsumerGone, err)}
+			}
+			if p.Token == "" {
+				return nil, &subscription.CallbackError{Err: subscription.ErrTokenInvalid}
+			}
+			if _, err := subscription.ParseCallbackRequest(p.Body); err != nil {
+				return nil, &subscription.CallbackError{Err: err, Token: p.Token}
+			}
+			return &subscription.CallbackResponse{OK: true, Token: p.Token, Streams: []subscription.StreamOffset{}}, nil
+		}}
+		s := subscriptionServer(t, svc)
+		r := httptest.NewRequest("POST", "/callback/x", strings.NewReader(body))
+		r.URL.RawPath = "/callback/" + id
+		r.URL.Path = "/callback/" + id
+		if unescaped, err := url.PathUnescape(id); err == nil {
+			r.URL.Path = "/callback/" + unescaped
+		}
+		if auth != "" {
+			r.Header.Set("Authorization", auth)
+		}
+		w := httptest.NewRecorder()
+		s.ServeHTTP(w, r)
+		if w.Code == http.StatusTemporaryRedirect && path.Clean(r.URL.Path) != r.URL.Path {
+			return // net/http's ServeMux redirects an unclean path
+		}
+		switch w.Code {
+		case 200, 400, 401, 404, 405, 409, 410:
+		default:
+			t.Fatalf("status %d for %q %q %q: %s", w.Code, id, auth, body, w.Body)
+		}
+		if !json.Valid(w.Body.Bytes()) {
+			t.Fatalf("body is not JSON: %q", w.Body)
+		}
+		if gotID != "" && gotID != r.URL.EscapedPath()[len("/callback/"):] {
+			t.Fatalf("service got %q for path %q", gotID, r.URL.EscapedPath())
+		}
+	})
 }
