@@ -142,6 +142,7 @@ func TestEngineLiveUntilLivenessTimeout(t *testing.T) {
 		}
 		// A keep-alive callback at 30 s restarts the 45 s timer.
 		time.Sleep(30 * time.Second)
+		synctest.Wait()
 		tok := hook.wakes()[0].Payload.Token
 		r.mustCallback(id, tok, `{"epoch": 1}`)
 		time.Sleep(44 * time.Second)
@@ -237,6 +238,7 @@ func TestEngineCallbacks(t *testing.T) {
 		// An expired token gets a new one in the error response, which
 		// works.
 		time.Sleep(TokenTTL)
+		synctest.Wait()
 		ce := r.wantCallbackError(id, w[n].Payload.Token, `{"epoch": 2}`, CodeTokenExpired)
 		if claims, err := r.keys.Verify(ce.Token, id, time.Now()); err != nil || claims.Epoch != 2 {
 			t.Fatalf("renewed token: %+v, %v", claims, err)
