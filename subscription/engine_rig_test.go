@@ -170,24 +170,31 @@ func newRigSweep(t *testing.T, dir string, hook *receiver, sweep time.Duration) 
 		t.Fatal(err)
 	}
 	r := &rig{t: t, dir: dir, st: st, hook: hook, keys: rigKeyring(t)}
+	r.eng = startEngine(t, st, hook, r.keys, sweep)
+	return r
+}
+
+// startEngine starts an engine on st that delivers wakes to hook.
+func startEngine(t *testing.T, st EngineStore, hook *receiver, keys *Keyring, sweep time.Duration) *Engine {
+	t.Helper()
 	sender := &transportSender{
 		client: &http.Client{Transport: handlerTransport{h: hook}},
 		policy: webhook.Policy{AllowCIDRs: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}},
 	}
-	r.eng, err = NewEngine(EngineConfig{
+	eng, err := NewEngine(EngineConfig{
 		Store:           st,
 		Sender:          sender,
-		Keyring:         r.keys,
+		Keyring:         keys,
 		CallbackBaseURL: "https://herald.test",
 		SweepInterval:   sweep,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := r.eng.Start(context.Background()); err != nil {
+	if err := eng.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	return r
+	return eng
 }
 
 // close stops the engine and closes the store (a clean shutdown).

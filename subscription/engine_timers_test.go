@@ -100,46 +100,53 @@ func TestEngineWakingTimeout(t *testing.T) {
 }
 
 // TestEngineGCAfterThreeDays: 3 days of continuous webhook failure remove
-// the consumer; its callbacks get CONSUMER_GONE; a later event spawns a
-// new one.
+// the consumer, and its callbacks get CONSUMER_GONE. About 4,000 retries
+// run here, so the store is the in-memory one.
 func TestEngineGCAfterThreeDays(t *testing.T) {
-	dir := t.TempDir()
 	synctest.Test(t, func(t *testing.T) {
 		hook := &receiver{}
 		hook.setReply(func(WakePayload, *http.Request) (int, string) { return http.StatusBadGateway, "" })
+		st := newMemStore()
+		keys := rigKeyring(t)
 		// Deadlines this engine sets fire on time whatever the sweep
 		// interval; a long one keeps 3 days of fake time cheap.
-		r := newRigSweep(t, dir, hook, 10*time.Minute)
-		defer r.close()
-		r.subscribe("sub", "/agents/*")
-		r.createStream("/agents/a", "x")
+		eng := startEngine(t, st, hook, keys, 10*time.Minute)
+		defer eng.Stop()
+		ctx := context.Background()
+		if _, err := eng.CreateSubscription(ctx, &CreateSubscriptionParams{ID: "sub", Pattern: "/agents/*", Webhook: hookURL}); err != nil {
+			t.Fatal(err)
+		}
+		st.appendData("/agents/a", 1)
 		synctest.Wait()
 		id := ConsumerID("sub", "/agents/a")
 		first := hook.wakes()[0]
 
 		time.Sleep(FailureGCAfter - time.Minute)
 		synctest.Wait()
-		r.consumer(id) // still there a minute before
+		if _, err := st.ConsumerGet(ctx, id); err != nil {
+			t.Fatalf("consumer a minute before 3 days: %v", err)
+		}
 		time.Sleep(2 * time.Minute)
 		synctest.Wait()
-		if _, err := r.st.ConsumerGet(context.Background(), id); !errors.Is(err, store.ErrConsumerNotFound) {
+		if _, err := st.ConsumerGet(ctx, id); !errors.Is(err, store.ErrConsumerNotFound) {
 			t.Fatalf("consumer after 3 days of failures: %v", err)
 		}
-		last := hook.wakes()[len(hook.wakes())-1]
+		w := hook.wakes()
+		last := w[len(w)-1]
 		if d := last.At.Sub(first.At); d < FailureGCAfter-66*time.Second {
 			t.Fatalf("last attempt %v after the first", d)
 		}
-		// The removal is final for the old wake: its token gets 410 (with
-		// a fresh token: TOKEN_EXPIRED comes first for a day-old token).
-		r.wantCallbackError(id, r.issue(id, 1), `{"epoch": 1}`, CodeConsumerGone)
+		if len(w) < 3900 {
+			t.Fatalf("%d attempts in 3 days", len(w))
+		}
+		// The removal is final: a callback for the consumer gets 410.
+		tok, err := keys.Issue(id, 1, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = eng.Callback(ctx, &CallbackParams{ConsumerID: id, Token: tok, Body: []byte(`{"epoch": 1}`)})
+		if _, code, _ := CallbackErrorStatus(err); code != CodeConsumerGone {
+			t.Fatalf("callback after removal: %v", err)
+		}
 	})
-}
-
-func (r *rig) issue(id string, epoch int64) string {
-	r.t.Helper()
-	tok, err := r.keys.Issue(id, epoch, time.Now())
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	return tok
 }
