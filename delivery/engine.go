@@ -47,7 +47,7 @@ const (
 	// given.
 	DefaultStream = "/events"
 	// matchPage bounds the bytes read per enqueue transaction.
-	matchPage = 1 << 20
+	matchPage = 64 << 10
 	// listenBuffer is the tail-change feed's buffer (a lossy hint; the
 	// sweep catches what it drops).
 	listenBuffer = 1 << 14

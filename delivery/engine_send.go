@@ -55,16 +55,20 @@ func (r *runner) wake() {
 func (r *runner) loop() {
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
+	var wait time.Duration
+	var starved <-chan struct{}
+	needRound := true
 	for {
 		stopping := r.ctx.Err() != nil
 		if stopping && r.inflight == 0 {
 			return
 		}
-		var wait time.Duration
-		var starved <-chan struct{}
-		if !stopping {
+		if stopping {
+			wait, starved = 0, nil
+		} else if needRound {
 			wait, starved = r.round()
 		}
+		needRound = true
 		var timerC <-chan time.Time
 		if wait > 0 {
 			timer.Reset(wait)
@@ -90,7 +94,9 @@ func (r *runner) loop() {
 					break drain
 				}
 			}
-			r.complete(batch)
+			if w, st, claimed := r.complete(batch); claimed {
+				wait, starved, needRound = w, st, false
+			}
 		}
 		if !timer.Stop() {
 			select {
@@ -101,57 +107,84 @@ func (r *runner) loop() {
 	}
 }
 
+// claimPlan is what one claim may take, decided by the endpoint's state,
+// its max in-flight, its rate limit and the global bound.
+type claimPlan struct {
+	le    *liveEndpoint
+	now   time.Time
+	free  int // what the endpoint and its rate allow
+	limit int // global slots acquired for the claim (<= free)
+	freed <-chan struct{}
+	// When limit is 0: how long to wait, or a channel to wait on.
+	wait    time.Duration
+	starved <-chan struct{}
+}
+
+func (r *runner) plan() claimPlan {
+	e := r.e
+	p := claimPlan{le: e.endpoint(r.id), now: e.now()}
+	if p.le == nil || !p.le.ep.Active || !p.le.ep.Health.DisabledAt.IsZero() {
+		return p // a PATCH or a sweep wakes it
+	}
+	p.free = p.le.maxInFlight(e.cfg.EndpointMaxInFlight) - r.inflight
+	if p.free <= 0 {
+		return p // a result wakes it
+	}
+	if r.bucket == nil || r.rate != p.le.ep.RateLimit {
+		r.bucket, r.rate = NewTokenBucket(p.le.ep.RateLimit, p.now), p.le.ep.RateLimit
+	}
+	tokens, wait := r.bucket.Available(p.now)
+	if tokens == 0 {
+		p.free, p.wait = 0, wait
+		return p
+	}
+	p.free = min(p.free, tokens)
+	p.freed = e.slotFreed() // before acquiring, so no release is missed
+	p.limit = e.acquireGlobal(p.free)
+	if p.limit == 0 {
+		p.starved = p.freed
+	}
+	return p
+}
+
 // round claims and starts what it may, and returns how long until it
 // should claim again (0: when kicked) and, when global slots ran out, a
 // channel closed when one frees.
 func (r *runner) round() (time.Duration, <-chan struct{}) {
-	e := r.e
-	le := e.endpoint(r.id)
-	if le == nil || !le.ep.Active || !le.ep.Health.DisabledAt.IsZero() {
-		return 0, nil // a PATCH or a sweep wakes it
+	p := r.plan()
+	if p.limit == 0 {
+		return p.wait, p.starved
 	}
-	now := e.now()
-	free := le.maxInFlight(e.cfg.EndpointMaxInFlight) - r.inflight
-	if free <= 0 {
-		return 0, nil // a result wakes it
-	}
-	if r.bucket == nil || r.rate != le.ep.RateLimit {
-		r.bucket, r.rate = NewTokenBucket(le.ep.RateLimit, now), le.ep.RateLimit
-	}
-	tokens, wait := r.bucket.Available(now)
-	if tokens == 0 {
-		return wait, nil
-	}
-	free = min(free, tokens)
-	freed := e.slotFreed() // before acquiring, so no release is missed
-	got := e.acquireGlobal(free)
-	if got == 0 {
-		return 0, freed
-	}
-	res, err := e.st.DeliveryClaim(r.ctx, &store.DeliveryClaimParams{EndpointID: r.id, Limit: got, Lease: e.cfg.Lease, Now: now})
+	res, err := r.e.st.DeliveryClaim(r.ctx, &store.DeliveryClaimParams{EndpointID: r.id, Limit: p.limit, Lease: r.e.cfg.Lease, Now: p.now})
 	if err != nil {
-		e.releaseGlobal(got)
+		r.e.releaseGlobal(p.limit)
 		if r.ctx.Err() == nil {
-			e.log.Warn("claiming deliveries failed", "endpoint", r.id, "err", err)
+			r.e.log.Warn("claiming deliveries failed", "endpoint", r.id, "err", err)
 		}
 		return time.Second, nil
 	}
-	e.releaseGlobal(got - len(res.Deliveries))
-	r.bucket.Take(len(res.Deliveries), now)
+	return r.start(p, res)
+}
+
+// start sends what a claim returned and says when to claim again.
+func (r *runner) start(p claimPlan, res *store.DeliveryClaimResult) (time.Duration, <-chan struct{}) {
+	e := r.e
+	e.releaseGlobal(p.limit - len(res.Deliveries))
+	r.bucket.Take(len(res.Deliveries), p.now)
 	for _, d := range res.Deliveries {
 		r.inflight++
-		if !e.goOwned(func() { r.send(le, d) }) {
+		if !e.goOwned(func() { r.send(p.le, d) }) {
 			r.inflight--
 			e.releaseGlobal(1)
 		}
 	}
-	if len(res.Deliveries) == got {
+	if len(res.Deliveries) == p.limit {
 		// More may be due now: claim again when what limited this round
 		// allows.
-		if got < free {
-			return 0, freed // the global bound
+		if p.limit < p.free {
+			return 0, p.freed // the global bound
 		}
-		if _, wait := r.bucket.Available(now); wait > 0 {
+		if _, wait := r.bucket.Available(p.now); wait > 0 {
 			return wait, nil // the rate limit
 		}
 		// Otherwise the endpoint's max in-flight: a result wakes it.
@@ -159,7 +192,7 @@ func (r *runner) round() (time.Duration, <-chan struct{}) {
 	if res.NextDueAt.IsZero() {
 		return 0, nil
 	}
-	return max(res.NextDueAt.Sub(now), time.Millisecond), nil
+	return max(res.NextDueAt.Sub(p.now), time.Millisecond), nil
 }
 
 // send attempts one delivery and hands the outcome to the loop.
@@ -196,22 +229,32 @@ func (e *Engine) signedRequest(ep *store.Endpoint, eventID string, body []byte, 
 }
 
 // complete decides each outcome (retry schedule, Retry-After, breaker)
-// and stores them with the breaker state.
-func (r *runner) complete(batch []sendResult) {
+// and stores them with the breaker state, claiming the next deliveries in
+// the same transaction. claimed is false when it did not claim (the loop
+// then claims on its own).
+func (r *runner) complete(batch []sendResult) (wait time.Duration, starved <-chan struct{}, claimed bool) {
 	e := r.e
-	defer func() {
-		r.inflight -= len(batch)
-		e.releaseGlobal(len(batch))
-	}()
+	// The sends are over: their slots are free for the claim below.
+	r.inflight -= len(batch)
+	e.releaseGlobal(len(batch))
 	ctx := context.WithoutCancel(r.ctx) // outcomes are recorded even while stopping
+	var p claimPlan
+	if r.ctx.Err() == nil {
+		p = r.plan()
+	}
+	defer func() {
+		if !claimed {
+			e.releaseGlobal(p.limit)
+		}
+	}()
 	for range casAttempts {
 		le := e.endpoint(r.id)
 		if le == nil {
-			return // deleted: its deliveries are gone
+			return 0, nil, false // deleted: its deliveries are gone
 		}
 		now := e.now()
 		h, hv := fromStoreHealth(le.ep.Health), le.ep.HealthVersion
-		params := &store.DeliveryCompleteParams{EndpointID: r.id, ExpectHealthVersion: hv, Now: now}
+		params := &store.DeliveryCompleteParams{EndpointID: r.id, ExpectHealthVersion: hv, Now: now, ClaimLimit: p.limit, ClaimLease: e.cfg.Lease}
 		var tripped bool
 		var finals []finalOutcome
 		for _, res := range batch {
@@ -221,6 +264,9 @@ func (r *runner) complete(batch []sendResult) {
 			tripped = tripped || sig == SignalTrip
 			params.Results = append(params.Results, dr)
 			finals = append(finals, finalOutcome{status: dr.Status, attempts: res.d.Attempts + 1, created: res.d.CreatedAt, latency: res.latency})
+		}
+		if tripped {
+			params.ClaimLimit = 0 // the store would refuse it anyway
 		}
 		params.Health = toStoreHealth(h)
 		out, err := e.st.DeliveryComplete(ctx, params)
@@ -233,23 +279,29 @@ func (r *runner) complete(batch []sendResult) {
 			for _, f := range finals {
 				e.observe(f, now)
 			}
-			return
+			if out.Claimed == nil {
+				return 0, nil, false
+			}
+			p.now = now
+			wait, starved = r.start(p, out.Claimed)
+			return wait, starved, true
 		case errors.Is(err, store.ErrEndpointConflict):
 			if err := e.EndpointChanged(ctx, r.id); err != nil {
 				e.log.Warn("reloading an endpoint failed", "endpoint", r.id, "err", err)
-				return
+				return 0, nil, false
 			}
 		case errors.Is(err, store.ErrEndpointNotFound):
 			e.uninstall(r.id)
-			return
+			return 0, nil, false
 		default:
 			// Not recorded: the leases expire and the deliveries are sent
 			// again (at least once).
 			e.log.Error("recording delivery outcomes failed", "endpoint", r.id, "err", err)
-			return
+			return 0, nil, false
 		}
 	}
 	e.log.Error("recording delivery outcomes kept conflicting", "endpoint", r.id)
+	return 0, nil, false
 }
 
 type finalOutcome struct {

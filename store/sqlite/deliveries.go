@@ -124,44 +124,61 @@ const claimSQL = `UPDATE deliveries SET lease_until = ?1, lease_token = lease_to
 
 // DeliveryClaim implements store.DeliveryStore.
 func (s *Store) DeliveryClaim(ctx context.Context, params *store.DeliveryClaimParams) (*store.DeliveryClaimResult, error) {
-	res := &store.DeliveryClaimResult{}
-	now := nanos(params.Now)
+	var res *store.DeliveryClaimResult
 	err := s.write(ctx, func(b *batch) error {
-		res.Deliveries = res.Deliveries[:0]
-		if params.Limit > 0 {
-			stmt, err := s.writerStmt(b.ctx, claimSQL)
-			if err != nil {
-				return err
-			}
-			rows, err := stmt.QueryContext(b.ctx, nanos(params.Now.Add(params.Lease)), now, params.EndpointID, params.Limit)
-			if err != nil {
-				return fmt.Errorf("claim: %w", err)
-			}
-			for rows.Next() {
-				d, err := scanDelivery(rows, true)
-				if err != nil {
-					return errors.Join(fmt.Errorf("claim: %w", err), rows.Close())
-				}
-				res.Deliveries = append(res.Deliveries, d)
-			}
-			if err := errors.Join(rows.Err(), rows.Close()); err != nil {
-				return fmt.Errorf("claim: %w", err)
-			}
-		}
-		var next sql.NullInt64
-		if err := s.wconn.QueryRowContext(b.ctx, `SELECT min(max(next_attempt_at, lease_until)) FROM deliveries
-			WHERE endpoint_id = ? AND status IN ('pending', 'failed') AND max(next_attempt_at, lease_until) > ?`,
-			params.EndpointID, now).Scan(&next); err != nil {
-			return fmt.Errorf("next due: %w", err)
-		}
-		res.NextDueAt = time.Time{}
-		if next.Valid {
-			res.NextDueAt = fromNanos(next.Int64)
-		}
-		return nil
+		var err error
+		res, err = b.claim(params)
+		return err
 	})
 	if err != nil {
 		return nil, err
+	}
+	return res, nil
+}
+
+// claim leases due deliveries inside the batch (see DeliveryClaim).
+func (b *batch) claim(params *store.DeliveryClaimParams) (*store.DeliveryClaimResult, error) {
+	s := b.s
+	res := &store.DeliveryClaimResult{}
+	now := nanos(params.Now)
+	if params.Limit > 0 {
+		stmt, err := s.writerStmt(b.ctx, claimSQL)
+		if err != nil {
+			return nil, err
+		}
+		rows, err := stmt.QueryContext(b.ctx, nanos(params.Now.Add(params.Lease)), now, params.EndpointID, params.Limit)
+		if err != nil {
+			return nil, fmt.Errorf("claim: %w", err)
+		}
+		for rows.Next() {
+			d, err := scanDelivery(rows, true)
+			if err != nil {
+				return nil, errors.Join(fmt.Errorf("claim: %w", err), rows.Close())
+			}
+			res.Deliveries = append(res.Deliveries, d)
+		}
+		if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+			return nil, fmt.Errorf("claim: %w", err)
+		}
+	}
+	// The earliest future due time or lease end: two index seeks.
+	// (It may be a lease of a delivery not due yet, or a due time of one
+	// still leased: waking early costs one empty claim.)
+	for _, q := range []string{
+		`SELECT min(next_attempt_at) FROM deliveries WHERE endpoint_id = ? AND status IN ('pending', 'failed') AND next_attempt_at > ?`,
+		`SELECT min(lease_until) FROM deliveries WHERE endpoint_id = ? AND status IN ('pending', 'failed') AND lease_until > ?`,
+	} {
+		stmt, err := s.writerStmt(b.ctx, q)
+		if err != nil {
+			return nil, err
+		}
+		var next sql.NullInt64
+		if err := stmt.QueryRowContext(b.ctx, params.EndpointID, now).Scan(&next); err != nil {
+			return nil, fmt.Errorf("next due: %w", err)
+		}
+		if at := fromNanos(next.Int64); next.Valid && (res.NextDueAt.IsZero() || at.Before(res.NextDueAt)) {
+			res.NextDueAt = at
+		}
 	}
 	slices.SortFunc(res.Deliveries, func(a, b store.Delivery) int {
 		if c := a.NextAttemptAt.Compare(b.NextAttemptAt); c != 0 {
@@ -220,6 +237,14 @@ func (s *Store) DeliveryComplete(ctx context.Context, params *store.DeliveryComp
 				return fmt.Errorf("insert attempt: %w", err)
 			}
 			res.Applied++
+		}
+		res.Claimed = nil
+		if params.ClaimLimit > 0 {
+			c, err := b.claim(&store.DeliveryClaimParams{EndpointID: params.EndpointID, Limit: params.ClaimLimit, Lease: params.ClaimLease, Now: params.Now})
+			if err != nil {
+				return err
+			}
+			res.Claimed = c
 		}
 		return nil
 	})

@@ -66,6 +66,9 @@ CREATE TABLE deliveries (
 -- The claim: an endpoint's unfinished deliveries by due time.
 CREATE INDEX deliveries_due ON deliveries (endpoint_id, next_attempt_at)
     WHERE status IN ('pending', 'failed');
+-- The next lease to end (when the runner should look again).
+CREATE INDEX deliveries_lease ON deliveries (endpoint_id, lease_until)
+    WHERE status IN ('pending', 'failed');
 -- ordering=stream: the earliest unfinished delivery of a stream.
 CREATE INDEX deliveries_stream_order ON deliveries (endpoint_id, stream, position)
     WHERE status IN ('pending', 'failed');
