@@ -383,3 +383,34 @@ func TestEngineSubscriptionAPI(t *testing.T) {
 		}
 	})
 }
+
+// TestEngineDoneWithPendingRewakes: L3 through the callback API. A done
+// callback while events the consumer has not acked exist starts a new
+// wake cycle at once, with the next epoch; the old epoch is fenced.
+func TestEngineDoneWithPendingRewakes(t *testing.T) {
+	dir := t.TempDir()
+	synctest.Test(t, func(t *testing.T) {
+		hook := &receiver{}
+		r := newRig(t, dir, hook)
+		defer r.close()
+		r.subscribe("sub", "/agents/*")
+		r.createStream("/agents/a", "one")
+		synctest.Wait()
+		id := ConsumerID("sub", "/agents/a")
+		w := hook.wakes()[0].Payload
+		resp := r.mustCallback(id, w.Token, body(CallbackRequest{Epoch: 1, WakeID: w.WakeID,
+			Acks: []StreamOffset{{Path: "/agents/a", Offset: protocol.FormatOffset(3)}}}))
+		r.appendData("/agents/a", "two") // while LIVE: no wake yet
+		synctest.Wait()
+		if n := len(hook.wakes()); n != 1 {
+			t.Fatalf("%d wakes while LIVE", n)
+		}
+		r.mustCallback(id, resp.Token, `{"epoch": 1, "done": true}`)
+		synctest.Wait()
+		ws := hook.wakes()
+		if len(ws) != 2 || ws[1].Payload.Epoch != 2 || ws[1].Payload.Streams[0].Offset != protocol.FormatOffset(3) {
+			t.Fatalf("wakes after done with pending work: %+v", ws)
+		}
+		r.wantCallbackError(id, resp.Token, `{"epoch": 1}`, CodeStaleEpoch)
+	})
+}
