@@ -338,14 +338,12 @@ func (e *Engine) matchPage(ctx context.Context, path string, eps []*liveEndpoint
 	return next < st.Tail, nil
 }
 
+// newDelivery is the delivery of a message to an endpoint; the store
+// assigns its id.
 func (e *Engine) newDelivery(le *liveEndpoint, m *parsedMessage, pos int64, now time.Time) (store.Delivery, error) {
-	id, err := e.newID("dlv_")
-	if err != nil {
-		return store.Delivery{}, err
-	}
 	at, _ := NextAttempt(le.schedule, 0, now, 0)
 	return store.Delivery{
-		ID: id, EndpointID: le.ep.ID, EventID: m.target.Event.ID, EventType: m.target.Event.Type,
+		EndpointID: le.ep.ID, EventID: m.target.Event.ID, EventType: m.target.Event.Type,
 		Stream: m.target.Stream, Position: pos, Body: m.body, NextAttemptAt: at,
 	}, nil
 }

@@ -190,6 +190,8 @@ type DeliveryCursor struct {
 
 // Delivery is one event for one endpoint.
 type Delivery struct {
+	// ID is assigned by the store when the delivery is inserted
+	// (DeliveryEnqueue ignores it).
 	ID         string
 	EndpointID string
 	EventID    string

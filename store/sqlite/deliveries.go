@@ -6,18 +6,20 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/heraldstreams/herald/store"
 )
 
-const deliveryColumns = `seq, id, endpoint_id, event_id, event_type, stream, position, status, attempts, round_attempts,
+const deliveryColumns = `seq, endpoint_id, event_id, event_type, stream, position, status, attempts, round_attempts,
 	next_attempt_at, lease_until, lease_token, last_status_code, last_error, created_at, updated_at, finished_at`
 
 func scanDelivery(row interface{ Scan(...any) error }, body bool) (store.Delivery, error) {
 	var d store.Delivery
 	var next, lease, created, updated, finished int64
-	dst := []any{&d.Seq, &d.ID, &d.EndpointID, &d.EventID, &d.EventType, &d.Stream, &d.Position, &d.Status, &d.Attempts,
+	dst := []any{&d.Seq, &d.EndpointID, &d.EventID, &d.EventType, &d.Stream, &d.Position, &d.Status, &d.Attempts,
 		&d.RoundAttempts, &next, &lease, &d.LeaseToken, &d.LastStatusCode, &d.LastError, &created, &updated, &finished}
 	if body {
 		dst = append(dst, &d.Body)
@@ -25,6 +27,7 @@ func scanDelivery(row interface{ Scan(...any) error }, body bool) (store.Deliver
 	if err := row.Scan(dst...); err != nil {
 		return d, err
 	}
+	d.ID = deliveryID(d.Seq)
 	d.NextAttemptAt, d.LeaseUntil = fromNanos(next), fromNanos(lease)
 	d.CreatedAt, d.UpdatedAt, d.FinishedAt = fromNanos(created), fromNanos(updated), fromNanos(finished)
 	return d, nil
@@ -75,10 +78,10 @@ func (s *Store) DeliveryEnqueue(ctx context.Context, params *store.DeliveryEnque
 		}
 		now := nanos(params.Now)
 		for _, d := range params.Deliveries {
-			r, err := b.exec(`INSERT INTO deliveries (id, endpoint_id, event_id, event_type, stream, position, body, status,
-				next_attempt_at, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?)
+			r, err := b.exec(`INSERT INTO deliveries (endpoint_id, event_id, event_type, stream, position, body, status,
+				next_attempt_at, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?)
 				ON CONFLICT (endpoint_id, event_id) DO NOTHING`,
-				d.ID, d.EndpointID, d.EventID, d.EventType, d.Stream, d.Position, d.Body, nanos(d.NextAttemptAt), now, now)
+				d.EndpointID, d.EventID, d.EventType, d.Stream, d.Position, d.Body, nanos(d.NextAttemptAt), now, now)
 			if err != nil {
 				return fmt.Errorf("insert delivery: %w", err)
 			}
@@ -111,8 +114,8 @@ func (s *Store) DeliveryEnqueue(ctx context.Context, params *store.DeliveryEnque
 // claim of a shared backend: Postgres adds FOR UPDATE SKIP LOCKED to it so
 // replicas never lease one delivery twice; SQLite has one writer.
 const claimSQL = `UPDATE deliveries SET lease_until = ?1, lease_token = lease_token + 1, updated_at = ?2
-	WHERE id IN (
-		SELECT d.id FROM deliveries d JOIN endpoints e ON e.id = d.endpoint_id
+	WHERE seq IN (
+		SELECT d.seq FROM deliveries d JOIN endpoints e ON e.id = d.endpoint_id
 		WHERE d.endpoint_id = ?3 AND d.status IN ('pending', 'failed') AND d.next_attempt_at <= ?2 AND d.lease_until <= ?2
 			AND e.active AND e.disabled_at = 0
 			AND (e.ordering <> 'stream' OR NOT EXISTS (
@@ -210,15 +213,19 @@ func (s *Store) DeliveryComplete(ctx context.Context, params *store.DeliveryComp
 		}
 		res.HealthVersion = params.ExpectHealthVersion + 1
 		for _, dr := range params.Results {
+			seq, ok := parseDeliveryID(dr.DeliveryID)
+			if !ok {
+				continue
+			}
 			finished := int64(0)
 			if dr.Status == store.DeliveryDelivered || dr.Status == store.DeliveryExhausted {
 				finished = now
 			}
 			r, err := b.exec(`UPDATE deliveries SET status = ?, attempts = attempts + 1, round_attempts = round_attempts + 1,
 				next_attempt_at = ?, lease_until = 0, last_status_code = ?, last_error = ?, updated_at = ?, finished_at = ?
-				WHERE id = ? AND lease_token = ? AND endpoint_id = ?`,
+				WHERE seq = ? AND lease_token = ? AND endpoint_id = ?`,
 				dr.Status, nanos(dr.NextAttemptAt), dr.Attempt.StatusCode, dr.Attempt.Error, now, finished,
-				dr.DeliveryID, dr.LeaseToken, params.EndpointID)
+				seq, dr.LeaseToken, params.EndpointID)
 			if err != nil {
 				return fmt.Errorf("complete delivery: %w", err)
 			}
@@ -232,8 +239,8 @@ func (s *Store) DeliveryComplete(ctx context.Context, params *store.DeliveryComp
 			if body == nil {
 				body = []byte{}
 			}
-			if _, err := b.exec(`INSERT INTO delivery_attempts (delivery_id, at, status_code, response_body, latency_ns, error)
-				VALUES (?, ?, ?, ?, ?, ?)`, dr.DeliveryID, nanos(a.At), a.StatusCode, body, int64(a.Latency), a.Error); err != nil {
+			if _, err := b.exec(`INSERT INTO delivery_attempts (delivery_seq, at, status_code, response_body, latency_ns, error)
+				VALUES (?, ?, ?, ?, ?, ?)`, seq, nanos(a.At), a.StatusCode, body, int64(a.Latency), a.Error); err != nil {
 				return fmt.Errorf("insert attempt: %w", err)
 			}
 			res.Applied++
@@ -256,7 +263,11 @@ func (s *Store) DeliveryComplete(ctx context.Context, params *store.DeliveryComp
 
 // DeliveryGet implements store.DeliveryStore.
 func (s *Store) DeliveryGet(ctx context.Context, id string) (*store.Delivery, error) {
-	d, err := scanDelivery(s.reader.QueryRowContext(ctx, `SELECT `+deliveryColumns+`, body FROM deliveries WHERE id = ?`, id), true)
+	seq, ok := parseDeliveryID(id)
+	if !ok {
+		return nil, store.ErrDeliveryNotFound
+	}
+	d, err := scanDelivery(s.reader.QueryRowContext(ctx, `SELECT `+deliveryColumns+`, body FROM deliveries WHERE seq = ?`, seq), true)
 	if isNoRows(err) {
 		return nil, store.ErrDeliveryNotFound
 	}
@@ -313,8 +324,12 @@ func (s *Store) DeliveryList(ctx context.Context, params *store.DeliveryListPara
 
 // DeliveryAttempts implements store.DeliveryStore.
 func (s *Store) DeliveryAttempts(ctx context.Context, deliveryID string) ([]store.DeliveryAttempt, error) {
-	rows, err := s.reader.QueryContext(ctx, `SELECT id, delivery_id, at, status_code, response_body, latency_ns, error
-		FROM delivery_attempts WHERE delivery_id = ? ORDER BY id`, deliveryID)
+	seq, ok := parseDeliveryID(deliveryID)
+	if !ok {
+		return nil, nil
+	}
+	rows, err := s.reader.QueryContext(ctx, `SELECT id, at, status_code, response_body, latency_ns, error
+		FROM delivery_attempts WHERE delivery_seq = ? ORDER BY id`, seq)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: list attempts: %w", err)
 	}
@@ -323,7 +338,8 @@ func (s *Store) DeliveryAttempts(ctx context.Context, deliveryID string) ([]stor
 	for rows.Next() {
 		var a store.DeliveryAttempt
 		var at, latency int64
-		if err := rows.Scan(&a.ID, &a.DeliveryID, &at, &a.StatusCode, &a.ResponseBody, &latency, &a.Error); err != nil {
+		a.DeliveryID = deliveryID
+		if err := rows.Scan(&a.ID, &at, &a.StatusCode, &a.ResponseBody, &latency, &a.Error); err != nil {
 			return nil, fmt.Errorf("sqlite: list attempts: %w", err)
 		}
 		a.At, a.Latency = fromNanos(at), time.Duration(latency)
@@ -335,11 +351,15 @@ func (s *Store) DeliveryAttempts(ctx context.Context, deliveryID string) ([]stor
 // DeliveryRetry implements store.DeliveryStore.
 func (s *Store) DeliveryRetry(ctx context.Context, params *store.DeliveryRetryParams) (*store.Delivery, error) {
 	var out store.Delivery
+	seq, ok := parseDeliveryID(params.ID)
+	if !ok {
+		return nil, store.ErrDeliveryNotFound
+	}
 	err := s.write(ctx, func(b *batch) error {
 		var err error
 		out, err = scanDelivery(s.wconn.QueryRowContext(b.ctx, `UPDATE deliveries SET status = 'pending', round_attempts = 0,
-			next_attempt_at = ?1, finished_at = 0, updated_at = ?1 WHERE id = ?2 RETURNING `+deliveryColumns,
-			nanos(params.Now), params.ID), false)
+			next_attempt_at = ?1, finished_at = 0, updated_at = ?1 WHERE seq = ?2 RETURNING `+deliveryColumns,
+			nanos(params.Now), seq), false)
 		if isNoRows(err) {
 			return ruleError{store.ErrDeliveryNotFound}
 		}
@@ -363,8 +383,8 @@ func (s *Store) DeliveryPrune(ctx context.Context, params *store.DeliveryPrunePa
 	var removed int
 	err := s.write(ctx, func(b *batch) error {
 		before := nanos(params.Before)
-		if _, err := b.exec(`DELETE FROM delivery_attempts WHERE delivery_id IN
-			(SELECT id FROM deliveries WHERE finished_at > 0 AND finished_at < ? ORDER BY finished_at LIMIT ?)`, before, limit); err != nil {
+		if _, err := b.exec(`DELETE FROM delivery_attempts WHERE delivery_seq IN
+			(SELECT seq FROM deliveries WHERE finished_at > 0 AND finished_at < ? ORDER BY finished_at LIMIT ?)`, before, limit); err != nil {
 			return fmt.Errorf("prune attempts: %w", err)
 		}
 		r, err := b.exec(`DELETE FROM deliveries WHERE seq IN
@@ -449,4 +469,18 @@ func (s *Store) EventPublish(ctx context.Context, params *store.EventPublishPara
 		return nil, err
 	}
 	return res, nil
+}
+
+// deliveryID is the public id of the delivery with this seq.
+func deliveryID(seq int64) string { return "dlv_" + strconv.FormatInt(seq, 10) }
+
+// parseDeliveryID returns the seq of a delivery id, ok false when the id
+// cannot be one.
+func parseDeliveryID(id string) (int64, bool) {
+	rest, ok := strings.CutPrefix(id, "dlv_")
+	if !ok || rest == "" || rest[0] == '0' || rest[0] == '+' || rest[0] == '-' {
+		return 0, false
+	}
+	seq, err := strconv.ParseInt(rest, 10, 64)
+	return seq, err == nil && seq > 0
 }

@@ -264,7 +264,7 @@ func (s *Store) EndpointDelete(ctx context.Context, id string) error {
 			return ruleError{store.ErrEndpointNotFound}
 		}
 		for _, q := range []string{
-			`DELETE FROM delivery_attempts WHERE delivery_id IN (SELECT id FROM deliveries WHERE endpoint_id = ?)`,
+			`DELETE FROM delivery_attempts WHERE delivery_seq IN (SELECT seq FROM deliveries WHERE endpoint_id = ?)`,
 			`DELETE FROM deliveries WHERE endpoint_id = ?`,
 			`DELETE FROM delivery_cursors WHERE endpoint_id = ?`,
 		} {

@@ -121,7 +121,10 @@ func testEndpointCRUD(t *testing.T, f Factory) {
 		t.Fatal(err)
 	}
 	expectErr(t, s.EndpointDelete(ctx, "ep_b"), store.ErrEndpointNotFound)
-	_, err = s.DeliveryGet(ctx, "ep_b/e1")
+	if d := byEvent(t, s, "ep_b", "e1"); d != nil {
+		t.Fatalf("delivery of a deleted endpoint: %+v", d)
+	}
+	_, err = s.DeliveryGet(ctx, "dlv_nope")
 	expectErr(t, err, store.ErrDeliveryNotFound)
 
 	s = f.Reopen(t, s)
@@ -172,7 +175,7 @@ func testDeliveryEnqueueCAS(t *testing.T, f Factory) {
 	_, err = s.DeliveryEnqueue(ctx, &store.DeliveryEnqueueParams{Stream: "/s", Cursors: []store.CursorAdvance{adv},
 		Deliveries: []store.Delivery{delivery("ep", "e3", 10)}, Now: t0})
 	expectErr(t, err, store.ErrCursorConflict)
-	if _, err := s.DeliveryGet(ctx, "ep/e3"); err == nil {
+	if byEvent(t, s, "ep", "e3") != nil {
 		t.Fatal("a conflicting enqueue wrote its delivery")
 	}
 	next := store.CursorAdvance{EndpointID: "ep", Found: true, ExpectStreamID: 7, ExpectPosition: 10, StreamID: 7, Position: 20}
@@ -187,7 +190,7 @@ func testDeliveryEnqueueCAS(t *testing.T, f Factory) {
 		t.Fatalf("cursors = %+v, %v", cs, err)
 	}
 	s = f.Reopen(t, s)
-	d, err := s.DeliveryGet(ctx, "ep/e3")
+	d, err := s.DeliveryGet(ctx, byEvent(t, s, "ep", "e3").ID)
 	if err != nil || d.Status != store.DeliveryPending || string(d.Body) != `{"id":"e3"}` || d.Position != 10 {
 		t.Fatalf("after reopen = %+v, %v", d, err)
 	}
@@ -287,6 +290,21 @@ func testDeliveryOrderingStream(t *testing.T, f Factory) {
 	if got := eventIDs(mustClaim(t, s, "ep", 10, t0.Add(time.Minute)).Deliveries); fmt.Sprint(got) != "[o1 e1]" {
 		t.Fatalf("retry claim = %v", got)
 	}
+}
+
+// byEvent returns the endpoint's delivery of an event, or nil.
+func byEvent(t *testing.T, s store.Store, ep, event string) *store.Delivery {
+	t.Helper()
+	ds, err := s.DeliveryList(context.Background(), &store.DeliveryListParams{EndpointID: ep})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range ds {
+		if ds[i].EventID == event {
+			return &ds[i]
+		}
+	}
+	return nil
 }
 
 func mustHealthVersion(t *testing.T, s store.Store, id string) int64 {

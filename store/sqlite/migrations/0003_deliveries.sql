@@ -41,9 +41,10 @@ CREATE TABLE delivery_cursors (
 ) WITHOUT ROWID;
 CREATE INDEX delivery_cursors_endpoint ON delivery_cursors (endpoint_id);
 
+-- A delivery's id is "dlv_" + seq: lookups by id are rowid lookups, and
+-- no random key index slows the inserts.
 CREATE TABLE deliveries (
     seq              INTEGER PRIMARY KEY AUTOINCREMENT,
-    id               TEXT    NOT NULL UNIQUE,
     endpoint_id      TEXT    NOT NULL,
     event_id         TEXT    NOT NULL,
     event_type       TEXT    NOT NULL,
@@ -77,14 +78,14 @@ CREATE INDEX deliveries_finished ON deliveries (finished_at) WHERE finished_at >
 
 CREATE TABLE delivery_attempts (
     id            INTEGER PRIMARY KEY AUTOINCREMENT,
-    delivery_id   TEXT    NOT NULL,
+    delivery_seq  INTEGER NOT NULL,
     at            INTEGER NOT NULL,
     status_code   INTEGER NOT NULL,
     response_body BLOB    NOT NULL,
     latency_ns    INTEGER NOT NULL,
     error         TEXT    NOT NULL DEFAULT ''
 );
-CREATE INDEX delivery_attempts_delivery ON delivery_attempts (delivery_id, id);
+CREATE INDEX delivery_attempts_delivery ON delivery_attempts (delivery_seq, id);
 
 CREATE TABLE published_events (
     event_id   TEXT    PRIMARY KEY,
