@@ -35,6 +35,7 @@ type CallbackError struct {
 	Message string
 }
 
+// Error describes the response.
 func (e *CallbackError) Error() string {
 	return fmt.Sprintf("client: callback failed: %d %s: %s", e.Status, e.Code, e.Message)
 }

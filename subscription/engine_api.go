@@ -223,6 +223,7 @@ type CallbackError struct {
 	Token string
 }
 
+// Error returns Err's message.
 func (e *CallbackError) Error() string { return e.Err.Error() }
 
 // Unwrap returns Err.
