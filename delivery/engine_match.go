@@ -61,14 +61,14 @@ func (q *pathQueue) take() (string, bool) {
 			q.order = q.order[1:]
 			delete(q.queued, p)
 			q.running[p] = true
-			more := len(q.order) > 0
-			q.mu.Unlock()
-			if more {
+			if len(q.order) > 0 {
+				// Under mu: close cannot have closed signal yet.
 				select {
 				case q.signal <- struct{}{}:
 				default:
 				}
 			}
+			q.mu.Unlock()
 			return p, true
 		}
 		q.mu.Unlock()
@@ -89,9 +89,11 @@ func (q *pathQueue) done(path string) {
 
 func (q *pathQueue) close() {
 	q.mu.Lock()
-	q.closed = true
-	q.mu.Unlock()
-	close(q.signal)
+	defer q.mu.Unlock()
+	if !q.closed {
+		q.closed = true
+		close(q.signal)
+	}
 }
 
 // listenLoop moves tail changes into the queue.
