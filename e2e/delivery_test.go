@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -234,6 +235,21 @@ func TestDeliveryKillNineDeliversEveryEvent(t *testing.T) {
 		t.Fatalf("only %d of %d events acknowledged", len(want), total)
 	}
 	rc.waitFor(want, 60*time.Second, srv.logs)
+
+	// Issue item 9: the delivery metrics are served.
+	resp, metrics := do(t, "GET", srv.base+"/_herald/metrics", nil, "")
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("metrics: %d", resp.StatusCode)
+	}
+	for _, name := range []string{
+		`herald_delivery_attempts_total{outcome="delivered"}`, `herald_delivery_attempts_total{outcome="retrying"}`,
+		"herald_delivery_latency_seconds_bucket", "herald_delivery_attempts_per_delivery_bucket",
+		"herald_delivery_dead_letters_total", `herald_delivery_endpoints{status="active"} 1`,
+	} {
+		if !strings.Contains(metrics, name) {
+			t.Errorf("metrics lack %s", name)
+		}
+	}
 }
 
 // Issue item 5: with ordering "stream", each stream's events reach the
