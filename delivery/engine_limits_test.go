@@ -296,3 +296,36 @@ func TestEngineScheduleDefaults(t *testing.T) {
 		}
 	})
 }
+
+// Stop lets in-flight deliveries finish and records their outcome; a
+// send still running when Stop's context ends is cancelled and left to
+// its lease.
+func TestEngineStopFinishesInFlight(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRig(t, nil)
+		ep := r.endpoint(&CreateEndpointParams{Active: true})
+		b := &blockingReceiver{release: make(chan struct{})}
+		r.rc.setRespond(func(int, Event) (int, map[string]string) {
+			b.hold()
+			return http.StatusOK, nil
+		})
+		r.publish("a.b", "", `{}`)
+		synctest.Wait()
+		stopped := make(chan struct{})
+		go func() {
+			r.e.Stop(context.Background())
+			close(stopped)
+		}()
+		synctest.Wait()
+		select {
+		case <-stopped:
+			t.Fatal("Stop returned with a delivery in flight")
+		default:
+		}
+		close(b.release)
+		<-stopped
+		if d := r.deliveries(ep.ID); len(d) != 1 || d[0].Status != store.DeliveryDelivered {
+			t.Fatalf("after Stop: %+v", d)
+		}
+	})
+}
