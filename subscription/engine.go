@@ -95,6 +95,12 @@ type EngineConfig struct {
 	SweepInterval time.Duration
 	// MaxInFlight bounds the webhook requests in flight.
 	MaxInFlight int
+	// ExclusiveStore says that this engine makes every change to the
+	// store's consumers (the embedded store, which one process owns). The
+	// engine then remembers which consumers listen to each stream that
+	// gets events instead of asking the store at every append. Leave it
+	// false when replicas share the store.
+	ExclusiveStore bool
 }
 
 // Engine runs webhook subscriptions (seed 000): it spawns consumers for
@@ -124,6 +130,7 @@ type Engine struct {
 
 	queue    *pathQueue
 	timers   *deadlines
+	members  *memberCache
 	inflight chan struct{}
 
 	// ctx is the engine's lifetime: Stop cancels it. Sends and loops run
@@ -155,6 +162,7 @@ func NewEngine(cfg EngineConfig) (*Engine, error) {
 		subs:    map[string]*cachedSub{},
 		queue:   newPathQueue(),
 		timers:  newDeadlines(),
+		members: newMemberCache(cfg.ExclusiveStore),
 	}
 	if e.now == nil {
 		e.now = time.Now
@@ -263,6 +271,7 @@ type applied struct {
 func (e *Engine) apply(ctx context.Context, id string, ev Event, extra []string, pre *store.Consumer) (applied, error) {
 	unlock := e.lock(id)
 	defer unlock()
+	known := pre // the latest form of the consumer seen, for the member cache
 	for range casAttempts {
 		sc := pre
 		pre = nil
@@ -271,11 +280,14 @@ func (e *Engine) apply(ctx context.Context, id string, ev Event, extra []string,
 			var err error
 			sc, err = e.st.ConsumerGet(ctx, id)
 			if errors.Is(err, store.ErrConsumerNotFound) {
+				e.members.observe(known, nil)
 				return applied{}, fmt.Errorf("%w: %s", ErrConsumerGone, id)
 			}
 			if err != nil {
 				return applied{}, err
 			}
+			e.members.observe(known, sc)
+			known = sc
 		}
 		c := fromStored(sc)
 		tails, err := e.tails(ctx, c.Paths(), extra)
@@ -292,10 +304,12 @@ func (e *Engine) apply(ctx context.Context, id string, ev Event, extra []string,
 			case errors.Is(err, store.ErrConsumerConflict):
 				continue
 			case errors.Is(err, store.ErrConsumerNotFound):
+				e.members.observe(sc, nil)
 				return applied{}, fmt.Errorf("%w: %s", ErrConsumerGone, id)
 			case err != nil:
 				return applied{}, err
 			}
+			e.members.observe(sc, nil)
 			e.metrics.removed.WithLabelValues(string(rm.Reason)).Inc()
 			return applied{Consumer: next, Effects: effects, Removed: true}, nil
 		}
@@ -311,16 +325,20 @@ func (e *Engine) apply(ctx context.Context, id string, ev Event, extra []string,
 		}
 		version := sc.Version
 		if !sameConsumer(&c, &next) {
+			stored := toStored(&next)
 			var err error
-			version, err = e.st.ConsumerUpdate(ctx, &store.ConsumerUpdateParams{Consumer: toStored(&next), ExpectVersion: sc.Version})
+			version, err = e.st.ConsumerUpdate(ctx, &store.ConsumerUpdateParams{Consumer: stored, ExpectVersion: sc.Version})
 			switch {
 			case errors.Is(err, store.ErrConsumerConflict):
 				continue
 			case errors.Is(err, store.ErrConsumerNotFound):
+				e.members.observe(sc, nil)
 				return applied{}, fmt.Errorf("%w: %s", ErrConsumerGone, id)
 			case err != nil:
 				return applied{}, err
 			}
+			stored.Version = version
+			e.members.observe(sc, &stored)
 		}
 		return applied{Consumer: next, Version: version, Effects: effects}, nil
 	}

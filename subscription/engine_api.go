@@ -88,6 +88,7 @@ func (e *Engine) CreateSubscription(ctx context.Context, p *CreateSubscriptionPa
 		return out, nil
 	}
 	out.Subscription.WebhookSecret = res.Subscription.Secret
+	e.members.clear() // the store added consumers for the existing streams
 	e.cacheSubscription(res.Subscription, pat)
 	// Streams appended to between the listing and the commit were not
 	// matched by the engine yet: give their consumers the new tails.
@@ -196,6 +197,7 @@ func (e *Engine) DeleteSubscription(ctx context.Context, pattern, id string) err
 		return err
 	}
 	e.uncacheSubscription(id)
+	e.members.clear() // the store removed the subscription's consumers
 	return nil
 }
 

@@ -219,10 +219,22 @@ func (e *Engine) processStream(ctx context.Context, path string, flags uint8) er
 	return errors.Join(errs...)
 }
 
+// streamChanged gives the consumers of a stream its new tail. spawn is
+// true for a live change (an append or a creation): matching
+// subscriptions without a consumer get one, and the member cache keeps
+// the stream's consumers (a reconciliation does not fill it, so idle
+// streams cost no memory).
 func (e *Engine) streamChanged(ctx context.Context, path string, spawn bool) error {
-	consumers, err := e.st.ConsumerListByStream(ctx, &store.ConsumerListByStreamParams{Path: path})
-	if err != nil {
-		return err
+	consumers, gen, cached := e.members.get(path)
+	if !cached {
+		var err error
+		consumers, err = e.st.ConsumerListByStream(ctx, &store.ConsumerListByStreamParams{Path: path})
+		if err != nil {
+			return err
+		}
+		if spawn {
+			e.members.fill(path, gen, consumers)
+		}
 	}
 	if spawn {
 		inserted, err := e.spawn(ctx, path, consumers)
@@ -233,6 +245,9 @@ func (e *Engine) streamChanged(ctx context.Context, path string, spawn bool) err
 			consumers, err = e.st.ConsumerListByStream(ctx, &store.ConsumerListByStreamParams{Path: path})
 			if err != nil {
 				return err
+			}
+			for i := range consumers {
+				e.members.observe(nil, &consumers[i])
 			}
 		}
 	}

@@ -34,7 +34,7 @@ import (
 // and at the end, with a webhook that answers {"done": true}, that every
 // event was acked and every consumer is asleep.
 func TestEngineModel(t *testing.T) {
-	for seed := range uint64(6) {
+	for seed := range uint64(8) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) { runModel(t, seed) })
 		})
@@ -65,6 +65,9 @@ type model struct {
 	wakeOf  map[string]string // consumer epoch key → wake id
 	latest  map[string]WakePayload
 	prev    map[string]store.Consumer
+	// exclusive is EngineConfig.ExclusiveStore: even seeds run with the
+	// member cache, odd ones without.
+	exclusive bool
 }
 
 var modelStreams = []string{"/m/a", "/m/b", "/m/c"}
@@ -73,7 +76,8 @@ const modelSecondary = "/x/shared"
 
 func runModel(t *testing.T, seed uint64) {
 	m := &model{t: t, r: rand.New(rand.NewPCG(seed, 99)), st: newMemStore(), keys: rigKeyring(t), hook: &receiver{},
-		epochOf: map[string]int64{}, wakeOf: map[string]string{}, latest: map[string]WakePayload{}, prev: map[string]store.Consumer{}}
+		epochOf: map[string]int64{}, wakeOf: map[string]string{}, latest: map[string]WakePayload{}, prev: map[string]store.Consumer{},
+		exclusive: seed%2 == 0}
 	var appenders sync.WaitGroup
 	defer appenders.Wait()
 	m.hook.setReply(func(p WakePayload, req *http.Request) (int, string) {
@@ -98,7 +102,7 @@ func runModel(t *testing.T, seed uint64) {
 		}
 		return http.StatusOK, "{}"
 	})
-	m.eng = startEngine(t, m.st, m.hook, m.keys, 0)
+	m.eng = startEngine(t, m.st, m.hook, m.keys, 0, m.exclusive)
 	res, err := m.eng.CreateSubscription(context.Background(), &CreateSubscriptionParams{ID: "m", Pattern: "/m/*", Webhook: hookURL})
 	if err != nil {
 		t.Fatal(err)
@@ -124,7 +128,7 @@ func runModel(t *testing.T, seed uint64) {
 				// start must find it.
 				m.st.appendData(modelStreams[m.r.IntN(len(modelStreams))], 1)
 			}
-			m.eng = startEngine(t, m.st, m.hook, m.keys, 0)
+			m.eng = startEngine(t, m.st, m.hook, m.keys, 0, m.exclusive)
 		}
 		synctest.Wait()
 		m.check(step)

@@ -170,12 +170,14 @@ func newRigSweep(t *testing.T, dir string, hook *receiver, sweep time.Duration) 
 		t.Fatal(err)
 	}
 	r := &rig{t: t, dir: dir, st: st, hook: hook, keys: rigKeyring(t)}
-	r.eng = startEngine(t, st, hook, r.keys, sweep)
+	r.eng = startEngine(t, st, hook, r.keys, sweep, true)
 	return r
 }
 
 // startEngine starts an engine on st that delivers wakes to hook.
-func startEngine(t *testing.T, st EngineStore, hook *receiver, keys *Keyring, sweep time.Duration) *Engine {
+// exclusive is EngineConfig.ExclusiveStore: true for the embedded store
+// and the in-memory one; the model test also runs with it off.
+func startEngine(t *testing.T, st EngineStore, hook *receiver, keys *Keyring, sweep time.Duration, exclusive bool) *Engine {
 	t.Helper()
 	sender := &transportSender{
 		client: &http.Client{Transport: handlerTransport{h: hook}},
@@ -187,6 +189,7 @@ func startEngine(t *testing.T, st EngineStore, hook *receiver, keys *Keyring, sw
 		Keyring:         keys,
 		CallbackBaseURL: "https://herald.test",
 		SweepInterval:   sweep,
+		ExclusiveStore:  exclusive,
 	})
 	if err != nil {
 		t.Fatal(err)

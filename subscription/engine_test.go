@@ -414,3 +414,49 @@ func TestEngineDoneWithPendingRewakes(t *testing.T) {
 		r.wantCallbackError(id, resp.Token, `{"epoch": 1}`, CodeStaleEpoch)
 	})
 }
+
+// TestEngineMembershipsFollowCallbacks: a stream that already had events
+// (so the engine knows who listens to it) gets a new listener by a
+// callback's subscribe: its next event wakes that consumer; after an
+// unsubscribe, it no longer does.
+func TestEngineMembershipsFollowCallbacks(t *testing.T) {
+	dir := t.TempDir()
+	synctest.Test(t, func(t *testing.T) {
+		hook := &receiver{}
+		hook.setReply(func(WakePayload, *http.Request) (int, string) { return http.StatusOK, `{"done": true}` })
+		r := newRig(t, dir, hook)
+		defer r.close()
+		r.subscribe("sub", "/agents/*")
+		r.createStream("/shared/s", "")
+		r.appendData("/shared/s", "before anyone listens")
+		r.createStream("/agents/a", "x")
+		synctest.Wait()
+		id := ConsumerID("sub", "/agents/a")
+		r.appendData("/agents/a", "y") // wake, claimed by the callbacks below
+		hook.setReply(nil)
+		synctest.Wait()
+		w := hook.wakes()
+		last := w[len(w)-1].Payload
+		resp := r.mustCallback(id, last.Token, body(CallbackRequest{Epoch: last.Epoch, Subscribe: []string{"/shared/s"},
+			Acks: []StreamOffset{{Path: "/agents/a", Offset: protocol.FormatOffset(2)}}}))
+		r.mustCallback(id, resp.Token, body(CallbackRequest{Epoch: last.Epoch, Done: true}))
+		synctest.Wait()
+		n := len(hook.wakes())
+
+		r.appendData("/shared/s", "for the new listener")
+		synctest.Wait()
+		w = hook.wakes()
+		if len(w) != n+1 || !slices.Equal(w[n].Payload.TriggeredBy, []string{"/shared/s"}) {
+			t.Fatalf("wakes after an event on the subscribed stream: %+v", w[n:])
+		}
+		p := w[n].Payload
+		resp = r.mustCallback(id, p.Token, body(CallbackRequest{Epoch: p.Epoch, Unsubscribe: []string{"/shared/s"}, Done: true}))
+		synctest.Wait()
+		n = len(hook.wakes())
+		r.appendData("/shared/s", "nobody listens")
+		synctest.Wait()
+		if got := len(hook.wakes()); got != n {
+			t.Fatalf("%d wakes after unsubscribing", got-n)
+		}
+	})
+}

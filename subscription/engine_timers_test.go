@@ -110,7 +110,7 @@ func TestEngineGCAfterThreeDays(t *testing.T) {
 		keys := rigKeyring(t)
 		// Deadlines this engine sets fire on time whatever the sweep
 		// interval; a long one keeps 3 days of fake time cheap.
-		eng := startEngine(t, st, hook, keys, 10*time.Minute)
+		eng := startEngine(t, st, hook, keys, 10*time.Minute, true)
 		defer eng.Stop()
 		ctx := context.Background()
 		if _, err := eng.CreateSubscription(ctx, &CreateSubscriptionParams{ID: "sub", Pattern: "/agents/*", Webhook: hookURL}); err != nil {

@@ -72,6 +72,10 @@ func startSubscriptions(ctx context.Context, p subscriptionsParams) (*subscripti
 		CallbackBaseURL: publicURL(cfg.PublicURL, p.Listener),
 		Logger:          p.Logger,
 		Registerer:      p.Metrics,
+		// The embedded store belongs to this process alone (it holds the
+		// data directory's lock), so the engine sees every membership
+		// change.
+		ExclusiveStore: true,
 	})
 	if err != nil {
 		return nil, err
