@@ -279,7 +279,7 @@ func (e *Engine) matchPage(ctx context.Context, path string, eps []*liveEndpoint
 	var data []byte
 	next := from
 	if from < st.Tail {
-		res, err := e.st.StreamRead(ctx, &store.StreamReadParams{Path: path, From: from, MaxBytes: matchPage, Now: now})
+		res, err := e.st.StreamRead(ctx, &store.StreamReadParams{Path: path, From: from, MaxBytes: matchPage, Now: now, Internal: true})
 		if err != nil {
 			return false, err
 		}

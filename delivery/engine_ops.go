@@ -381,7 +381,7 @@ func (e *Engine) replayStream(ctx context.Context, le *liveEndpoint, path string
 		return nil
 	}
 	for from < end {
-		r, err := e.st.StreamRead(ctx, &store.StreamReadParams{Path: path, From: from, MaxBytes: matchPage, Now: now})
+		r, err := e.st.StreamRead(ctx, &store.StreamReadParams{Path: path, From: from, MaxBytes: matchPage, Now: now, Internal: true})
 		if err != nil {
 			return err
 		}

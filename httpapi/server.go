@@ -200,8 +200,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 	path := r.URL.Path
 	if isReserved(path) {
-		if hh, pattern := s.mux.Handler(r); pattern != "" {
-			hh.ServeHTTP(w, r)
+		if _, pattern := s.mux.Handler(r); pattern != "" {
+			s.mux.ServeHTTP(w, r) // routes again, setting Request.PathValue
 			return
 		}
 		s.fail(w, r, errReservedPath)

@@ -207,6 +207,10 @@ type StreamReadParams struct {
 	// returned when data exists, whatever its size.
 	MaxBytes int
 	Now      time.Time
+	// Internal marks a read by Herald itself (the delivery engine matching
+	// events): it does not count as an access, so it never renews a
+	// sliding TTL.
+	Internal bool
 }
 
 // StreamReadResult is the output of Store.StreamRead.

@@ -36,7 +36,9 @@ func (s *Store) StreamRead(ctx context.Context, params *store.StreamReadParams) 
 	if err := r.read(ctx, e, from, st.Tail); err != nil {
 		return nil, err
 	}
-	s.touch(e, params.Now)
+	if !params.Internal {
+		s.touch(e, params.Now)
+	}
 	next := from + int64(len(r.out))
 	return &store.StreamReadResult{Stream: st, Data: r.out, Next: next}, nil
 }

@@ -43,6 +43,9 @@ type Config struct {
 	// TouchFlushInterval is how often read-driven TTL renewals are written
 	// (default 1s).
 	TouchFlushInterval time.Duration
+	// CheckpointInterval is how often the WAL is checkpointed into the
+	// database file in the background (default 1s).
+	CheckpointInterval time.Duration
 }
 
 // Store is the SQLite implementation of store.Store.
@@ -53,6 +56,8 @@ type Store struct {
 	writer *sql.DB
 	wconn  *sql.Conn
 	reader *sql.DB
+	// ckpt is the connection that checkpoints the WAL in the background.
+	ckpt *sql.DB
 	// readChunks is chunksFromSQL prepared on the read pool.
 	readChunks *sql.Stmt
 	hub        *store.Hub
@@ -90,6 +95,9 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if cfg.TouchFlushInterval <= 0 {
 		cfg.TouchFlushInterval = time.Second
 	}
+	if cfg.CheckpointInterval <= 0 {
+		cfg.CheckpointInterval = time.Second
+	}
 	if err := os.MkdirAll(cfg.Dir, 0o750); err != nil {
 		return nil, fmt.Errorf("sqlite: create data dir: %w", err)
 	}
@@ -113,9 +121,10 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		s.closeHandles()
 		return nil, err
 	}
-	s.wg.Add(2)
+	s.wg.Add(3)
 	go s.commitLoop()
 	go s.touchLoop()
+	go s.checkpointLoop()
 	return s, nil
 }
 
@@ -138,6 +147,15 @@ func (s *Store) open(ctx context.Context) error {
 	if err := migrate(ctx, s.wconn); err != nil {
 		return err
 	}
+	// The committer never checkpoints (that would stall every append
+	// waiting on it); checkpointLoop does, on its own connection.
+	if _, err := s.wconn.ExecContext(ctx, `PRAGMA wal_autocheckpoint = 0`); err != nil {
+		return fmt.Errorf("sqlite: configure checkpoints: %w", err)
+	}
+	if s.ckpt, err = sql.Open("sqlite", dsn+"&_pragma=journal_size_limit(67108864)"); err != nil {
+		return fmt.Errorf("sqlite: open checkpointer: %w", err)
+	}
+	s.ckpt.SetMaxOpenConns(1)
 	if s.reader, err = sql.Open("sqlite", dsn+"&_pragma=query_only(1)&_pragma=mmap_size(268435456)"); err != nil {
 		return fmt.Errorf("sqlite: open reader: %w", err)
 	}
@@ -260,6 +278,9 @@ func (s *Store) closeHandles() error {
 	if s.reader != nil {
 		errs = append(errs, s.reader.Close())
 	}
+	if s.ckpt != nil {
+		errs = append(errs, s.ckpt.Close())
+	}
 	if s.lock != nil {
 		errs = append(errs, s.lock.Close())
 	}
@@ -268,3 +289,34 @@ func (s *Store) closeHandles() error {
 
 // Dir returns the data directory.
 func (s *Store) Dir() string { return s.cfg.Dir }
+
+// maxWALFrames is the WAL size (in pages) past which a checkpoint may block
+// writers to bring it back: a safety valve for when passive checkpoints
+// cannot keep up.
+const maxWALFrames = 16384
+
+// checkpointLoop copies the WAL into the database file in the background
+// with passive checkpoints, which never block the committer or readers.
+func (s *Store) checkpointLoop() {
+	defer s.wg.Done()
+	t := time.NewTicker(s.cfg.CheckpointInterval)
+	defer t.Stop()
+	ctx := context.Background()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-t.C:
+			var busy, frames, done int
+			if err := s.ckpt.QueryRowContext(ctx, `PRAGMA wal_checkpoint(PASSIVE)`).Scan(&busy, &frames, &done); err != nil {
+				s.log.Warn("WAL checkpoint failed", "err", err)
+				continue
+			}
+			if frames > maxWALFrames {
+				if err := s.ckpt.QueryRowContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`).Scan(&busy, &frames, &done); err != nil {
+					s.log.Warn("WAL truncate checkpoint failed", "err", err)
+				}
+			}
+		}
+	}
+}

@@ -264,12 +264,19 @@ func testExpiry(t *testing.T, f Factory) {
 	}
 	_, err := s.StreamGet(ctx, &store.StreamGetParams{Path: "/ttl", Now: t0.Add(18 * time.Second)})
 	expectErr(t, err, store.ErrNotFound)
+	// Herald's own reads (Internal) are not accesses: no renewal.
+	mustCreate(t, s, &store.StreamCreateParams{Path: "/ttl-internal", ContentType: "text/plain", TTL: 10 * time.Second, Data: []byte("x")})
+	if _, err := s.StreamRead(ctx, &store.StreamReadParams{Path: "/ttl-internal", Now: t0.Add(8 * time.Second), Internal: true}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.StreamGet(ctx, &store.StreamGetParams{Path: "/ttl-internal", Now: t0.Add(10 * time.Second)})
+	expectErr(t, err, store.ErrNotFound)
 	_, err = s.StreamGet(ctx, &store.StreamGetParams{Path: "/abs", Now: t0.Add(5 * time.Second)})
 	expectErr(t, err, store.ErrNotFound)
 	// An expired path can be created again.
 	mustCreate(t, s, &store.StreamCreateParams{Path: "/abs", ContentType: "text/plain", Now: t0.Add(6 * time.Second)})
 	n, err := s.StreamDeleteExpired(ctx, &store.StreamDeleteExpiredParams{Now: t0.Add(20 * time.Second)})
-	if err != nil || n != 1 {
+	if err != nil || n != 2 { // /ttl and /ttl-internal
 		t.Fatalf("delete expired = %d, %v", n, err)
 	}
 }
