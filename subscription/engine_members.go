@@ -38,10 +38,18 @@ func newMemberCache(enabled bool) *memberCache {
 	return &memberCache{enabled: enabled, paths: map[string]*memberSet{}}
 }
 
+// maxCachedPaths bounds the member cache: past it the cache starts over
+// (forgetting is always safe), so memory follows the streams that are
+// busy now rather than every stream that ever had an event.
+const maxCachedPaths = 100_000
+
 // entry returns the set of path, creating an unloaded one; caller holds mu.
 func (m *memberCache) entry(path string) *memberSet {
 	s, ok := m.paths[path]
 	if !ok {
+		if len(m.paths) >= maxCachedPaths {
+			m.paths = map[string]*memberSet{}
+		}
 		m.next++
 		s = &memberSet{gen: m.next}
 		m.paths[path] = s
