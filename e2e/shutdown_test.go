@@ -3,6 +3,7 @@ package e2e
 import (
 	"net/http"
 	"net/http/httptrace"
+	"strings"
 	"testing"
 	"time"
 )
@@ -37,7 +38,10 @@ func TestGracefulShutdown(t *testing.T) {
 		req = req.WithContext(httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{
 			WroteRequest: func(httptrace.WroteRequestInfo) { close(armed) },
 		}))
-		resp, err := http.DefaultClient.Do(req)
+		// A connection of its own: a pooled one could be closed as idle
+		// by the shutdown and the request retried elsewhere.
+		client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+		resp, err := client.Do(req)
 		if err != nil {
 			polled <- result{err: err}
 			return
@@ -46,9 +50,9 @@ func TestGracefulShutdown(t *testing.T) {
 		polled <- result{status: resp.StatusCode}
 	}()
 	<-armed
-	// The long-poll request is written; a HEAD round trip after it makes
-	// sure the server has accepted its connection too.
-	do(t, "HEAD", srv.base+"/s", nil, "")
+	// Wait until the server reports the long-poll open, so the SIGTERM
+	// finds it waiting (and not, say, still in the kernel's backlog).
+	waitForMetric(t, srv.base, `herald_stream_live_reads{mode="long-poll"} 1`)
 
 	if err := srv.terminate(15 * time.Second); err != nil {
 		t.Fatalf("herald exited with %v\n%s", err, srv.logs)
@@ -65,5 +69,23 @@ func TestGracefulShutdown(t *testing.T) {
 	srv = startHerald(t, dir)
 	if got := string(readAll(t, srv.base+"/s")); got != "kept" {
 		t.Fatalf("after restart the stream holds %q", got)
+	}
+}
+
+// waitForMetric polls /_herald/metrics until a line equals want.
+func waitForMetric(t *testing.T, base, want string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		_, body := do(t, "GET", base+"/_herald/metrics", nil, "")
+		for _, line := range strings.Split(body, "\n") {
+			if line == want {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("metric %q never appeared", want)
+		}
+		time.Sleep(10 * time.Millisecond) // polling another process: no signal to wait on
 	}
 }

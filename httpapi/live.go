@@ -22,6 +22,8 @@ func (s *Server) longPoll(w http.ResponseWriter, r *http.Request, req readReques
 		s.fail(w, r, err)
 		return
 	}
+	s.liveLongPolls.Add(1)
+	defer s.liveLongPolls.Add(-1)
 	timeout := time.NewTimer(s.longPollTimeout)
 	defer timeout.Stop()
 	notifier := s.store.Notifier()
@@ -95,6 +97,8 @@ func (s *Server) sse(w http.ResponseWriter, r *http.Request, req readRequest) {
 	if !ok {
 		return
 	}
+	s.liveSSE.Add(1)
+	defer s.liveSSE.Add(-1)
 	id := res.Stream.ID
 	enc := protocol.SSEEncodingFor(res.Stream.ContentType)
 

@@ -71,7 +71,10 @@ type Server struct {
 	maxReadBytes    int
 	sseMaxDuration  time.Duration
 	sseKeepAlive    time.Duration
-	now             func() time.Time
+	// liveLongPolls and liveSSE count the live reads open now.
+	liveLongPolls atomic.Int64
+	liveSSE       atomic.Int64
+	now           func() time.Time
 
 	// mux routes the reserved prefixes (Herald's API and callbacks).
 	mux           *http.ServeMux

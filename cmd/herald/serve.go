@@ -43,6 +43,9 @@ func serve(ctx context.Context, cfg *serveConfig, logOut io.Writer) error {
 	}
 	metrics := prometheus.NewRegistry()
 	metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if err := api.RegisterMetrics(metrics); err != nil {
+		return errors.Join(fmt.Errorf("metrics: %w", err), ln.Close(), st.Close())
+	}
 	api.Handle("GET "+httpapi.HeraldPrefix+"metrics", promhttp.HandlerFor(metrics, promhttp.HandlerOpts{}))
 	subs, err := startSubscriptions(ctx, subscriptionsParams{
 		Config: cfg, Store: st, API: api, Metrics: metrics,
