@@ -71,6 +71,9 @@ type Store struct {
 	// wprepared caches statements prepared on the writer connection;
 	// only the committer uses it.
 	wprepared map[string]*sql.Stmt
+	// rprepared caches statements prepared on the read pool.
+	rprepMu   sync.Mutex
+	rprepared map[string]*sql.Stmt
 	cacheMu   sync.RWMutex // guards the maps, not the entries (immutable once published)
 	byPath    map[string]*entry
 	byID      map[int64]*entry
@@ -116,6 +119,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		byID:      make(map[int64]*entry),
 		touches:   make(map[int64]time.Time),
 		wprepared: make(map[string]*sql.Stmt),
+		rprepared: make(map[string]*sql.Stmt),
 	}
 	if err := s.open(ctx); err != nil {
 		s.closeHandles()
@@ -264,6 +268,9 @@ func (s *Store) closeHandles() error {
 		errs = append(errs, s.stmts.close())
 	}
 	for _, st := range s.wprepared {
+		errs = append(errs, st.Close())
+	}
+	for _, st := range s.rprepared {
 		errs = append(errs, st.Close())
 	}
 	if s.readChunks != nil {

@@ -299,25 +299,32 @@ func (s *Store) ConsumerCount(ctx context.Context) (map[string]int, error) {
 
 // queryConsumers reads consumers and then their memberships, in one read
 // transaction so the two agree.
-func (s *Store) queryConsumers(ctx context.Context, query string, args ...any) ([]store.Consumer, error) {
+func (s *Store) queryConsumers(ctx context.Context, query string, args ...any) (out []store.Consumer, err error) {
 	tx, err := s.reader.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: read consumers: %w", err)
 	}
-	defer func() { _ = tx.Rollback() }() // read-only: nothing to undo; the error is always "already committed" or nil
-	rows, err := tx.QueryContext(ctx, query, args...)
+	defer func() {
+		// Read-only: ending it undoes nothing, but its error still counts.
+		if rbErr := tx.Rollback(); rbErr != nil && !errors.Is(rbErr, sql.ErrTxDone) {
+			err = errors.Join(err, fmt.Errorf("sqlite: end read: %w", rbErr))
+		}
+	}()
+	stmt, err := s.readerStmt(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := tx.StmtContext(ctx, stmt).QueryContext(ctx, args...)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: read consumers: %w", err)
 	}
-	var out []store.Consumer
 	index := make(map[string]int)
 	for rows.Next() {
 		var c store.Consumer
 		var waking, retry, live, failing, due int64
 		if err := rows.Scan(&c.ID, &c.SubscriptionID, &c.PrimaryStream, &c.State, &c.Epoch, &c.WakeID, &c.Attempts,
 			&waking, &retry, &live, &failing, &due, &c.Version); err != nil {
-			rows.Close()
-			return nil, fmt.Errorf("sqlite: read consumers: %w", err)
+			return nil, errors.Join(fmt.Errorf("sqlite: read consumers: %w", err), rows.Close())
 		}
 		c.WakingDeadline, c.NextRetryAt, c.LivenessDeadline = fromNanos(waking), fromNanos(retry), fromNanos(live)
 		c.FailingSince, c.DueAt = fromNanos(failing), fromNanos(due)
@@ -336,8 +343,12 @@ func (s *Store) queryConsumers(ctx context.Context, query string, args ...any) (
 	}
 	for start := 0; start < len(ids); start += 500 {
 		part := ids[start:min(start+500, len(ids))]
-		mrows, err := tx.QueryContext(ctx, `SELECT consumer_id, path, acked, notified FROM consumer_streams
-			WHERE consumer_id IN (?`+strings.Repeat(`, ?`, len(part)-1)+`) ORDER BY consumer_id, ord`, part...)
+		mstmt, err := s.readerStmt(ctx, `SELECT consumer_id, path, acked, notified FROM consumer_streams
+			WHERE consumer_id IN (?`+strings.Repeat(`, ?`, len(part)-1)+`) ORDER BY consumer_id, ord`)
+		if err != nil {
+			return nil, err
+		}
+		mrows, err := tx.StmtContext(ctx, mstmt).QueryContext(ctx, part...)
 		if err != nil {
 			return nil, fmt.Errorf("sqlite: read memberships: %w", err)
 		}
@@ -345,8 +356,7 @@ func (s *Store) queryConsumers(ctx context.Context, query string, args ...any) (
 			var id string
 			var m store.ConsumerStream
 			if err := mrows.Scan(&id, &m.Path, &m.Acked, &m.Notified); err != nil {
-				mrows.Close()
-				return nil, fmt.Errorf("sqlite: read memberships: %w", err)
+				return nil, errors.Join(fmt.Errorf("sqlite: read memberships: %w", err), mrows.Close())
 			}
 			i := index[id]
 			out[i].Streams = append(out[i].Streams, m)
@@ -356,6 +366,22 @@ func (s *Store) queryConsumers(ctx context.Context, query string, args ...any) (
 		}
 	}
 	return out, nil
+}
+
+// readerStmt returns query prepared on the read pool, preparing it once
+// (database/sql prepares it again on each pooled connection as needed).
+func (s *Store) readerStmt(ctx context.Context, query string) (*sql.Stmt, error) {
+	s.rprepMu.Lock()
+	defer s.rprepMu.Unlock()
+	if st, ok := s.rprepared[query]; ok {
+		return st, nil
+	}
+	st, err := s.reader.PrepareContext(ctx, query)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: prepare read: %w", err)
+	}
+	s.rprepared[query] = st
+	return st, nil
 }
 
 // StreamList implements store.SubscriptionStore.

@@ -254,7 +254,9 @@ func testDeliveryClaimLease(t *testing.T, f Factory) {
 		t.Fatalf("attempts = %+v, %v", atts, err)
 	}
 	// Paused endpoints are not claimed.
-	ep, _ = s.EndpointGet(ctx, "ep")
+	if ep, err = s.EndpointGet(ctx, "ep"); err != nil {
+		t.Fatal(err)
+	}
 	ep.Active = false
 	if _, err := s.EndpointUpdate(ctx, &store.EndpointUpdateParams{Endpoint: *ep, ExpectVersion: ep.Version, Now: t0}); err != nil {
 		t.Fatal(err)
