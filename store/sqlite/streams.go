@@ -242,7 +242,9 @@ func (b *batch) insertChunk(e *entry, data []byte) error {
 	e.s.Tail = end
 	e.recent = nil
 	if len(data) <= maxRecentChunk {
-		e.recent = &recentChunk{start: start, end: end, data: data}
+		// A copy of exactly its size: data may sit in a larger buffer
+		// (the request body's), which the cache must not pin.
+		e.recent = &recentChunk{start: start, end: end, data: append([]byte(nil), data...)}
 	}
 	return nil
 }
