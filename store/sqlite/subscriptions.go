@@ -247,7 +247,7 @@ const consumerColumns = `c.id, c.subscription_id, c.primary_stream, c.state, c.e
 
 // ConsumerGet implements store.SubscriptionStore.
 func (s *Store) ConsumerGet(ctx context.Context, id string) (*store.Consumer, error) {
-	cs, err := s.queryConsumers(ctx, `SELECT `+consumerColumns+` FROM consumers c WHERE c.id = ?`, id)
+	cs, err := s.queryConsumers(ctx, `c.id = ?`, `c.id`, id)
 	if err != nil {
 		return nil, err
 	}
@@ -263,19 +263,18 @@ func (s *Store) ConsumerListDue(ctx context.Context, params *store.ConsumerListD
 	if limit <= 0 {
 		limit = 1000
 	}
-	return s.queryConsumers(ctx, `SELECT `+consumerColumns+` FROM consumers c WHERE c.due_at > 0 AND c.due_at <= ? ORDER BY c.due_at LIMIT ?`,
+	return s.queryConsumers(ctx, `c.id IN (SELECT id FROM consumers WHERE due_at > 0 AND due_at <= ? ORDER BY due_at LIMIT ?)`, `c.due_at, c.id`,
 		nanos(params.Now), limit)
 }
 
 // ConsumerListByStream implements store.SubscriptionStore.
 func (s *Store) ConsumerListByStream(ctx context.Context, params *store.ConsumerListByStreamParams) ([]store.Consumer, error) {
-	return s.queryConsumers(ctx, `SELECT `+consumerColumns+` FROM consumers c
-		WHERE c.id IN (SELECT consumer_id FROM consumer_streams WHERE path = ?) ORDER BY c.id`, params.Path)
+	return s.queryConsumers(ctx, `c.id IN (SELECT consumer_id FROM consumer_streams WHERE path = ?)`, `c.id`, params.Path)
 }
 
 // ConsumerListByPrimary implements store.SubscriptionStore.
 func (s *Store) ConsumerListByPrimary(ctx context.Context, params *store.ConsumerListByStreamParams) ([]store.Consumer, error) {
-	return s.queryConsumers(ctx, `SELECT `+consumerColumns+` FROM consumers c WHERE c.primary_stream = ? ORDER BY c.id`, params.Path)
+	return s.queryConsumers(ctx, `c.primary_stream = ?`, `c.id`, params.Path)
 }
 
 // ConsumerCount implements store.SubscriptionStore.
@@ -297,73 +296,42 @@ func (s *Store) ConsumerCount(ctx context.Context) (map[string]int, error) {
 	return out, rows.Err()
 }
 
-// queryConsumers reads consumers and then their memberships, in one read
-// transaction so the two agree.
-func (s *Store) queryConsumers(ctx context.Context, query string, args ...any) (out []store.Consumer, err error) {
-	tx, err := s.reader.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
-	if err != nil {
-		return nil, fmt.Errorf("sqlite: read consumers: %w", err)
-	}
-	defer func() {
-		// Read-only: ending it undoes nothing, but its error still counts.
-		if rbErr := tx.Rollback(); rbErr != nil && !errors.Is(rbErr, sql.ErrTxDone) {
-			err = errors.Join(err, fmt.Errorf("sqlite: end read: %w", rbErr))
-		}
-	}()
-	stmt, err := s.readerStmt(ctx, query)
+// queryConsumers reads the consumers that match where, ordered by order,
+// with their memberships. One statement (a join) reads both, so they come
+// from one snapshot without holding a transaction (and its connection)
+// across statements.
+func (s *Store) queryConsumers(ctx context.Context, where, order string, args ...any) ([]store.Consumer, error) {
+	stmt, err := s.readerStmt(ctx, `SELECT `+consumerColumns+`, m.path, m.acked, m.notified
+		FROM consumers c LEFT JOIN consumer_streams m ON m.consumer_id = c.id
+		WHERE `+where+` ORDER BY `+order+`, m.ord`)
 	if err != nil {
 		return nil, err
 	}
-	rows, err := tx.StmtContext(ctx, stmt).QueryContext(ctx, args...)
+	rows, err := stmt.QueryContext(ctx, args...)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: read consumers: %w", err)
 	}
-	index := make(map[string]int)
+	var out []store.Consumer
 	for rows.Next() {
 		var c store.Consumer
 		var waking, retry, live, failing, due int64
+		var path, acked, notified sql.NullString
 		if err := rows.Scan(&c.ID, &c.SubscriptionID, &c.PrimaryStream, &c.State, &c.Epoch, &c.WakeID, &c.Attempts,
-			&waking, &retry, &live, &failing, &due, &c.Version); err != nil {
+			&waking, &retry, &live, &failing, &due, &c.Version, &path, &acked, &notified); err != nil {
 			return nil, errors.Join(fmt.Errorf("sqlite: read consumers: %w", err), rows.Close())
 		}
-		c.WakingDeadline, c.NextRetryAt, c.LivenessDeadline = fromNanos(waking), fromNanos(retry), fromNanos(live)
-		c.FailingSince, c.DueAt = fromNanos(failing), fromNanos(due)
-		index[c.ID] = len(out)
-		out = append(out, c)
+		if n := len(out); n == 0 || out[n-1].ID != c.ID {
+			c.WakingDeadline, c.NextRetryAt, c.LivenessDeadline = fromNanos(waking), fromNanos(retry), fromNanos(live)
+			c.FailingSince, c.DueAt = fromNanos(failing), fromNanos(due)
+			out = append(out, c)
+		}
+		if path.Valid {
+			last := &out[len(out)-1]
+			last.Streams = append(last.Streams, store.ConsumerStream{Path: path.String, Acked: acked.String, Notified: notified.String})
+		}
 	}
 	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
 		return nil, fmt.Errorf("sqlite: read consumers: %w", err)
-	}
-	if len(out) == 0 {
-		return nil, nil
-	}
-	ids := make([]any, 0, len(out))
-	for _, c := range out {
-		ids = append(ids, c.ID)
-	}
-	for start := 0; start < len(ids); start += 500 {
-		part := ids[start:min(start+500, len(ids))]
-		mstmt, err := s.readerStmt(ctx, `SELECT consumer_id, path, acked, notified FROM consumer_streams
-			WHERE consumer_id IN (?`+strings.Repeat(`, ?`, len(part)-1)+`) ORDER BY consumer_id, ord`)
-		if err != nil {
-			return nil, err
-		}
-		mrows, err := tx.StmtContext(ctx, mstmt).QueryContext(ctx, part...)
-		if err != nil {
-			return nil, fmt.Errorf("sqlite: read memberships: %w", err)
-		}
-		for mrows.Next() {
-			var id string
-			var m store.ConsumerStream
-			if err := mrows.Scan(&id, &m.Path, &m.Acked, &m.Notified); err != nil {
-				return nil, errors.Join(fmt.Errorf("sqlite: read memberships: %w", err), mrows.Close())
-			}
-			i := index[id]
-			out[i].Streams = append(out[i].Streams, m)
-		}
-		if err := errors.Join(mrows.Err(), mrows.Close()); err != nil {
-			return nil, fmt.Errorf("sqlite: read memberships: %w", err)
-		}
 	}
 	return out, nil
 }
@@ -372,13 +340,21 @@ func (s *Store) queryConsumers(ctx context.Context, query string, args ...any) (
 // (database/sql prepares it again on each pooled connection as needed).
 func (s *Store) readerStmt(ctx context.Context, query string) (*sql.Stmt, error) {
 	s.rprepMu.Lock()
-	defer s.rprepMu.Unlock()
-	if st, ok := s.rprepared[query]; ok {
+	st, ok := s.rprepared[query]
+	s.rprepMu.Unlock()
+	if ok {
 		return st, nil
 	}
+	// Prepared without the lock: preparing takes a pooled connection,
+	// and nobody may wait for a connection while holding the lock.
 	st, err := s.reader.PrepareContext(ctx, query)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: prepare read: %w", err)
+	}
+	s.rprepMu.Lock()
+	defer s.rprepMu.Unlock()
+	if prev, ok := s.rprepared[query]; ok {
+		return prev, st.Close() // another caller prepared it first
 	}
 	s.rprepared[query] = st
 	return st, nil

@@ -15,6 +15,7 @@ func runSubscriptions(t *testing.T, f Factory) {
 	t.Run("ConsumerCAS", func(t *testing.T) { testConsumerCAS(t, f) })
 	t.Run("ConsumerQueries", func(t *testing.T) { testConsumerQueries(t, f) })
 	t.Run("ConsumerRace", func(t *testing.T) { testConsumerRace(t, f) })
+	t.Run("ConsumerReadsUnderLoad", func(t *testing.T) { testConsumerReadsUnderLoad(t, f) })
 	t.Run("StreamList", func(t *testing.T) { testStreamList(t, f) })
 }
 
@@ -208,4 +209,40 @@ func testStreamList(t *testing.T, f Factory) {
 	if err != nil || len(list) != 2 || list[0].Path != "/agents/a" || list[1].Path != "/agents/b" {
 		t.Fatalf("list = %+v, %v", list, err)
 	}
+}
+
+// testConsumerReadsUnderLoad: many more concurrent readers than a backend
+// has connections, on a fresh store (nothing prepared or cached yet), all
+// finish with the right answer. A backend that holds one connection while
+// waiting for another hangs here.
+func testConsumerReadsUnderLoad(t *testing.T, f Factory) {
+	s := f.Open(t)
+	ctx := context.Background()
+	var cs []store.Consumer
+	for _, id := range []string{"a", "b", "c", "d"} {
+		cs = append(cs, consumer("s:%2F"+id, "s", "/"+id, "/"+id, "/shared"))
+	}
+	if _, err := s.ConsumerInsert(ctx, &store.ConsumerInsertParams{Consumers: cs}); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for i := range 64 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 10 {
+				list, err := s.ConsumerListByStream(ctx, &store.ConsumerListByStreamParams{Path: "/shared"})
+				if err != nil || len(list) != 4 {
+					t.Errorf("reader %d: %d consumers, %v", i, len(list), err)
+					return
+				}
+				c, err := s.ConsumerGet(ctx, cs[i%4].ID)
+				if err != nil || len(c.Streams) != 2 {
+					t.Errorf("reader %d: get = %+v, %v", i, c, err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
 }
