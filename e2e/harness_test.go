@@ -18,32 +18,41 @@ import (
 	"time"
 )
 
-var (
-	buildOnce sync.Once
-	binPath   string
-	buildErr  error
-)
+// built is one binary built for the test run.
+type built struct {
+	once sync.Once
+	path string
+	err  error
+}
 
-// heraldBinary builds ./cmd/herald once per test run.
-func heraldBinary(t *testing.T) string {
+var builds sync.Map // package path → *built
+
+// buildBinary builds a main package (with the race detector) once per test
+// run and returns the binary's path.
+func buildBinary(t *testing.T, pkg, name string) string {
 	t.Helper()
-	buildOnce.Do(func() {
+	v, _ := builds.LoadOrStore(pkg, &built{})
+	b := v.(*built)
+	b.once.Do(func() {
 		dir, err := os.MkdirTemp("", "herald-e2e-bin")
 		if err != nil {
-			buildErr = err
+			b.err = err
 			return
 		}
-		binPath = filepath.Join(dir, "herald")
-		out, err := exec.Command("go", "build", "-race", "-o", binPath, "../cmd/herald").CombinedOutput()
+		b.path = filepath.Join(dir, name)
+		out, err := exec.Command("go", "build", "-race", "-o", b.path, pkg).CombinedOutput()
 		if err != nil {
-			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+			b.err = fmt.Errorf("go build %s: %v\n%s", pkg, err, out)
 		}
 	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
+	if b.err != nil {
+		t.Fatal(b.err)
 	}
-	return binPath
+	return b.path
 }
+
+// heraldBinary builds ./cmd/herald once per test run.
+func heraldBinary(t *testing.T) string { return buildBinary(t, "../cmd/herald", "herald") }
 
 // server is one running herald process.
 type server struct {

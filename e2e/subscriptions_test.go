@@ -4,14 +4,11 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -20,31 +17,9 @@ import (
 	"github.com/heraldstreams/herald/client"
 )
 
-var (
-	exampleOnce sync.Once
-	examplePath string
-	exampleErr  error
-)
-
 // exampleConsumer builds ./examples/consumer once per test run.
 func exampleConsumer(t *testing.T) string {
-	t.Helper()
-	exampleOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "herald-e2e-consumer")
-		if err != nil {
-			exampleErr = err
-			return
-		}
-		examplePath = filepath.Join(dir, "consumer")
-		out, err := exec.Command("go", "build", "-race", "-o", examplePath, "../examples/consumer").CombinedOutput()
-		if err != nil {
-			exampleErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if exampleErr != nil {
-		t.Fatal(exampleErr)
-	}
-	return examplePath
+	return buildBinary(t, "../examples/consumer", "consumer")
 }
 
 // freeAddr returns a loopback address nothing listens on.
