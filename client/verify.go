@@ -71,19 +71,30 @@ func VerifyStandardWebhook(secret string, headers http.Header, body []byte, now 
 	if len(sigs) == 0 {
 		return fmt.Errorf("%w: no v1 signature in webhook-signature", ErrSignatureMalformed)
 	}
+	if !anySignatureMatches(key, sigs, []byte(id), []byte(tsHeader), body) {
+		return ErrSignatureMismatch
+	}
+	return nil
+}
+
+// anySignatureMatches reports whether one of sigs is the HMAC-SHA256 with
+// key of the parts joined by '.', compared in constant time. Both
+// signature schemes Herald uses sign "<...>.<...>.<body>" this way.
+func anySignatureMatches(key []byte, sigs [][]byte, parts ...[]byte) bool {
 	mac := hmac.New(sha256.New, key)
-	mac.Write([]byte(id))
-	mac.Write([]byte{'.'})
-	mac.Write([]byte(tsHeader))
-	mac.Write([]byte{'.'})
-	mac.Write(body)
+	for i, p := range parts {
+		if i > 0 {
+			mac.Write([]byte{'.'})
+		}
+		mac.Write(p)
+	}
 	want := mac.Sum(nil)
 	for _, sig := range sigs {
 		if hmac.Equal(sig, want) {
-			return nil
+			return true
 		}
 	}
-	return ErrSignatureMismatch
+	return false
 }
 
 // standardSignatures returns the decoded v1 signatures of a

@@ -2,7 +2,6 @@
 package client
 
 import (
-	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -65,17 +64,10 @@ func VerifyWakeSignature(secret string, header string, body []byte, now time.Tim
 	if d := now.Sub(t); d > tolerance || d < -tolerance {
 		return fmt.Errorf("%w: signed at %s, now is %s", ErrSignatureTimestamp, t.UTC().Format(time.RFC3339), now.UTC().Format(time.RFC3339))
 	}
-	mac := hmac.New(sha256.New, []byte(secret))
-	mac.Write([]byte(strconv.FormatInt(ts, 10)))
-	mac.Write([]byte{'.'})
-	mac.Write(body)
-	want := mac.Sum(nil)
-	for _, sig := range sigs {
-		if hmac.Equal(sig, want) {
-			return nil
-		}
+	if !anySignatureMatches([]byte(secret), sigs, []byte(strconv.FormatInt(ts, 10)), body) {
+		return ErrSignatureMismatch
 	}
-	return ErrSignatureMismatch
+	return nil
 }
 
 // parseSignatureHeader parses "t=<digits>,sha256=<64 hex>[,...]".

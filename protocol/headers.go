@@ -150,15 +150,8 @@ func parseDecimal(s string) (int64, bool) {
 	if s == "" || len(s) > 19 {
 		return 0, false
 	}
-	var v uint64
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-		v = v*10 + uint64(c-'0')
-	}
-	if v > 1<<63-1 {
+	v, ok := parseDigits(s)
+	if !ok || v > 1<<63-1 {
 		return 0, false
 	}
 	return int64(v), true

@@ -127,7 +127,8 @@ func ParsePosition(s string) (int64, error) {
 	return int64(hi*pow16 + lo), nil
 }
 
-// parseDigits parses exactly offsetHalf ASCII digits.
+// parseDigits parses a run of ASCII digits (at most 19, so it cannot
+// overflow); callers check the length they require.
 func parseDigits(s string) (uint64, bool) {
 	var v uint64
 	for i := 0; i < len(s); i++ {

@@ -300,13 +300,9 @@ func (e *Engine) apply(ctx context.Context, id string, ev Event, extra []string,
 		}
 		if rm, ok := removal(effects); ok {
 			err := e.st.ConsumerDelete(ctx, &store.ConsumerDeleteParams{ID: id, ExpectVersion: sc.Version})
-			switch {
-			case errors.Is(err, store.ErrConsumerConflict):
+			if retry, err := e.casOutcome(err, sc, id); retry {
 				continue
-			case errors.Is(err, store.ErrConsumerNotFound):
-				e.members.observe(sc, nil)
-				return applied{}, fmt.Errorf("%w: %s", ErrConsumerGone, id)
-			case err != nil:
+			} else if err != nil {
 				return applied{}, err
 			}
 			e.members.observe(sc, nil)
@@ -328,13 +324,9 @@ func (e *Engine) apply(ctx context.Context, id string, ev Event, extra []string,
 			stored := toStored(&next)
 			var err error
 			version, err = e.st.ConsumerUpdate(ctx, &store.ConsumerUpdateParams{Consumer: stored, ExpectVersion: sc.Version})
-			switch {
-			case errors.Is(err, store.ErrConsumerConflict):
+			if retry, err := e.casOutcome(err, sc, id); retry {
 				continue
-			case errors.Is(err, store.ErrConsumerNotFound):
-				e.members.observe(sc, nil)
-				return applied{}, fmt.Errorf("%w: %s", ErrConsumerGone, id)
-			case err != nil:
+			} else if err != nil {
 				return applied{}, err
 			}
 			stored.Version = version
@@ -343,6 +335,20 @@ func (e *Engine) apply(ctx context.Context, id string, ev Event, extra []string,
 		return applied{Consumer: next, Version: version, Effects: effects}, nil
 	}
 	return applied{}, fmt.Errorf("subscription: consumer %s kept changing under %d attempts", id, casAttempts)
+}
+
+// casOutcome reads the result of a compare-and-set on consumer id read as
+// sc: retry when another writer changed it first, ErrConsumerGone (and the
+// member cache forgets it) when it was removed, any other error as is.
+func (e *Engine) casOutcome(err error, sc *store.Consumer, id string) (retry bool, _ error) {
+	switch {
+	case errors.Is(err, store.ErrConsumerConflict):
+		return true, nil
+	case errors.Is(err, store.ErrConsumerNotFound):
+		e.members.observe(sc, nil)
+		return false, fmt.Errorf("%w: %s", ErrConsumerGone, id)
+	}
+	return false, err
 }
 
 // runEffects runs what a decision asked for, after it was stored.
