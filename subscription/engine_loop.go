@@ -251,9 +251,20 @@ func (e *Engine) streamChanged(ctx context.Context, path string, spawn bool) err
 			}
 		}
 	}
+	return e.applyEach(ctx, consumers, TailsChanged{}, true)
+}
+
+// applyEach applies ev to each consumer and runs the effects; a consumer
+// that is gone by then is skipped. withPre passes the consumer as read, so
+// apply need not read it again when nothing changed it since.
+func (e *Engine) applyEach(ctx context.Context, consumers []store.Consumer, ev Event, withPre bool) error {
 	var errs []error
 	for i := range consumers {
-		a, err := e.apply(ctx, consumers[i].ID, TailsChanged{}, nil, &consumers[i])
+		var pre *store.Consumer
+		if withPre {
+			pre = &consumers[i]
+		}
+		a, err := e.apply(ctx, consumers[i].ID, ev, nil, pre)
 		if err != nil {
 			if !errors.Is(err, ErrConsumerGone) {
 				errs = append(errs, err)
@@ -317,16 +328,7 @@ func (e *Engine) streamDeleted(ctx context.Context, path string) error {
 			errs = append(errs, err)
 			continue
 		}
-		for i := range consumers {
-			a, err := e.apply(ctx, consumers[i].ID, StreamDeleted{Path: path}, nil, nil)
-			if err != nil {
-				if !errors.Is(err, ErrConsumerGone) {
-					errs = append(errs, err)
-				}
-				continue
-			}
-			e.runEffects(a)
-		}
+		errs = append(errs, e.applyEach(ctx, consumers, StreamDeleted{Path: path}, false))
 	}
 	return errors.Join(errs...)
 }

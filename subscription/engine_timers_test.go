@@ -126,7 +126,9 @@ func TestEngineGCAfterThreeDays(t *testing.T) {
 		if _, err := st.ConsumerGet(ctx, id); err != nil {
 			t.Fatalf("consumer a minute before 3 days: %v", err)
 		}
-		time.Sleep(2 * time.Minute)
+		// Removal happens at the first failed attempt past 3 days; attempts
+		// are 60 s + up to 5 s jitter apart, so look 2 minutes after.
+		time.Sleep(3 * time.Minute)
 		synctest.Wait()
 		if _, err := st.ConsumerGet(ctx, id); !errors.Is(err, store.ErrConsumerNotFound) {
 			t.Fatalf("consumer after 3 days of failures: %v", err)
