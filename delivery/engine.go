@@ -342,6 +342,11 @@ func (le *liveEndpoint) matchesStream(path string) bool {
 	return false
 }
 
+// sending reports whether the endpoint is active and its breaker closed.
+func (le *liveEndpoint) sending() bool {
+	return le.ep.Active && le.ep.Health.DisabledAt.IsZero()
+}
+
 func (le *liveEndpoint) maxInFlight(def int) int {
 	if le.ep.MaxInFlight > 0 {
 		return le.ep.MaxInFlight

@@ -329,3 +329,82 @@ func TestEngineStopFinishesInFlight(t *testing.T) {
 		}
 	})
 }
+
+// claimCounter counts the claims the engine makes (alone, or with
+// recorded outcomes).
+type claimCounter struct {
+	EngineStore
+	mu     sync.Mutex
+	claims int
+}
+
+func (c *claimCounter) DeliveryClaim(ctx context.Context, p *store.DeliveryClaimParams) (*store.DeliveryClaimResult, error) {
+	c.mu.Lock()
+	c.claims++
+	c.mu.Unlock()
+	return c.EngineStore.DeliveryClaim(ctx, p)
+}
+
+func (c *claimCounter) DeliveryComplete(ctx context.Context, p *store.DeliveryCompleteParams) (*store.DeliveryCompleteResult, error) {
+	if p.ClaimLimit > 0 {
+		c.mu.Lock()
+		c.claims++
+		c.mu.Unlock()
+	}
+	return c.EngineStore.DeliveryComplete(ctx, p)
+}
+
+func (c *claimCounter) count() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.claims
+}
+
+// An endpoint with free slots gets fresh events leased as they are
+// stored and sends them at once: no claim, no second commit before the
+// POST. A failure goes back to the store's schedule and is claimed when
+// due, without anything waking the runner.
+func TestEngineSendsFreshEventsWithoutClaiming(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var cc *claimCounter
+		r := newRig(t, func(c *EngineConfig) {
+			cc = &claimCounter{EngineStore: c.Store}
+			c.Store = cc
+		})
+		ep := r.endpoint(&CreateEndpointParams{Active: true})
+		synctest.Wait() // the runner's first look at the store
+		before := cc.count()
+		for i := range 5 {
+			r.publish("a.b", "", fmt.Sprintf(`{"i":%d}`, i))
+			synctest.Wait()
+		}
+		if n := len(r.rc.requests()); n != 5 {
+			t.Fatalf("%d requests, want 5", n)
+		}
+		if n := cc.count() - before; n != 0 {
+			t.Fatalf("%d claims for 5 fresh events, want 0", n)
+		}
+		for _, d := range r.deliveries(ep.ID) {
+			if d.Status != store.DeliveryDelivered || d.Attempts != 1 {
+				t.Fatalf("delivery %s: %s after %d attempts", d.EventID, d.Status, d.Attempts)
+			}
+		}
+		r.rc.setRespond(func(n int, _ Event) (int, map[string]string) {
+			if n == 5 {
+				return http.StatusServiceUnavailable, nil
+			}
+			return http.StatusOK, nil
+		})
+		r.publish("a.b", "", `{"i":5}`)
+		synctest.Wait()
+		time.Sleep(DefaultSchedule()[1]) // the first retry is due
+		synctest.Wait()
+		got := r.rc.requests()
+		if len(got) != 7 || got[6].event.ID != got[5].event.ID {
+			t.Fatalf("%d requests, want the failed event sent again", len(got))
+		}
+		if n := cc.count() - before; n == 0 {
+			t.Fatal("the retry was sent without a claim")
+		}
+	})
+}

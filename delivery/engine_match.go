@@ -291,7 +291,6 @@ func (e *Engine) matchPage(ctx context.Context, path string, eps []*liveEndpoint
 		next = from + int64(len(data))
 	}
 	var deliveries []store.Delivery
-	kicked := make(map[string]bool)
 	for pos := from; len(data) > 0; {
 		i := bytes.IndexByte(data, '\n')
 		raw := data[:i]
@@ -310,12 +309,7 @@ func (e *Engine) matchPage(ctx context.Context, path string, eps []*liveEndpoint
 			if m == nil || !ms.le.receives(m) {
 				continue
 			}
-			d, err := e.newDelivery(ms.le, m, msgPos, now)
-			if err != nil {
-				return false, err
-			}
-			deliveries = append(deliveries, d)
-			kicked[ms.le.ep.ID] = true
+			deliveries = append(deliveries, e.newDelivery(ms.le, m, msgPos, now))
 		}
 	}
 	params := &store.DeliveryEnqueueParams{Stream: path, Deliveries: deliveries, Now: now}
@@ -332,20 +326,105 @@ func (e *Engine) matchPage(ctx context.Context, path string, eps []*liveEndpoint
 	if len(params.Cursors) == 0 && len(deliveries) == 0 {
 		return false, nil
 	}
-	if _, err := e.st.DeliveryEnqueue(ctx, params); err != nil {
+	hand := e.leaseFresh(states, deliveries, now)
+	res, err := e.st.DeliveryEnqueue(ctx, params)
+	if err != nil {
+		hand.abort()
 		return false, err
 	}
 	e.metrics.matched.Add(float64(len(deliveries)))
-	e.kick(kicked)
+	hand.start(res.Leased)
 	return next < st.Tail, nil
+}
+
+// handover is the fresh deliveries of one enqueue that go leased to
+// runners with free slots, so they are sent as soon as they are stored,
+// without a claim.
+type handover struct {
+	e   *Engine
+	eps map[string]*handoverEndpoint
+}
+
+type handoverEndpoint struct {
+	le       *liveEndpoint
+	r        *runner
+	reserved int
+	unleased bool // some deliveries are inserted pending: the runner claims them
+}
+
+// leaseFresh reserves runner slots for the deliveries and marks as many
+// of each endpoint's (the earliest) to be inserted leased.
+func (e *Engine) leaseFresh(states []*matchState, deliveries []store.Delivery, now time.Time) *handover {
+	h := &handover{e: e, eps: make(map[string]*handoverEndpoint, len(states))}
+	want := make(map[string]int, len(states))
+	for _, d := range deliveries {
+		if !d.NextAttemptAt.After(now) {
+			want[d.EndpointID]++
+		}
+	}
+	e.mu.RLock()
+	for _, ms := range states {
+		id := ms.le.ep.ID
+		h.eps[id] = &handoverEndpoint{le: ms.le, r: e.runners[id]}
+	}
+	e.mu.RUnlock()
+	for id, he := range h.eps {
+		if he.r != nil {
+			he.reserved = he.r.reserve(he.le, want[id])
+		}
+	}
+	lease := now.Add(e.cfg.Lease)
+	taken := make(map[string]int, len(h.eps))
+	for i := range deliveries {
+		d := &deliveries[i]
+		he := h.eps[d.EndpointID]
+		if taken[d.EndpointID] < he.reserved && !d.NextAttemptAt.After(now) {
+			d.LeaseUntil = lease
+			taken[d.EndpointID]++
+		} else {
+			he.unleased = true
+		}
+	}
+	return h
+}
+
+// abort gives back the reserved slots (the enqueue failed).
+func (h *handover) abort() {
+	for _, he := range h.eps {
+		if he.r != nil && he.reserved > 0 {
+			he.r.unreserve(he.reserved)
+			he.r.wake()
+		}
+	}
+}
+
+// start sends the deliveries inserted leased, gives back the slots of
+// those not inserted (they existed), and wakes the runners that have
+// pending deliveries to claim.
+func (h *handover) start(leased []store.Delivery) {
+	byEP := make(map[string][]store.Delivery, len(h.eps))
+	for _, d := range leased {
+		byEP[d.EndpointID] = append(byEP[d.EndpointID], d)
+	}
+	for id, he := range h.eps {
+		if he.r == nil {
+			continue
+		}
+		ds := byEP[id]
+		he.r.handoff(he.le, ds)
+		he.r.unreserve(he.reserved - len(ds))
+		if he.unleased {
+			he.r.wake()
+		}
+	}
 }
 
 // newDelivery is the delivery of a message to an endpoint; the store
 // assigns its id.
-func (e *Engine) newDelivery(le *liveEndpoint, m *parsedMessage, pos int64, now time.Time) (store.Delivery, error) {
+func (e *Engine) newDelivery(le *liveEndpoint, m *parsedMessage, pos int64, now time.Time) store.Delivery {
 	at, _ := NextAttempt(le.schedule, 0, now, 0)
 	return store.Delivery{
 		EndpointID: le.ep.ID, EventID: m.target.Event.ID, EventType: m.target.Event.Type,
 		Stream: m.target.Stream, Position: pos, Body: m.body, NextAttemptAt: at,
-	}, nil
+	}
 }

@@ -81,8 +81,17 @@ func TestTokenBucket(t *testing.T) {
 	if n, wait := b.Available(t0); n != 0 || wait != 500*time.Millisecond {
 		t.Fatalf("after take: %d, wait %v", n, wait)
 	}
+	b.Put(1) // the claim it was taken for found nothing
+	if n, _ := b.Available(t0); n != 1 {
+		t.Fatalf("after put: %d, want 1", n)
+	}
+	b.Take(1, t0)
 	if n, _ := b.Available(t0.Add(10 * time.Second)); n != 1 {
 		t.Fatalf("refill capped at the burst: %d", n)
+	}
+	b.Put(5)
+	if n, _ := b.Available(t0.Add(10 * time.Second)); n != 1 {
+		t.Fatalf("put capped at the burst: %d", n)
 	}
 	fast := NewTokenBucket(1000, t0)
 	if n, _ := fast.Available(t0); n != 100 {

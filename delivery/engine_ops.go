@@ -397,11 +397,7 @@ func (e *Engine) replayStream(ctx context.Context, le *liveEndpoint, path string
 			if m == nil || !le.receives(m) || m.target.Event.Timestamp.Before(p.Since) {
 				continue
 			}
-			d, err := e.newDelivery(le, m, msgPos, now)
-			if err != nil {
-				return err
-			}
-			batch = append(batch, d)
+			batch = append(batch, e.newDelivery(le, m, msgPos, now))
 			if res.Queued+len(batch) >= MaxReplayEvents {
 				res.Truncated = true
 				return flush()

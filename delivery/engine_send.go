@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/heraldstreams/herald/store"
@@ -14,7 +15,9 @@ import (
 // runner sends one endpoint's deliveries: it claims as many as the
 // endpoint's max in-flight, its rate limit and the global bound allow,
 // sends each in its own goroutine, and records the outcomes of finished
-// sends in one transaction together with the breaker state. It alone
+// sends in one transaction together with the breaker state. The matcher
+// may also hand it fresh deliveries it inserted leased (reserve, then
+// handoff), so a fresh event is sent without a claim. The runner alone
 // decides the endpoint's breaker state in this process; a concurrent
 // change (a PATCH that re-enables, another replica) is caught by the
 // store's compare-and-set and recomputed from the fresh state.
@@ -25,10 +28,23 @@ type runner struct {
 	cancel  context.CancelFunc
 	kick    chan struct{}
 	results chan sendResult
-	// The fields below belong to the loop goroutine.
-	inflight int
-	bucket   *TokenBucket
-	rate     float64
+
+	mu sync.Mutex
+	// inflight counts sends running and slots reserved for a claim or a
+	// handoff; each holds one global slot.
+	inflight int          // guarded by mu
+	bucket   *TokenBucket // guarded by mu
+	rate     float64      // guarded by mu
+	// backlog is set when the store may hold due deliveries that no claim
+	// has taken yet (a wake sets it, a claim that found fewer than it
+	// asked for clears it): the matcher leases no fresh ones ahead of
+	// them, and recording outcomes claims in the same transaction only
+	// while it is set.
+	backlog bool // guarded by mu
+	// nextDue is the earliest time a delivery of the endpoint in the
+	// store falls due (as of the last claim, lowered by retries this
+	// runner scheduled since); zero when none. Owned by the loop.
+	nextDue time.Time
 }
 
 type sendResult struct {
@@ -41,15 +57,27 @@ type sendResult struct {
 
 func newRunner(e *Engine, id string) *runner {
 	ctx, cancel := context.WithCancel(e.ctx)
-	return &runner{e: e, id: id, ctx: ctx, cancel: cancel, kick: make(chan struct{}, 1), results: make(chan sendResult, MaxMaxInFlight)}
+	return &runner{e: e, id: id, ctx: ctx, cancel: cancel, kick: make(chan struct{}, 1), results: make(chan sendResult, MaxMaxInFlight),
+		backlog: true}
 }
 
 // wake makes the runner claim again soon.
 func (r *runner) wake() {
+	r.mu.Lock()
+	r.backlog = true
+	r.mu.Unlock()
 	select {
 	case r.kick <- struct{}{}:
 	default:
 	}
+}
+
+// idle reports whether the runner may end: it is stopping and nothing is
+// in flight or reserved.
+func (r *runner) idle() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.ctx.Err() != nil && r.inflight == 0
 }
 
 func (r *runner) loop() {
@@ -60,7 +88,7 @@ func (r *runner) loop() {
 	needRound := true
 	for {
 		stopping := r.ctx.Err() != nil
-		if stopping && r.inflight == 0 {
+		if r.idle() {
 			return
 		}
 		if stopping {
@@ -113,27 +141,28 @@ type claimPlan struct {
 	le    *liveEndpoint
 	now   time.Time
 	free  int // what the endpoint and its rate allow
-	limit int // global slots acquired for the claim (<= free)
+	limit int // slots reserved for the claim (<= free)
 	freed <-chan struct{}
 	// When limit is 0: how long to wait, or a channel to wait on.
 	wait    time.Duration
 	starved <-chan struct{}
 }
 
+// plan decides what a claim may take and reserves its slots and rate
+// tokens (start gives back what the claim did not use).
 func (r *runner) plan() claimPlan {
 	e := r.e
 	p := claimPlan{le: e.endpoint(r.id), now: e.now()}
-	if p.le == nil || !p.le.ep.Active || !p.le.ep.Health.DisabledAt.IsZero() {
+	if p.le == nil || !p.le.sending() {
 		return p // a PATCH or a sweep wakes it
 	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	p.free = p.le.maxInFlight(e.cfg.EndpointMaxInFlight) - r.inflight
 	if p.free <= 0 {
 		return p // a result wakes it
 	}
-	if r.bucket == nil || r.rate != p.le.ep.RateLimit {
-		r.bucket, r.rate = NewTokenBucket(p.le.ep.RateLimit, p.now), p.le.ep.RateLimit
-	}
-	tokens, wait := r.bucket.Available(p.now)
+	tokens, wait := r.tokens(p.le, p.now)
 	if tokens == 0 {
 		p.free, p.wait = 0, wait
 		return p
@@ -141,10 +170,82 @@ func (r *runner) plan() claimPlan {
 	p.free = min(p.free, tokens)
 	p.freed = e.slotFreed() // before acquiring, so no release is missed
 	p.limit = e.acquireGlobal(p.free)
+	r.inflight += p.limit
+	r.bucket.Take(p.limit, p.now)
 	if p.limit == 0 {
 		p.starved = p.freed
 	}
 	return p
+}
+
+// tokens returns the rate limit's tokens at now (see
+// TokenBucket.Available). r.mu must be held.
+func (r *runner) tokens(le *liveEndpoint, now time.Time) (int, time.Duration) {
+	if r.bucket == nil || r.rate != le.ep.RateLimit {
+		r.bucket, r.rate = NewTokenBucket(le.ep.RateLimit, now), le.ep.RateLimit
+	}
+	return r.bucket.Available(now)
+}
+
+// unplan gives back what a plan reserved beyond the used deliveries.
+func (r *runner) unplan(p claimPlan, used int) {
+	if p.limit-used <= 0 {
+		return
+	}
+	r.mu.Lock()
+	r.bucket.Put(p.limit - used)
+	r.mu.Unlock()
+	r.unreserve(p.limit - used)
+}
+
+// unreserve gives back n reserved slots that no send used.
+func (r *runner) unreserve(n int) {
+	if n <= 0 {
+		return
+	}
+	r.mu.Lock()
+	r.inflight -= n
+	r.mu.Unlock()
+	r.e.releaseGlobal(n)
+}
+
+// reserve takes up to want slots for fresh deliveries the matcher is
+// about to insert leased, and returns how many it took (0 when the
+// endpoint is not sending, orders per stream, or has a backlog that
+// should go first). The matcher hands the inserted ones to handoff and
+// gives back the rest with unreserve.
+func (r *runner) reserve(le *liveEndpoint, want int) int {
+	if want <= 0 || !le.sending() || Ordering(le.ep.Ordering) == OrderingStream {
+		return 0
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.ctx.Err() != nil || r.backlog {
+		return 0
+	}
+	now := r.e.now()
+	tokens, _ := r.tokens(le, now)
+	n := min(want, le.maxInFlight(r.e.cfg.EndpointMaxInFlight)-r.inflight, tokens)
+	if n > 0 {
+		n = r.e.acquireGlobal(n)
+	}
+	n = max(n, 0)
+	r.inflight += n
+	r.bucket.Take(n, now)
+	if n < want {
+		r.backlog = true // the rest is inserted unleased: claims go first now
+	}
+	return n
+}
+
+// handoff sends deliveries inserted leased on slots taken by reserve.
+func (r *runner) handoff(le *liveEndpoint, ds []store.Delivery) {
+	for _, d := range ds {
+		if !r.e.goOwned(func() { r.send(le, d) }) {
+			r.unreserve(1)
+			r.wake() // the stopping loop waits for inflight to reach 0
+		}
+	}
 }
 
 // round claims and starts what it may, and returns how long until it
@@ -157,7 +258,7 @@ func (r *runner) round() (time.Duration, <-chan struct{}) {
 	}
 	res, err := r.e.st.DeliveryClaim(r.ctx, &store.DeliveryClaimParams{EndpointID: r.id, Limit: p.limit, Lease: r.e.cfg.Lease, Now: p.now})
 	if err != nil {
-		r.e.releaseGlobal(p.limit)
+		r.unplan(p, 0)
 		if r.ctx.Err() == nil {
 			r.e.log.Warn("claiming deliveries failed", "endpoint", r.id, "err", err)
 		}
@@ -168,31 +269,36 @@ func (r *runner) round() (time.Duration, <-chan struct{}) {
 
 // start sends what a claim returned and says when to claim again.
 func (r *runner) start(p claimPlan, res *store.DeliveryClaimResult) (time.Duration, <-chan struct{}) {
-	e := r.e
-	e.releaseGlobal(p.limit - len(res.Deliveries))
-	r.bucket.Take(len(res.Deliveries), p.now)
-	for _, d := range res.Deliveries {
-		r.inflight++
-		if !e.goOwned(func() { r.send(p.le, d) }) {
-			r.inflight--
-			e.releaseGlobal(1)
-		}
-	}
-	if len(res.Deliveries) == p.limit {
+	got := len(res.Deliveries)
+	r.mu.Lock()
+	r.backlog = got == p.limit // a full claim may have left more behind
+	r.mu.Unlock()
+	r.nextDue = res.NextDueAt
+	r.unplan(p, got)
+	r.handoff(p.le, res.Deliveries)
+	if got == p.limit {
 		// More may be due now: claim again when what limited this round
 		// allows.
 		if p.limit < p.free {
 			return 0, p.freed // the global bound
 		}
-		if _, wait := r.bucket.Available(p.now); wait > 0 {
+		r.mu.Lock()
+		_, wait := r.bucket.Available(p.now)
+		r.mu.Unlock()
+		if wait > 0 {
 			return wait, nil // the rate limit
 		}
 		// Otherwise the endpoint's max in-flight: a result wakes it.
 	}
-	if res.NextDueAt.IsZero() {
-		return 0, nil
+	return r.untilDue(p.now), nil
+}
+
+// untilDue is how long until nextDue (0: nothing due, wait for a wake).
+func (r *runner) untilDue(now time.Time) time.Duration {
+	if r.nextDue.IsZero() {
+		return 0
 	}
-	return max(res.NextDueAt.Sub(p.now), time.Millisecond), nil
+	return max(r.nextDue.Sub(now), time.Millisecond)
 }
 
 // send attempts one delivery and hands the outcome to the loop.
@@ -230,21 +336,26 @@ func (e *Engine) signedRequest(ep *store.Endpoint, eventID string, body []byte, 
 
 // complete decides each outcome (retry schedule, Retry-After, breaker)
 // and stores them with the breaker state, claiming the next deliveries in
-// the same transaction. claimed is false when it did not claim (the loop
-// then claims on its own).
+// the same transaction when the store may hold due ones. claimed is false
+// when the loop should claim on its own.
 func (r *runner) complete(batch []sendResult) (wait time.Duration, starved <-chan struct{}, claimed bool) {
 	e := r.e
 	// The sends are over: their slots are free for the claim below.
-	r.inflight -= len(batch)
-	e.releaseGlobal(len(batch))
+	r.unreserve(len(batch))
 	ctx := context.WithoutCancel(r.ctx) // outcomes are recorded even while stopping
+	r.mu.Lock()
+	backlog := r.backlog
+	r.mu.Unlock()
+	if le := e.endpoint(r.id); le != nil && Ordering(le.ep.Ordering) == OrderingStream {
+		backlog = true // a finished delivery lets the next of its stream go
+	}
 	var p claimPlan
-	if r.ctx.Err() == nil {
+	if r.ctx.Err() == nil && backlog {
 		p = r.plan()
 	}
 	defer func() {
 		if !claimed {
-			e.releaseGlobal(p.limit)
+			r.unplan(p, 0)
 		}
 	}()
 	for range casAttempts {
@@ -278,6 +389,16 @@ func (r *runner) complete(batch []sendResult) (wait time.Duration, starved <-cha
 			}
 			for _, f := range finals {
 				e.observe(f, now)
+			}
+			for _, dr := range params.Results {
+				if dr.Status == store.DeliveryFailed && (r.nextDue.IsZero() || dr.NextAttemptAt.Before(r.nextDue)) {
+					r.nextDue = dr.NextAttemptAt
+				}
+			}
+			if !backlog && r.ctx.Err() == nil {
+				// Nothing was due but what is in flight: wait for the
+				// retries just scheduled, or a wake.
+				return r.untilDue(now), nil, true
 			}
 			if out.Claimed == nil {
 				return 0, nil, false

@@ -60,3 +60,12 @@ func (b *TokenBucket) Take(n int, now time.Time) {
 	b.refill(now)
 	b.tokens -= float64(n)
 }
+
+// Put gives back n tokens taken but not used (a claim that found fewer
+// deliveries than it reserved tokens for), up to the burst.
+func (b *TokenBucket) Put(n int) {
+	if b.Unlimited() || n <= 0 {
+		return
+	}
+	b.tokens = math.Min(b.burst, b.tokens+float64(n))
+}

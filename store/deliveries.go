@@ -19,9 +19,13 @@ import (
 //     cursors in one transaction, each cursor by compare-and-set, so an
 //     event is either behind the cursor with its delivery stored, or ahead
 //     of it and matched again after a crash: never skipped.
-//   - DeliveryClaim leases due deliveries; a lease that expires (its sender
-//     died) makes the delivery claimable again, and DeliveryComplete only
-//     applies results whose lease token is still current.
+//   - DeliveryClaim leases due deliveries, and DeliveryEnqueue can insert
+//     deliveries already leased to the caller (a sender with free slots
+//     takes fresh events without a claim). A leased delivery falls due
+//     again when its lease ends (its NextAttemptAt is the lease end), so
+//     a delivery whose sender died is claimed again then, and
+//     DeliveryComplete only applies results whose lease token is still
+//     current.
 //   - Endpoint configuration (Version) and breaker state (HealthVersion)
 //     change by separate compare-and-sets, so an owner's PATCH and the
 //     engine's breaker never overwrite each other.
@@ -55,16 +59,18 @@ type DeliveryStore interface {
 	// DeliveryEnqueue inserts deliveries and advances cursors in one
 	// transaction. A delivery whose (EndpointID, EventID) exists is left as
 	// it is, unless Replay is set and it is finished (delivered or
-	// exhausted): then it is pending again with a fresh schedule. A cursor
+	// exhausted): then it is pending again with a fresh schedule. A new
+	// delivery with a LeaseUntil is inserted leased until then (lease
+	// token 1, NextAttemptAt the lease end) and returned in Leased. A cursor
 	// whose stored state is not the expected one fails the whole call
 	// with ErrCursorConflict and nothing is written.
 	DeliveryEnqueue(ctx context.Context, params *DeliveryEnqueueParams) (*DeliveryEnqueueResult, error)
 	// DeliveryClaim leases up to Limit due deliveries of one endpoint
-	// (pending or failed, NextAttemptAt and LeaseUntil at or before Now),
-	// earliest first, if the endpoint is active and not disabled. With
-	// ordering "stream" only the earliest unfinished delivery of each
-	// stream can be claimed. The result also says when the endpoint's next
-	// delivery falls due.
+	// (pending or failed, NextAttemptAt at or before Now), earliest first,
+	// if the endpoint is active and not disabled, and moves their
+	// NextAttemptAt to the lease end. They are returned by Seq. With ordering "stream" only the
+	// earliest unfinished delivery of each stream can be claimed. The
+	// result also says when the endpoint's next delivery falls due.
 	DeliveryClaim(ctx context.Context, params *DeliveryClaimParams) (*DeliveryClaimResult, error)
 	// DeliveryComplete records attempts and their outcomes, and stores the
 	// endpoint's breaker state when its HealthVersion is still
@@ -83,7 +89,9 @@ type DeliveryStore interface {
 	// DeliveryAttempts returns a delivery's attempts, oldest first.
 	DeliveryAttempts(ctx context.Context, deliveryID string) ([]DeliveryAttempt, error)
 	// DeliveryRetry makes a delivery pending and due at Now with a fresh
-	// schedule, whatever its status. ErrDeliveryNotFound.
+	// schedule, whatever its status; a delivery in flight stays leased
+	// (due at its lease end, unless its sender records an outcome first).
+	// ErrDeliveryNotFound.
 	DeliveryRetry(ctx context.Context, params *DeliveryRetryParams) (*Delivery, error)
 	// DeliveryPrune removes finished deliveries (with their attempts),
 	// and published event ids, older than params.Before; at most
@@ -204,9 +212,14 @@ type Delivery struct {
 	Status string
 	// Attempts counts every attempt; RoundAttempts those since the last
 	// (re)start of the schedule (retry, replay), which the schedule uses.
-	Attempts       int
-	RoundAttempts  int
-	NextAttemptAt  time.Time
+	Attempts      int
+	RoundAttempts int
+	// NextAttemptAt is when the delivery is attempted next; while it is
+	// leased, the lease end.
+	NextAttemptAt time.Time
+	// LeaseUntil is when the current lease ends (zero: never leased, or
+	// its outcome recorded). Given to DeliveryEnqueue, it asks for the
+	// delivery to be inserted leased.
 	LeaseUntil     time.Time
 	LeaseToken     int64
 	LastStatusCode int
@@ -282,6 +295,9 @@ type DeliveryEnqueueResult struct {
 	// Queued counts deliveries inserted, or made pending again by a
 	// replay.
 	Queued int
+	// Leased are the deliveries inserted leased (those given with a
+	// LeaseUntil that were new), with their ID, Seq and LeaseToken.
+	Leased []Delivery
 }
 
 // DeliveryClaimParams are the inputs of DeliveryClaim.
@@ -297,8 +313,8 @@ type DeliveryClaimResult struct {
 	// Deliveries are leased until Now+Lease, with their new LeaseToken.
 	Deliveries []Delivery
 	// NextDueAt is the earliest time after Now at which an unfinished
-	// delivery of the endpoint falls due or its lease ends; zero when
-	// none.
+	// delivery of the endpoint falls due (a leased one: its lease ends);
+	// zero when none.
 	NextDueAt time.Time
 }
 

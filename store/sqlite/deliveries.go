@@ -1,6 +1,7 @@
 package sqlite
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -77,20 +78,25 @@ func (s *Store) DeliveryEnqueue(ctx context.Context, params *store.DeliveryEnque
 			}
 		}
 		now := nanos(params.Now)
+		res.Leased = res.Leased[:0]
 		for _, d := range params.Deliveries {
-			r, err := b.exec(`INSERT INTO deliveries (endpoint_id, event_id, event_type, stream, position, body, status,
-				next_attempt_at, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?)
-				ON CONFLICT (endpoint_id, event_id) DO NOTHING`,
-				d.EndpointID, d.EventID, d.EventType, d.Stream, d.Position, d.Body, nanos(d.NextAttemptAt), now, now)
-			if err != nil {
-				return fmt.Errorf("insert delivery: %w", err)
+			var n int64
+			var err error
+			if d.LeaseUntil.IsZero() {
+				n, err = b.insertDelivery(&d, now)
+			} else {
+				var leased *store.Delivery
+				leased, err = b.insertLeased(d, now)
+				if leased != nil {
+					n = 1
+					res.Leased = append(res.Leased, *leased)
+				}
 			}
-			n, err := r.RowsAffected()
 			if err != nil {
 				return err
 			}
 			if n == 0 && params.Replay {
-				r, err = b.exec(`UPDATE deliveries SET status = 'pending', round_attempts = 0, next_attempt_at = ?, finished_at = 0,
+				r, err := b.exec(`UPDATE deliveries SET status = 'pending', round_attempts = 0, next_attempt_at = ?, finished_at = 0,
 					updated_at = ? WHERE endpoint_id = ? AND event_id = ? AND status IN ('delivered', 'exhausted')`,
 					nanos(d.NextAttemptAt), now, d.EndpointID, d.EventID)
 				if err != nil {
@@ -110,19 +116,59 @@ func (s *Store) DeliveryEnqueue(ctx context.Context, params *store.DeliveryEnque
 	return res, nil
 }
 
+// insertDelivery inserts a pending delivery unless its (endpoint, event)
+// exists, and returns the rows inserted.
+func (b *batch) insertDelivery(d *store.Delivery, now int64) (int64, error) {
+	r, err := b.exec(`INSERT INTO deliveries (endpoint_id, event_id, event_type, stream, position, body, status,
+		next_attempt_at, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?)
+		ON CONFLICT (endpoint_id, event_id) DO NOTHING`,
+		d.EndpointID, d.EventID, d.EventType, d.Stream, d.Position, d.Body, nanos(d.NextAttemptAt), now, now)
+	if err != nil {
+		return 0, fmt.Errorf("insert delivery: %w", err)
+	}
+	return r.RowsAffected()
+}
+
+// insertLeased inserts a delivery leased until d.LeaseUntil (due then, if
+// its sender dies) unless its (endpoint, event) exists, and returns it as
+// stored, or nil when it existed.
+func (b *batch) insertLeased(d store.Delivery, now int64) (*store.Delivery, error) {
+	lease := nanos(d.LeaseUntil)
+	stmt, err := b.s.writerStmt(b.ctx, `INSERT INTO deliveries (endpoint_id, event_id, event_type, stream, position, body,
+		status, next_attempt_at, lease_until, lease_token, created_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, 'pending', ?, ?, 1, ?, ?)
+		ON CONFLICT (endpoint_id, event_id) DO NOTHING RETURNING seq`)
+	if err != nil {
+		return nil, err
+	}
+	var seq int64
+	err = stmt.QueryRowContext(b.ctx, d.EndpointID, d.EventID, d.EventType, d.Stream, d.Position, d.Body, lease, lease, now, now).Scan(&seq)
+	if isNoRows(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("insert leased delivery: %w", err)
+	}
+	d.Seq, d.ID = seq, deliveryID(seq)
+	d.Status, d.LeaseToken = store.DeliveryPending, 1
+	d.NextAttemptAt = fromNanos(lease)
+	d.CreatedAt, d.UpdatedAt = fromNanos(now), fromNanos(now)
+	return &d, nil
+}
+
 // claimSQL leases an endpoint's due deliveries. The inner SELECT is the
 // claim of a shared backend: Postgres adds FOR UPDATE SKIP LOCKED to it so
 // replicas never lease one delivery twice; SQLite has one writer.
-const claimSQL = `UPDATE deliveries SET lease_until = ?1, lease_token = lease_token + 1, updated_at = ?2
+const claimSQL = `UPDATE deliveries SET lease_until = ?1, next_attempt_at = ?1, lease_token = lease_token + 1, updated_at = ?2
 	WHERE seq IN (
 		SELECT d.seq FROM deliveries d JOIN endpoints e ON e.id = d.endpoint_id
-		WHERE d.endpoint_id = ?3 AND d.status IN ('pending', 'failed') AND d.next_attempt_at <= ?2 AND d.lease_until <= ?2
+		WHERE d.endpoint_id = ?3 AND d.status IN ('pending', 'failed') AND d.next_attempt_at <= ?2
 			AND e.active AND e.disabled_at = 0
 			AND (e.ordering <> 'stream' OR NOT EXISTS (
 				SELECT 1 FROM deliveries p WHERE p.endpoint_id = d.endpoint_id AND p.stream = d.stream
 					AND p.status IN ('pending', 'failed') AND p.position < d.position))
 		ORDER BY d.next_attempt_at, d.seq
-		LIMIT ?4)
+		LIMIT ?4 + 0)
 	RETURNING ` + deliveryColumns + `, body`
 
 // DeliveryClaim implements store.DeliveryStore.
@@ -164,31 +210,20 @@ func (b *batch) claim(params *store.DeliveryClaimParams) (*store.DeliveryClaimRe
 			return nil, fmt.Errorf("claim: %w", err)
 		}
 	}
-	// The earliest future due time or lease end: two index seeks.
-	// (It may be a lease of a delivery not due yet, or a due time of one
-	// still leased: waking early costs one empty claim.)
-	for _, q := range []string{
-		`SELECT min(next_attempt_at) FROM deliveries WHERE endpoint_id = ? AND status IN ('pending', 'failed') AND next_attempt_at > ?`,
-		`SELECT min(lease_until) FROM deliveries WHERE endpoint_id = ? AND status IN ('pending', 'failed') AND lease_until > ?`,
-	} {
-		stmt, err := s.writerStmt(b.ctx, q)
-		if err != nil {
-			return nil, err
-		}
-		var next sql.NullInt64
-		if err := stmt.QueryRowContext(b.ctx, params.EndpointID, now).Scan(&next); err != nil {
-			return nil, fmt.Errorf("next due: %w", err)
-		}
-		if at := fromNanos(next.Int64); next.Valid && (res.NextDueAt.IsZero() || at.Before(res.NextDueAt)) {
-			res.NextDueAt = at
-		}
+	// The earliest future due time (or lease end): one index seek.
+	stmt, err := s.writerStmt(b.ctx, `SELECT min(next_attempt_at) FROM deliveries
+		WHERE endpoint_id = ? AND status IN ('pending', 'failed') AND next_attempt_at > ?`)
+	if err != nil {
+		return nil, err
 	}
-	slices.SortFunc(res.Deliveries, func(a, b store.Delivery) int {
-		if c := a.NextAttemptAt.Compare(b.NextAttemptAt); c != 0 {
-			return c
-		}
-		return int(a.Seq - b.Seq)
-	})
+	var next sql.NullInt64
+	if err := stmt.QueryRowContext(b.ctx, params.EndpointID, now).Scan(&next); err != nil {
+		return nil, fmt.Errorf("next due: %w", err)
+	}
+	if next.Valid {
+		res.NextDueAt = fromNanos(next.Int64)
+	}
+	slices.SortFunc(res.Deliveries, func(a, b store.Delivery) int { return cmp.Compare(a.Seq, b.Seq) })
 	return res, nil
 }
 
@@ -358,7 +393,7 @@ func (s *Store) DeliveryRetry(ctx context.Context, params *store.DeliveryRetryPa
 	err := s.write(ctx, func(b *batch) error {
 		var err error
 		out, err = scanDelivery(s.wconn.QueryRowContext(b.ctx, `UPDATE deliveries SET status = 'pending', round_attempts = 0,
-			next_attempt_at = ?1, finished_at = 0, updated_at = ?1 WHERE seq = ?2 RETURNING `+deliveryColumns,
+			next_attempt_at = max(?1, lease_until), finished_at = 0, updated_at = ?1 WHERE seq = ?2 RETURNING `+deliveryColumns,
 			nanos(params.Now), seq), false)
 		if isNoRows(err) {
 			return ruleError{store.ErrDeliveryNotFound}

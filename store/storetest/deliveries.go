@@ -14,6 +14,7 @@ func runDeliveries(t *testing.T, f Factory) {
 	t.Run("EndpointCursorsSnapshot", func(t *testing.T) { testEndpointCursorsSnapshot(t, f) })
 	t.Run("DeliveryEnqueueCAS", func(t *testing.T) { testDeliveryEnqueueCAS(t, f) })
 	t.Run("DeliveryClaimLease", func(t *testing.T) { testDeliveryClaimLease(t, f) })
+	t.Run("DeliveryEnqueueLeased", func(t *testing.T) { testDeliveryEnqueueLeased(t, f) })
 	t.Run("DeliveryOrderingStream", func(t *testing.T) { testDeliveryOrderingStream(t, f) })
 	t.Run("DeliveryCompleteHealth", func(t *testing.T) { testDeliveryCompleteHealth(t, f) })
 	t.Run("DeliveryCompleteAndClaim", func(t *testing.T) { testDeliveryCompleteAndClaim(t, f) })
@@ -266,6 +267,59 @@ func testDeliveryClaimLease(t *testing.T, f Factory) {
 	}
 }
 
+// A sender with free slots takes fresh deliveries leased at insert: no
+// claim sees them while the lease runs, the lease token completes them,
+// and if the sender dies they fall due when the lease ends.
+func testDeliveryEnqueueLeased(t *testing.T, f Factory) {
+	s := f.Open(t)
+	ctx := context.Background()
+	mustEndpoint(t, s, endpoint("ep"))
+	leased := func(event string, pos int64) store.Delivery {
+		d := delivery("ep", event, pos)
+		d.LeaseUntil = t0.Add(time.Minute)
+		return d
+	}
+	mustEnqueue(t, s, delivery("ep", "e0", 0))
+	res, err := s.DeliveryEnqueue(ctx, &store.DeliveryEnqueueParams{Stream: "/s", Now: t0,
+		Deliveries: []store.Delivery{leased("e1", 10), leased("e2", 20), delivery("ep", "e3", 30), leased("e0", 0)}})
+	if err != nil || res.Queued != 3 {
+		t.Fatalf("enqueue = %+v, %v", res, err)
+	}
+	// e0 existed: it is neither inserted again nor leased.
+	if got := fmt.Sprint(eventIDs(res.Leased)); got != "[e1 e2]" {
+		t.Fatalf("leased = %s, want [e1 e2]", got)
+	}
+	e1 := res.Leased[0]
+	if e1.ID == "" || e1.LeaseToken == 0 || !e1.LeaseUntil.Equal(t0.Add(time.Minute)) || e1.Status != store.DeliveryPending ||
+		string(e1.Body) != `{"id":"e1"}` {
+		t.Fatalf("leased delivery = %+v", e1)
+	}
+	if got := eventIDs(mustClaim(t, s, "ep", 10, t0).Deliveries); fmt.Sprint(got) != "[e0 e3]" {
+		t.Fatalf("claim = %v, want only the unleased ones", got)
+	}
+	stored, err := s.DeliveryGet(ctx, e1.ID)
+	if err != nil || stored.EventID != "e1" || stored.LeaseToken != e1.LeaseToken || !stored.NextAttemptAt.Equal(t0.Add(time.Minute)) {
+		t.Fatalf("stored = %+v, %v", stored, err)
+	}
+	hv := mustHealthVersion(t, s, "ep")
+	cres, err := s.DeliveryComplete(ctx, &store.DeliveryCompleteParams{EndpointID: "ep", ExpectHealthVersion: hv, Now: t0,
+		Results: []store.DeliveryResult{{DeliveryID: e1.ID, LeaseToken: e1.LeaseToken, Status: store.DeliveryDelivered,
+			Attempt: store.DeliveryAttempt{At: t0, StatusCode: 204}}}})
+	if err != nil || cres.Applied != 1 {
+		t.Fatalf("complete = %+v, %v", cres, err)
+	}
+	// e2's sender died (as did e0's and e3's): e2 is claimed again when
+	// its lease ends, with a new token (its dead sender's late result
+	// would be ignored); e1, delivered, is not.
+	if res := mustClaim(t, s, "ep", 10, t0.Add(time.Second)); len(res.Deliveries) != 0 || !res.NextDueAt.Equal(t0.Add(time.Minute)) {
+		t.Fatalf("claim during the lease = %v, next %v", eventIDs(res.Deliveries), res.NextDueAt)
+	}
+	again := mustClaim(t, s, "ep", 10, t0.Add(time.Minute)).Deliveries
+	if got := fmt.Sprint(eventIDs(again)); got != "[e0 e2 e3]" || again[1].LeaseToken == res.Leased[1].LeaseToken {
+		t.Fatalf("after the lease = %s, %+v", got, again)
+	}
+}
+
 func testDeliveryOrderingStream(t *testing.T, f Factory) {
 	s := f.Open(t)
 	ep := endpoint("ep")
@@ -289,7 +343,7 @@ func testDeliveryOrderingStream(t *testing.T, f Factory) {
 		t.Fatalf("claim behind a failed head = %v, next %v", eventIDs(res.Deliveries), res.NextDueAt)
 	}
 	// At t0+1m e1 is due, and o1's lease (never completed) has ended.
-	if got := eventIDs(mustClaim(t, s, "ep", 10, t0.Add(time.Minute)).Deliveries); fmt.Sprint(got) != "[o1 e1]" {
+	if got := eventIDs(mustClaim(t, s, "ep", 10, t0.Add(time.Minute)).Deliveries); fmt.Sprint(got) != "[e1 o1]" {
 		t.Fatalf("retry claim = %v", got)
 	}
 }
