@@ -156,6 +156,13 @@ func (s *Store) open(ctx context.Context) error {
 	if _, err := s.wconn.ExecContext(ctx, `PRAGMA wal_autocheckpoint = 0`); err != nil {
 		return fmt.Errorf("sqlite: configure checkpoints: %w", err)
 	}
+	// Every op of a batch runs in its own savepoint (a failed op rolls
+	// back alone), so SQLite keeps the pages an op changes in a
+	// sub-journal: in memory, not in a temporary file written at every
+	// op. It is bounded by the pages one batch changes.
+	if _, err := s.wconn.ExecContext(ctx, `PRAGMA temp_store = MEMORY`); err != nil {
+		return fmt.Errorf("sqlite: configure the writer: %w", err)
+	}
 	if s.ckpt, err = sql.Open("sqlite", dsn+"&_pragma=journal_size_limit(67108864)"); err != nil {
 		return fmt.Errorf("sqlite: open checkpointer: %w", err)
 	}
