@@ -29,6 +29,12 @@ import (
 //   - Endpoint configuration (Version) and breaker state (HealthVersion)
 //     change by separate compare-and-sets, so an owner's PATCH and the
 //     engine's breaker never overwrite each other.
+//
+// DeliveryEnqueue (without Replay), DeliveryClaim and DeliveryComplete
+// record work that is redone if they are lost (a delivery is sent again),
+// so a store may commit them without waiting for the disk, as long as a
+// crash of the process loses none of them and a machine crash loses only
+// a suffix of them (never one that a later durable write depends on).
 type DeliveryStore interface {
 	// EndpointCreate stores a new endpoint and, in the same transaction,
 	// sets its cursor on every existing stream to the stream's tail: an

@@ -203,14 +203,10 @@ func (s *Store) gather(ops []op) []op {
 
 func (s *Store) runBatch(ops []op) {
 	b := s.newBatch()
-	err := execTx(b.ctx, s.wconn, func() error {
-		for _, o := range ops {
-			if err := o.apply(b); err != nil {
-				return err
-			}
-		}
-		return b.flush()
-	})
+	err := s.syncFor(b.ctx, ops)
+	if err == nil {
+		err = s.execBatch(b, ops)
+	}
 	if err != nil {
 		err = fmt.Errorf("sqlite: commit: %w", err)
 		s.log.Error("write batch failed; nothing in it was stored", "ops", len(ops), "err", err)
@@ -225,6 +221,41 @@ func (s *Store) runBatch(ops []op) {
 	for _, o := range ops {
 		o.finish(nil)
 	}
+}
+
+// syncFor sets whether the batch's commit waits for fsync: it does unless
+// every op is relaxed (see writeRelaxed).
+func (s *Store) syncFor(ctx context.Context, ops []op) error {
+	full := false
+	for _, o := range ops {
+		if r, ok := o.(relaxer); !ok || !r.relaxedOK() {
+			full = true
+			break
+		}
+	}
+	if full == s.syncFull {
+		return nil
+	}
+	mode := "NORMAL"
+	if full {
+		mode = "FULL"
+	}
+	if _, err := s.wconn.ExecContext(ctx, `PRAGMA synchronous = `+mode); err != nil {
+		return fmt.Errorf("set synchronous: %w", err)
+	}
+	s.syncFull = full
+	return nil
+}
+
+func (s *Store) execBatch(b *batch, ops []op) error {
+	return execTx(b.ctx, s.wconn, func() error {
+		for _, o := range ops {
+			if err := o.apply(b); err != nil {
+				return err
+			}
+		}
+		return b.flush()
+	})
 }
 
 // submit hands an op to the committer and waits for it. An op that was

@@ -55,7 +55,11 @@ func (s *Store) DeliveryCursors(ctx context.Context, params *store.DeliveryCurso
 // DeliveryEnqueue implements store.DeliveryStore.
 func (s *Store) DeliveryEnqueue(ctx context.Context, params *store.DeliveryEnqueueParams) (*store.DeliveryEnqueueResult, error) {
 	res := &store.DeliveryEnqueueResult{}
-	err := s.write(ctx, func(b *batch) error {
+	write := s.writeRelaxed // redone from the cursors if lost
+	if params.Replay {
+		write = s.write // acknowledged to the caller of the replay
+	}
+	err := write(ctx, func(b *batch) error {
 		res.Queued = 0
 		for _, c := range params.Cursors {
 			var r sql.Result
@@ -174,7 +178,7 @@ const claimSQL = `UPDATE deliveries SET lease_until = ?1, next_attempt_at = ?1, 
 // DeliveryClaim implements store.DeliveryStore.
 func (s *Store) DeliveryClaim(ctx context.Context, params *store.DeliveryClaimParams) (*store.DeliveryClaimResult, error) {
 	var res *store.DeliveryClaimResult
-	err := s.write(ctx, func(b *batch) error {
+	err := s.writeRelaxed(ctx, func(b *batch) error {
 		var err error
 		res, err = b.claim(params)
 		return err
@@ -232,7 +236,7 @@ func (s *Store) DeliveryComplete(ctx context.Context, params *store.DeliveryComp
 	res := &store.DeliveryCompleteResult{}
 	now := nanos(params.Now)
 	h := params.Health
-	err := s.write(ctx, func(b *batch) error {
+	err := s.writeRelaxed(ctx, func(b *batch) error {
 		res.Applied = 0
 		r, err := b.exec(`UPDATE endpoints SET consecutive_failures = ?, last_success_at = ?, last_failure_at = ?, last_error = ?,
 			disabled_at = ?, disabled_reason = ?, health_version = health_version + 1 WHERE id = ? AND health_version = ?`,

@@ -10,26 +10,35 @@ import (
 // savepoint: a rule violation (ruleError) rolls back only this op's writes
 // and becomes its error; any other error aborts the batch.
 type funcOp struct {
-	fn   func(b *batch) error
-	done chan struct{}
-	err  error
+	fn      func(b *batch) error
+	done    chan struct{}
+	err     error
+	relaxed bool
 }
 
+// relaxer is implemented by ops that may be committed without waiting for
+// the disk (see writeRelaxed).
+type relaxer interface {
+	relaxedOK() bool
+}
+
+func (o *funcOp) relaxedOK() bool { return o.relaxed }
+
 func (o *funcOp) apply(b *batch) error {
-	if _, err := b.s.wconn.ExecContext(b.ctx, `SAVEPOINT op`); err != nil {
+	if _, err := b.exec(`SAVEPOINT op`); err != nil {
 		return fmt.Errorf("savepoint: %w", err)
 	}
 	err := o.fn(b)
 	var rule ruleError
 	if errors.As(err, &rule) {
 		o.err = rule.err
-		if _, err := b.s.wconn.ExecContext(b.ctx, `ROLLBACK TO op`); err != nil {
+		if _, err := b.exec(`ROLLBACK TO op`); err != nil {
 			return fmt.Errorf("rollback to savepoint: %w", err)
 		}
 	} else if err != nil {
 		return err
 	}
-	if _, err := b.s.wconn.ExecContext(b.ctx, `RELEASE op`); err != nil {
+	if _, err := b.exec(`RELEASE op`); err != nil {
 		return fmt.Errorf("release savepoint: %w", err)
 	}
 	return nil
@@ -45,7 +54,21 @@ func (o *funcOp) finish(err error) {
 // write runs fn in the committer (group committed with other writes) and
 // returns its rule error, or the batch's error.
 func (s *Store) write(ctx context.Context, fn func(b *batch) error) error {
-	o := &funcOp{fn: fn, done: make(chan struct{})}
+	return s.submitFunc(ctx, &funcOp{fn: fn, done: make(chan struct{})})
+}
+
+// writeRelaxed is write for bookkeeping whose loss costs nothing but
+// repeated work (the delivery engine's leases, outcomes and cursors: a
+// lost one only sends again). A batch made only of such writes commits
+// without waiting for fsync; the next durable commit, or a checkpoint,
+// makes it durable with everything before it (the WAL is written in
+// order). A process crash loses nothing: the WAL is written before the
+// commit returns. Only a machine crash may lose it.
+func (s *Store) writeRelaxed(ctx context.Context, fn func(b *batch) error) error {
+	return s.submitFunc(ctx, &funcOp{fn: fn, done: make(chan struct{}), relaxed: true})
+}
+
+func (s *Store) submitFunc(ctx context.Context, o *funcOp) error {
 	if err := s.submit(ctx, o, o.done); err != nil {
 		return err
 	}

@@ -55,6 +55,9 @@ type Store struct {
 	lock   *os.File
 	writer *sql.DB
 	wconn  *sql.Conn
+	// syncFull is the writer's synchronous setting (FULL, or NORMAL for
+	// a batch of relaxed writes); only the committer touches it.
+	syncFull bool
 	reader *sql.DB
 	// ckpt is the connection that checkpoints the WAL in the background.
 	ckpt *sql.DB
@@ -119,6 +122,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		byID:      make(map[int64]*entry),
 		touches:   make(map[int64]time.Time),
 		wprepared: make(map[string]*sql.Stmt),
+		syncFull:  true,
 		rprepared: make(map[string]*sql.Stmt),
 	}
 	if err := s.open(ctx); err != nil {
