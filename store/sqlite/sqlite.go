@@ -58,7 +58,7 @@ type Store struct {
 	// syncFull is the writer's synchronous setting (FULL, or NORMAL for
 	// a batch of relaxed writes); only the committer touches it.
 	syncFull bool
-	reader *sql.DB
+	reader   *sql.DB
 	// ckpt is the connection that checkpoints the WAL in the background.
 	ckpt *sql.DB
 	// readChunks is chunksFromSQL prepared on the read pool.
