@@ -21,11 +21,9 @@ import (
 //     of it and matched again after a crash: never skipped.
 //   - DeliveryClaim leases due deliveries, and DeliveryEnqueue can insert
 //     deliveries already leased to the caller (a sender with free slots
-//     takes fresh events without a claim). A leased delivery falls due
-//     again when its lease ends (its NextAttemptAt is the lease end), so
-//     a delivery whose sender died is claimed again then, and
-//     DeliveryComplete only applies results whose lease token is still
-//     current.
+//     takes fresh events without a claim). A delivery whose lease ends
+//     (its sender died) can be claimed again, and DeliveryComplete only
+//     applies results whose lease token is still current.
 //   - Endpoint configuration (Version) and breaker state (HealthVersion)
 //     change by separate compare-and-sets, so an owner's PATCH and the
 //     engine's breaker never overwrite each other.
@@ -66,15 +64,15 @@ type DeliveryStore interface {
 	// transaction. A delivery whose (EndpointID, EventID) exists is left as
 	// it is, unless Replay is set and it is finished (delivered or
 	// exhausted): then it is pending again with a fresh schedule. A new
-	// delivery with a LeaseUntil is inserted leased until then (lease
-	// token 1, NextAttemptAt the lease end) and returned in Leased. A cursor
+	// delivery with a LeaseUntil is inserted leased until then and
+	// returned in Leased with its lease token. A cursor
 	// whose stored state is not the expected one fails the whole call
 	// with ErrCursorConflict and nothing is written.
 	DeliveryEnqueue(ctx context.Context, params *DeliveryEnqueueParams) (*DeliveryEnqueueResult, error)
 	// DeliveryClaim leases up to Limit due deliveries of one endpoint
-	// (pending or failed, NextAttemptAt at or before Now), earliest first,
-	// if the endpoint is active and not disabled, and moves their
-	// NextAttemptAt to the lease end. They are returned by Seq. With ordering "stream" only the
+	// (pending or failed, NextAttemptAt at or before Now, no lease running
+	// at Now), earliest first, if the endpoint is active and not disabled.
+	// They are returned by Seq. With ordering "stream" only the
 	// earliest unfinished delivery of each stream can be claimed. The
 	// result also says when the endpoint's next delivery falls due.
 	DeliveryClaim(ctx context.Context, params *DeliveryClaimParams) (*DeliveryClaimResult, error)
@@ -96,7 +94,7 @@ type DeliveryStore interface {
 	DeliveryAttempts(ctx context.Context, deliveryID string) ([]DeliveryAttempt, error)
 	// DeliveryRetry makes a delivery pending and due at Now with a fresh
 	// schedule, whatever its status; a delivery in flight stays leased
-	// (due at its lease end, unless its sender records an outcome first).
+	// (claimable when its lease ends without an outcome).
 	// ErrDeliveryNotFound.
 	DeliveryRetry(ctx context.Context, params *DeliveryRetryParams) (*Delivery, error)
 	// DeliveryPrune removes finished deliveries (with their attempts),
@@ -220,12 +218,10 @@ type Delivery struct {
 	// (re)start of the schedule (retry, replay), which the schedule uses.
 	Attempts      int
 	RoundAttempts int
-	// NextAttemptAt is when the delivery is attempted next; while it is
-	// leased, the lease end.
+	// NextAttemptAt is when the delivery falls due (again).
 	NextAttemptAt time.Time
-	// LeaseUntil is when the current lease ends (zero: never leased, or
-	// its outcome recorded). Given to DeliveryEnqueue, it asks for the
-	// delivery to be inserted leased.
+	// LeaseUntil is when the current lease ends (zero: not leased). Given
+	// to DeliveryEnqueue, it asks for the delivery to be inserted leased.
 	LeaseUntil     time.Time
 	LeaseToken     int64
 	LastStatusCode int
@@ -319,8 +315,8 @@ type DeliveryClaimResult struct {
 	// Deliveries are leased until Now+Lease, with their new LeaseToken.
 	Deliveries []Delivery
 	// NextDueAt is the earliest time after Now at which an unfinished
-	// delivery of the endpoint falls due (a leased one: its lease ends);
-	// zero when none.
+	// delivery of the endpoint falls due or its lease ends; zero when
+	// none.
 	NextDueAt time.Time
 }
 

@@ -33,6 +33,7 @@ type batch struct {
 	prod     map[prodKey]protocol.ProducerState
 	changes  []store.TailChange
 	afterRun []func() // run after a successful commit
+	onAbort  []func() // run when the batch fails: nothing in it was stored
 }
 
 type prodKey struct {
@@ -210,6 +211,9 @@ func (s *Store) runBatch(ops []op) {
 	if err != nil {
 		err = fmt.Errorf("sqlite: commit: %w", err)
 		s.log.Error("write batch failed; nothing in it was stored", "ops", len(ops), "err", err)
+		for _, fn := range b.onAbort {
+			fn()
+		}
 		// Producer records read during the failed batch may be cached on
 		// entries; they came from committed rows, so they stay valid.
 		for _, o := range ops {

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -84,20 +85,23 @@ func (s *Store) DeliveryEnqueue(ctx context.Context, params *store.DeliveryEnque
 		now := nanos(params.Now)
 		res.Leased = res.Leased[:0]
 		for _, d := range params.Deliveries {
-			var n int64
-			var err error
-			if d.LeaseUntil.IsZero() {
-				n, err = b.insertDelivery(&d, now)
-			} else {
-				var leased *store.Delivery
-				leased, err = b.insertLeased(d, now)
-				if leased != nil {
-					n = 1
-					res.Leased = append(res.Leased, *leased)
-				}
-			}
+			seq, err := b.insertDelivery(&d, now)
 			if err != nil {
 				return err
+			}
+			n := int64(0)
+			if seq > 0 {
+				n = 1
+				if !d.LeaseUntil.IsZero() {
+					// Leased before the commit makes the row visible, so
+					// no claim can take it first; undone if the batch fails
+					// (its seq would be used again).
+					d.Seq, d.ID, d.Status = seq, deliveryID(seq), store.DeliveryPending
+					d.CreatedAt, d.UpdatedAt = fromNanos(now), fromNanos(now)
+					d.LeaseToken = s.leases.add(d.EndpointID, seq, nanos(d.LeaseUntil))
+					res.Leased = append(res.Leased, d)
+					b.onAbort = append(b.onAbort, func() { s.leases.release(d.EndpointID, seq, d.LeaseToken) })
+				}
 			}
 			if n == 0 && params.Replay {
 				r, err := b.exec(`UPDATE deliveries SET status = 'pending', round_attempts = 0, next_attempt_at = ?, finished_at = 0,
@@ -121,7 +125,8 @@ func (s *Store) DeliveryEnqueue(ctx context.Context, params *store.DeliveryEnque
 }
 
 // insertDelivery inserts a pending delivery unless its (endpoint, event)
-// exists, and returns the rows inserted.
+// exists, and returns its seq (0 when it existed). (No RETURNING: that
+// makes SQLite keep a statement journal, truncated at every statement.)
 func (b *batch) insertDelivery(d *store.Delivery, now int64) (int64, error) {
 	r, err := b.exec(`INSERT INTO deliveries (endpoint_id, event_id, event_type, stream, position, body, status,
 		next_attempt_at, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?)
@@ -130,102 +135,126 @@ func (b *batch) insertDelivery(d *store.Delivery, now int64) (int64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("insert delivery: %w", err)
 	}
-	return r.RowsAffected()
+	if n, err := r.RowsAffected(); err != nil || n == 0 {
+		return 0, err
+	}
+	return r.LastInsertId()
 }
 
-// insertLeased inserts a delivery leased until d.LeaseUntil (due then, if
-// its sender dies) unless its (endpoint, event) exists, and returns it as
-// stored, or nil when it existed.
-func (b *batch) insertLeased(d store.Delivery, now int64) (*store.Delivery, error) {
-	lease := nanos(d.LeaseUntil)
-	stmt, err := b.s.writerStmt(b.ctx, `INSERT INTO deliveries (endpoint_id, event_id, event_type, stream, position, body,
-		status, next_attempt_at, lease_until, lease_token, created_at, updated_at)
-		VALUES (?, ?, ?, ?, ?, ?, 'pending', ?, ?, 1, ?, ?)
-		ON CONFLICT (endpoint_id, event_id) DO NOTHING RETURNING seq`)
+// claimSQL lists an endpoint's due deliveries, earliest first; the claim
+// leases those no running lease holds. (A shared backend would lease in
+// the rows, with FOR UPDATE SKIP LOCKED; here one process owns the
+// database and leases live in memory, see leaseBook.)
+const claimSQL = `SELECT d.seq FROM deliveries d JOIN endpoints e ON e.id = d.endpoint_id
+	WHERE d.endpoint_id = ?1 AND d.status IN ('pending', 'failed') AND d.next_attempt_at <= ?2
+		AND e.active AND e.disabled_at = 0
+		AND (e.ordering <> 'stream' OR NOT EXISTS (
+			SELECT 1 FROM deliveries p WHERE p.endpoint_id = d.endpoint_id AND p.stream = d.stream
+				AND p.status IN ('pending', 'failed') AND p.position < d.position))
+	ORDER BY d.next_attempt_at, d.seq
+	LIMIT ?3 + 0`
+
+// claimedSQL reads claimed deliveries (a JSON array of seqs), unless they
+// finished meanwhile.
+const claimedSQL = `SELECT ` + deliveryColumns + `, body FROM deliveries
+	WHERE seq IN (SELECT value FROM json_each(?)) AND status IN ('pending', 'failed')`
+
+// readClaimed reads the deliveries of a claim (seq → token) that are
+// still unfinished.
+func (s *Store) readClaimed(ctx context.Context, taken map[int64]int64) ([]store.Delivery, error) {
+	seqs := make([]int64, 0, len(taken))
+	for seq := range taken {
+		seqs = append(seqs, seq)
+	}
+	list, err := json.Marshal(seqs)
 	if err != nil {
 		return nil, err
 	}
-	var seq int64
-	err = stmt.QueryRowContext(b.ctx, d.EndpointID, d.EventID, d.EventType, d.Stream, d.Position, d.Body, lease, lease, now, now).Scan(&seq)
-	if isNoRows(err) {
-		return nil, nil
-	}
+	stmt, err := s.readerStmt(ctx, claimedSQL)
 	if err != nil {
-		return nil, fmt.Errorf("insert leased delivery: %w", err)
+		return nil, err
 	}
-	d.Seq, d.ID = seq, deliveryID(seq)
-	d.Status, d.LeaseToken = store.DeliveryPending, 1
-	d.NextAttemptAt = fromNanos(lease)
-	d.CreatedAt, d.UpdatedAt = fromNanos(now), fromNanos(now)
-	return &d, nil
+	rows, err := stmt.QueryContext(ctx, string(list))
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: claim: %w", err)
+	}
+	var out []store.Delivery
+	for rows.Next() {
+		d, err := scanDelivery(rows, true)
+		if err != nil {
+			return nil, errors.Join(fmt.Errorf("sqlite: claim: %w", err), rows.Close())
+		}
+		out = append(out, d)
+	}
+	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+		return nil, fmt.Errorf("sqlite: claim: %w", err)
+	}
+	return out, nil
 }
 
-// claimSQL leases an endpoint's due deliveries. The inner SELECT is the
-// claim of a shared backend: Postgres adds FOR UPDATE SKIP LOCKED to it so
-// replicas never lease one delivery twice; SQLite has one writer.
-const claimSQL = `UPDATE deliveries SET lease_until = ?1, next_attempt_at = ?1, lease_token = lease_token + 1, updated_at = ?2
-	WHERE seq IN (
-		SELECT d.seq FROM deliveries d JOIN endpoints e ON e.id = d.endpoint_id
-		WHERE d.endpoint_id = ?3 AND d.status IN ('pending', 'failed') AND d.next_attempt_at <= ?2
-			AND e.active AND e.disabled_at = 0
-			AND (e.ordering <> 'stream' OR NOT EXISTS (
-				SELECT 1 FROM deliveries p WHERE p.endpoint_id = d.endpoint_id AND p.stream = d.stream
-					AND p.status IN ('pending', 'failed') AND p.position < d.position))
-		ORDER BY d.next_attempt_at, d.seq
-		LIMIT ?4 + 0)
-	RETURNING ` + deliveryColumns + `, body`
+// nextDueSQL is the earliest future due time of an endpoint's deliveries.
+const nextDueSQL = `SELECT min(next_attempt_at) FROM deliveries
+	WHERE endpoint_id = ? AND status IN ('pending', 'failed') AND next_attempt_at > ?`
 
-// DeliveryClaim implements store.DeliveryStore.
+// DeliveryClaim implements store.DeliveryStore. It only reads: the leases
+// are in memory.
 func (s *Store) DeliveryClaim(ctx context.Context, params *store.DeliveryClaimParams) (*store.DeliveryClaimResult, error) {
-	var res *store.DeliveryClaimResult
-	err := s.writeRelaxed(ctx, func(b *batch) error {
-		var err error
-		res, err = b.claim(params)
-		return err
-	})
-	if err != nil {
-		return nil, err
-	}
-	return res, nil
-}
-
-// claim leases due deliveries inside the batch (see DeliveryClaim).
-func (b *batch) claim(params *store.DeliveryClaimParams) (*store.DeliveryClaimResult, error) {
-	s := b.s
-	res := &store.DeliveryClaimResult{}
 	now := nanos(params.Now)
+	res := &store.DeliveryClaimResult{}
+	n, leaseEnd := s.leases.active(params.EndpointID, now)
 	if params.Limit > 0 {
-		stmt, err := s.writerStmt(b.ctx, claimSQL)
+		stmt, err := s.readerStmt(ctx, claimSQL)
 		if err != nil {
 			return nil, err
 		}
-		rows, err := stmt.QueryContext(b.ctx, nanos(params.Now.Add(params.Lease)), now, params.EndpointID, params.Limit)
+		// Deliveries in flight are due too: read past them (index only).
+		rows, err := stmt.QueryContext(ctx, params.EndpointID, now, params.Limit+n)
 		if err != nil {
-			return nil, fmt.Errorf("claim: %w", err)
+			return nil, fmt.Errorf("sqlite: claim: %w", err)
 		}
+		var seqs []int64
 		for rows.Next() {
-			d, err := scanDelivery(rows, true)
-			if err != nil {
-				return nil, errors.Join(fmt.Errorf("claim: %w", err), rows.Close())
+			var seq int64
+			if err := rows.Scan(&seq); err != nil {
+				return nil, errors.Join(fmt.Errorf("sqlite: claim: %w", err), rows.Close())
 			}
-			res.Deliveries = append(res.Deliveries, d)
+			seqs = append(seqs, seq)
 		}
 		if err := errors.Join(rows.Err(), rows.Close()); err != nil {
-			return nil, fmt.Errorf("claim: %w", err)
+			return nil, fmt.Errorf("sqlite: claim: %w", err)
+		}
+		until := nanos(params.Now.Add(params.Lease))
+		taken := s.leases.take(params.EndpointID, seqs, params.Limit, until, now)
+		if len(taken) > 0 {
+			ds, err := s.readClaimed(ctx, taken)
+			if err != nil {
+				s.leases.drop(params.EndpointID, taken)
+				return nil, err
+			}
+			for _, d := range ds {
+				d.LeaseToken, d.LeaseUntil = taken[d.Seq], fromNanos(until)
+				res.Deliveries = append(res.Deliveries, d)
+				delete(taken, d.Seq)
+			}
+			s.leases.drop(params.EndpointID, taken) // finished meanwhile
+			if leaseEnd == 0 || until < leaseEnd {
+				leaseEnd = until
+			}
 		}
 	}
-	// The earliest future due time (or lease end): one index seek.
-	stmt, err := s.writerStmt(b.ctx, `SELECT min(next_attempt_at) FROM deliveries
-		WHERE endpoint_id = ? AND status IN ('pending', 'failed') AND next_attempt_at > ?`)
+	stmt, err := s.readerStmt(ctx, nextDueSQL)
 	if err != nil {
 		return nil, err
 	}
 	var next sql.NullInt64
-	if err := stmt.QueryRowContext(b.ctx, params.EndpointID, now).Scan(&next); err != nil {
-		return nil, fmt.Errorf("next due: %w", err)
+	if err := stmt.QueryRowContext(ctx, params.EndpointID, now).Scan(&next); err != nil {
+		return nil, fmt.Errorf("sqlite: next due: %w", err)
 	}
-	if next.Valid {
+	switch {
+	case next.Valid && (leaseEnd == 0 || next.Int64 < leaseEnd):
 		res.NextDueAt = fromNanos(next.Int64)
+	case leaseEnd != 0:
+		res.NextDueAt = fromNanos(leaseEnd)
 	}
 	slices.SortFunc(res.Deliveries, func(a, b store.Delivery) int { return cmp.Compare(a.Seq, b.Seq) })
 	return res, nil
@@ -251,28 +280,30 @@ func (s *Store) DeliveryComplete(ctx context.Context, params *store.DeliveryComp
 			return b.endpointMissOrConflict(params.EndpointID)
 		}
 		res.HealthVersion = params.ExpectHealthVersion + 1
+		var recorded []store.DeliveryResult
 		for _, dr := range params.Results {
 			seq, ok := parseDeliveryID(dr.DeliveryID)
-			if !ok {
-				continue
+			if !ok || !s.leases.holds(params.EndpointID, seq, dr.LeaseToken) {
+				continue // the lease ended: another claim may own it now
 			}
 			finished := int64(0)
 			if dr.Status == store.DeliveryDelivered || dr.Status == store.DeliveryExhausted {
 				finished = now
 			}
 			r, err := b.exec(`UPDATE deliveries SET status = ?, attempts = attempts + 1, round_attempts = round_attempts + 1,
-				next_attempt_at = ?, lease_until = 0, last_status_code = ?, last_error = ?, updated_at = ?, finished_at = ?
-				WHERE seq = ? AND lease_token = ? AND endpoint_id = ?`,
+				next_attempt_at = ?, last_status_code = ?, last_error = ?, updated_at = ?, finished_at = ?
+				WHERE seq = ? AND endpoint_id = ? AND status IN ('pending', 'failed')`,
 				dr.Status, nanos(dr.NextAttemptAt), dr.Attempt.StatusCode, dr.Attempt.Error, now, finished,
-				seq, dr.LeaseToken, params.EndpointID)
+				seq, params.EndpointID)
 			if err != nil {
 				return fmt.Errorf("complete delivery: %w", err)
 			}
 			if n, err := r.RowsAffected(); err != nil {
 				return err
 			} else if n == 0 {
-				continue // the lease moved on: another sender owns it now
+				continue // gone (endpoint deleted) or finished meanwhile
 			}
+			recorded = append(recorded, dr)
 			a := dr.Attempt
 			body := a.ResponseBody
 			if body == nil {
@@ -284,18 +315,28 @@ func (s *Store) DeliveryComplete(ctx context.Context, params *store.DeliveryComp
 			}
 			res.Applied++
 		}
-		res.Claimed = nil
-		if params.ClaimLimit > 0 {
-			c, err := b.claim(&store.DeliveryClaimParams{EndpointID: params.EndpointID, Limit: params.ClaimLimit, Lease: params.ClaimLease, Now: params.Now})
-			if err != nil {
-				return err
+		b.afterRun = append(b.afterRun, func() {
+			for _, dr := range recorded {
+				seq, _ := parseDeliveryID(dr.DeliveryID)
+				s.leases.release(params.EndpointID, seq, dr.LeaseToken)
 			}
-			res.Claimed = c
-		}
+		})
 		return nil
 	})
 	if err != nil {
 		return nil, err
+	}
+	if params.ClaimLimit > 0 {
+		// After the commit, so the claim sees the outcomes (a delivered
+		// head lets the next of its stream go).
+		c, err := s.DeliveryClaim(ctx, &store.DeliveryClaimParams{EndpointID: params.EndpointID, Limit: params.ClaimLimit,
+			Lease: params.ClaimLease, Now: params.Now})
+		if err != nil {
+			// The outcomes are stored; the caller claims on its own.
+			s.log.Warn("claiming after recording outcomes failed", "endpoint", params.EndpointID, "err", err)
+			return res, nil
+		}
+		res.Claimed = c
 	}
 	return res, nil
 }
@@ -313,7 +354,17 @@ func (s *Store) DeliveryGet(ctx context.Context, id string) (*store.Delivery, er
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: read delivery: %w", err)
 	}
+	s.withLease(&d)
 	return &d, nil
+}
+
+// withLease sets a delivery's lease from the lease book (the columns are
+// not used).
+func (s *Store) withLease(d *store.Delivery) {
+	d.LeaseToken, d.LeaseUntil = 0, time.Time{}
+	if l, ok := s.leases.get(d.EndpointID, d.Seq); ok {
+		d.LeaseToken, d.LeaseUntil = l.token, fromNanos(l.until)
+	}
 }
 
 // DeliveryList implements store.DeliveryStore.
@@ -356,6 +407,7 @@ func (s *Store) DeliveryList(ctx context.Context, params *store.DeliveryListPara
 		if err != nil {
 			return nil, fmt.Errorf("sqlite: list deliveries: %w", err)
 		}
+		s.withLease(&d)
 		out = append(out, d)
 	}
 	return out, rows.Err()
@@ -397,7 +449,7 @@ func (s *Store) DeliveryRetry(ctx context.Context, params *store.DeliveryRetryPa
 	err := s.write(ctx, func(b *batch) error {
 		var err error
 		out, err = scanDelivery(s.wconn.QueryRowContext(b.ctx, `UPDATE deliveries SET status = 'pending', round_attempts = 0,
-			next_attempt_at = max(?1, lease_until), finished_at = 0, updated_at = ?1 WHERE seq = ?2 RETURNING `+deliveryColumns,
+			next_attempt_at = ?1, finished_at = 0, updated_at = ?1 WHERE seq = ?2 RETURNING `+deliveryColumns,
 			nanos(params.Now), seq), false)
 		if isNoRows(err) {
 			return ruleError{store.ErrDeliveryNotFound}

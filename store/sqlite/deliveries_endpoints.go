@@ -272,6 +272,7 @@ func (s *Store) EndpointDelete(ctx context.Context, id string) error {
 				return fmt.Errorf("delete endpoint data: %w", err)
 			}
 		}
+		b.afterRun = append(b.afterRun, func() { s.leases.forget(id) })
 		return nil
 	})
 }

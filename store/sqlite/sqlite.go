@@ -58,7 +58,9 @@ type Store struct {
 	// syncFull is the writer's synchronous setting (FULL, or NORMAL for
 	// a batch of relaxed writes); only the committer touches it.
 	syncFull bool
-	reader   *sql.DB
+	// leases are the delivery leases (see leaseBook).
+	leases *leaseBook
+	reader *sql.DB
 	// ckpt is the connection that checkpoints the WAL in the background.
 	ckpt *sql.DB
 	// readChunks is chunksFromSQL prepared on the read pool.
@@ -123,6 +125,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		touches:   make(map[int64]time.Time),
 		wprepared: make(map[string]*sql.Stmt),
 		syncFull:  true,
+		leases:    newLeaseBook(),
 		rprepared: make(map[string]*sql.Stmt),
 	}
 	if err := s.open(ctx); err != nil {

@@ -298,7 +298,7 @@ func testDeliveryEnqueueLeased(t *testing.T, f Factory) {
 		t.Fatalf("claim = %v, want only the unleased ones", got)
 	}
 	stored, err := s.DeliveryGet(ctx, e1.ID)
-	if err != nil || stored.EventID != "e1" || stored.LeaseToken != e1.LeaseToken || !stored.NextAttemptAt.Equal(t0.Add(time.Minute)) {
+	if err != nil || stored.EventID != "e1" || stored.LeaseToken != e1.LeaseToken || !stored.LeaseUntil.Equal(t0.Add(time.Minute)) {
 		t.Fatalf("stored = %+v, %v", stored, err)
 	}
 	hv := mustHealthVersion(t, s, "ep")
