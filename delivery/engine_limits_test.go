@@ -3,9 +3,11 @@ package delivery
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -405,6 +407,49 @@ func TestEngineSendsFreshEventsWithoutClaiming(t *testing.T) {
 		}
 		if n := cc.count() - before; n == 0 {
 			t.Fatal("the retry was sent without a claim")
+		}
+	})
+}
+
+// failFirstEnqueue fails the first DeliveryEnqueue without writing.
+type failFirstEnqueue struct {
+	EngineStore
+	failed atomic.Bool
+}
+
+func (f *failFirstEnqueue) DeliveryEnqueue(ctx context.Context, p *store.DeliveryEnqueueParams) (*store.DeliveryEnqueueResult, error) {
+	if f.failed.CompareAndSwap(false, true) {
+		return nil, errors.New("disk full")
+	}
+	return f.EngineStore.DeliveryEnqueue(ctx, p)
+}
+
+// A fresh event is POSTed while its match commits. If that commit fails,
+// the POST already made is not recorded: the event is matched again and
+// sent again (at least once), and its delivery records only the attempt
+// that the store kept.
+func TestEngineEarlySendOfAFailedMatchIsSentAgain(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRig(t, func(c *EngineConfig) { c.Store = &failFirstEnqueue{EngineStore: c.Store} })
+		ep := r.endpoint(&CreateEndpointParams{Active: true})
+		synctest.Wait()
+		pub := r.publish("a.b", "", `{"n":1}`)
+		synctest.Wait()
+		if got := r.rc.requests(); len(got) != 1 || got[0].event.ID != pub.Event.ID {
+			t.Fatalf("%d requests before the sweep, want the early one", len(got))
+		}
+		if n := len(r.deliveries(ep.ID)); n != 0 {
+			t.Fatalf("%d deliveries stored by a failed match", n)
+		}
+		time.Sleep(time.Hour) // the sweep matches the stream again
+		synctest.Wait()
+		got := r.rc.requests()
+		if len(got) != 2 || got[1].event.ID != pub.Event.ID {
+			t.Fatalf("%d requests after the sweep, want the event sent again", len(got))
+		}
+		ds := r.deliveries(ep.ID)
+		if len(ds) != 1 || ds[0].Status != store.DeliveryDelivered || ds[0].Attempts != 1 {
+			t.Fatalf("deliveries = %+v", ds)
 		}
 	})
 }

@@ -329,33 +329,46 @@ func (e *Engine) matchPage(ctx context.Context, path string, eps []*liveEndpoint
 	hand := e.leaseFresh(states, deliveries, now)
 	res, err := e.st.DeliveryEnqueue(ctx, params)
 	if err != nil {
-		hand.abort()
+		hand.settle(nil)
 		return false, err
 	}
 	e.metrics.matched.Add(float64(len(deliveries)))
-	hand.start(res.Leased)
+	hand.settle(res.Leased)
 	return next < st.Tail, nil
 }
 
 // handover is the fresh deliveries of one enqueue that go leased to
-// runners with free slots, so they are sent as soon as they are stored,
-// without a claim.
+// runners with free slots. They are sent at once, while the enqueue
+// commits: each send waits for the enqueue's outcome before it reports,
+// and if the store did not keep its delivery (the enqueue failed, or the
+// delivery existed) the outcome is dropped and the event is matched and
+// sent again later (at least once). A fresh event thus waits for one
+// commit, its append, before it is POSTed.
 type handover struct {
-	e   *Engine
-	eps map[string]*handoverEndpoint
+	e      *Engine
+	eps    map[string]*handoverEndpoint
+	ticket *ticket
 }
 
 type handoverEndpoint struct {
 	le       *liveEndpoint
 	r        *runner
-	reserved int
 	unleased bool // some deliveries are inserted pending: the runner claims them
 }
 
-// leaseFresh reserves runner slots for the deliveries and marks as many
-// of each endpoint's (the earliest) to be inserted leased.
+// ticket tells the sends of a handover which deliveries the store kept.
+type ticket struct {
+	done chan struct{}
+	kept map[deliveryKey]store.Delivery // written before done is closed
+}
+
+type deliveryKey struct{ endpoint, event string }
+
+// leaseFresh reserves runner slots for the deliveries, marks as many of
+// each endpoint's (the earliest) to be inserted leased, and starts their
+// sends.
 func (e *Engine) leaseFresh(states []*matchState, deliveries []store.Delivery, now time.Time) *handover {
-	h := &handover{e: e, eps: make(map[string]*handoverEndpoint, len(states))}
+	h := &handover{e: e, eps: make(map[string]*handoverEndpoint, len(states)), ticket: &ticket{done: make(chan struct{})}}
 	want := make(map[string]int, len(states))
 	for _, d := range deliveries {
 		if !d.NextAttemptAt.After(now) {
@@ -368,52 +381,43 @@ func (e *Engine) leaseFresh(states []*matchState, deliveries []store.Delivery, n
 		h.eps[id] = &handoverEndpoint{le: ms.le, r: e.runners[id]}
 	}
 	e.mu.RUnlock()
+	reserved := make(map[string]int, len(h.eps))
 	for id, he := range h.eps {
 		if he.r != nil {
-			he.reserved = he.r.reserve(he.le, want[id])
+			reserved[id] = he.r.reserve(he.le, want[id])
 		}
 	}
 	lease := now.Add(e.cfg.Lease)
-	taken := make(map[string]int, len(h.eps))
 	for i := range deliveries {
 		d := &deliveries[i]
 		he := h.eps[d.EndpointID]
-		if taken[d.EndpointID] < he.reserved && !d.NextAttemptAt.After(now) {
+		if reserved[d.EndpointID] > 0 && !d.NextAttemptAt.After(now) {
 			d.LeaseUntil = lease
-			taken[d.EndpointID]++
+			reserved[d.EndpointID]--
+			he.r.sendEarly(he.le, *d, h.ticket)
 		} else {
 			he.unleased = true
+		}
+	}
+	for id, n := range reserved {
+		if n > 0 {
+			h.eps[id].r.unreserve(n)
 		}
 	}
 	return h
 }
 
-// abort gives back the reserved slots (the enqueue failed).
-func (h *handover) abort() {
+// settle hands the enqueue's outcome to the sends (kept: the deliveries
+// the store inserted leased; nil when it failed) and wakes the runners
+// that have pending deliveries to claim.
+func (h *handover) settle(kept []store.Delivery) {
+	h.ticket.kept = make(map[deliveryKey]store.Delivery, len(kept))
+	for _, d := range kept {
+		h.ticket.kept[deliveryKey{d.EndpointID, d.EventID}] = d
+	}
+	close(h.ticket.done)
 	for _, he := range h.eps {
-		if he.r != nil && he.reserved > 0 {
-			he.r.unreserve(he.reserved)
-			he.r.wake()
-		}
-	}
-}
-
-// start sends the deliveries inserted leased, gives back the slots of
-// those not inserted (they existed), and wakes the runners that have
-// pending deliveries to claim.
-func (h *handover) start(leased []store.Delivery) {
-	byEP := make(map[string][]store.Delivery, len(h.eps))
-	for _, d := range leased {
-		byEP[d.EndpointID] = append(byEP[d.EndpointID], d)
-	}
-	for id, he := range h.eps {
-		if he.r == nil {
-			continue
-		}
-		ds := byEP[id]
-		he.r.handoff(he.le, ds)
-		he.r.unreserve(he.reserved - len(ds))
-		if he.unleased {
+		if he.r != nil && (he.unleased || kept == nil) {
 			he.r.wake()
 		}
 	}

@@ -238,13 +238,22 @@ func (r *runner) reserve(le *liveEndpoint, want int) int {
 	return n
 }
 
-// handoff sends deliveries inserted leased on slots taken by reserve.
+// handoff sends claimed deliveries on slots taken by plan.
 func (r *runner) handoff(le *liveEndpoint, ds []store.Delivery) {
 	for _, d := range ds {
-		if !r.e.goOwned(func() { r.send(le, d) }) {
+		if !r.e.goOwned(func() { r.send(le, d, nil) }) {
 			r.unreserve(1)
 			r.wake() // the stopping loop waits for inflight to reach 0
 		}
+	}
+}
+
+// sendEarly sends a delivery being inserted leased, on a slot taken by
+// reserve, before its insert commits (see handover).
+func (r *runner) sendEarly(le *liveEndpoint, d store.Delivery, t *ticket) {
+	if !r.e.goOwned(func() { r.send(le, d, t) }) {
+		r.unreserve(1)
+		r.wake()
 	}
 }
 
@@ -301,8 +310,10 @@ func (r *runner) untilDue(now time.Time) time.Duration {
 	return max(r.nextDue.Sub(now), time.Millisecond)
 }
 
-// send attempts one delivery and hands the outcome to the loop.
-func (r *runner) send(le *liveEndpoint, d store.Delivery) {
+// send attempts one delivery and hands the outcome to the loop. With a
+// ticket (an early send), it first waits to learn whether the store kept
+// the delivery, and drops the outcome if not.
+func (r *runner) send(le *liveEndpoint, d store.Delivery, t *ticket) {
 	e := r.e
 	at := e.now()
 	req, err := e.signedRequest(&le.ep, d.EventID, d.Body, at)
@@ -313,6 +324,16 @@ func (r *runner) send(le *liveEndpoint, d store.Delivery) {
 	latency := e.now().Sub(at)
 	if resp != nil {
 		latency = resp.Latency
+	}
+	if t != nil {
+		<-t.done
+		kept, ok := t.kept[deliveryKey{d.EndpointID, d.EventID}]
+		if !ok {
+			r.unreserve(1)
+			r.wake()
+			return
+		}
+		d = kept
 	}
 	r.results <- sendResult{d: d, resp: resp, err: err, at: at, latency: latency}
 }
