@@ -24,6 +24,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/heraldstreams/herald/protocol"
 	"github.com/heraldstreams/herald/store"
 	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
 )
@@ -78,7 +79,11 @@ type Store struct {
 	byPath    map[string]*entry
 	byID      map[int64]*entry
 	touchMu   sync.Mutex
-	touches   map[int64]time.Time // read-driven TTL renewals not yet written
+	touches   map[int64]int64 // read-driven TTL renewals (Unix ns) not yet written
+	// producers caches idempotent producer state by stream id and
+	// producer id; only the committer reads or writes it.
+	producers map[int64]map[string]protocol.ProducerState
+	recent    *recentCache
 }
 
 var _ store.Store = (*Store)(nil)
@@ -117,7 +122,9 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		stop:      make(chan struct{}),
 		byPath:    make(map[string]*entry),
 		byID:      make(map[int64]*entry),
-		touches:   make(map[int64]time.Time),
+		touches:   make(map[int64]int64),
+		producers: make(map[int64]map[string]protocol.ProducerState),
+		recent:    newRecentCache(),
 		wprepared: make(map[string]*sql.Stmt),
 		rprepared: make(map[string]*sql.Stmt),
 	}
