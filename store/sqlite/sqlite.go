@@ -167,7 +167,13 @@ func (s *Store) open(ctx context.Context) error {
 		return fmt.Errorf("sqlite: open checkpointer: %w", err)
 	}
 	s.ckpt.SetMaxOpenConns(1)
-	if s.reader, err = sql.Open("sqlite", dsn+"&_pragma=query_only(1)&_pragma=mmap_size(268435456)"); err != nil {
+	// Readers do not memory-map the file: mapped pages count in the RSS,
+	// per connection, and the kernel maps the cached pages around each
+	// one touched (a 1.4 MB index scan over 100,000 consumers mapped 22
+	// MB; eight concurrent metric scrapes, 114 MB). Reads go through
+	// each connection's page cache (2 MB) and the OS page cache instead,
+	// for about 8 % less catch-up read throughput.
+	if s.reader, err = sql.Open("sqlite", dsn+"&_pragma=query_only(1)&_pragma=mmap_size(0)"); err != nil {
 		return fmt.Errorf("sqlite: open reader: %w", err)
 	}
 	s.reader.SetMaxOpenConns(s.cfg.ReadConns)
