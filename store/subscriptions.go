@@ -18,9 +18,10 @@ import (
 type SubscriptionStore interface {
 	// SubscriptionCreate stores a subscription together with the initial
 	// (IDLE) consumers of the streams that already match it, in one
-	// transaction. An existing subscription with the same ID and the same
-	// pattern, webhook and description is returned with Created false (and
-	// no consumers are added); another configuration is
+	// transaction: params.Spawn makes them from the streams as the
+	// transaction sees them. An existing subscription with the same ID and
+	// the same pattern, webhook and description is returned with Created
+	// false (and no consumers are added); another configuration is
 	// ErrSubscriptionExists.
 	SubscriptionCreate(ctx context.Context, params *SubscriptionCreateParams) (*SubscriptionCreateResult, error)
 	// SubscriptionGet returns one subscription, or ErrSubscriptionNotFound.
@@ -55,6 +56,11 @@ type SubscriptionStore interface {
 	ConsumerListByPrimary(ctx context.Context, params *ConsumerListByStreamParams) ([]Consumer, error)
 	// ConsumerCount returns how many consumers are in each state.
 	ConsumerCount(ctx context.Context) (map[string]int, error)
+	// ConsumerPathList returns, in order, the distinct paths after
+	// params.After that some consumer is subscribed to (as its primary
+	// stream or not), at most params.Limit of them (all when 0): the
+	// streams whose changes reach a consumer.
+	ConsumerPathList(ctx context.Context, params *ConsumerPathListParams) ([]string, error)
 
 	// StreamList returns the live streams whose path starts with
 	// params.Prefix, ordered by path (for matching a new subscription).
@@ -111,8 +117,17 @@ type ConsumerStream struct {
 // SubscriptionCreateParams are the inputs of SubscriptionCreate.
 type SubscriptionCreateParams struct {
 	Subscription Subscription
-	Consumers    []Consumer
-	Now          time.Time
+	// Prefix and Spawn make the initial consumers: for each live stream
+	// whose path starts with Prefix, the store calls Spawn inside the
+	// transaction and stores the consumer it returns, if any. The streams
+	// are read as of the transaction, one at a time, so that a
+	// subscription over many streams never holds all their consumers at
+	// once, and a stream created or appended to after it is a change its
+	// consumers learn of later. Spawn must not call the store; nil spawns
+	// nothing.
+	Prefix string
+	Spawn  func(s *Stream) (c Consumer, ok bool)
+	Now    time.Time
 }
 
 // SubscriptionCreateResult is the output of SubscriptionCreate.
@@ -158,6 +173,12 @@ type ConsumerListDueParams struct {
 // ConsumerListByPrimary.
 type ConsumerListByStreamParams struct {
 	Path string
+}
+
+// ConsumerPathListParams are the inputs of ConsumerPathList.
+type ConsumerPathListParams struct {
+	After string // "" starts at the first path
+	Limit int    // 0: no limit
 }
 
 // StreamListParams are the inputs of StreamList.

@@ -127,6 +127,8 @@ type Engine struct {
 
 	subsMu sync.RWMutex
 	subs   map[string]*cachedSub // guarded by subsMu
+	// creating holds the subscriptions being created (engine_subs.go).
+	creating map[*creation]struct{} // guarded by subsMu
 
 	queue    *pathQueue
 	timers   *deadlines
@@ -149,20 +151,21 @@ func NewEngine(cfg EngineConfig) (*Engine, error) {
 		return nil, errors.New("subscription: an engine needs a store, a sender, a keyring and a callback base URL")
 	}
 	e := &Engine{
-		st:      cfg.Store,
-		sender:  cfg.Sender,
-		keys:    cfg.Keyring,
-		machine: Machine{Rand: cfg.Rand, StartOffset: protocol.FormatOffset(0)},
-		base:    cfg.CallbackBaseURL,
-		now:     cfg.Now,
-		rand:    cfg.Rand,
-		log:     cfg.Logger,
-		workers: cfg.Workers,
-		sweep:   cfg.SweepInterval,
-		subs:    map[string]*cachedSub{},
-		queue:   newPathQueue(),
-		timers:  newDeadlines(),
-		members: newMemberCache(cfg.ExclusiveStore),
+		st:       cfg.Store,
+		sender:   cfg.Sender,
+		keys:     cfg.Keyring,
+		machine:  Machine{Rand: cfg.Rand, StartOffset: protocol.FormatOffset(0)},
+		base:     cfg.CallbackBaseURL,
+		now:      cfg.Now,
+		rand:     cfg.Rand,
+		log:      cfg.Logger,
+		workers:  cfg.Workers,
+		sweep:    cfg.SweepInterval,
+		subs:     map[string]*cachedSub{},
+		creating: map[*creation]struct{}{},
+		queue:    newPathQueue(),
+		timers:   newDeadlines(),
+		members:  newMemberCache(cfg.ExclusiveStore),
 	}
 	if e.now == nil {
 		e.now = time.Now
@@ -191,8 +194,8 @@ func NewEngine(cfg EngineConfig) (*Engine, error) {
 
 // Start loads the subscriptions and starts the engine's goroutines: the
 // tail-change listener, the workers, the timer sweep, and a
-// reconciliation of every matching stream (a wake whose tail change was
-// not processed before a crash is found there). It returns after the
+// reconciliation of every stream some consumer is subscribed to (a wake
+// whose tail change was not processed before a crash is found there). It returns after the
 // subscriptions are loaded; Stop ends everything it started.
 func (e *Engine) Start(ctx context.Context) error {
 	if err := e.refreshSubscriptions(ctx); err != nil {

@@ -61,10 +61,11 @@ func (e *Engine) CreateSubscription(ctx context.Context, p *CreateSubscriptionPa
 		return nil, err
 	}
 	now := e.now()
-	before, consumers, err := e.existingConsumers(ctx, p.ID, pat)
-	if err != nil {
-		return nil, err
-	}
+	// Streams that change while the subscription is being stored are
+	// matched by workers that do not know it yet: they are recorded and
+	// matched again once it is cached. Every other stream is in the
+	// store's transaction, which spawns its consumer.
+	c := e.beginCreation()
 	res, err := e.st.SubscriptionCreate(ctx, &store.SubscriptionCreateParams{
 		Subscription: store.Subscription{
 			ID:          p.ID,
@@ -74,9 +75,15 @@ func (e *Engine) CreateSubscription(ctx context.Context, p *CreateSubscriptionPa
 			Description: p.Description,
 			CreatedAt:   now,
 		},
-		Consumers: consumers,
-		Now:       now,
+		Prefix: pat.Prefix(),
+		Spawn:  existingConsumer(p.ID, pat),
+		Now:    now,
 	})
+	created := err == nil && res.Created
+	if created {
+		e.members.clear() // the store added consumers for the existing streams
+	}
+	e.endCreation(c, created, res, pat)
 	if errors.Is(err, store.ErrSubscriptionExists) {
 		return nil, fmt.Errorf("%w: %q", ErrSubscriptionExists, p.ID)
 	}
@@ -84,56 +91,27 @@ func (e *Engine) CreateSubscription(ctx context.Context, p *CreateSubscriptionPa
 		return nil, err
 	}
 	out := &CreateSubscriptionResult{Subscription: wireSubscription(&res.Subscription), Created: res.Created}
-	if !res.Created {
-		return out, nil
-	}
-	out.Subscription.WebhookSecret = res.Subscription.Secret
-	e.members.clear() // the store added consumers for the existing streams
-	e.cacheSubscription(res.Subscription, pat)
-	// Streams appended to between the listing and the commit were not
-	// matched by the engine yet: give their consumers the new tails.
-	// Streams created in that window get their consumers now.
-	after, err := e.st.StreamList(ctx, &store.StreamListParams{Prefix: pat.Prefix(), Now: e.now()})
-	if err != nil {
-		return out, nil // the subscription exists; the reconciliation at the next start covers the window
-	}
-	for _, s := range after {
-		if !pat.Match(s.Path) {
-			continue
-		}
-		tail, listed := before[s.Path]
-		switch {
-		case !listed:
-			e.queue.push(s.Path, flagChanged|flagSpawn)
-		case tail != s.Tail:
-			e.queue.push(s.Path, flagChanged)
-		}
+	if created {
+		out.Subscription.WebhookSecret = res.Subscription.Secret
 	}
 	return out, nil
 }
 
-// existingConsumers lists the streams that match a new subscription and
-// builds their IDLE consumers, acked to the current tail. It returns the
-// tail of each stream it listed.
-func (e *Engine) existingConsumers(ctx context.Context, id string, pat *glob.Pattern) (map[string]int64, []store.Consumer, error) {
-	streams, err := e.st.StreamList(ctx, &store.StreamListParams{Prefix: pat.Prefix(), Now: e.now()})
-	if err != nil {
-		return nil, nil, err
-	}
-	seen := map[string]int64{}
-	var out []store.Consumer
-	for _, s := range streams {
+// existingConsumer returns the store's Spawn for a new subscription: a
+// stream that already exists and matches gets an IDLE consumer acked to
+// its tail, which wakes only for new events (seed 000, "Existing
+// Streams").
+func existingConsumer(id string, pat *glob.Pattern) func(*store.Stream) (store.Consumer, bool) {
+	return func(s *store.Stream) (store.Consumer, bool) {
 		if !pat.Match(s.Path) {
-			continue
+			return store.Consumer{}, false
 		}
 		c, err := NewConsumer(NewConsumerParams{SubscriptionID: id, PrimaryStream: s.Path, StartOffset: protocol.FormatOffset(s.Tail)})
 		if err != nil {
-			continue
+			return store.Consumer{}, false // a path no consumer can have
 		}
-		seen[s.Path] = s.Tail
-		out = append(out, toStored(&c))
+		return toStored(&c), true
 	}
-	return seen, out, nil
 }
 
 // GetSubscription returns a subscription without its secret.

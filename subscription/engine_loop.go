@@ -8,7 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/heraldstreams/herald/glob"
 	"github.com/heraldstreams/herald/store"
 )
 
@@ -430,129 +429,47 @@ func (e *Engine) tickAll(ctx context.Context, batch []store.Consumer) error {
 // the background at start and must not crowd out live work.
 const reconcileWorkers = 4
 
-// reconcile gives every consumer of a stream that matches a subscription
-// its current tails, once at start, so a consumer whose tail change was
+// reconcilePage is how many stream paths the reconciliation reads at once.
+const reconcilePage = 512
+
+// reconcile gives the consumers of every stream some consumer is
+// subscribed to (its primary stream or one it subscribed to by callback)
+// their current tails, once at start, so a consumer whose tail change was
 // lost (a crash between an append and its wake) still wakes. It does not
-// spawn consumers: a stream without one may be one whose consumer
-// unsubscribed from everything.
+// spawn consumers: a matching stream without one may be one whose
+// consumer unsubscribed from everything. The paths are read a page at a
+// time, so a store with many consumers is never listed at once.
 func (e *Engine) reconcile() {
-	seen := map[string]bool{}
 	sem := make(chan struct{}, reconcileWorkers)
 	var wg sync.WaitGroup
 	defer wg.Wait()
-	for _, sub := range e.subscriptionsSnapshot() {
-		streams, err := e.st.StreamList(e.ctx, &store.StreamListParams{Prefix: sub.pattern.Prefix(), Now: e.now()})
+	after := ""
+	for {
+		paths, err := e.st.ConsumerPathList(e.ctx, &store.ConsumerPathListParams{After: after, Limit: reconcilePage})
 		if err != nil {
 			if e.ctx.Err() == nil {
-				e.log.Warn("reconciling subscription", "subscription", sub.sub.ID, "err", err)
+				e.log.Warn("reconciling consumers", "err", err)
 			}
 			return
 		}
-		for _, s := range streams {
-			if seen[s.Path] || !sub.pattern.Match(s.Path) {
-				continue
-			}
-			seen[s.Path] = true
+		for _, path := range paths {
 			select {
 			case sem <- struct{}{}:
 			case <-e.ctx.Done():
 				return
 			}
 			wg.Add(1)
-			go func(path string) {
+			go func() {
 				defer wg.Done()
 				defer func() { <-sem }()
 				if err := e.streamChanged(e.ctx, path, false); err != nil && e.ctx.Err() == nil {
 					e.log.Warn("reconciling a stream", "stream", path, "err", err)
 				}
-			}(s.Path)
+			}()
 		}
-	}
-}
-
-// cachedSub is a subscription with its compiled pattern.
-type cachedSub struct {
-	sub     store.Subscription
-	pattern *glob.Pattern
-}
-
-// refreshSubscriptions reloads the subscriptions from the store.
-func (e *Engine) refreshSubscriptions(ctx context.Context) error {
-	list, err := e.st.SubscriptionList(ctx, &store.SubscriptionListParams{})
-	if err != nil {
-		return err
-	}
-	e.subsMu.RLock()
-	old := e.subs
-	e.subsMu.RUnlock()
-	next := make(map[string]*cachedSub, len(list))
-	for _, s := range list {
-		if c, ok := old[s.ID]; ok && c.sub == s {
-			next[s.ID] = c
-			continue
+		if len(paths) < reconcilePage {
+			return
 		}
-		p, err := glob.Compile(s.Pattern)
-		if err != nil {
-			e.log.Warn("stored subscription has an invalid pattern", "subscription", s.ID, "err", err)
-			continue
-		}
-		next[s.ID] = &cachedSub{sub: s, pattern: p}
+		after = paths[len(paths)-1]
 	}
-	e.subsMu.Lock()
-	e.subs = next
-	e.subsMu.Unlock()
-	return nil
-}
-
-func (e *Engine) cacheSubscription(s store.Subscription, p *glob.Pattern) {
-	e.subsMu.Lock()
-	e.subs[s.ID] = &cachedSub{sub: s, pattern: p}
-	e.subsMu.Unlock()
-}
-
-func (e *Engine) uncacheSubscription(id string) {
-	e.subsMu.Lock()
-	delete(e.subs, id)
-	e.subsMu.Unlock()
-}
-
-func (e *Engine) subscriptionsSnapshot() []*cachedSub {
-	e.subsMu.RLock()
-	defer e.subsMu.RUnlock()
-	out := make([]*cachedSub, 0, len(e.subs))
-	for _, s := range e.subs {
-		out = append(out, s)
-	}
-	return out
-}
-
-// matching returns the ids of the subscriptions whose pattern matches path.
-func (e *Engine) matching(path string) []string {
-	e.subsMu.RLock()
-	defer e.subsMu.RUnlock()
-	var out []string
-	for id, s := range e.subs {
-		if s.pattern.Match(path) {
-			out = append(out, id)
-		}
-	}
-	return out
-}
-
-// subscription returns a subscription, from the cache when it is there.
-func (e *Engine) subscription(ctx context.Context, id string) (store.Subscription, error) {
-	e.subsMu.RLock()
-	c, ok := e.subs[id]
-	e.subsMu.RUnlock()
-	if ok {
-		return c.sub, nil
-	}
-	s, err := e.st.SubscriptionGet(ctx, id)
-	if err != nil {
-		return store.Subscription{}, err
-	}
-	if p, err := glob.Compile(s.Pattern); err == nil {
-		e.cacheSubscription(*s, p)
-	}
-	return *s, nil
 }

@@ -31,7 +31,7 @@ type memberCache struct {
 type memberSet struct {
 	gen       uint64
 	loaded    bool
-	consumers map[string]store.Consumer
+	consumers map[string]store.Consumer // nil while empty
 }
 
 func newMemberCache(enabled bool) *memberCache {
@@ -91,7 +91,10 @@ func (m *memberCache) fill(path string, gen uint64, list []store.Consumer) {
 		return
 	}
 	s.loaded = true
-	s.consumers = make(map[string]store.Consumer, len(list))
+	s.consumers = nil // most streams have no consumer: no map for them
+	if len(list) > 0 {
+		s.consumers = make(map[string]store.Consumer, len(list))
+	}
 	for _, c := range list {
 		c.Streams = slices.Clone(c.Streams)
 		s.consumers[c.ID] = c
@@ -136,6 +139,9 @@ func (m *memberCache) observe(old, cur *store.Consumer) {
 			s.gen = m.next
 		}
 		if s.loaded {
+			if s.consumers == nil {
+				s.consumers = map[string]store.Consumer{}
+			}
 			s.consumers[id] = snap
 		}
 	}

@@ -92,7 +92,17 @@ func (m *memStore) SubscriptionCreate(_ context.Context, p *store.SubscriptionCr
 	}
 	in.CreatedAt = p.Now
 	m.subs[in.ID] = in
-	m.insert(p.Consumers)
+	if p.Spawn != nil {
+		for path, st := range m.streams {
+			if !strings.HasPrefix(path, p.Prefix) {
+				continue
+			}
+			snap := *st
+			if c, ok := p.Spawn(&snap); ok {
+				m.insert([]store.Consumer{c})
+			}
+		}
+	}
 	return &store.SubscriptionCreateResult{Subscription: in, Created: true}, nil
 }
 
@@ -229,6 +239,26 @@ func (m *memStore) ConsumerListByStream(_ context.Context, p *store.ConsumerList
 
 func (m *memStore) ConsumerListByPrimary(_ context.Context, p *store.ConsumerListByStreamParams) ([]store.Consumer, error) {
 	return m.list(func(c *store.Consumer) bool { return c.PrimaryStream == p.Path }, byID), nil
+}
+
+func (m *memStore) ConsumerPathList(_ context.Context, p *store.ConsumerPathListParams) ([]string, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	seen := map[string]bool{}
+	var out []string
+	for _, c := range m.consumers {
+		for _, s := range c.Streams {
+			if s.Path > p.After && !seen[s.Path] {
+				seen[s.Path] = true
+				out = append(out, s.Path)
+			}
+		}
+	}
+	sort.Strings(out)
+	if p.Limit > 0 && len(out) > p.Limit {
+		out = out[:p.Limit]
+	}
+	return out, nil
 }
 
 func (m *memStore) ConsumerCount(context.Context) (map[string]int, error) {

@@ -3,6 +3,7 @@ package subscription
 import (
 	"context"
 	"net/http"
+	"slices"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -125,6 +126,55 @@ func TestEngineReconcilesOnStart(t *testing.T) {
 		}
 		if c := r2.consumer(ConsumerID("sub", "/agents/a")); c.Streams[0].Notified != tail {
 			t.Fatalf("notified %s, want %s", c.Streams[0].Notified, tail)
+		}
+	})
+}
+
+// TestEngineReconcilesSecondaryOnStart: the reconciliation at start also
+// covers a stream that a consumer reaches only by a callback subscription
+// (outside its subscription's pattern, its primary stream unsubscribed),
+// so an event appended there while no engine ran wakes it too. (While the
+// primary stream is still subscribed, reconciling it reads the tails of
+// all the consumer's streams.)
+func TestEngineReconcilesSecondaryOnStart(t *testing.T) {
+	dir := t.TempDir()
+	synctest.Test(t, func(t *testing.T) {
+		hook := &receiver{}
+		r1 := newRig(t, dir, hook)
+		r1.subscribe("sub", "/agents/*")
+		r1.createStream("/tools/t", "")
+		r1.createStream("/agents/a", "task")
+		synctest.Wait()
+		id := ConsumerID("sub", "/agents/a")
+		w := hook.wakes()
+		if len(w) != 1 {
+			t.Fatalf("wakes before the subscribe: %+v", w)
+		}
+		// Move from the primary stream to /tools/t, and go IDLE.
+		r1.mustCallback(id, w[0].Payload.Token, body(CallbackRequest{Epoch: w[0].Payload.Epoch, Done: true,
+			Subscribe: []string{"/tools/t"}, Unsubscribe: []string{"/agents/a"}}))
+		synctest.Wait()
+		if c := r1.consumer(id); c.State != "IDLE" || len(c.Streams) != 1 || c.Streams[0].Path != "/tools/t" {
+			t.Fatalf("consumer after the callback: %+v", c)
+		}
+		r1.eng.Stop() // the engine is gone; the store takes one more append
+		tail := r1.appendData("/tools/t", "lost?")
+		if err := r1.st.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if n := len(hook.wakes()); n != 1 {
+			t.Fatalf("%d wakes, want the first one only", n)
+		}
+
+		r2 := newRig(t, dir, hook)
+		defer r2.close()
+		synctest.Wait()
+		w = hook.wakes()
+		if len(w) != 2 || !slices.Equal(w[1].Payload.TriggeredBy, []string{"/tools/t"}) {
+			t.Fatalf("%d wakes after restart, want a second one triggered by /tools/t: %+v", len(w), w[len(w)-1].Payload)
+		}
+		if c := r2.consumer(id); c.Streams[0].Notified != tail {
+			t.Fatalf("consumer after restart: %+v (tail %s)", c, tail)
 		}
 	})
 }

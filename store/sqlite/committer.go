@@ -31,6 +31,7 @@ type batch struct {
 	removed  map[int64]bool
 	dirty    map[int64]*entry // stream rows to write before commit
 	prod     map[prodKey]protocol.ProducerState
+	recent   []*recentChunk // small chunks written, for the recent cache
 	changes  []store.TailChange
 	afterRun []func() // run after a successful commit
 	onAbort  []func() // run when the batch fails: nothing in it was stored
@@ -73,45 +74,55 @@ func (b *batch) getID(id int64) *entry {
 
 // put records a changed or new entry and schedules its row write.
 func (b *batch) put(e *entry, writeRow bool) {
-	b.overlay[e.s.Path] = e
-	b.overID[e.s.ID] = e
+	b.overlay[e.path] = e
+	b.overID[e.id] = e
 	if writeRow {
-		b.dirty[e.s.ID] = e
+		b.dirty[e.id] = e
 	}
 }
 
 func (b *batch) remove(e *entry) {
-	b.overlay[e.s.Path] = nil
-	delete(b.overID, e.s.ID)
-	delete(b.dirty, e.s.ID)
-	b.removed[e.s.ID] = true
+	b.overlay[e.path] = nil
+	delete(b.overID, e.id)
+	delete(b.dirty, e.id)
+	b.removed[e.id] = true
 }
 
 // producer returns the stream's record of a producer as of this batch.
 func (b *batch) producer(e *entry, id string) (protocol.ProducerState, bool, error) {
-	k := prodKey{e.s.ID, id}
+	k := prodKey{e.id, id}
 	if p, ok := b.prod[k]; ok {
 		return p, true, nil
 	}
-	if p, ok := e.producers[id]; ok {
+	if p, ok := b.s.producers[e.id][id]; ok {
 		return p, true, nil
 	}
 	var p protocol.ProducerState
-	err := b.s.stmts.getProducer.QueryRowContext(b.ctx, e.s.ID, id).Scan(&p.Epoch, &p.LastSeq)
+	err := b.s.stmts.getProducer.QueryRowContext(b.ctx, e.id, id).Scan(&p.Epoch, &p.LastSeq)
 	if isNoRows(err) {
 		return p, false, nil
 	}
 	if err != nil {
 		return p, false, fmt.Errorf("read producer: %w", err)
 	}
-	e.producers[id] = p // the database already holds it: safe to cache now
+	b.s.cacheProducer(e.id, id, p) // the database already holds it: safe to cache now
 	return p, true, nil
 }
 
 func (b *batch) setProducer(e *entry, id string, p protocol.ProducerState) error {
-	b.prod[prodKey{e.s.ID, id}] = p
-	_, err := b.s.stmts.upsertProducer.ExecContext(b.ctx, e.s.ID, id, p.Epoch, p.LastSeq)
+	b.prod[prodKey{e.id, id}] = p
+	_, err := b.s.stmts.upsertProducer.ExecContext(b.ctx, e.id, id, p.Epoch, p.LastSeq)
 	return err
+}
+
+// cacheProducer records committed producer state; committer only.
+func (s *Store) cacheProducer(stream int64, id string, p protocol.ProducerState) {
+	m := s.producers[stream]
+	if m == nil {
+		m = make(map[string]protocol.ProducerState, 1)
+		s.producers[stream] = m
+	}
+	m[id] = p
 }
 
 // flush writes the dirty stream rows.
@@ -119,13 +130,13 @@ func (b *batch) flush() error {
 	for _, e := range b.dirty {
 		var cbID sql.NullString
 		var cbEpoch, cbSeq sql.NullInt64
-		if e.closedBy != nil {
-			cbID = sql.NullString{String: e.closedBy.ID, Valid: true}
-			cbEpoch = sql.NullInt64{Int64: e.closedBy.Epoch, Valid: true}
-			cbSeq = sql.NullInt64{Int64: e.closedBy.Seq, Valid: true}
+		if cb := e.closedBy(); cb != nil {
+			cbID = sql.NullString{String: cb.ID, Valid: true}
+			cbEpoch = sql.NullInt64{Int64: cb.Epoch, Valid: true}
+			cbSeq = sql.NullInt64{Int64: cb.Seq, Valid: true}
 		}
-		if _, err := b.s.stmts.updateStream.ExecContext(b.ctx, e.s.Tail, e.s.Closed, cbID, cbEpoch, cbSeq,
-			nanos(e.s.AccessedAt), e.s.LastSeq, e.softDeleted, e.s.ID); err != nil {
+		if _, err := b.s.stmts.updateStream.ExecContext(b.ctx, e.tail, e.closed, cbID, cbEpoch, cbSeq,
+			e.accessedAt, e.lastSeq, e.softDeleted, e.id); err != nil {
 			return fmt.Errorf("update stream: %w", err)
 		}
 	}
@@ -138,21 +149,26 @@ func (b *batch) publish() {
 	s.cacheMu.Lock()
 	for path, e := range b.overlay {
 		if e == nil {
-			if cur, ok := s.byPath[path]; ok && b.removed[cur.s.ID] {
+			if cur, ok := s.byPath[path]; ok && b.removed[cur.id] {
 				delete(s.byPath, path)
 			}
 			continue
 		}
 		s.byPath[path] = e
-		s.byID[e.s.ID] = e
+		s.byID[e.id] = e
 	}
 	for id := range b.removed {
 		delete(s.byID, id)
 	}
 	s.cacheMu.Unlock()
+	s.recent.put(b.recent)
+	for id := range b.removed {
+		delete(s.producers, id)
+		s.recent.drop(id)
+	}
 	for k, p := range b.prod {
-		if e := s.byID[k.stream]; e != nil {
-			e.producers[k.id] = p
+		if s.byID[k.stream] != nil {
+			s.cacheProducer(k.stream, k.id, p)
 		}
 	}
 	for _, fn := range b.afterRun {
@@ -312,31 +328,31 @@ func (s *Store) touchLoop() {
 // touchOp writes pending read-driven access times.
 type touchOp struct {
 	done    chan struct{}
-	written map[int64]time.Time
+	written map[int64]int64
 }
 
 func (o *touchOp) apply(b *batch) error {
 	s := b.s
 	s.touchMu.Lock()
-	o.written = make(map[int64]time.Time, len(s.touches))
+	o.written = make(map[int64]int64, len(s.touches))
 	for id, t := range s.touches {
 		o.written[id] = t
 	}
 	s.touchMu.Unlock()
 	for id, t := range o.written {
 		e := b.getID(id)
-		if e == nil || !t.After(e.s.AccessedAt) {
+		if e == nil || t <= e.accessedAt {
 			continue
 		}
 		ne := e.clone()
-		ne.s.AccessedAt = t
+		ne.accessedAt = t
 		b.put(ne, true)
 	}
 	b.afterRun = append(b.afterRun, func() {
 		// Forget renewals now in the cache, unless a newer one came in.
 		s.touchMu.Lock()
 		for id, t := range o.written {
-			if s.touches[id].Equal(t) {
+			if s.touches[id] == t {
 				delete(s.touches, id)
 			}
 		}

@@ -5,41 +5,132 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
+	"unique"
 
-	"github.com/heraldstreams/herald/protocol"
 	"github.com/heraldstreams/herald/store"
 )
 
 // entry is the in-memory metadata of one stream. Once published in the
 // cache an entry is never modified (readers hold it without a lock); the
-// committer clones it to change it. producers is the exception: only the
-// committer reads or writes it.
+// committer clones it to change it.
+//
+// Every stream has one, so it is kept small (112 bytes, one allocation
+// with its path): times are Unix nanoseconds, content types are interned,
+// and what few streams have (a fork origin, a closing producer, an
+// absolute expiry) sits behind one pointer. Producer state and recent
+// chunks live in the Store, only for the streams that use them.
 type entry struct {
-	s           store.Stream
-	sourceID    int64
+	id          int64
+	path        string
+	contentType string // interned: streams share a handful of types
+	tail        int64
+	ttl         time.Duration
+	accessedAt  int64 // Unix ns
+	createdAt   int64 // Unix ns
+	lastSeq     string
+	rare        *entryRare // nil for most streams; never modified once set
+	closed      bool
 	softDeleted bool
-	closedBy    *store.Producer
-	producers   map[string]protocol.ProducerState
-	// recent is the stream's last append when it is small: live readers
-	// woken by that append (they wait at its start) read it from memory
-	// instead of querying the database.
-	recent *recentChunk
 }
 
-// recentChunk is a stored chunk kept in memory; data is never modified.
-type recentChunk struct {
-	start, end int64
-	data       []byte
+// entryRare holds the metadata that most streams do not have.
+type entryRare struct {
+	// sourceID is the fork source's id, 0 when the stream is not a fork.
+	sourceID      int64
+	forkSource    string
+	forkPosition  int64
+	forkOffset    int64
+	forkSubOffset int64
+	closedBy      *store.Producer
+	// expiresAt is kept as given: Stream-Expires-At may lie past what
+	// Unix nanoseconds can hold.
+	expiresAt time.Time
 }
-
-// maxRecentChunk bounds the size of a chunk kept in memory per stream.
-const maxRecentChunk = 64 << 10
 
 func (e *entry) clone() *entry {
 	c := *e
 	return &c
 }
+
+// setRare changes the rare fields of e (a clone the committer owns) with
+// fn, copying them first: a published entry's rare fields never change.
+func (e *entry) setRare(fn func(r *entryRare)) {
+	var r entryRare
+	if e.rare != nil {
+		r = *e.rare
+	}
+	fn(&r)
+	if r == (entryRare{}) {
+		e.rare = nil
+		return
+	}
+	e.rare = &r
+}
+
+// sourceID is the fork source's id, 0 when e is not a fork.
+func (e *entry) sourceID() int64 {
+	if e.rare == nil {
+		return 0
+	}
+	return e.rare.sourceID
+}
+
+// forkPosition is where e diverged from its fork source (0 when none).
+func (e *entry) forkPosition() int64 {
+	if e.rare == nil {
+		return 0
+	}
+	return e.rare.forkPosition
+}
+
+func (e *entry) closedBy() *store.Producer {
+	if e.rare == nil {
+		return nil
+	}
+	return e.rare.closedBy
+}
+
+func (e *entry) expiresAt() time.Time {
+	if e.rare == nil {
+		return time.Time{}
+	}
+	return e.rare.expiresAt
+}
+
+// stream returns e as the contract's Stream (AccessedAt as last written).
+func (e *entry) stream() store.Stream {
+	st := store.Stream{
+		ID:          e.id,
+		Path:        e.path,
+		ContentType: e.contentType,
+		Tail:        e.tail,
+		Closed:      e.closed,
+		TTL:         e.ttl,
+		AccessedAt:  fromNanos(e.accessedAt),
+		CreatedAt:   fromNanos(e.createdAt),
+		LastSeq:     e.lastSeq,
+	}
+	if r := e.rare; r != nil {
+		st.ExpiresAt = r.expiresAt
+		st.ForkSource = r.forkSource
+		st.ForkPosition = r.forkPosition
+		st.ForkOffset = r.forkOffset
+		st.ForkSubOffset = r.forkSubOffset
+	}
+	return st
+}
+
+// internContentType returns the canonical copy of a content type, so that
+// streams of one type share its bytes (and never pin a request's buffer).
+func internContentType(ct string) string {
+	return unique.Make(ct).Value()
+}
+
+// ownPath returns a copy of a stream path that shares no memory with the
+// string it came from (a request line, which is larger).
+func ownPath(p string) string { return strings.Clone(p) }
 
 // nanos and fromNanos convert times to the INTEGER columns (0 is "none").
 func nanos(t time.Time) int64 {
@@ -63,26 +154,27 @@ const streamColumns = `id, path, content_type, tail, closed, closed_by_id, close
 func scanEntry(row interface{ Scan(...any) error }) (*entry, error) {
 	var (
 		e                          entry
+		contentType                string
 		closedByID                 sql.NullString
 		closedByEpoch, closedBySeq sql.NullInt64
 		sourceID                   sql.NullInt64
-		ttl, expires, acc, created int64
+		ttl, expires               int64
+		r                          entryRare
 	)
-	err := row.Scan(&e.s.ID, &e.s.Path, &e.s.ContentType, &e.s.Tail, &e.s.Closed, &closedByID, &closedByEpoch, &closedBySeq,
-		&ttl, &expires, &acc, &created, &sourceID, &e.s.ForkSource, &e.s.ForkPosition,
-		&e.s.ForkOffset, &e.s.ForkSubOffset, &e.s.LastSeq, &e.softDeleted)
+	err := row.Scan(&e.id, &e.path, &contentType, &e.tail, &e.closed, &closedByID, &closedByEpoch, &closedBySeq,
+		&ttl, &expires, &e.accessedAt, &e.createdAt, &sourceID, &r.forkSource, &r.forkPosition,
+		&r.forkOffset, &r.forkSubOffset, &e.lastSeq, &e.softDeleted)
 	if err != nil {
 		return nil, err
 	}
-	e.s.TTL = time.Duration(ttl) * time.Second
-	e.s.ExpiresAt = fromNanos(expires)
-	e.s.AccessedAt = fromNanos(acc)
-	e.s.CreatedAt = fromNanos(created)
-	e.sourceID = sourceID.Int64
+	e.contentType = internContentType(contentType)
+	e.ttl = time.Duration(ttl) * time.Second
+	r.expiresAt = fromNanos(expires)
+	r.sourceID = sourceID.Int64
 	if closedByID.Valid {
-		e.closedBy = &store.Producer{ID: closedByID.String, Epoch: closedByEpoch.Int64, Seq: closedBySeq.Int64}
+		r.closedBy = &store.Producer{ID: closedByID.String, Epoch: closedByEpoch.Int64, Seq: closedBySeq.Int64}
 	}
-	e.producers = make(map[string]protocol.ProducerState)
+	e.setRare(func(dst *entryRare) { *dst = r })
 	return &e, nil
 }
 
@@ -98,8 +190,8 @@ func (s *Store) loadStreams(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("sqlite: load streams: %w", err)
 		}
-		s.byPath[e.s.Path] = e
-		s.byID[e.s.ID] = e
+		s.byPath[e.path] = e
+		s.byID[e.id] = e
 	}
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("sqlite: load streams: %w", err)
@@ -120,19 +212,19 @@ func (s *Store) lookupID(id int64) *entry {
 	return s.byID[id]
 }
 
-// accessedAt is the stream's last access including renewals not yet
-// written by the touch loop.
-func (s *Store) accessedAt(e *entry) time.Time {
-	if e.s.TTL <= 0 {
-		return e.s.AccessedAt // only a sliding TTL reads it; touch skips these
+// accessedAt is the stream's last access (Unix ns) including renewals not
+// yet written by the touch loop.
+func (s *Store) accessedAt(e *entry) int64 {
+	if e.ttl <= 0 {
+		return e.accessedAt // only a sliding TTL reads it; touch skips these
 	}
 	s.touchMu.Lock()
-	t, ok := s.touches[e.s.ID]
+	t, ok := s.touches[e.id]
 	s.touchMu.Unlock()
-	if ok && t.After(e.s.AccessedAt) {
+	if ok && t > e.accessedAt {
 		return t
 	}
-	return e.s.AccessedAt
+	return e.accessedAt
 }
 
 // view returns the stream as clients see it at now: its snapshot with the
@@ -145,22 +237,35 @@ func (s *Store) view(e *entry, now time.Time) (store.Stream, error) {
 	if e.softDeleted {
 		return store.Stream{}, store.ErrStreamGone
 	}
-	st := e.s
-	st.AccessedAt = s.accessedAt(e)
-	if st.Expired(now) {
+	if s.expired(e, now) {
 		return store.Stream{}, store.ErrNotFound
 	}
+	st := e.stream()
+	st.AccessedAt = fromNanos(s.accessedAt(e))
 	return st, nil
+}
+
+// expired reports whether e has expired at now, without building its
+// Stream (the expiry sweep asks this of every stream).
+func (s *Store) expired(e *entry, now time.Time) bool {
+	if e.rare != nil && !e.rare.expiresAt.IsZero() {
+		return !now.Before(e.rare.expiresAt)
+	}
+	if e.ttl <= 0 {
+		return false
+	}
+	return !now.Before(fromNanos(s.accessedAt(e)).Add(e.ttl))
 }
 
 // touch records a read-driven TTL renewal; the touch loop writes it.
 func (s *Store) touch(e *entry, now time.Time) {
-	if e.s.TTL <= 0 {
+	if e.ttl <= 0 {
 		return
 	}
+	n := now.UnixNano()
 	s.touchMu.Lock()
-	if now.After(s.touches[e.s.ID]) {
-		s.touches[e.s.ID] = now
+	if n > s.touches[e.id] {
+		s.touches[e.id] = n
 	}
 	s.touchMu.Unlock()
 }

@@ -55,27 +55,27 @@ func (r *rangeReader) full() bool { return r.max > 0 && len(r.out) >= r.max }
 // read appends the data of [from, end) of e, descending into fork sources
 // below e's fork position.
 func (r *rangeReader) read(ctx context.Context, e *entry, from, end int64) error {
-	if from < e.s.ForkPosition && e.sourceID != 0 {
-		src := r.s.lookupID(e.sourceID)
+	if fp := e.forkPosition(); from < fp && e.sourceID() != 0 {
+		src := r.s.lookupID(e.sourceID())
 		if src == nil {
-			return fmt.Errorf("sqlite: fork source %d of %s is missing", e.sourceID, e.s.Path)
+			return fmt.Errorf("sqlite: fork source %d of %s is missing", e.sourceID(), e.path)
 		}
-		if err := r.read(ctx, src, from, min(end, e.s.ForkPosition)); err != nil {
+		if err := r.read(ctx, src, from, min(end, fp)); err != nil {
 			return err
 		}
 		if r.full() {
 			return nil
 		}
-		from = e.s.ForkPosition
+		from = fp
 	}
 	if from >= end {
 		return nil
 	}
-	if rc := e.recent; rc != nil && from >= rc.start && end <= rc.end {
-		r.out = append(r.out, rc.data[from-rc.start:end-rc.start]...)
+	if data, ok := r.s.recent.get(e.id, from, end); ok {
+		r.out = append(r.out, data...)
 		return nil
 	}
-	rows, err := r.s.readChunks.QueryContext(ctx, e.s.ID, from, end)
+	rows, err := r.s.readChunks.QueryContext(ctx, e.id, from, end)
 	if err != nil {
 		return fmt.Errorf("sqlite: read chunks: %w", err)
 	}
@@ -99,16 +99,16 @@ func (r *rangeReader) read(ctx context.Context, e *entry, from, end int64) error
 // into fork sources) and the chunk's start position. It runs on the writer
 // connection, inside the committer's transaction.
 func (s *Store) chunkAt(ctx context.Context, e *entry, pos int64) ([]byte, int64, error) {
-	for e.sourceID != 0 && pos < e.s.ForkPosition {
-		src := s.byID[e.sourceID]
+	for e.sourceID() != 0 && pos < e.forkPosition() {
+		src := s.byID[e.sourceID()]
 		if src == nil {
-			return nil, 0, fmt.Errorf("sqlite: fork source %d of %s is missing", e.sourceID, e.s.Path)
+			return nil, 0, fmt.Errorf("sqlite: fork source %d of %s is missing", e.sourceID(), e.path)
 		}
 		e = src
 	}
 	var start, stop int64
 	var data []byte
-	err := s.stmts.chunksFrom.QueryRowContext(ctx, e.s.ID, pos, pos+1).Scan(&start, &stop, &data)
+	err := s.stmts.chunksFrom.QueryRowContext(ctx, e.id, pos, pos+1).Scan(&start, &stop, &data)
 	if isNoRows(err) {
 		return nil, 0, ruleError{store.ErrForkSubOffset}
 	}

@@ -24,6 +24,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/heraldstreams/herald/protocol"
 	"github.com/heraldstreams/herald/store"
 	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
 )
@@ -83,7 +84,11 @@ type Store struct {
 	byPath    map[string]*entry
 	byID      map[int64]*entry
 	touchMu   sync.Mutex
-	touches   map[int64]time.Time // read-driven TTL renewals not yet written
+	touches   map[int64]int64 // read-driven TTL renewals (Unix ns) not yet written
+	// producers caches idempotent producer state by stream id and
+	// producer id; only the committer reads or writes it.
+	producers map[int64]map[string]protocol.ProducerState
+	recent    *recentCache
 }
 
 var _ store.Store = (*Store)(nil)
@@ -122,7 +127,9 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		stop:      make(chan struct{}),
 		byPath:    make(map[string]*entry),
 		byID:      make(map[int64]*entry),
-		touches:   make(map[int64]time.Time),
+		touches:   make(map[int64]int64),
+		producers: make(map[int64]map[string]protocol.ProducerState),
+		recent:    newRecentCache(),
 		wprepared: make(map[string]*sql.Stmt),
 		syncFull:  true,
 		leases:    newLeaseBook(),
@@ -174,7 +181,13 @@ func (s *Store) open(ctx context.Context) error {
 		return fmt.Errorf("sqlite: open checkpointer: %w", err)
 	}
 	s.ckpt.SetMaxOpenConns(1)
-	if s.reader, err = sql.Open("sqlite", dsn+"&_pragma=query_only(1)&_pragma=mmap_size(268435456)"); err != nil {
+	// Readers do not memory-map the file: mapped pages count in the RSS,
+	// per connection, and the kernel maps the cached pages around each
+	// one touched (a 1.4 MB index scan over 100,000 consumers mapped 22
+	// MB; eight concurrent metric scrapes, 114 MB). Reads go through
+	// each connection's page cache (2 MB) and the OS page cache instead,
+	// for about 8 % less catch-up read throughput.
+	if s.reader, err = sql.Open("sqlite", dsn+"&_pragma=query_only(1)&_pragma=mmap_size(0)"); err != nil {
 		return fmt.Errorf("sqlite: open reader: %w", err)
 	}
 	s.reader.SetMaxOpenConns(s.cfg.ReadConns)

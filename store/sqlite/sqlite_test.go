@@ -23,7 +23,7 @@ func (factory) Reopen(t *testing.T, s store.Store) store.Store {
 	return open(t, dir)
 }
 
-func open(t *testing.T, dir string) store.Store {
+func open(t testing.TB, dir string) store.Store {
 	t.Helper()
 	s, err := sqlite.Open(context.Background(), sqlite.Config{Dir: dir, ReadConns: 2}) // a small pool: no read may wait for a connection while holding one
 	if err != nil {

@@ -99,14 +99,17 @@ func (o *createOp) apply(b *batch) error {
 		}
 	}
 
-	e := &entry{producers: make(map[string]protocol.ProducerState)}
-	e.s.Path = p.Path
-	e.s.ContentType = p.ContentType
-	e.s.TTL = p.TTL
-	e.s.ExpiresAt = p.ExpiresAt
-	e.s.AccessedAt = p.Now
-	e.s.CreatedAt = p.Now
-	e.s.Closed = p.Closed
+	e := &entry{
+		path:        ownPath(p.Path),
+		contentType: internContentType(p.ContentType),
+		ttl:         p.TTL,
+		accessedAt:  nanos(p.Now),
+		createdAt:   nanos(p.Now),
+		closed:      p.Closed,
+	}
+	if !p.ExpiresAt.IsZero() {
+		e.setRare(func(r *entryRare) { r.expiresAt = p.ExpiresAt })
+	}
 	if p.ForkSource != "" {
 		if err := b.resolveFork(e, p); err != nil {
 			var rule ruleError
@@ -117,13 +120,14 @@ func (o *createOp) apply(b *batch) error {
 			return err
 		}
 	}
-	res, err := b.s.stmts.insertStream.ExecContext(b.ctx, e.s.Path, e.s.ContentType, e.s.Tail, e.s.Closed,
-		int64(e.s.TTL.Seconds()), nanos(e.s.ExpiresAt), nanos(e.s.AccessedAt), nanos(e.s.CreatedAt),
-		nullID(e.sourceID), e.s.ForkSource, e.s.ForkPosition, e.s.ForkOffset, e.s.ForkSubOffset)
+	st := e.stream()
+	res, err := b.s.stmts.insertStream.ExecContext(b.ctx, st.Path, st.ContentType, st.Tail, st.Closed,
+		int64(st.TTL.Seconds()), nanos(st.ExpiresAt), e.accessedAt, e.createdAt,
+		nullID(e.sourceID()), st.ForkSource, st.ForkPosition, st.ForkOffset, st.ForkSubOffset)
 	if err != nil {
 		return fmt.Errorf("insert stream: %w", err)
 	}
-	if e.s.ID, err = res.LastInsertId(); err != nil {
+	if e.id, err = res.LastInsertId(); err != nil {
 		return fmt.Errorf("insert stream: %w", err)
 	}
 	if len(p.Data) > 0 {
@@ -132,8 +136,8 @@ func (o *createOp) apply(b *batch) error {
 		}
 	}
 	b.put(e, true)
-	b.changes = append(b.changes, store.TailChange{StreamID: e.s.ID, Path: e.s.Path, Tail: e.s.Tail, Closed: e.s.Closed, Created: true})
-	o.res = &store.StreamCreateResult{Stream: e.s, Created: true}
+	b.changes = append(b.changes, store.TailChange{StreamID: e.id, Path: e.path, Tail: e.tail, Closed: e.closed, Created: true})
+	o.res = &store.StreamCreateResult{Stream: e.stream(), Created: true}
 	return nil
 }
 
@@ -148,9 +152,9 @@ func (b *batch) resolveFork(e *entry, p *store.StreamCreateParams) error {
 		}
 		return ruleError{err}
 	}
-	if e.s.ContentType == "" {
-		e.s.ContentType = srcStream.ContentType
-	} else if e.s.ContentType != srcStream.ContentType {
+	if e.contentType == "" {
+		e.contentType = src.contentType
+	} else if e.contentType != srcStream.ContentType {
 		return ruleError{store.ErrContentTypeMismatch}
 	}
 	anchor := p.ForkOffset
@@ -189,16 +193,21 @@ func (b *batch) resolveFork(e *entry, p *store.StreamCreateParams) error {
 		}
 	}
 	// PROTOCOL 4.2: a fork with no expiry of its own inherits the source's.
-	if p.TTL == 0 && p.ExpiresAt.IsZero() {
-		e.s.TTL = srcStream.TTL
-		e.s.ExpiresAt = srcStream.ExpiresAt
+	inherit := p.TTL == 0 && p.ExpiresAt.IsZero()
+	if inherit {
+		e.ttl = srcStream.TTL
 	}
-	e.sourceID = src.s.ID
-	e.s.ForkSource = src.s.Path
-	e.s.ForkOffset = anchor
-	e.s.ForkSubOffset = p.ForkSubOffset
-	e.s.ForkPosition = pos
-	e.s.Tail = pos
+	e.setRare(func(r *entryRare) {
+		if inherit {
+			r.expiresAt = srcStream.ExpiresAt
+		}
+		r.sourceID = src.id
+		r.forkSource = src.path
+		r.forkOffset = anchor
+		r.forkSubOffset = p.ForkSubOffset
+		r.forkPosition = pos
+	})
+	e.tail = pos
 	return nil
 }
 
@@ -211,40 +220,40 @@ func (r ruleError) Error() string { return r.err.Error() }
 // sameConfig reports whether a create request matches an existing stream
 // (PROTOCOL 5.1: content type, TTL/expiry, closure, fork origin).
 func sameConfig(e *entry, p *store.StreamCreateParams) bool {
+	st := e.stream()
 	if p.ForkSource != "" {
-		if e.s.ForkSource != p.ForkSource {
+		if st.ForkSource != p.ForkSource {
 			return false
 		}
-		if p.ForkOffset >= 0 && (p.ForkOffset != e.s.ForkOffset || p.ForkSubOffset != e.s.ForkSubOffset) {
+		if p.ForkOffset >= 0 && (p.ForkOffset != st.ForkOffset || p.ForkSubOffset != st.ForkSubOffset) {
 			return false
 		}
-		if p.ContentType != "" && p.ContentType != e.s.ContentType {
+		if p.ContentType != "" && p.ContentType != st.ContentType {
 			return false
 		}
-		if (p.TTL != 0 || !p.ExpiresAt.IsZero()) && (p.TTL != e.s.TTL || !p.ExpiresAt.Equal(e.s.ExpiresAt)) {
+		if (p.TTL != 0 || !p.ExpiresAt.IsZero()) && (p.TTL != st.TTL || !p.ExpiresAt.Equal(st.ExpiresAt)) {
 			return false
 		}
-		return p.Closed == e.s.Closed
+		return p.Closed == st.Closed
 	}
-	if e.s.ForkSource != "" {
+	if st.ForkSource != "" {
 		return false
 	}
-	return p.ContentType == e.s.ContentType && p.TTL == e.s.TTL &&
-		p.ExpiresAt.Equal(e.s.ExpiresAt) && p.Closed == e.s.Closed
+	return p.ContentType == st.ContentType && p.TTL == st.TTL &&
+		p.ExpiresAt.Equal(st.ExpiresAt) && p.Closed == st.Closed
 }
 
 func (b *batch) insertChunk(e *entry, data []byte) error {
-	start := e.s.Tail
+	start := e.tail
 	end := start + int64(len(data))
-	if _, err := b.s.stmts.insertChunk.ExecContext(b.ctx, e.s.ID, start, end, data); err != nil {
+	if _, err := b.s.stmts.insertChunk.ExecContext(b.ctx, e.id, start, end, data); err != nil {
 		return fmt.Errorf("insert chunk: %w", err)
 	}
-	e.s.Tail = end
-	e.recent = nil
+	e.tail = end
 	if len(data) <= maxRecentChunk {
 		// A copy of exactly its size: data may sit in a larger buffer
 		// (the request body's), which the cache must not pin.
-		e.recent = &recentChunk{start: start, end: end, data: append([]byte(nil), data...)}
+		b.recent = append(b.recent, &recentChunk{stream: e.id, start: start, end: end, data: append([]byte(nil), data...)})
 	}
 	return nil
 }
@@ -281,10 +290,10 @@ func (o *appendOp) apply(b *batch) error {
 		}
 	}
 	d, err := protocol.DecideAppend(protocol.AppendState{
-		ContentType: e.s.ContentType,
-		Closed:      e.s.Closed,
-		LastSeq:     e.s.LastSeq,
-		ClosedBy:    e.closedBy,
+		ContentType: e.contentType,
+		Closed:      e.closed,
+		LastSeq:     e.lastSeq,
+		ClosedBy:    e.closedBy(),
 		Producer:    cur,
 	}, protocol.AppendRequest{
 		ContentType: p.ContentType,
@@ -296,18 +305,18 @@ func (o *appendOp) apply(b *batch) error {
 	if err != nil {
 		var ce *store.ClosedError
 		if errors.As(err, &ce) {
-			err = &store.ClosedError{Tail: e.s.Tail}
+			err = &store.ClosedError{Tail: e.tail}
 		}
 		o.err = err
 		return nil
 	}
-	res := &store.StreamAppendResult{Outcome: d.Outcome, Start: e.s.Tail}
+	res := &store.StreamAppendResult{Outcome: d.Outcome, Start: e.tail}
 	if d.Producer != nil {
 		res.ProducerEpoch, res.ProducerSeq = d.Producer.Epoch, d.Producer.LastSeq
 	}
-	if !d.Write && (!d.Close || e.s.Closed) {
+	if !d.Write && (!d.Close || e.closed) {
 		// Duplicate, or closing a closed stream: nothing to write.
-		res.Stream = e.s
+		res.Stream = e.stream()
 		o.res = res
 		return nil
 	}
@@ -318,24 +327,24 @@ func (o *appendOp) apply(b *batch) error {
 		}
 	}
 	if d.Close {
-		ne.s.Closed = true
+		ne.closed = true
 		if p.Producer != nil {
 			pr := *p.Producer
-			ne.closedBy = &pr
+			ne.setRare(func(r *entryRare) { r.closedBy = &pr })
 		}
 	}
 	if p.Seq != "" {
-		ne.s.LastSeq = p.Seq
+		ne.lastSeq = p.Seq
 	}
-	ne.s.AccessedAt = p.Now
+	ne.accessedAt = nanos(p.Now)
 	if d.ProducerChanged {
 		if err := b.setProducer(ne, p.Producer.ID, *d.Producer); err != nil {
 			return fmt.Errorf("write producer: %w", err)
 		}
 	}
 	b.put(ne, true)
-	b.changes = append(b.changes, store.TailChange{StreamID: ne.s.ID, Path: ne.s.Path, Tail: ne.s.Tail, Closed: ne.s.Closed})
-	res.Stream = ne.s
+	b.changes = append(b.changes, store.TailChange{StreamID: ne.id, Path: ne.path, Tail: ne.tail, Closed: ne.closed})
+	res.Stream = ne.stream()
 	o.res = res
 	return nil
 }
@@ -367,7 +376,7 @@ func (o *deleteOp) apply(b *batch) error {
 func (b *batch) deleteStream(e *entry) error {
 	for e != nil {
 		var forks int
-		if err := b.s.stmts.countForks.QueryRowContext(b.ctx, e.s.ID).Scan(&forks); err != nil {
+		if err := b.s.stmts.countForks.QueryRowContext(b.ctx, e.id).Scan(&forks); err != nil {
 			return fmt.Errorf("count forks: %w", err)
 		}
 		if forks > 0 {
@@ -375,21 +384,21 @@ func (b *batch) deleteStream(e *entry) error {
 				ne := e.clone()
 				ne.softDeleted = true
 				b.put(ne, true)
-				b.changes = append(b.changes, store.TailChange{StreamID: e.s.ID, Path: e.s.Path, Tail: e.s.Tail, Closed: e.s.Closed, Deleted: true})
+				b.changes = append(b.changes, store.TailChange{StreamID: e.id, Path: e.path, Tail: e.tail, Closed: e.closed, Deleted: true})
 			}
 			return nil
 		}
 		for _, stmt := range []string{"deleteChunks", "deleteProducers", "deleteStream"} {
-			if _, err := b.s.stmts.byName(stmt).ExecContext(b.ctx, e.s.ID); err != nil {
+			if _, err := b.s.stmts.byName(stmt).ExecContext(b.ctx, e.id); err != nil {
 				return fmt.Errorf("%s: %w", stmt, err)
 			}
 		}
 		b.remove(e)
 		if !e.softDeleted {
-			b.changes = append(b.changes, store.TailChange{StreamID: e.s.ID, Path: e.s.Path, Tail: e.s.Tail, Closed: e.s.Closed, Deleted: true})
+			b.changes = append(b.changes, store.TailChange{StreamID: e.id, Path: e.path, Tail: e.tail, Closed: e.closed, Deleted: true})
 		}
 		// Cascade to a soft-deleted source that no fork needs any more.
-		src := b.getID(e.sourceID)
+		src := b.getID(e.sourceID())
 		if src == nil || !src.softDeleted {
 			return nil
 		}
@@ -418,9 +427,7 @@ func (o *expireOp) apply(b *batch) error {
 		if e.softDeleted {
 			continue
 		}
-		st := e.s
-		st.AccessedAt = b.s.accessedAt(e)
-		if st.Expired(o.p.Now) {
+		if b.s.expired(e, o.p.Now) {
 			expired = append(expired, e)
 			if o.p.Limit > 0 && len(expired) >= o.p.Limit {
 				break
@@ -428,10 +435,10 @@ func (o *expireOp) apply(b *batch) error {
 		}
 	}
 	for _, e := range expired {
-		if cur := b.get(e.s.Path); cur == nil || cur.s.ID != e.s.ID || cur.softDeleted {
+		if cur := b.get(e.path); cur == nil || cur.id != e.id || cur.softDeleted {
 			continue
 		}
-		if err := b.deleteStream(b.get(e.s.Path)); err != nil {
+		if err := b.deleteStream(b.get(e.path)); err != nil {
 			return err
 		}
 		o.n++

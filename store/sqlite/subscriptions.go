@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -68,13 +69,53 @@ func (s *Store) SubscriptionCreate(ctx context.Context, params *store.Subscripti
 			in.ID, in.Pattern, in.Webhook, in.Secret, in.Description, nanos(in.CreatedAt)); err != nil {
 			return fmt.Errorf("insert subscription: %w", err)
 		}
-		if _, err := b.insertConsumers(params.Consumers); err != nil {
+		if err := b.spawnConsumers(params); err != nil {
 			return err
 		}
 		res = &store.SubscriptionCreateResult{Subscription: in, Created: true}
 		return nil
 	})
 	return res, err
+}
+
+// spawnConsumers inserts the consumers params.Spawn makes for the live
+// streams under params.Prefix as of this batch (earlier ops' streams
+// included). Only the entries are collected up front; each consumer is
+// made, inserted and dropped in turn.
+func (b *batch) spawnConsumers(params *store.SubscriptionCreateParams) error {
+	if params.Spawn == nil {
+		return nil
+	}
+	var entries []*entry
+	for path, e := range b.overlay {
+		if e != nil && strings.HasPrefix(path, params.Prefix) {
+			entries = append(entries, e)
+		}
+	}
+	// The committer is the only writer of byPath: reading it here is safe.
+	for path, e := range b.s.byPath {
+		if _, staged := b.overlay[path]; !staged && strings.HasPrefix(path, params.Prefix) {
+			entries = append(entries, e)
+		}
+	}
+	// In path order, which is nearly consumer id order: the inserts then
+	// land in neighbouring pages.
+	slices.SortFunc(entries, func(x, y *entry) int { return strings.Compare(x.path, y.path) })
+	for i, e := range entries {
+		entries[i] = nil // let the collector have what was inserted
+		st, err := b.s.view(e, params.Now)
+		if err != nil {
+			continue // soft-deleted or expired
+		}
+		c, ok := params.Spawn(&st)
+		if !ok {
+			continue
+		}
+		if _, err := b.insertConsumer(&c); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // SubscriptionGet implements store.SubscriptionStore.
@@ -148,32 +189,47 @@ func (s *Store) ConsumerInsert(ctx context.Context, params *store.ConsumerInsert
 
 func (b *batch) insertConsumers(cs []store.Consumer) ([]string, error) {
 	var ids []string
-	for _, c := range cs {
-		res, err := b.exec(`INSERT INTO consumers (id, subscription_id, primary_stream, state, epoch, wake_id, attempts,
-			waking_deadline, next_retry_at, liveness_deadline, failing_since, due_at, version)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1) ON CONFLICT (id) DO NOTHING`,
-			c.ID, c.SubscriptionID, c.PrimaryStream, c.State, c.Epoch, c.WakeID, c.Attempts,
-			nanos(c.WakingDeadline), nanos(c.NextRetryAt), nanos(c.LivenessDeadline), nanos(c.FailingSince), nanos(c.DueAt))
+	for i := range cs {
+		inserted, err := b.insertConsumer(&cs[i])
 		if err != nil {
-			return nil, fmt.Errorf("insert consumer: %w", err)
-		}
-		if n, err := res.RowsAffected(); err != nil {
-			return nil, err
-		} else if n == 0 {
-			continue
-		}
-		if err := b.writeMemberships(c); err != nil {
 			return nil, err
 		}
-		ids = append(ids, c.ID)
+		if inserted {
+			ids = append(ids, cs[i].ID)
+		}
 	}
 	return ids, nil
 }
 
-func (b *batch) writeMemberships(c store.Consumer) error {
+// insertConsumer inserts c with its memberships unless its id exists.
+func (b *batch) insertConsumer(c *store.Consumer) (bool, error) {
+	res, err := b.exec(`INSERT INTO consumers (id, subscription_id, primary_stream, state, epoch, wake_id, attempts,
+		waking_deadline, next_retry_at, liveness_deadline, failing_since, due_at, version)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1) ON CONFLICT (id) DO NOTHING`,
+		c.ID, c.SubscriptionID, c.PrimaryStream, c.State, c.Epoch, c.WakeID, c.Attempts,
+		nanos(c.WakingDeadline), nanos(c.NextRetryAt), nanos(c.LivenessDeadline), nanos(c.FailingSince), nanos(c.DueAt))
+	if err != nil {
+		return false, fmt.Errorf("insert consumer: %w", err)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return false, err
+	} else if n == 0 {
+		return false, nil
+	}
+	// A new consumer has no memberships yet: every removal of a consumer
+	// removes them too.
+	return true, b.insertMemberships(c)
+}
+
+// writeMemberships replaces the memberships of a stored consumer.
+func (b *batch) writeMemberships(c *store.Consumer) error {
 	if _, err := b.exec(`DELETE FROM consumer_streams WHERE consumer_id = ?`, c.ID); err != nil {
 		return fmt.Errorf("delete memberships: %w", err)
 	}
+	return b.insertMemberships(c)
+}
+
+func (b *batch) insertMemberships(c *store.Consumer) error {
 	for i, m := range c.Streams {
 		if _, err := b.exec(`INSERT INTO consumer_streams (consumer_id, path, acked, notified, ord) VALUES (?, ?, ?, ?, ?)
 			ON CONFLICT (consumer_id, path) DO UPDATE SET acked = excluded.acked, notified = excluded.notified`,
@@ -201,7 +257,7 @@ func (s *Store) ConsumerUpdate(ctx context.Context, params *store.ConsumerUpdate
 		} else if n == 0 {
 			return ruleError{b.missingOrChanged(c.ID)}
 		}
-		return b.writeMemberships(c)
+		return b.writeMemberships(&c)
 	})
 	if err != nil {
 		return 0, err
@@ -275,6 +331,35 @@ func (s *Store) ConsumerListByStream(ctx context.Context, params *store.Consumer
 // ConsumerListByPrimary implements store.SubscriptionStore.
 func (s *Store) ConsumerListByPrimary(ctx context.Context, params *store.ConsumerListByStreamParams) ([]store.Consumer, error) {
 	return s.queryConsumers(ctx, `c.primary_stream = ?`, `c.id`, params.Path)
+}
+
+// ConsumerPathList implements store.SubscriptionStore.
+func (s *Store) ConsumerPathList(ctx context.Context, params *store.ConsumerPathListParams) ([]string, error) {
+	limit := params.Limit
+	if limit <= 0 {
+		limit = -1 // SQLite: no limit
+	}
+	stmt, err := s.readerStmt(ctx, `SELECT DISTINCT path FROM consumer_streams WHERE path > ? ORDER BY path LIMIT ?`)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := stmt.QueryContext(ctx, params.After, limit)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: list consumer paths: %w", err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var p string
+		if err := rows.Scan(&p); err != nil {
+			return nil, fmt.Errorf("sqlite: list consumer paths: %w", err)
+		}
+		out = append(out, p)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlite: list consumer paths: %w", err)
+	}
+	return out, nil
 }
 
 // ConsumerCount implements store.SubscriptionStore.

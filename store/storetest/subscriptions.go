@@ -3,6 +3,8 @@ package storetest
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -30,18 +32,45 @@ func consumer(id, sub, primary string, paths ...string) store.Consumer {
 func testSubscriptionCRUD(t *testing.T, f Factory) {
 	s := f.Open(t)
 	ctx := context.Background()
+	mustCreate(t, s, &store.StreamCreateParams{Path: "/agents/a", ContentType: "text/plain", Data: []byte("abc"), Now: t0})
+	mustCreate(t, s, &store.StreamCreateParams{Path: "/agents/skip", ContentType: "text/plain", Now: t0})
+	mustCreate(t, s, &store.StreamCreateParams{Path: "/agents/old", ContentType: "text/plain", ExpiresAt: t0.Add(time.Second), Now: t0})
+	mustCreate(t, s, &store.StreamCreateParams{Path: "/other/x", ContentType: "text/plain", Now: t0})
 	sub := store.Subscription{ID: "h1", Pattern: "/agents/*", Webhook: "https://example.com/h", Secret: "whsec_x", Description: "d"}
-	res, err := s.SubscriptionCreate(ctx, &store.SubscriptionCreateParams{Subscription: sub, Now: t0,
-		Consumers: []store.Consumer{consumer("h1:%2Fagents%2Fa", "h1", "/agents/a", "/agents/a")}})
-	if err != nil || !res.Created || res.Subscription.Secret != "whsec_x" || !res.Subscription.CreatedAt.Equal(t0) {
+	// Spawn sees the live streams under the prefix, with their tails, and
+	// decides which get a consumer.
+	var seen []string
+	spawn := func(st *store.Stream) (store.Consumer, bool) {
+		seen = append(seen, st.Path)
+		if st.Path == "/agents/skip" {
+			return store.Consumer{}, false
+		}
+		c := consumer("h1:"+st.Path, "h1", st.Path, st.Path)
+		c.Streams[0].Acked = fmt.Sprint(st.Tail)
+		return c, true
+	}
+	res, err := s.SubscriptionCreate(ctx, &store.SubscriptionCreateParams{Subscription: sub, Now: t0.Add(time.Minute),
+		Prefix: "/agents/", Spawn: spawn})
+	if err != nil || !res.Created || res.Subscription.Secret != "whsec_x" || !res.Subscription.CreatedAt.Equal(t0.Add(time.Minute)) {
 		t.Fatalf("create = %+v, %v", res, err)
 	}
-	// Same configuration: not created again, the stored secret returned.
+	if slices.Sort(seen); !slices.Equal(seen, []string{"/agents/a", "/agents/skip"}) {
+		t.Fatalf("spawn saw %v, want the live streams under the prefix", seen)
+	}
+	if c, err := s.ConsumerGet(ctx, "h1:/agents/a"); err != nil || c.Streams[0].Acked != "3" {
+		t.Fatalf("initial consumer = %+v, %v", c, err)
+	}
+	_, err = s.ConsumerGet(ctx, "h1:/agents/skip")
+	expectErr(t, err, store.ErrConsumerNotFound)
+	// Same configuration: not created again, the stored secret returned,
+	// no consumer spawned.
 	again := sub
 	again.Secret = "whsec_other"
-	res, err = s.SubscriptionCreate(ctx, &store.SubscriptionCreateParams{Subscription: again, Now: t0.Add(time.Hour)})
-	if err != nil || res.Created || res.Subscription.Secret != "whsec_x" {
-		t.Fatalf("idempotent create = %+v, %v", res, err)
+	seen = nil
+	res, err = s.SubscriptionCreate(ctx, &store.SubscriptionCreateParams{Subscription: again, Now: t0.Add(time.Hour),
+		Prefix: "/agents/", Spawn: spawn})
+	if err != nil || res.Created || res.Subscription.Secret != "whsec_x" || len(seen) != 0 {
+		t.Fatalf("idempotent create = %+v, %v (spawn saw %v)", res, err, seen)
 	}
 	other := sub
 	other.Webhook = "https://example.com/other"
@@ -64,14 +93,12 @@ func testSubscriptionCRUD(t *testing.T, f Factory) {
 	if err != nil || got.Pattern != "/agents/*" || got.Description != "d" {
 		t.Fatalf("get = %+v, %v", got, err)
 	}
-	if _, err := s.ConsumerGet(ctx, "h1:%2Fagents%2Fa"); err != nil {
-		t.Fatalf("initial consumer: %v", err)
-	}
+
 	// Delete cascades to consumers.
 	if err := s.SubscriptionDelete(ctx, &store.SubscriptionDeleteParams{ID: "h1"}); err != nil {
 		t.Fatal(err)
 	}
-	_, err = s.ConsumerGet(ctx, "h1:%2Fagents%2Fa")
+	_, err = s.ConsumerGet(ctx, "h1:/agents/a")
 	expectErr(t, err, store.ErrConsumerNotFound)
 	_, err = s.SubscriptionGet(ctx, "h1")
 	expectErr(t, err, store.ErrSubscriptionNotFound)
@@ -153,6 +180,19 @@ func testConsumerQueries(t *testing.T, f Factory) {
 	counts, err := s.ConsumerCount(ctx)
 	if err != nil || counts["IDLE"] != 2 || counts["LIVE"] != 1 {
 		t.Fatalf("count = %v, %v", counts, err)
+	}
+	// Every path some consumer is subscribed to, once, in pages.
+	paths, err := s.ConsumerPathList(ctx, &store.ConsumerPathListParams{})
+	if err != nil || !slices.Equal(paths, []string{"/a", "/b", "/shared"}) {
+		t.Fatalf("paths = %v, %v", paths, err)
+	}
+	paths, err = s.ConsumerPathList(ctx, &store.ConsumerPathListParams{After: "/a", Limit: 1})
+	if err != nil || !slices.Equal(paths, []string{"/b"}) {
+		t.Fatalf("paths after /a = %v, %v", paths, err)
+	}
+	paths, err = s.ConsumerPathList(ctx, &store.ConsumerPathListParams{After: "/shared", Limit: 1})
+	if err != nil || len(paths) != 0 {
+		t.Fatalf("paths after the last = %v, %v", paths, err)
 	}
 	// Durable: all of it is there after a reopen.
 	s = f.Reopen(t, s)
