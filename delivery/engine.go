@@ -486,6 +486,12 @@ func (e *Engine) sweepLoop() {
 
 // sweepStreams queues every stream some endpoint sources from.
 func (e *Engine) sweepStreams(ctx context.Context) {
+	e.mu.RLock()
+	none := len(e.endpoints) == 0
+	e.mu.RUnlock()
+	if none {
+		return // nothing to match: do not list every stream
+	}
 	streams, err := e.st.StreamList(ctx, &store.StreamListParams{Now: e.now()})
 	if err != nil {
 		if ctx.Err() == nil {
