@@ -384,7 +384,7 @@ func (e *Engine) leaseFresh(states []*matchState, deliveries []store.Delivery, n
 	reserved := make(map[string]int, len(h.eps))
 	for id, he := range h.eps {
 		if he.r != nil {
-			reserved[id] = he.r.reserve(he.le, want[id])
+			reserved[id] = he.r.reserve(want[id])
 		}
 	}
 	lease := now.Add(e.cfg.Lease)

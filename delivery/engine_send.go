@@ -214,8 +214,9 @@ func (r *runner) unreserve(n int) {
 // endpoint is not sending, orders per stream, or has a backlog that
 // should go first). The matcher hands the inserted ones to handoff and
 // gives back the rest with unreserve.
-func (r *runner) reserve(le *liveEndpoint, want int) int {
-	if want <= 0 || !le.sending() || Ordering(le.ep.Ordering) == OrderingStream {
+func (r *runner) reserve(want int) int {
+	le := r.e.endpoint(r.id) // as of now: a breaker may have just tripped
+	if want <= 0 || le == nil || !le.sending() || Ordering(le.ep.Ordering) == OrderingStream {
 		return 0
 	}
 	r.mu.Lock()
@@ -356,37 +357,43 @@ func (e *Engine) signedRequest(ep *store.Endpoint, eventID string, body []byte, 
 }
 
 // complete decides each outcome (retry schedule, Retry-After, breaker)
-// and stores them with the breaker state, claiming the next deliveries in
-// the same transaction when the store may hold due ones. claimed is false
-// when the loop should claim on its own.
+// and stores them with the breaker state. The sends' slots are given
+// back only then, so no new send starts on a slot before a tripped
+// breaker is seen. claimed is true when the loop need not claim: the
+// store holds nothing due but what was in flight, and wait is how long
+// until a retry just scheduled falls due.
 func (r *runner) complete(batch []sendResult) (wait time.Duration, starved <-chan struct{}, claimed bool) {
-	e := r.e
-	// The sends are over: their slots are free for the claim below.
+	now, ok := r.record(batch)
 	r.unreserve(len(batch))
-	ctx := context.WithoutCancel(r.ctx) // outcomes are recorded even while stopping
+	if !ok || r.ctx.Err() != nil {
+		return 0, nil, false
+	}
 	r.mu.Lock()
 	backlog := r.backlog
 	r.mu.Unlock()
-	if le := e.endpoint(r.id); le != nil && Ordering(le.ep.Ordering) == OrderingStream {
+	if le := r.e.endpoint(r.id); le == nil || Ordering(le.ep.Ordering) == OrderingStream {
 		backlog = true // a finished delivery lets the next of its stream go
 	}
-	var p claimPlan
-	if r.ctx.Err() == nil && backlog {
-		p = r.plan()
+	if backlog {
+		return 0, nil, false
 	}
-	defer func() {
-		if !claimed {
-			r.unplan(p, 0)
-		}
-	}()
+	return r.untilDue(now), nil, true
+}
+
+// record stores the outcomes of a batch of sends with the endpoint's
+// breaker state, retrying the compare-and-set on the breaker state, and
+// reports whether they were stored.
+func (r *runner) record(batch []sendResult) (time.Time, bool) {
+	e := r.e
+	ctx := context.WithoutCancel(r.ctx) // outcomes are recorded even while stopping
 	for range casAttempts {
 		le := e.endpoint(r.id)
 		if le == nil {
-			return 0, nil, false // deleted: its deliveries are gone
+			return time.Time{}, false // deleted: its deliveries are gone
 		}
 		now := e.now()
 		h, hv := fromStoreHealth(le.ep.Health), le.ep.HealthVersion
-		params := &store.DeliveryCompleteParams{EndpointID: r.id, ExpectHealthVersion: hv, Now: now, ClaimLimit: p.limit, ClaimLease: e.cfg.Lease}
+		params := &store.DeliveryCompleteParams{EndpointID: r.id, ExpectHealthVersion: hv, Now: now}
 		var tripped bool
 		var finals []finalOutcome
 		for _, res := range batch {
@@ -396,9 +403,6 @@ func (r *runner) complete(batch []sendResult) (wait time.Duration, starved <-cha
 			tripped = tripped || sig == SignalTrip
 			params.Results = append(params.Results, dr)
 			finals = append(finals, finalOutcome{status: dr.Status, attempts: res.d.Attempts + 1, created: res.d.CreatedAt, latency: res.latency})
-		}
-		if tripped {
-			params.ClaimLimit = 0 // the store would refuse it anyway
 		}
 		params.Health = toStoreHealth(h)
 		out, err := e.st.DeliveryComplete(ctx, params)
@@ -416,34 +420,24 @@ func (r *runner) complete(batch []sendResult) (wait time.Duration, starved <-cha
 					r.nextDue = dr.NextAttemptAt
 				}
 			}
-			if !backlog && r.ctx.Err() == nil {
-				// Nothing was due but what is in flight: wait for the
-				// retries just scheduled, or a wake.
-				return r.untilDue(now), nil, true
-			}
-			if out.Claimed == nil {
-				return 0, nil, false
-			}
-			p.now = now
-			wait, starved = r.start(p, out.Claimed)
-			return wait, starved, true
+			return now, true
 		case errors.Is(err, store.ErrEndpointConflict):
 			if err := e.EndpointChanged(ctx, r.id); err != nil {
 				e.log.Warn("reloading an endpoint failed", "endpoint", r.id, "err", err)
-				return 0, nil, false
+				return time.Time{}, false
 			}
 		case errors.Is(err, store.ErrEndpointNotFound):
 			e.uninstall(r.id)
-			return 0, nil, false
+			return time.Time{}, false
 		default:
 			// Not recorded: the leases expire and the deliveries are sent
 			// again (at least once).
 			e.log.Error("recording delivery outcomes failed", "endpoint", r.id, "err", err)
-			return 0, nil, false
+			return time.Time{}, false
 		}
 	}
 	e.log.Error("recording delivery outcomes kept conflicting", "endpoint", r.id)
-	return 0, nil, false
+	return time.Time{}, false
 }
 
 type finalOutcome struct {

@@ -79,10 +79,9 @@ type DeliveryStore interface {
 	// DeliveryComplete records attempts and their outcomes, and stores the
 	// endpoint's breaker state when its HealthVersion is still
 	// params.ExpectHealthVersion, all in one transaction. Results whose
-	// lease token is no longer current (the lease expired and another
-	// sender claimed the delivery) are skipped. With ClaimLimit it also
-	// claims, in the same transaction. ErrEndpointNotFound,
-	// ErrEndpointConflict (nothing is written).
+	// lease token is no longer current (the lease ended and the delivery
+	// may be claimed again) are skipped, and their leases stay.
+	// ErrEndpointNotFound, ErrEndpointConflict (nothing is written).
 	DeliveryComplete(ctx context.Context, params *DeliveryCompleteParams) (*DeliveryCompleteResult, error)
 	// DeliveryGet returns one delivery with its body, or
 	// ErrDeliveryNotFound.
@@ -338,12 +337,6 @@ type DeliveryCompleteParams struct {
 	Health              EndpointHealth
 	ExpectHealthVersion int64
 	Now                 time.Time
-	// ClaimLimit, when positive, also claims (as DeliveryClaim with this
-	// Limit, ClaimLease and Now) in the same transaction, after the
-	// outcomes are applied and the breaker state stored: a sender refills
-	// its slots with one commit instead of two.
-	ClaimLimit int
-	ClaimLease time.Duration
 }
 
 // DeliveryCompleteResult is the output of DeliveryComplete.
@@ -351,8 +344,6 @@ type DeliveryCompleteResult struct {
 	HealthVersion int64
 	// Applied counts the results applied (not stale).
 	Applied int
-	// Claimed is the claim's result when ClaimLimit was positive.
-	Claimed *DeliveryClaimResult
 }
 
 // DeliveryListParams are the inputs of DeliveryList.

@@ -326,18 +326,6 @@ func (s *Store) DeliveryComplete(ctx context.Context, params *store.DeliveryComp
 	if err != nil {
 		return nil, err
 	}
-	if params.ClaimLimit > 0 {
-		// After the commit, so the claim sees the outcomes (a delivered
-		// head lets the next of its stream go).
-		c, err := s.DeliveryClaim(ctx, &store.DeliveryClaimParams{EndpointID: params.EndpointID, Limit: params.ClaimLimit,
-			Lease: params.ClaimLease, Now: params.Now})
-		if err != nil {
-			// The outcomes are stored; the caller claims on its own.
-			s.log.Warn("claiming after recording outcomes failed", "endpoint", params.EndpointID, "err", err)
-			return res, nil
-		}
-		res.Claimed = c
-	}
 	return res, nil
 }
 

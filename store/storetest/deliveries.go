@@ -17,7 +17,6 @@ func runDeliveries(t *testing.T, f Factory) {
 	t.Run("DeliveryEnqueueLeased", func(t *testing.T) { testDeliveryEnqueueLeased(t, f) })
 	t.Run("DeliveryOrderingStream", func(t *testing.T) { testDeliveryOrderingStream(t, f) })
 	t.Run("DeliveryCompleteHealth", func(t *testing.T) { testDeliveryCompleteHealth(t, f) })
-	t.Run("DeliveryCompleteAndClaim", func(t *testing.T) { testDeliveryCompleteAndClaim(t, f) })
 	t.Run("DeliveryListRetryPrune", func(t *testing.T) { testDeliveryListRetryPrune(t, f) })
 	t.Run("EventPublish", func(t *testing.T) { testEventPublish(t, f) })
 }
@@ -513,19 +512,3 @@ func testEventPublish(t *testing.T, f Factory) {
 
 // DeliveryComplete with ClaimLimit records outcomes and claims the next
 // deliveries in one call.
-func testDeliveryCompleteAndClaim(t *testing.T, f Factory) {
-	s := f.Open(t)
-	ctx := context.Background()
-	mustEndpoint(t, s, endpoint("ep"))
-	mustEnqueue(t, s, delivery("ep", "e1", 0), delivery("ep", "e2", 10), delivery("ep", "e3", 20))
-	first := mustClaim(t, s, "ep", 1, t0).Deliveries[0]
-	res, err := s.DeliveryComplete(ctx, &store.DeliveryCompleteParams{EndpointID: "ep", ExpectHealthVersion: mustHealthVersion(t, s, "ep"), Now: t0,
-		Results:    []store.DeliveryResult{{DeliveryID: first.ID, LeaseToken: first.LeaseToken, Status: store.DeliveryDelivered}},
-		ClaimLimit: 5, ClaimLease: time.Minute})
-	if err != nil || res.Applied != 1 || res.Claimed == nil || fmt.Sprint(eventIDs(res.Claimed.Deliveries)) != "[e2 e3]" {
-		t.Fatalf("complete and claim = %+v, %v", res, err)
-	}
-	if !res.Claimed.NextDueAt.Equal(t0.Add(time.Minute)) {
-		t.Fatalf("next due %v", res.Claimed.NextDueAt)
-	}
-}
