@@ -136,7 +136,10 @@ type rig struct {
 // the configuration.
 func newRig(t *testing.T, tweak func(*EngineConfig)) *rig {
 	t.Helper()
-	st, err := sqlite.Open(context.Background(), sqlite.Config{Dir: t.TempDir()})
+	// No wait between relaxed commits: synctest.Wait then means every
+	// outcome is stored. Checkpoints are left to the hours of fake time
+	// the retry tests pass.
+	st, err := sqlite.Open(context.Background(), sqlite.Config{Dir: t.TempDir(), RelaxedInterval: -1, CheckpointInterval: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}

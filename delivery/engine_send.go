@@ -363,7 +363,7 @@ func (e *Engine) signedRequest(ep *store.Endpoint, eventID string, body []byte, 
 // store holds nothing due but what was in flight, and wait is how long
 // until a retry just scheduled falls due.
 func (r *runner) complete(batch []sendResult) (wait time.Duration, starved <-chan struct{}, claimed bool) {
-	now, ok := r.record(batch)
+	_, ok := r.record(batch)
 	r.unreserve(len(batch))
 	if !ok || r.ctx.Err() != nil {
 		return 0, nil, false
@@ -377,7 +377,7 @@ func (r *runner) complete(batch []sendResult) (wait time.Duration, starved <-cha
 	if backlog {
 		return 0, nil, false
 	}
-	return r.untilDue(now), nil, true
+	return r.untilDue(r.e.now()), nil, true
 }
 
 // record stores the outcomes of a batch of sends with the endpoint's

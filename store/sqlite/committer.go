@@ -185,11 +185,21 @@ func (b *batch) publish() {
 func (s *Store) commitLoop() {
 	defer s.wg.Done()
 	ops := make([]op, 0, s.cfg.MaxBatch)
+	linger := time.NewTimer(time.Hour)
+	linger.Stop()
+	var lastRelaxed time.Time
 	for {
 		select {
 		case o := <-s.ops:
 			ops = s.gather(append(ops[:0], o))
+			if relaxedOnly(ops) {
+				ops = s.linger(ops, lastRelaxed, linger)
+				if relaxedOnly(ops) {
+					lastRelaxed = time.Now()
+				}
+			}
 			s.runBatch(ops)
+			s.restartWAL(context.Background())
 		case <-s.stop:
 			// Finish everything submitted before Close.
 			for {
@@ -204,6 +214,45 @@ func (s *Store) commitLoop() {
 			}
 		}
 	}
+}
+
+// relaxedOnly reports whether no op of the batch needs fsync.
+func relaxedOnly(ops []op) bool {
+	for _, o := range ops {
+		if r, ok := o.(relaxer); !ok || !r.relaxedOK() {
+			return false
+		}
+	}
+	return true
+}
+
+// linger holds a batch of relaxed writes until RelaxedInterval has passed
+// since the last one was committed, gathering what comes meanwhile: a
+// busy delivery engine then commits its bookkeeping a few hundred times a
+// second, not after every send, and each page it changes is written to
+// the WAL once per commit instead of once per write. A durable write ends
+// the wait at once (the batch commits with it).
+func (s *Store) linger(ops []op, last time.Time, t *time.Timer) []op {
+	wait := time.Until(last.Add(s.cfg.RelaxedInterval))
+	if wait <= 0 {
+		return ops
+	}
+	t.Reset(wait)
+	defer t.Stop()
+	for len(ops) < s.cfg.MaxBatch {
+		select {
+		case o := <-s.ops:
+			ops = append(ops, o)
+			if r, ok := o.(relaxer); !ok || !r.relaxedOK() {
+				return s.gather(ops)
+			}
+		case <-t.C:
+			return s.gather(ops)
+		case <-s.stop:
+			return ops
+		}
+	}
+	return ops
 }
 
 func (s *Store) gather(ops []op) []op {
@@ -246,13 +295,7 @@ func (s *Store) runBatch(ops []op) {
 // syncFor sets whether the batch's commit waits for fsync: it does unless
 // every op is relaxed (see writeRelaxed).
 func (s *Store) syncFor(ctx context.Context, ops []op) error {
-	full := false
-	for _, o := range ops {
-		if r, ok := o.(relaxer); !ok || !r.relaxedOK() {
-			full = true
-			break
-		}
-	}
+	full := !relaxedOnly(ops)
 	if full == s.syncFull {
 		return nil
 	}

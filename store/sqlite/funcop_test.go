@@ -4,7 +4,10 @@ import (
 	"context"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"testing/synctest"
+	"time"
 )
 
 // A batch made only of relaxed writes commits without fsync; a batch with
@@ -72,4 +75,60 @@ func TestRelaxedWritesNeverRelaxADurableOne(t *testing.T) {
 	if mixed != 2 {
 		t.Fatalf("relaxed write batched with a durable one: synchronous = %d, want 2", mixed)
 	}
+}
+
+// A relaxed write waits until RelaxedInterval has passed since the last
+// relaxed commit, gathering others; a durable write is never held back,
+// and takes the waiting relaxed writes into its commit.
+func TestRelaxedWritesLinger(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		s, err := Open(ctx, Config{Dir: t.TempDir(), RelaxedInterval: time.Second, CheckpointInterval: time.Hour, TouchFlushInterval: time.Hour})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() {
+			if err := s.Close(); err != nil {
+				t.Error(err)
+			}
+		}()
+		nop := func(*batch) error { return nil }
+		start := time.Now()
+		if err := s.writeRelaxed(ctx, nop); err != nil { // none before it: no wait
+			t.Fatal(err)
+		}
+		if waited := time.Since(start); waited != 0 {
+			t.Fatalf("the first relaxed write waited %v", waited)
+		}
+		var done atomic.Int32
+		relaxed := func() {
+			if err := s.writeRelaxed(ctx, nop); err != nil {
+				t.Error(err)
+			}
+			done.Add(1)
+		}
+		go relaxed()
+		synctest.Wait()
+		if done.Load() != 0 {
+			t.Fatal("a relaxed write right after another did not wait")
+		}
+		if err := s.write(ctx, nop); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		if waited := time.Since(start); done.Load() != 1 || waited != 0 {
+			t.Fatalf("after a durable write: %d relaxed done, %v waited; want 1 and none", done.Load(), waited)
+		}
+		go relaxed()
+		go relaxed()
+		synctest.Wait()
+		if done.Load() != 1 {
+			t.Fatal("relaxed writes did not wait")
+		}
+		time.Sleep(time.Second)
+		synctest.Wait()
+		if done.Load() != 3 {
+			t.Fatalf("%d relaxed writes done a second later, want 3", done.Load())
+		}
+	})
 }

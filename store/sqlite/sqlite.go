@@ -21,6 +21,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -45,8 +46,12 @@ type Config struct {
 	// (default 1s).
 	TouchFlushInterval time.Duration
 	// CheckpointInterval is how often the WAL is checkpointed into the
-	// database file in the background (default 1s).
+	// database file in the background (default 250ms).
 	CheckpointInterval time.Duration
+	// RelaxedInterval is the least time between two commits made only of
+	// relaxed writes (the delivery engine's bookkeeping); writes that come
+	// meanwhile join the next one (default 5ms; negative: no wait).
+	RelaxedInterval time.Duration
 }
 
 // Store is the SQLite implementation of store.Store.
@@ -61,7 +66,9 @@ type Store struct {
 	syncFull bool
 	// leases are the delivery leases (see leaseBook).
 	leases *leaseBook
-	reader *sql.DB
+	// walFrames is the WAL's size in frames at the last checkpoint.
+	walFrames atomic.Int64
+	reader    *sql.DB
 	// ckpt is the connection that checkpoints the WAL in the background.
 	ckpt *sql.DB
 	// readChunks is chunksFromSQL prepared on the read pool.
@@ -109,7 +116,10 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		cfg.TouchFlushInterval = time.Second
 	}
 	if cfg.CheckpointInterval <= 0 {
-		cfg.CheckpointInterval = time.Second
+		cfg.CheckpointInterval = 250 * time.Millisecond
+	}
+	if cfg.RelaxedInterval == 0 {
+		cfg.RelaxedInterval = 5 * time.Millisecond
 	}
 	if err := os.MkdirAll(cfg.Dir, 0o750); err != nil {
 		return nil, fmt.Errorf("sqlite: create data dir: %w", err)
@@ -324,13 +334,20 @@ func (s *Store) closeHandles() error {
 // Dir returns the data directory.
 func (s *Store) Dir() string { return s.cfg.Dir }
 
-// maxWALFrames is the WAL size (in pages) past which a checkpoint may block
-// writers to bring it back: a safety valve for when passive checkpoints
-// cannot keep up.
-const maxWALFrames = 16384
+// WAL sizes, in frames (pages). Past restartWALFrames the committer
+// checkpoints the WAL itself, right after a commit: no write can come in
+// between, so the checkpoint copies every frame, and the next write
+// starts the WAL again from its beginning instead of growing it. Past
+// maxWALFrames (readers held on to old snapshots meanwhile), the
+// background checkpoint may block writers to bring it back.
+const (
+	restartWALFrames = 4096
+	maxWALFrames     = 65536
+)
 
 // checkpointLoop copies the WAL into the database file in the background
-// with passive checkpoints, which never block the committer or readers.
+// with passive checkpoints, which never block the committer or readers,
+// and records how large the WAL is for the committer.
 func (s *Store) checkpointLoop() {
 	defer s.wg.Done()
 	t := time.NewTicker(s.cfg.CheckpointInterval)
@@ -346,6 +363,7 @@ func (s *Store) checkpointLoop() {
 				s.log.Warn("WAL checkpoint failed", "err", err)
 				continue
 			}
+			s.walFrames.Store(int64(frames))
 			if frames > maxWALFrames {
 				if err := s.ckpt.QueryRowContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`).Scan(&busy, &frames, &done); err != nil {
 					s.log.Warn("WAL truncate checkpoint failed", "err", err)
@@ -353,4 +371,18 @@ func (s *Store) checkpointLoop() {
 			}
 		}
 	}
+}
+
+// restartWAL checkpoints the WAL from the committer when it has grown
+// past restartWALFrames (see there). It never waits for a lock.
+func (s *Store) restartWAL(ctx context.Context) {
+	if s.walFrames.Load() <= restartWALFrames {
+		return
+	}
+	var busy, frames, done int
+	if err := s.wconn.QueryRowContext(ctx, `PRAGMA wal_checkpoint(PASSIVE)`).Scan(&busy, &frames, &done); err != nil {
+		s.log.Warn("WAL checkpoint failed", "err", err)
+		return
+	}
+	s.walFrames.Store(0) // the background loop measures it again
 }
