@@ -46,7 +46,7 @@ type Config struct {
 	// (default 1s).
 	TouchFlushInterval time.Duration
 	// CheckpointInterval is how often the WAL is checkpointed into the
-	// database file in the background (default 250ms).
+	// database file in the background (default 1s).
 	CheckpointInterval time.Duration
 	// RelaxedInterval is the least time between two commits made only of
 	// relaxed writes (the delivery engine's bookkeeping); writes that come
@@ -116,7 +116,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		cfg.TouchFlushInterval = time.Second
 	}
 	if cfg.CheckpointInterval <= 0 {
-		cfg.CheckpointInterval = 250 * time.Millisecond
+		cfg.CheckpointInterval = time.Second
 	}
 	if cfg.RelaxedInterval == 0 {
 		cfg.RelaxedInterval = 5 * time.Millisecond
