@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -222,17 +223,32 @@ func (b *batch) insertConsumer(c *store.Consumer) (bool, error) {
 }
 
 // writeMemberships replaces the memberships of a stored consumer.
+// writeMemberships makes the consumer's stored memberships c.Streams,
+// writing only what changed: most updates (a wake, a claim) change none,
+// and rewriting them all cost a delete and an insert per stream.
 func (b *batch) writeMemberships(c *store.Consumer) error {
-	if _, err := b.exec(`DELETE FROM consumer_streams WHERE consumer_id = ?`, c.ID); err != nil {
+	paths := make([]string, len(c.Streams))
+	for i, m := range c.Streams {
+		paths[i] = m.Path
+	}
+	list, err := json.Marshal(paths)
+	if err != nil {
+		return err
+	}
+	if _, err := b.exec(`DELETE FROM consumer_streams WHERE consumer_id = ? AND path NOT IN (SELECT value FROM json_each(?))`,
+		c.ID, string(list)); err != nil {
 		return fmt.Errorf("delete memberships: %w", err)
 	}
 	return b.insertMemberships(c)
 }
 
+// insertMemberships inserts the consumer's memberships, or updates those
+// that exist and differ.
 func (b *batch) insertMemberships(c *store.Consumer) error {
 	for i, m := range c.Streams {
 		if _, err := b.exec(`INSERT INTO consumer_streams (consumer_id, path, acked, notified, ord) VALUES (?, ?, ?, ?, ?)
-			ON CONFLICT (consumer_id, path) DO UPDATE SET acked = excluded.acked, notified = excluded.notified`,
+			ON CONFLICT (consumer_id, path) DO UPDATE SET acked = excluded.acked, notified = excluded.notified, ord = excluded.ord
+			WHERE acked <> excluded.acked OR notified <> excluded.notified OR ord <> excluded.ord`,
 			c.ID, m.Path, m.Acked, m.Notified, i); err != nil {
 			return fmt.Errorf("insert membership: %w", err)
 		}
