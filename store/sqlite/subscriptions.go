@@ -3,7 +3,6 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -224,20 +223,34 @@ func (b *batch) insertConsumer(c *store.Consumer) (bool, error) {
 
 // writeMemberships replaces the memberships of a stored consumer.
 // writeMemberships makes the consumer's stored memberships c.Streams,
-// writing only what changed: most updates (a wake, a claim) change none,
-// and rewriting them all cost a delete and an insert per stream.
+// writing only what changed: rewriting them all cost a delete and an
+// insert per stream at every update.
 func (b *batch) writeMemberships(c *store.Consumer) error {
-	paths := make([]string, len(c.Streams))
-	for i, m := range c.Streams {
-		paths[i] = m.Path
-	}
-	list, err := json.Marshal(paths)
+	stmt, err := b.s.writerStmt(b.ctx, `SELECT path FROM consumer_streams WHERE consumer_id = ?`)
 	if err != nil {
 		return err
 	}
-	if _, err := b.exec(`DELETE FROM consumer_streams WHERE consumer_id = ? AND path NOT IN (SELECT value FROM json_each(?))`,
-		c.ID, string(list)); err != nil {
-		return fmt.Errorf("delete memberships: %w", err)
+	rows, err := stmt.QueryContext(b.ctx, c.ID)
+	if err != nil {
+		return fmt.Errorf("read memberships: %w", err)
+	}
+	var gone []string
+	for rows.Next() {
+		var path string
+		if err := rows.Scan(&path); err != nil {
+			return errors.Join(fmt.Errorf("read memberships: %w", err), rows.Close())
+		}
+		if !slices.ContainsFunc(c.Streams, func(m store.ConsumerStream) bool { return m.Path == path }) {
+			gone = append(gone, path)
+		}
+	}
+	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+		return fmt.Errorf("read memberships: %w", err)
+	}
+	for _, path := range gone {
+		if _, err := b.exec(`DELETE FROM consumer_streams WHERE consumer_id = ? AND path = ?`, c.ID, path); err != nil {
+			return fmt.Errorf("delete membership: %w", err)
+		}
 	}
 	return b.insertMemberships(c)
 }
