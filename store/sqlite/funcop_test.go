@@ -2,12 +2,15 @@ package sqlite
 
 import (
 	"context"
+	"errors"
 	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/heraldstreams/herald/store"
 )
 
 // A batch made only of relaxed writes commits without fsync; a batch with
@@ -131,4 +134,57 @@ func TestRelaxedWritesLinger(t *testing.T) {
 			t.Fatalf("%d relaxed writes done a second later, want 3", done.Load())
 		}
 	})
+}
+
+// A checked write (its rule errors come before its first change) runs
+// without a savepoint: its rule error is its own, and the batch it shares
+// commits the other writes.
+func TestCheckedWriteRuleErrorKeepsTheBatch(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(ctx, Config{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	hold, held := make(chan struct{}), make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		if err := s.write(ctx, func(*batch) error {
+			close(held)
+			<-hold
+			return nil
+		}); err != nil {
+			t.Error(err)
+		}
+	})
+	<-held
+	var checkedErr, plainErr error
+	wg.Go(func() {
+		checkedErr = s.writeChecked(ctx, func(*batch) error { return ruleError{store.ErrConsumerConflict} })
+	})
+	for len(s.ops) < 1 {
+		runtime.Gosched()
+	}
+	wg.Go(func() {
+		plainErr = s.write(ctx, func(b *batch) error {
+			_, err := b.exec(`INSERT INTO schema_migrations (version, applied_at) VALUES ('test', 0)`)
+			return err
+		})
+	})
+	for len(s.ops) < 2 {
+		runtime.Gosched() // both share the next batch
+	}
+	close(hold)
+	wg.Wait()
+	if !errors.Is(checkedErr, store.ErrConsumerConflict) || plainErr != nil {
+		t.Fatalf("checked write: %v, plain write: %v", checkedErr, plainErr)
+	}
+	var n int
+	if err := s.reader.QueryRowContext(ctx, `SELECT count(*) FROM schema_migrations WHERE version = 'test'`).Scan(&n); err != nil || n != 1 {
+		t.Fatalf("the batch's other write: %d rows, %v", n, err)
+	}
 }

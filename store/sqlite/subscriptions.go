@@ -272,7 +272,7 @@ func (b *batch) insertMemberships(c *store.Consumer) error {
 // ConsumerUpdate implements store.SubscriptionStore.
 func (s *Store) ConsumerUpdate(ctx context.Context, params *store.ConsumerUpdateParams) (int64, error) {
 	c := params.Consumer
-	err := s.write(ctx, func(b *batch) error {
+	err := s.writeChecked(ctx, func(b *batch) error {
 		res, err := b.exec(`UPDATE consumers SET state = ?, epoch = ?, wake_id = ?, attempts = ?, waking_deadline = ?,
 			next_retry_at = ?, liveness_deadline = ?, failing_since = ?, due_at = ?, version = version + 1
 			WHERE id = ? AND version = ?`,
@@ -305,7 +305,7 @@ func (b *batch) missingOrChanged(id string) error {
 
 // ConsumerDelete implements store.SubscriptionStore.
 func (s *Store) ConsumerDelete(ctx context.Context, params *store.ConsumerDeleteParams) error {
-	return s.write(ctx, func(b *batch) error {
+	return s.writeChecked(ctx, func(b *batch) error {
 		q, args := `DELETE FROM consumers WHERE id = ?`, []any{params.ID}
 		if params.ExpectVersion != 0 {
 			q += ` AND version = ?`
