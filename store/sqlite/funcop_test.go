@@ -46,35 +46,15 @@ func TestRelaxedWritesNeverRelaxADurableOne(t *testing.T) {
 		t.Fatalf("synchronous = %d, %d, %d; want 1 (relaxed), 2 (durable), 1 (relaxed)", alone, durable, after)
 	}
 
-	// Hold the committer in one batch while a relaxed and a durable write
-	// queue behind it: they share the next batch, which is durable.
-	hold, held := make(chan struct{}), make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		if err := s.write(ctx, func(*batch) error {
-			close(held)
-			<-hold
-			return nil
-		}); err != nil {
-			t.Error(err)
-		}
-	})
-	<-held
+	// A relaxed and a durable write queued behind a held batch share the
+	// next batch, which is durable.
 	var mixed int
-	queued := func(o *funcOp) {
-		wg.Go(func() {
-			if err := s.submitFunc(ctx, o); err != nil {
-				t.Error(err)
-			}
-		})
+	errs := inOneBatch(t, s,
+		&funcOp{fn: mode(&mixed), done: make(chan struct{}), relaxed: true},
+		&funcOp{fn: func(*batch) error { return nil }, done: make(chan struct{})})
+	if errs[0] != nil || errs[1] != nil {
+		t.Fatal(errs)
 	}
-	queued(&funcOp{fn: mode(&mixed), done: make(chan struct{}), relaxed: true})
-	queued(&funcOp{fn: func(*batch) error { return nil }, done: make(chan struct{})})
-	for len(s.ops) < 2 {
-		runtime.Gosched() // both are queued behind the held batch
-	}
-	close(hold)
-	wg.Wait()
 	if mixed != 2 {
 		t.Fatalf("relaxed write batched with a durable one: synchronous = %d, want 2", mixed)
 	}
@@ -150,6 +130,27 @@ func TestCheckedWriteRuleErrorKeepsTheBatch(t *testing.T) {
 			t.Error(err)
 		}
 	})
+	errs := inOneBatch(t, s,
+		&funcOp{fn: func(*batch) error { return ruleError{store.ErrConsumerConflict} }, done: make(chan struct{}), checksFirst: true},
+		&funcOp{fn: func(b *batch) error {
+			_, err := b.exec(`INSERT INTO schema_migrations (version, applied_at) VALUES ('test', 0)`)
+			return err
+		}, done: make(chan struct{})})
+	checkedErr, plainErr := errs[0], errs[1]
+	if !errors.Is(checkedErr, store.ErrConsumerConflict) || plainErr != nil {
+		t.Fatalf("checked write: %v, plain write: %v", checkedErr, plainErr)
+	}
+	var n int
+	if err := s.reader.QueryRowContext(ctx, `SELECT count(*) FROM schema_migrations WHERE version = 'test'`).Scan(&n); err != nil || n != 1 {
+		t.Fatalf("the batch's other write: %d rows, %v", n, err)
+	}
+}
+
+// inOneBatch holds the committer in a batch until every op is queued
+// behind it, so the ops share the next batch, and returns their errors.
+func inOneBatch(t *testing.T, s *Store, ops ...*funcOp) []error {
+	t.Helper()
+	ctx := context.Background()
 	hold, held := make(chan struct{}), make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Go(func() {
@@ -162,29 +163,14 @@ func TestCheckedWriteRuleErrorKeepsTheBatch(t *testing.T) {
 		}
 	})
 	<-held
-	var checkedErr, plainErr error
-	wg.Go(func() {
-		checkedErr = s.writeChecked(ctx, func(*batch) error { return ruleError{store.ErrConsumerConflict} })
-	})
-	for len(s.ops) < 1 {
-		runtime.Gosched()
-	}
-	wg.Go(func() {
-		plainErr = s.write(ctx, func(b *batch) error {
-			_, err := b.exec(`INSERT INTO schema_migrations (version, applied_at) VALUES ('test', 0)`)
-			return err
-		})
-	})
-	for len(s.ops) < 2 {
-		runtime.Gosched() // both share the next batch
+	errs := make([]error, len(ops))
+	for i, o := range ops {
+		wg.Go(func() { errs[i] = s.submitFunc(ctx, o) })
+		for len(s.ops) < i+1 {
+			runtime.Gosched() // queued in order behind the held batch
+		}
 	}
 	close(hold)
 	wg.Wait()
-	if !errors.Is(checkedErr, store.ErrConsumerConflict) || plainErr != nil {
-		t.Fatalf("checked write: %v, plain write: %v", checkedErr, plainErr)
-	}
-	var n int
-	if err := s.reader.QueryRowContext(ctx, `SELECT count(*) FROM schema_migrations WHERE version = 'test'`).Scan(&n); err != nil || n != 1 {
-		t.Fatalf("the batch's other write: %d rows, %v", n, err)
-	}
+	return errs
 }
