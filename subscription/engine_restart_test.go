@@ -109,11 +109,7 @@ func TestEngineReconcilesOnStart(t *testing.T) {
 		r1.subscribe("sub", "/agents/*")
 		r1.createStream("/agents/a", "")
 		synctest.Wait()
-		r1.eng.Stop() // the engine is gone; the store takes one more append
-		tail := r1.appendData("/agents/a", "lost?")
-		if err := r1.st.Close(); err != nil {
-			t.Fatal(err)
-		}
+		tail := r1.appendWithoutEngine("/agents/a", "lost?")
 		if n := len(hook.wakes()); n != 0 {
 			t.Fatalf("%d wakes without an engine", n)
 		}
@@ -157,11 +153,7 @@ func TestEngineReconcilesSecondaryOnStart(t *testing.T) {
 		if c := r1.consumer(id); c.State != "IDLE" || len(c.Streams) != 1 || c.Streams[0].Path != "/tools/t" {
 			t.Fatalf("consumer after the callback: %+v", c)
 		}
-		r1.eng.Stop() // the engine is gone; the store takes one more append
-		tail := r1.appendData("/tools/t", "lost?")
-		if err := r1.st.Close(); err != nil {
-			t.Fatal(err)
-		}
+		tail := r1.appendWithoutEngine("/tools/t", "lost?")
 		if n := len(hook.wakes()); n != 1 {
 			t.Fatalf("%d wakes, want the first one only", n)
 		}

@@ -230,6 +230,19 @@ func (r *rig) appendData(path, data string) string {
 	return protocol.FormatOffset(res.Stream.Tail)
 }
 
+// appendWithoutEngine stops the engine, appends to path while no engine
+// runs (a crash between an append and its wake), closes the store, and
+// returns the new tail.
+func (r *rig) appendWithoutEngine(path, data string) string {
+	r.t.Helper()
+	r.eng.Stop()
+	tail := r.appendData(path, data)
+	if err := r.st.Close(); err != nil {
+		r.t.Fatal(err)
+	}
+	return tail
+}
+
 func (r *rig) deleteStream(path string) {
 	r.t.Helper()
 	if err := r.st.StreamDelete(context.Background(), &store.StreamDeleteParams{Path: path, Now: time.Now()}); err != nil {
