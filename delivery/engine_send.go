@@ -242,19 +242,17 @@ func (r *runner) reserve(want int) int {
 // handoff sends claimed deliveries on slots taken by plan.
 func (r *runner) handoff(le *liveEndpoint, ds []store.Delivery) {
 	for _, d := range ds {
-		if !r.e.goOwned(func() { r.send(le, d, nil) }) {
-			r.unreserve(1)
-			r.wake() // the stopping loop waits for inflight to reach 0
-		}
+		r.sendEarly(le, d, nil)
 	}
 }
 
-// sendEarly sends a delivery being inserted leased, on a slot taken by
-// reserve, before its insert commits (see handover).
+// sendEarly sends a delivery on a slot already taken; with a ticket, a
+// delivery being inserted leased, before its insert commits (see
+// handover).
 func (r *runner) sendEarly(le *liveEndpoint, d store.Delivery, t *ticket) {
 	if !r.e.goOwned(func() { r.send(le, d, t) }) {
 		r.unreserve(1)
-		r.wake()
+		r.wake() // the stopping loop waits for inflight to reach 0
 	}
 }
 

@@ -16,13 +16,13 @@ import (
 )
 
 const deliveryColumns = `seq, endpoint_id, event_id, event_type, stream, position, status, attempts, round_attempts,
-	next_attempt_at, lease_until, lease_token, last_status_code, last_error, created_at, updated_at, finished_at`
+	next_attempt_at, last_status_code, last_error, created_at, updated_at, finished_at`
 
 func scanDelivery(row interface{ Scan(...any) error }, body bool) (store.Delivery, error) {
 	var d store.Delivery
-	var next, lease, created, updated, finished int64
+	var next, created, updated, finished int64
 	dst := []any{&d.Seq, &d.EndpointID, &d.EventID, &d.EventType, &d.Stream, &d.Position, &d.Status, &d.Attempts,
-		&d.RoundAttempts, &next, &lease, &d.LeaseToken, &d.LastStatusCode, &d.LastError, &created, &updated, &finished}
+		&d.RoundAttempts, &next, &d.LastStatusCode, &d.LastError, &created, &updated, &finished}
 	if body {
 		dst = append(dst, &d.Body)
 	}
@@ -30,7 +30,7 @@ func scanDelivery(row interface{ Scan(...any) error }, body bool) (store.Deliver
 		return d, err
 	}
 	d.ID = deliveryID(d.Seq)
-	d.NextAttemptAt, d.LeaseUntil = fromNanos(next), fromNanos(lease)
+	d.NextAttemptAt = fromNanos(next)
 	d.CreatedAt, d.UpdatedAt, d.FinishedAt = fromNanos(created), fromNanos(updated), fromNanos(finished)
 	return d, nil
 }
@@ -349,7 +349,6 @@ func (s *Store) DeliveryGet(ctx context.Context, id string) (*store.Delivery, er
 // withLease sets a delivery's lease from the lease book (the columns are
 // not used).
 func (s *Store) withLease(d *store.Delivery) {
-	d.LeaseToken, d.LeaseUntil = 0, time.Time{}
 	if l, ok := s.leases.get(d.EndpointID, d.Seq); ok {
 		d.LeaseToken, d.LeaseUntil = l.token, fromNanos(l.until)
 	}
