@@ -172,7 +172,7 @@ func (s *Store) open(ctx context.Context) error {
 	if s.wconn, err = s.writer.Conn(ctx); err != nil {
 		return fmt.Errorf("sqlite: open: %w", err)
 	}
-	if err := migrate(ctx, s.wconn); err != nil {
+	if err := migrate(ctx, s.wconn, ""); err != nil {
 		return err
 	}
 	// The committer never checkpoints (that would stall every append
@@ -225,8 +225,9 @@ func lockDir(dir string) (*os.File, error) {
 	return f, nil
 }
 
-// migrate applies the embedded numbered migrations not yet applied.
-func migrate(ctx context.Context, conn *sql.Conn) error {
+// migrate applies the embedded numbered migrations not yet applied, up to
+// and including version until (all of them when until is empty).
+func migrate(ctx context.Context, conn *sql.Conn, until string) error {
 	if _, err := conn.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (version TEXT PRIMARY KEY, applied_at INTEGER NOT NULL)`); err != nil {
 		return fmt.Errorf("sqlite: migrations table: %w", err)
 	}
@@ -237,6 +238,9 @@ func migrate(ctx context.Context, conn *sql.Conn) error {
 	sort.Strings(names)
 	for _, name := range names {
 		version := strings.TrimSuffix(filepath.Base(name), ".sql")
+		if until != "" && version > until {
+			break
+		}
 		var n int
 		if err := conn.QueryRowContext(ctx, `SELECT count(*) FROM schema_migrations WHERE version = ?`, version).Scan(&n); err != nil {
 			return fmt.Errorf("sqlite: read migrations: %w", err)

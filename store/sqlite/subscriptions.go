@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -166,7 +167,8 @@ func (s *Store) SubscriptionDelete(ctx context.Context, params *store.Subscripti
 		} else if n == 0 {
 			return ruleError{store.ErrSubscriptionNotFound}
 		}
-		if _, err := b.exec(`DELETE FROM consumer_streams WHERE consumer_id IN (SELECT id FROM consumers WHERE subscription_id = ?)`, params.ID); err != nil {
+		if _, err := b.exec(`DELETE FROM consumer_paths WHERE (path, consumer_id) IN
+			(SELECT j.value, c.id FROM consumers c, json_each(c.paths) j WHERE c.subscription_id = ?)`, params.ID); err != nil {
 			return fmt.Errorf("delete memberships: %w", err)
 		}
 		if _, err := b.exec(`DELETE FROM consumers WHERE subscription_id = ?`, params.ID); err != nil {
@@ -203,11 +205,15 @@ func (b *batch) insertConsumers(cs []store.Consumer) ([]string, error) {
 
 // insertConsumer inserts c with its memberships unless its id exists.
 func (b *batch) insertConsumer(c *store.Consumer) (bool, error) {
+	paths, cursors, err := encodeMemberships(c.Streams)
+	if err != nil {
+		return false, err
+	}
 	res, err := b.exec(`INSERT INTO consumers (id, subscription_id, primary_stream, state, epoch, wake_id, attempts,
-		waking_deadline, next_retry_at, liveness_deadline, failing_since, due_at, version)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1) ON CONFLICT (id) DO NOTHING`,
+		waking_deadline, next_retry_at, liveness_deadline, failing_since, due_at, paths, cursors, version)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1) ON CONFLICT (id) DO NOTHING`,
 		c.ID, c.SubscriptionID, c.PrimaryStream, c.State, c.Epoch, c.WakeID, c.Attempts,
-		nanos(c.WakingDeadline), nanos(c.NextRetryAt), nanos(c.LivenessDeadline), nanos(c.FailingSince), nanos(c.DueAt))
+		nanos(c.WakingDeadline), nanos(c.NextRetryAt), nanos(c.LivenessDeadline), nanos(c.FailingSince), nanos(c.DueAt), paths, cursors)
 	if err != nil {
 		return false, fmt.Errorf("insert consumer: %w", err)
 	}
@@ -218,75 +224,68 @@ func (b *batch) insertConsumer(c *store.Consumer) (bool, error) {
 	}
 	// A new consumer has no memberships yet: every removal of a consumer
 	// removes them too.
-	return true, b.insertMemberships(c)
+	return true, b.writePaths(c.ID, nil, c.Streams)
 }
 
-// writeMemberships replaces the memberships of a stored consumer.
-// writeMemberships makes the consumer's stored memberships c.Streams,
-// writing only what changed: rewriting them all cost a delete and an
-// insert per stream at every update.
-func (b *batch) writeMemberships(c *store.Consumer) error {
-	stmt, err := b.s.writerStmt(b.ctx, `SELECT path FROM consumer_streams WHERE consumer_id = ?`)
-	if err != nil {
-		return err
+// writePaths makes the index of a consumer's memberships go from the
+// streams in was to those in now.
+func (b *batch) writePaths(id string, was, now []store.ConsumerStream) error {
+	has := func(list []store.ConsumerStream, path string) bool {
+		return slices.ContainsFunc(list, func(m store.ConsumerStream) bool { return m.Path == path })
 	}
-	rows, err := stmt.QueryContext(b.ctx, c.ID)
-	if err != nil {
-		return fmt.Errorf("read memberships: %w", err)
-	}
-	var gone []string
-	for rows.Next() {
-		var path string
-		if err := rows.Scan(&path); err != nil {
-			return errors.Join(fmt.Errorf("read memberships: %w", err), rows.Close())
+	for _, m := range was {
+		if has(now, m.Path) {
+			continue
 		}
-		if !slices.ContainsFunc(c.Streams, func(m store.ConsumerStream) bool { return m.Path == path }) {
-			gone = append(gone, path)
-		}
-	}
-	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
-		return fmt.Errorf("read memberships: %w", err)
-	}
-	for _, path := range gone {
-		if _, err := b.exec(`DELETE FROM consumer_streams WHERE consumer_id = ? AND path = ?`, c.ID, path); err != nil {
+		if _, err := b.exec(`DELETE FROM consumer_paths WHERE path = ? AND consumer_id = ?`, m.Path, id); err != nil {
 			return fmt.Errorf("delete membership: %w", err)
 		}
 	}
-	return b.insertMemberships(c)
-}
-
-// insertMemberships inserts the consumer's memberships, or updates those
-// that exist and differ.
-func (b *batch) insertMemberships(c *store.Consumer) error {
-	for i, m := range c.Streams {
-		if _, err := b.exec(`INSERT INTO consumer_streams (consumer_id, path, acked, notified, ord) VALUES (?, ?, ?, ?, ?)
-			ON CONFLICT (consumer_id, path) DO UPDATE SET acked = excluded.acked, notified = excluded.notified, ord = excluded.ord
-			WHERE acked <> excluded.acked OR notified <> excluded.notified OR ord <> excluded.ord`,
-			c.ID, m.Path, m.Acked, m.Notified, i); err != nil {
+	for _, m := range now {
+		if has(was, m.Path) {
+			continue
+		}
+		if _, err := b.exec(`INSERT INTO consumer_paths (path, consumer_id) VALUES (?, ?) ON CONFLICT DO NOTHING`, m.Path, id); err != nil {
 			return fmt.Errorf("insert membership: %w", err)
 		}
 	}
 	return nil
 }
 
-// ConsumerUpdate implements store.SubscriptionStore.
+// ConsumerUpdate implements store.SubscriptionStore. The common update
+// (a wake: states, deadlines and offsets change, the streams do not) is
+// one statement, whose compare-and-set also expects the stored paths; when
+// it matches nothing, the stored row tells whether the consumer is gone,
+// changed, or changed its streams, whose index is then written too.
 func (s *Store) ConsumerUpdate(ctx context.Context, params *store.ConsumerUpdateParams) (int64, error) {
 	c := params.Consumer
-	err := s.writeChecked(ctx, func(b *batch) error {
-		res, err := b.exec(`UPDATE consumers SET state = ?, epoch = ?, wake_id = ?, attempts = ?, waking_deadline = ?,
-			next_retry_at = ?, liveness_deadline = ?, failing_since = ?, due_at = ?, version = version + 1
-			WHERE id = ? AND version = ?`,
-			c.State, c.Epoch, c.WakeID, c.Attempts, nanos(c.WakingDeadline), nanos(c.NextRetryAt),
-			nanos(c.LivenessDeadline), nanos(c.FailingSince), nanos(c.DueAt), c.ID, params.ExpectVersion)
+	paths, cursors, err := encodeMemberships(c.Streams)
+	if err != nil {
+		return 0, err
+	}
+	const update = `UPDATE consumers SET state = ?, epoch = ?, wake_id = ?, attempts = ?, waking_deadline = ?,
+		next_retry_at = ?, liveness_deadline = ?, failing_since = ?, due_at = ?, paths = ?, cursors = ?, version = version + 1
+		WHERE id = ?`
+	args := []any{c.State, c.Epoch, c.WakeID, c.Attempts, nanos(c.WakingDeadline), nanos(c.NextRetryAt),
+		nanos(c.LivenessDeadline), nanos(c.FailingSince), nanos(c.DueAt), paths, cursors, c.ID}
+	err = s.writeChecked(ctx, func(b *batch) error {
+		res, err := b.exec(update+` AND version = ? AND paths = ?`, append(args, params.ExpectVersion, paths)...)
 		if err != nil {
 			return fmt.Errorf("update consumer: %w", err)
 		}
 		if n, err := res.RowsAffected(); err != nil {
 			return err
-		} else if n == 0 {
-			return ruleError{b.missingOrChanged(c.ID)}
+		} else if n == 1 {
+			return nil
 		}
-		return b.writeMemberships(&c)
+		was, err := b.storedMemberships(c.ID, params.ExpectVersion)
+		if err != nil {
+			return err
+		}
+		if _, err := b.exec(update, args...); err != nil {
+			return fmt.Errorf("update consumer: %w", err)
+		}
+		return b.writePaths(c.ID, was, c.Streams)
 	})
 	if err != nil {
 		return 0, err
@@ -294,41 +293,84 @@ func (s *Store) ConsumerUpdate(ctx context.Context, params *store.ConsumerUpdate
 	return params.ExpectVersion + 1, nil
 }
 
-// missingOrChanged tells why a compare-and-set matched no row.
-func (b *batch) missingOrChanged(id string) error {
-	var n int
-	if err := b.s.wconn.QueryRowContext(b.ctx, `SELECT count(*) FROM consumers WHERE id = ?`, id).Scan(&n); err != nil || n == 0 {
-		return store.ErrConsumerNotFound
+// storedMemberships returns the memberships of consumer id as stored in
+// this batch, or the rule error of a compare-and-set expecting version:
+// the consumer is gone, or another write changed it (version 0 expects
+// any).
+func (b *batch) storedMemberships(id string, version int64) ([]store.ConsumerStream, error) {
+	stmt, err := b.s.writerStmt(b.ctx, `SELECT version, paths, cursors FROM consumers WHERE id = ?`)
+	if err != nil {
+		return nil, err
 	}
-	return store.ErrConsumerConflict
+	var stored int64
+	var paths, cursors string
+	switch err := stmt.QueryRowContext(b.ctx, id).Scan(&stored, &paths, &cursors); {
+	case isNoRows(err):
+		return nil, ruleError{store.ErrConsumerNotFound}
+	case err != nil:
+		return nil, fmt.Errorf("read consumer: %w", err)
+	case version != 0 && stored != version:
+		return nil, ruleError{store.ErrConsumerConflict}
+	}
+	return decodeMemberships(paths, cursors)
 }
 
 // ConsumerDelete implements store.SubscriptionStore.
 func (s *Store) ConsumerDelete(ctx context.Context, params *store.ConsumerDeleteParams) error {
 	return s.writeChecked(ctx, func(b *batch) error {
-		q, args := `DELETE FROM consumers WHERE id = ?`, []any{params.ID}
-		if params.ExpectVersion != 0 {
-			q += ` AND version = ?`
-			args = append(args, params.ExpectVersion)
-		}
-		res, err := b.exec(q, args...)
+		was, err := b.storedMemberships(params.ID, params.ExpectVersion)
 		if err != nil {
+			return err
+		}
+		if _, err := b.exec(`DELETE FROM consumers WHERE id = ?`, params.ID); err != nil {
 			return fmt.Errorf("delete consumer: %w", err)
 		}
-		if n, err := res.RowsAffected(); err != nil {
-			return err
-		} else if n == 0 {
-			return ruleError{b.missingOrChanged(params.ID)}
-		}
-		if _, err := b.exec(`DELETE FROM consumer_streams WHERE consumer_id = ?`, params.ID); err != nil {
-			return fmt.Errorf("delete memberships: %w", err)
-		}
-		return nil
+		return b.writePaths(params.ID, was, nil)
 	})
 }
 
+// A consumer's memberships are stored as two JSON arrays in membership
+// order: paths, and cursors of [acked, notified] offsets (migration 0006).
+type cursorJSON [2]string
+
+func encodeMemberships(streams []store.ConsumerStream) (paths, cursors string, _ error) {
+	p := make([]string, len(streams))
+	c := make([]cursorJSON, len(streams))
+	for i, m := range streams {
+		p[i], c[i] = m.Path, cursorJSON{m.Acked, m.Notified}
+	}
+	pj, err := json.Marshal(p)
+	if err != nil {
+		return "", "", fmt.Errorf("sqlite: encode memberships: %w", err)
+	}
+	cj, err := json.Marshal(c)
+	if err != nil {
+		return "", "", fmt.Errorf("sqlite: encode memberships: %w", err)
+	}
+	return string(pj), string(cj), nil
+}
+
+func decodeMemberships(paths, cursors string) ([]store.ConsumerStream, error) {
+	var p []string
+	var c []cursorJSON
+	if err := errors.Join(json.Unmarshal([]byte(paths), &p), json.Unmarshal([]byte(cursors), &c)); err != nil {
+		return nil, fmt.Errorf("sqlite: decode memberships: %w", err)
+	}
+	if len(p) != len(c) {
+		return nil, fmt.Errorf("sqlite: decode memberships: %d paths but %d cursors", len(p), len(c))
+	}
+	if len(p) == 0 {
+		return nil, nil
+	}
+	out := make([]store.ConsumerStream, len(p))
+	for i := range p {
+		out[i] = store.ConsumerStream{Path: p[i], Acked: c[i][0], Notified: c[i][1]}
+	}
+	return out, nil
+}
+
 const consumerColumns = `c.id, c.subscription_id, c.primary_stream, c.state, c.epoch, c.wake_id, c.attempts,
-	c.waking_deadline, c.next_retry_at, c.liveness_deadline, c.failing_since, c.due_at, c.version`
+	c.waking_deadline, c.next_retry_at, c.liveness_deadline, c.failing_since, c.due_at, c.version, c.paths, c.cursors`
 
 // ConsumerGet implements store.SubscriptionStore.
 func (s *Store) ConsumerGet(ctx context.Context, id string) (*store.Consumer, error) {
@@ -354,7 +396,7 @@ func (s *Store) ConsumerListDue(ctx context.Context, params *store.ConsumerListD
 
 // ConsumerListByStream implements store.SubscriptionStore.
 func (s *Store) ConsumerListByStream(ctx context.Context, params *store.ConsumerListByStreamParams) ([]store.Consumer, error) {
-	return s.queryConsumers(ctx, `c.id IN (SELECT consumer_id FROM consumer_streams WHERE path = ?)`, `c.id`, params.Path)
+	return s.queryConsumers(ctx, `c.id IN (SELECT consumer_id FROM consumer_paths WHERE path = ?)`, `c.id`, params.Path)
 }
 
 // ConsumerListByPrimary implements store.SubscriptionStore.
@@ -368,7 +410,7 @@ func (s *Store) ConsumerPathList(ctx context.Context, params *store.ConsumerPath
 	if limit <= 0 {
 		limit = -1 // SQLite: no limit
 	}
-	stmt, err := s.readerStmt(ctx, `SELECT DISTINCT path FROM consumer_streams WHERE path > ? ORDER BY path LIMIT ?`)
+	stmt, err := s.readerStmt(ctx, `SELECT DISTINCT path FROM consumer_paths WHERE path > ? ORDER BY path LIMIT ?`)
 	if err != nil {
 		return nil, err
 	}
@@ -410,14 +452,9 @@ func (s *Store) ConsumerCount(ctx context.Context) (map[string]int, error) {
 	return out, rows.Err()
 }
 
-// queryConsumers reads the consumers that match where, ordered by order,
-// with their memberships. One statement (a join) reads both, so they come
-// from one snapshot without holding a transaction (and its connection)
-// across statements.
+// queryConsumers reads the consumers that match where, ordered by order.
 func (s *Store) queryConsumers(ctx context.Context, where, order string, args ...any) ([]store.Consumer, error) {
-	stmt, err := s.readerStmt(ctx, `SELECT `+consumerColumns+`, m.path, m.acked, m.notified
-		FROM consumers c LEFT JOIN consumer_streams m ON m.consumer_id = c.id
-		WHERE `+where+` ORDER BY `+order+`, m.ord`)
+	stmt, err := s.readerStmt(ctx, `SELECT `+consumerColumns+` FROM consumers c WHERE `+where+` ORDER BY `+order)
 	if err != nil {
 		return nil, err
 	}
@@ -429,20 +466,17 @@ func (s *Store) queryConsumers(ctx context.Context, where, order string, args ..
 	for rows.Next() {
 		var c store.Consumer
 		var waking, retry, live, failing, due int64
-		var path, acked, notified sql.NullString
+		var paths, cursors string
 		if err := rows.Scan(&c.ID, &c.SubscriptionID, &c.PrimaryStream, &c.State, &c.Epoch, &c.WakeID, &c.Attempts,
-			&waking, &retry, &live, &failing, &due, &c.Version, &path, &acked, &notified); err != nil {
+			&waking, &retry, &live, &failing, &due, &c.Version, &paths, &cursors); err != nil {
 			return nil, errors.Join(fmt.Errorf("sqlite: read consumers: %w", err), rows.Close())
 		}
-		if n := len(out); n == 0 || out[n-1].ID != c.ID {
-			c.WakingDeadline, c.NextRetryAt, c.LivenessDeadline = fromNanos(waking), fromNanos(retry), fromNanos(live)
-			c.FailingSince, c.DueAt = fromNanos(failing), fromNanos(due)
-			out = append(out, c)
+		c.WakingDeadline, c.NextRetryAt, c.LivenessDeadline = fromNanos(waking), fromNanos(retry), fromNanos(live)
+		c.FailingSince, c.DueAt = fromNanos(failing), fromNanos(due)
+		if c.Streams, err = decodeMemberships(paths, cursors); err != nil {
+			return nil, errors.Join(err, rows.Close())
 		}
-		if path.Valid {
-			last := &out[len(out)-1]
-			last.Streams = append(last.Streams, store.ConsumerStream{Path: path.String, Acked: acked.String, Notified: notified.String})
-		}
+		out = append(out, c)
 	}
 	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
 		return nil, fmt.Errorf("sqlite: read consumers: %w", err)

@@ -1,0 +1,86 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/heraldstreams/herald/store"
+)
+
+// TestMigrationMovesMembershipsIntoTheConsumer upgrades a store written by
+// the schema before migration 0006 (memberships as rows of
+// consumer_streams) and checks that every consumer keeps its streams, in
+// order, with their offsets, and is still found by stream.
+func TestMigrationMovesMembershipsIntoTheConsumer(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(dir, "herald.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := migrate(ctx, conn, "0005_consumers_state"); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{
+		`INSERT INTO consumers (id, subscription_id, primary_stream, state, epoch, version) VALUES
+			('s:%2Fa', 's', '/a', 'IDLE', 3, 7), ('s:%2Fb', 's', '/b', 'LIVE', 1, 2), ('s:%2Fc', 's', '/c', 'IDLE', 0, 1)`,
+		`INSERT INTO consumer_streams (consumer_id, path, acked, notified, ord) VALUES
+			('s:%2Fa', '/z', 'z1', '', 1), ('s:%2Fa', '/a', 'a1', 'a2', 0), ('s:%2Fa', '/x', 'x1', 'x1', 2),
+			('s:%2Fb', '/b', 'b1', '', 0)`,
+	} {
+		if _, err := conn.ExecContext(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := errors.Join(conn.Close(), db.Close()); err != nil {
+		t.Fatal(err)
+	}
+
+	s, err := Open(ctx, Config{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	want := map[string][]store.ConsumerStream{
+		"s:%2Fa": {{Path: "/a", Acked: "a1", Notified: "a2"}, {Path: "/z", Acked: "z1"}, {Path: "/x", Acked: "x1", Notified: "x1"}},
+		"s:%2Fb": {{Path: "/b", Acked: "b1"}},
+		"s:%2Fc": nil,
+	}
+	for id, streams := range want {
+		c, err := s.ConsumerGet(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(c.Streams, streams) {
+			t.Errorf("%s: streams %+v, want %+v", id, c.Streams, streams)
+		}
+	}
+	if c, _ := s.ConsumerGet(ctx, "s:%2Fa"); c.Epoch != 3 || c.Version != 7 {
+		t.Errorf("consumer columns changed: epoch %d, version %d", c.Epoch, c.Version)
+	}
+	byStream, err := s.ConsumerListByStream(ctx, &store.ConsumerListByStreamParams{Path: "/z"})
+	if err != nil || len(byStream) != 1 || byStream[0].ID != "s:%2Fa" {
+		t.Fatalf("consumers of /z: %+v, %v", byStream, err)
+	}
+	// The migrated memberships index is the one updates maintain.
+	a := byStream[0]
+	a.Streams = a.Streams[:2]
+	if _, err := s.ConsumerUpdate(ctx, &store.ConsumerUpdateParams{Consumer: a, ExpectVersion: a.Version}); err != nil {
+		t.Fatal(err)
+	}
+	if left, err := s.ConsumerListByStream(ctx, &store.ConsumerListByStreamParams{Path: "/x"}); err != nil || len(left) != 0 {
+		t.Fatalf("consumers of /x after unsubscribing: %+v, %v", left, err)
+	}
+}
