@@ -8,8 +8,11 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"hash"
 	"io"
+	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -49,6 +52,10 @@ type Keyring struct {
 	active Key
 	keys   map[string][]byte
 	rand   io.Reader
+	// header is the active key's encoded token header, the same in every
+	// token it signs; macs holds HMAC states keyed with the active key.
+	header string
+	macs   sync.Pool
 }
 
 // NewKeyring returns a keyring that signs with keys[0] and verifies with
@@ -71,6 +78,12 @@ func NewKeyring(keys []Key, r io.Reader) (*Keyring, error) {
 		}
 		k.keys[key.ID] = key.Secret
 	}
+	h, err := json.Marshal(tokenHeader{Alg: "HS256", Kid: k.active.ID, Typ: "JWT"})
+	if err != nil {
+		return nil, fmt.Errorf("subscription: encoding a token header: %w", err)
+	}
+	k.header = b64.EncodeToString(h)
+	k.macs.New = func() any { return hmac.New(sha256.New, k.active.Secret) }
 	return k, nil
 }
 
@@ -103,23 +116,55 @@ func (k *Keyring) Issue(consumerID string, epoch int64, now time.Time) (string, 
 	if _, err := io.ReadFull(k.rand, nonce[:]); err != nil {
 		return "", fmt.Errorf("subscription: generating a token nonce: %w", err)
 	}
-	h, err := json.Marshal(tokenHeader{Alg: "HS256", Kid: k.active.ID, Typ: "JWT"})
-	if err != nil {
-		return "", fmt.Errorf("subscription: encoding a token header: %w", err)
-	}
+	// The claims are written by hand (every wake issues a token), in
+	// tokenBody's field order and encoding.
 	iat := now.Unix()
-	c, err := json.Marshal(tokenBody{
-		Sub:   consumerID,
-		Epoch: epoch,
-		Iat:   iat,
-		Exp:   iat + int64(TokenTTL/time.Second),
-		Jti:   hex.EncodeToString(nonce[:]),
-	})
+	c := make([]byte, 0, 96+len(consumerID))
+	c = append(c, `{"sub":`...)
+	c, err := appendJSONString(c, consumerID)
 	if err != nil {
 		return "", fmt.Errorf("subscription: encoding token claims: %w", err)
 	}
-	signed := b64.EncodeToString(h) + "." + b64.EncodeToString(c)
-	return signed + "." + b64.EncodeToString(sign(k.active.Secret, signed)), nil
+	c = append(c, `,"epoch":`...)
+	c = strconv.AppendInt(c, epoch, 10)
+	c = append(c, `,"iat":`...)
+	c = strconv.AppendInt(c, iat, 10)
+	c = append(c, `,"exp":`...)
+	c = strconv.AppendInt(c, iat+int64(TokenTTL/time.Second), 10)
+	c = append(c, `,"jti":"`...)
+	c = hex.AppendEncode(c, nonce[:])
+	c = append(c, `"}`...)
+
+	t := make([]byte, 0, len(k.header)+1+b64.EncodedLen(len(c))+1+b64.EncodedLen(sha256.Size))
+	t = append(t, k.header...)
+	t = append(t, '.')
+	t = b64.AppendEncode(t, c)
+	mac := k.macs.Get().(hash.Hash)
+	mac.Reset()
+	mac.Write(t)
+	var sum [sha256.Size]byte
+	sig := mac.Sum(sum[:0])
+	k.macs.Put(mac)
+	t = append(t, '.')
+	t = b64.AppendEncode(t, sig)
+	return string(t), nil
+}
+
+// appendJSONString appends s as a JSON string: as is between quotes when
+// it is printable ASCII without quotes or backslashes (consumer ids are),
+// through encoding/json otherwise.
+func appendJSONString(dst []byte, s string) ([]byte, error) {
+	plain := true
+	for i := 0; i < len(s) && plain; i++ {
+		plain = s[i] >= 0x20 && s[i] < 0x7f && s[i] != '"' && s[i] != '\\' && s[i] != '<' && s[i] != '>' && s[i] != '&'
+	}
+	if plain {
+		dst = append(dst, '"')
+		dst = append(dst, s...)
+		return append(dst, '"'), nil
+	}
+	q, err := json.Marshal(s)
+	return append(dst, q...), err
 }
 
 func sign(secret []byte, signed string) []byte {

@@ -62,6 +62,33 @@ func TestTokenIssueVerify(t *testing.T) {
 	}
 }
 
+// The claims are valid JSON that round-trips whatever the consumer id
+// holds: quotes, backslashes, control characters, non-ASCII, HTML.
+func TestTokenClaimsEncodeAnyConsumerID(t *testing.T) {
+	k := testKeyring(t, testKey("k1", 1))
+	for _, id := range []string{consumerA, `s:a"b`, `s:a\b`, "s:\x01\n", "s:é/ü", "s:<&>", "s:\u2028", "s:\xff"} {
+		tok, err := k.Issue(id, 3, t0)
+		if err != nil {
+			t.Fatalf("%q: %v", id, err)
+		}
+		c, err := base64.RawURLEncoding.DecodeString(strings.Split(tok, ".")[1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		var body tokenBody
+		if err := json.Unmarshal(c, &body); err != nil {
+			t.Fatalf("%q: claims %s: %v", id, c, err)
+		}
+		want := strings.ToValidUTF8(id, "\ufffd")
+		if body.Sub != want || body.Epoch != 3 || body.Iat != t0.Unix() || body.Exp != t0.Add(TokenTTL).Unix() || len(body.Jti) != 16 {
+			t.Errorf("%q: claims %s", id, c)
+		}
+		if claims, err := k.Verify(tok, want, t0); err != nil || claims.ConsumerID != want {
+			t.Errorf("%q: verify: %+v, %v", id, claims, err)
+		}
+	}
+}
+
 // TOKEN_EXPIRED is a token with a valid signature past its expiry; the
 // claims come back so the caller can issue a new token.
 func TestTokenExpired(t *testing.T) {
