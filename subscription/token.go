@@ -14,6 +14,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/heraldstreams/herald/internal/jsontext"
 )
 
 // Callback token timings (seed 000, "Callback Tokens").
@@ -121,10 +123,7 @@ func (k *Keyring) Issue(consumerID string, epoch int64, now time.Time) (string, 
 	iat := now.Unix()
 	c := make([]byte, 0, 96+len(consumerID))
 	c = append(c, `{"sub":`...)
-	c, err := appendJSONString(c, consumerID)
-	if err != nil {
-		return "", fmt.Errorf("subscription: encoding token claims: %w", err)
-	}
+	c = jsontext.AppendString(c, consumerID)
 	c = append(c, `,"epoch":`...)
 	c = strconv.AppendInt(c, epoch, 10)
 	c = append(c, `,"iat":`...)
@@ -148,23 +147,6 @@ func (k *Keyring) Issue(consumerID string, epoch int64, now time.Time) (string, 
 	t = append(t, '.')
 	t = b64.AppendEncode(t, sig)
 	return string(t), nil
-}
-
-// appendJSONString appends s as a JSON string: as is between quotes when
-// it is printable ASCII without quotes or backslashes (consumer ids are),
-// through encoding/json otherwise.
-func appendJSONString(dst []byte, s string) ([]byte, error) {
-	plain := true
-	for i := 0; i < len(s) && plain; i++ {
-		plain = s[i] >= 0x20 && s[i] < 0x7f && s[i] != '"' && s[i] != '\\' && s[i] != '<' && s[i] != '>' && s[i] != '&'
-	}
-	if plain {
-		dst = append(dst, '"')
-		dst = append(dst, s...)
-		return append(dst, '"'), nil
-	}
-	q, err := json.Marshal(s)
-	return append(dst, q...), err
 }
 
 func sign(secret []byte, signed string) []byte {

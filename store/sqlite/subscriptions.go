@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/heraldstreams/herald/internal/jsontext"
 	"github.com/heraldstreams/herald/store"
 )
 
@@ -205,10 +206,7 @@ func (b *batch) insertConsumers(cs []store.Consumer) ([]string, error) {
 
 // insertConsumer inserts c with its memberships unless its id exists.
 func (b *batch) insertConsumer(c *store.Consumer) (bool, error) {
-	paths, cursors, err := encodeMemberships(c.Streams)
-	if err != nil {
-		return false, err
-	}
+	paths, cursors := encodeMemberships(c.Streams)
 	res, err := b.exec(`INSERT INTO consumers (id, subscription_id, primary_stream, state, epoch, wake_id, attempts,
 		waking_deadline, next_retry_at, liveness_deadline, failing_since, due_at, paths, cursors, version)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1) ON CONFLICT (id) DO NOTHING`,
@@ -259,16 +257,13 @@ func (b *batch) writePaths(id string, was, now []store.ConsumerStream) error {
 // changed, or changed its streams, whose index is then written too.
 func (s *Store) ConsumerUpdate(ctx context.Context, params *store.ConsumerUpdateParams) (int64, error) {
 	c := params.Consumer
-	paths, cursors, err := encodeMemberships(c.Streams)
-	if err != nil {
-		return 0, err
-	}
+	paths, cursors := encodeMemberships(c.Streams)
 	const update = `UPDATE consumers SET state = ?, epoch = ?, wake_id = ?, attempts = ?, waking_deadline = ?,
 		next_retry_at = ?, liveness_deadline = ?, failing_since = ?, due_at = ?, paths = ?, cursors = ?, version = version + 1
 		WHERE id = ?`
 	args := []any{c.State, c.Epoch, c.WakeID, c.Attempts, nanos(c.WakingDeadline), nanos(c.NextRetryAt),
 		nanos(c.LivenessDeadline), nanos(c.FailingSince), nanos(c.DueAt), paths, cursors, c.ID}
-	err = s.writeChecked(ctx, func(b *batch) error {
+	err := s.writeChecked(ctx, func(b *batch) error {
 		res, err := b.exec(update+` AND version = ? AND paths = ?`, append(args, params.ExpectVersion, paths)...)
 		if err != nil {
 			return fmt.Errorf("update consumer: %w", err)
@@ -333,21 +328,22 @@ func (s *Store) ConsumerDelete(ctx context.Context, params *store.ConsumerDelete
 // order: paths, and cursors of [acked, notified] offsets (migration 0006).
 type cursorJSON [2]string
 
-func encodeMemberships(streams []store.ConsumerStream) (paths, cursors string, _ error) {
-	p := make([]string, len(streams))
-	c := make([]cursorJSON, len(streams))
+func encodeMemberships(streams []store.ConsumerStream) (paths, cursors string) {
+	p := make([]byte, 0, 2+len(streams)*32)
+	c := make([]byte, 0, 2+len(streams)*72)
+	p, c = append(p, '['), append(c, '[')
 	for i, m := range streams {
-		p[i], c[i] = m.Path, cursorJSON{m.Acked, m.Notified}
+		if i > 0 {
+			p, c = append(p, ','), append(c, ',')
+		}
+		p = jsontext.AppendString(p, m.Path)
+		c = append(c, '[')
+		c = jsontext.AppendString(c, m.Acked)
+		c = append(c, ',')
+		c = jsontext.AppendString(c, m.Notified)
+		c = append(c, ']')
 	}
-	pj, err := json.Marshal(p)
-	if err != nil {
-		return "", "", fmt.Errorf("sqlite: encode memberships: %w", err)
-	}
-	cj, err := json.Marshal(c)
-	if err != nil {
-		return "", "", fmt.Errorf("sqlite: encode memberships: %w", err)
-	}
-	return string(pj), string(cj), nil
+	return string(append(p, ']')), string(append(c, ']'))
 }
 
 func decodeMemberships(paths, cursors string) ([]store.ConsumerStream, error) {
