@@ -1,7 +1,6 @@
 package subscription
 
 import (
-	"encoding/json"
 	"errors"
 	"net/http"
 
@@ -65,11 +64,7 @@ func (e *Engine) deliver(a applied, w SendWake) {
 	payload := w.Wake
 	payload.Callback = e.base + "/callback/" + c.ID
 	payload.Token = token
-	body, err := json.Marshal(payload)
-	if err != nil {
-		e.logSendError(c.ID, err)
-		return
-	}
+	body := payload.AppendJSON(make([]byte, 0, 512))
 	hdr := http.Header{}
 	hdr.Set("Content-Type", "application/json")
 	hdr.Set(SignatureHeader, SignatureHeaderValue(sub.Secret, body, now))

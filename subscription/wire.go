@@ -6,6 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
+
+	"github.com/heraldstreams/herald/internal/jsontext"
 )
 
 // StreamOffset is a stream path and an offset: the entries of "streams" in
@@ -27,6 +30,55 @@ type WakePayload struct {
 	TriggeredBy   []string       `json:"triggered_by"`
 	Callback      string         `json:"callback"`
 	Token         string         `json:"token"`
+}
+
+// AppendJSON appends the payload as JSON, byte for byte what
+// encoding/json writes for it, without reflection (every wake encodes
+// one).
+func (w *WakePayload) AppendJSON(dst []byte) []byte {
+	dst = append(dst, `{"consumer_id":`...)
+	dst = jsontext.AppendString(dst, w.ConsumerID)
+	dst = append(dst, `,"epoch":`...)
+	dst = strconv.AppendInt(dst, w.Epoch, 10)
+	dst = append(dst, `,"wake_id":`...)
+	dst = jsontext.AppendString(dst, w.WakeID)
+	dst = append(dst, `,"primary_stream":`...)
+	dst = jsontext.AppendString(dst, w.PrimaryStream)
+	dst = append(dst, `,"streams":`...)
+	if w.Streams == nil {
+		dst = append(dst, "null"...)
+	} else {
+		dst = append(dst, '[')
+		for i, s := range w.Streams {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = append(dst, `{"path":`...)
+			dst = jsontext.AppendString(dst, s.Path)
+			dst = append(dst, `,"offset":`...)
+			dst = jsontext.AppendString(dst, s.Offset)
+			dst = append(dst, '}')
+		}
+		dst = append(dst, ']')
+	}
+	dst = append(dst, `,"triggered_by":`...)
+	if w.TriggeredBy == nil {
+		dst = append(dst, "null"...)
+	} else {
+		dst = append(dst, '[')
+		for i, p := range w.TriggeredBy {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = jsontext.AppendString(dst, p)
+		}
+		dst = append(dst, ']')
+	}
+	dst = append(dst, `,"callback":`...)
+	dst = jsontext.AppendString(dst, w.Callback)
+	dst = append(dst, `,"token":`...)
+	dst = jsontext.AppendString(dst, w.Token)
+	return append(dst, '}')
 }
 
 // CallbackRequest is the body of a callback (seed 000, "Callback API").

@@ -1,6 +1,7 @@
 package subscription
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -266,4 +267,29 @@ func normalize(r CallbackRequest) CallbackRequest {
 		r.Unsubscribe = nil
 	}
 	return r
+}
+
+// A wake payload's hand-written encoding is what encoding/json writes for
+// it, whatever its strings hold and whether its lists are empty or nil.
+func FuzzWakePayloadAppendJSON(f *testing.F) {
+	f.Add("sub:%2Fagents%2Fa", int64(7), "w_1", "/agents/a", "/agents/a", "0000000000000000_0000000000000012", "http://h/callback/x", "tok", 2)
+	f.Add(`s:"q"`, int64(1), "w\\x", "/é/<b>&", "/line\u2028", "\x01", "", "", 0)
+	f.Add("c", int64(-1), "", "", "", "", "", "", 1)
+	f.Fuzz(func(t *testing.T, id string, epoch int64, wakeID, primary, path, offset, callback, token string, lists int) {
+		w := WakePayload{ConsumerID: id, Epoch: epoch, WakeID: wakeID, PrimaryStream: primary, Callback: callback, Token: token}
+		switch lists % 3 {
+		case 1:
+			w.Streams, w.TriggeredBy = []StreamOffset{}, []string{}
+		case 2:
+			w.Streams = []StreamOffset{{Path: path, Offset: offset}, {Path: primary, Offset: wakeID}}
+			w.TriggeredBy = []string{path, primary}
+		}
+		want, err := json.Marshal(&w)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := w.AppendJSON(nil); !bytes.Equal(got, want) {
+			t.Fatalf("AppendJSON = %s\nencoding/json = %s", got, want)
+		}
+	})
 }
