@@ -17,15 +17,7 @@ import (
 // any durable write in it waits for the disk, for every op in it.
 func TestRelaxedWritesNeverRelaxADurableOne(t *testing.T) {
 	ctx := context.Background()
-	s, err := Open(ctx, Config{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := s.Close(); err != nil {
-			t.Error(err)
-		}
-	})
+	s := openStore(t, Config{Dir: t.TempDir()})
 	// synchronous as the op's own commit will use it: 1 NORMAL, 2 FULL.
 	mode := func(got *int) func(b *batch) error {
 		return func(b *batch) error {
@@ -121,15 +113,7 @@ func TestRelaxedWritesLinger(t *testing.T) {
 // commits the other writes.
 func TestCheckedWriteRuleErrorKeepsTheBatch(t *testing.T) {
 	ctx := context.Background()
-	s, err := Open(ctx, Config{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := s.Close(); err != nil {
-			t.Error(err)
-		}
-	})
+	s := openStore(t, Config{Dir: t.TempDir()})
 	errs := inOneBatch(t, s,
 		&funcOp{fn: func(*batch) error { return ruleError{store.ErrConsumerConflict} }, done: make(chan struct{}), checksFirst: true},
 		&funcOp{fn: func(b *batch) error {
@@ -144,6 +128,21 @@ func TestCheckedWriteRuleErrorKeepsTheBatch(t *testing.T) {
 	if err := s.reader.QueryRowContext(ctx, `SELECT count(*) FROM schema_migrations WHERE version = 'test'`).Scan(&n); err != nil || n != 1 {
 		t.Fatalf("the batch's other write: %d rows, %v", n, err)
 	}
+}
+
+// openStore opens a store with cfg, closed when the test ends.
+func openStore(t *testing.T, cfg Config) *Store {
+	t.Helper()
+	s, err := Open(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	return s
 }
 
 // inOneBatch holds the committer in a batch until every op is queued

@@ -44,15 +44,7 @@ func TestMigrationMovesMembershipsIntoTheConsumer(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	s, err := Open(ctx, Config{Dir: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := s.Close(); err != nil {
-			t.Error(err)
-		}
-	})
+	s := openStore(t, Config{Dir: dir})
 	want := map[string][]store.ConsumerStream{
 		"s:%2Fa": {{Path: "/a", Acked: "a1", Notified: "a2"}, {Path: "/z", Acked: "z1"}, {Path: "/x", Acked: "x1", Notified: "x1"}},
 		"s:%2Fb": {{Path: "/b", Acked: "b1"}},
