@@ -48,31 +48,21 @@ func (w *WakePayload) AppendJSON(dst []byte) []byte {
 	if w.Streams == nil {
 		dst = append(dst, "null"...)
 	} else {
-		dst = append(dst, '[')
-		for i, s := range w.Streams {
-			if i > 0 {
-				dst = append(dst, ',')
-			}
+		dst = jsontext.AppendArray(dst, len(w.Streams), func(dst []byte, i int) []byte {
 			dst = append(dst, `{"path":`...)
-			dst = jsontext.AppendString(dst, s.Path)
+			dst = jsontext.AppendString(dst, w.Streams[i].Path)
 			dst = append(dst, `,"offset":`...)
-			dst = jsontext.AppendString(dst, s.Offset)
-			dst = append(dst, '}')
-		}
-		dst = append(dst, ']')
+			dst = jsontext.AppendString(dst, w.Streams[i].Offset)
+			return append(dst, '}')
+		})
 	}
 	dst = append(dst, `,"triggered_by":`...)
 	if w.TriggeredBy == nil {
 		dst = append(dst, "null"...)
 	} else {
-		dst = append(dst, '[')
-		for i, p := range w.TriggeredBy {
-			if i > 0 {
-				dst = append(dst, ',')
-			}
-			dst = jsontext.AppendString(dst, p)
-		}
-		dst = append(dst, ']')
+		dst = jsontext.AppendArray(dst, len(w.TriggeredBy), func(dst []byte, i int) []byte {
+			return jsontext.AppendString(dst, w.TriggeredBy[i])
+		})
 	}
 	dst = append(dst, `,"callback":`...)
 	dst = jsontext.AppendString(dst, w.Callback)

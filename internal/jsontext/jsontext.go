@@ -22,3 +22,15 @@ func AppendString(dst []byte, s string) []byte {
 	dst = append(dst, s...)
 	return append(dst, '"')
 }
+
+// AppendArray appends a JSON array of n elements, each written by elem.
+func AppendArray(dst []byte, n int, elem func(dst []byte, i int) []byte) []byte {
+	dst = append(dst, '[')
+	for i := range n {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = elem(dst, i)
+	}
+	return append(dst, ']')
+}

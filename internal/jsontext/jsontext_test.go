@@ -20,3 +20,13 @@ func FuzzAppendString(f *testing.F) {
 		}
 	})
 }
+
+func TestAppendArray(t *testing.T) {
+	words := []string{"a", `b"`, "c"}
+	for n, want := range []string{`[]`, `["a"]`, `["a","b\""]`, `["a","b\"","c"]`} {
+		got := AppendArray(nil, n, func(dst []byte, i int) []byte { return AppendString(dst, words[i]) })
+		if string(got) != want {
+			t.Errorf("%d elements: %s, want %s", n, got, want)
+		}
+	}
+}

@@ -261,8 +261,10 @@ func (s *Store) ConsumerUpdate(ctx context.Context, params *store.ConsumerUpdate
 	const update = `UPDATE consumers SET state = ?, epoch = ?, wake_id = ?, attempts = ?, waking_deadline = ?,
 		next_retry_at = ?, liveness_deadline = ?, failing_since = ?, due_at = ?, paths = ?, cursors = ?, version = version + 1
 		WHERE id = ?`
-	args := []any{c.State, c.Epoch, c.WakeID, c.Attempts, nanos(c.WakingDeadline), nanos(c.NextRetryAt),
-		nanos(c.LivenessDeadline), nanos(c.FailingSince), nanos(c.DueAt), paths, cursors, c.ID}
+	// Room for the two compare-and-set arguments, so appending them does
+	// not copy the list.
+	args := append(make([]any, 0, 14), c.State, c.Epoch, c.WakeID, c.Attempts, nanos(c.WakingDeadline), nanos(c.NextRetryAt),
+		nanos(c.LivenessDeadline), nanos(c.FailingSince), nanos(c.DueAt), paths, cursors, c.ID)
 	err := s.writeChecked(ctx, func(b *batch) error {
 		res, err := b.exec(update+` AND version = ? AND paths = ?`, append(args, params.ExpectVersion, paths)...)
 		if err != nil {
@@ -329,21 +331,17 @@ func (s *Store) ConsumerDelete(ctx context.Context, params *store.ConsumerDelete
 type cursorJSON [2]string
 
 func encodeMemberships(streams []store.ConsumerStream) (paths, cursors string) {
-	p := make([]byte, 0, 2+len(streams)*32)
-	c := make([]byte, 0, 2+len(streams)*72)
-	p, c = append(p, '['), append(c, '[')
-	for i, m := range streams {
-		if i > 0 {
-			p, c = append(p, ','), append(c, ',')
-		}
-		p = jsontext.AppendString(p, m.Path)
-		c = append(c, '[')
-		c = jsontext.AppendString(c, m.Acked)
-		c = append(c, ',')
-		c = jsontext.AppendString(c, m.Notified)
-		c = append(c, ']')
-	}
-	return string(append(p, ']')), string(append(c, ']'))
+	p := jsontext.AppendArray(make([]byte, 0, 2+len(streams)*32), len(streams), func(dst []byte, i int) []byte {
+		return jsontext.AppendString(dst, streams[i].Path)
+	})
+	c := jsontext.AppendArray(make([]byte, 0, 2+len(streams)*72), len(streams), func(dst []byte, i int) []byte {
+		dst = append(dst, '[')
+		dst = jsontext.AppendString(dst, streams[i].Acked)
+		dst = append(dst, ',')
+		dst = jsontext.AppendString(dst, streams[i].Notified)
+		return append(dst, ']')
+	})
+	return string(p), string(c)
 }
 
 func decodeMemberships(paths, cursors string) ([]store.ConsumerStream, error) {
