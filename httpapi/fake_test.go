@@ -23,6 +23,8 @@ type fakeStore struct {
 	store.SubscriptionStore
 	// DeliveryStore is nil for the same reason.
 	store.DeliveryStore
+	// KeyStore is nil for the same reason.
+	store.KeyStore
 	t        *testing.T
 	create   func(*store.StreamCreateParams) (*store.StreamCreateResult, error)
 	append   func(*store.StreamAppendParams) (*store.StreamAppendResult, error)

@@ -63,6 +63,9 @@ type Store interface {
 	// DeliveryStore keeps event delivery endpoints and deliveries.
 	DeliveryStore
 
+	// KeyStore keeps API keys (their hashes).
+	KeyStore
+
 	// Notifier reports tail changes of this store's streams.
 	Notifier() Notifier
 

@@ -43,6 +43,7 @@ func Run(t *testing.T, f Factory) {
 	t.Run("Durability", func(t *testing.T) { testDurability(t, f) })
 	runSubscriptions(t, f)
 	runDeliveries(t, f)
+	runKeys(t, f)
 }
 
 func mustCreate(t *testing.T, s store.Store, p *store.StreamCreateParams) store.Stream {
