@@ -1,0 +1,295 @@
+package secretbox
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+)
+
+func mustKey(t *testing.T, id string) Key {
+	t.Helper()
+	k, err := GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k.ID = id
+	return k
+}
+
+func mustBox(t *testing.T, keys ...Key) *Box {
+	t.Helper()
+	b, err := New(keys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+var row1 = Binding("endpoints", "ep_1", "secret")
+
+func TestSealOpen(t *testing.T) {
+	b := mustBox(t, mustKey(t, "k1"))
+	for _, plain := range [][]byte{[]byte("whsec_abc"), {}, bytes.Repeat([]byte{0}, 10000)} {
+		sealed, err := b.Seal(plain, row1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !IsSealed(sealed) || (len(plain) > 3 && strings.Contains(sealed, string(plain))) {
+			t.Fatalf("sealed value %q", sealed)
+		}
+		got, err := b.Open(sealed, row1)
+		if err != nil || !bytes.Equal(got, plain) {
+			t.Fatalf("open = %q, %v; want %q", got, err, plain)
+		}
+		if id, err := KeyID(sealed); err != nil || id != "k1" {
+			t.Fatalf("KeyID = %q, %v", id, err)
+		}
+	}
+	// Two seals of one value differ (fresh data key and nonces), so equal
+	// secrets are not visible as equal in the database.
+	a, _ := b.Seal([]byte("same"), row1)
+	c, _ := b.Seal([]byte("same"), row1)
+	if a == c {
+		t.Fatal("two seals of the same value are equal")
+	}
+}
+
+func TestTamperedValueDoesNotOpen(t *testing.T) {
+	b := mustBox(t, mustKey(t, "k1"))
+	sealed, err := b.Seal([]byte("whsec_secret"), row1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(strings.TrimPrefix(sealed, Prefix))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Flip each byte after the key id in turn: nonces, wrapped key, data,
+	// tags. Every change is refused.
+	for i := 2 + len("k1"); i < len(raw); i++ {
+		bad := bytes.Clone(raw)
+		bad[i] ^= 0x01
+		if _, err := b.Open(Prefix+base64.RawURLEncoding.EncodeToString(bad), row1); !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("byte %d flipped: err = %v, want ErrCorrupt", i, err)
+		}
+	}
+	for _, bad := range []string{"", "whsec_plain", Prefix, Prefix + "!!", Prefix + base64.RawURLEncoding.EncodeToString(raw[:20]),
+		Prefix + base64.RawURLEncoding.EncodeToString(append([]byte{2}, raw[1:]...))} {
+		if _, err := b.Open(bad, row1); !errors.Is(err, ErrCorrupt) {
+			t.Errorf("Open(%q) err = %v, want ErrCorrupt", bad, err)
+		}
+	}
+}
+
+func TestValueDoesNotOpenInAnotherRowOrColumn(t *testing.T) {
+	b := mustBox(t, mustKey(t, "k1"))
+	sealed, err := b.Seal([]byte("whsec_ep1"), row1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, other := range []string{
+		Binding("endpoints", "ep_2", "secret"),
+		Binding("endpoints", "ep_1", "previous_secret"),
+		Binding("subscriptions", "ep_1", "secret"),
+		// Names that run together the same way still differ.
+		Binding("endpoints", "ep_1s", "ecret"),
+	} {
+		if _, err := b.Open(sealed, other); !errors.Is(err, ErrCorrupt) {
+			t.Errorf("opened under %q: err = %v, want ErrCorrupt", other, err)
+		}
+	}
+}
+
+func TestWrongKeyIsNamed(t *testing.T) {
+	sealed, err := mustBox(t, mustKey(t, "old")).Seal([]byte("s"), row1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = mustBox(t, mustKey(t, "new")).Open(sealed, row1)
+	var unknown *UnknownKeyError
+	if !errors.As(err, &unknown) || unknown.ID != "old" {
+		t.Fatalf("err = %v, want an UnknownKeyError for old", err)
+	}
+	if want := `data was encrypted with key "old", which is not configured`; !strings.Contains(err.Error(), want) {
+		t.Fatalf("message %q does not say %q", err, want)
+	}
+	// Another key under the same id is a corrupt value, not a crash or a
+	// wrong plaintext.
+	if _, err := mustBox(t, mustKey(t, "old")).Open(sealed, row1); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("same id, other key: %v, want ErrCorrupt", err)
+	}
+}
+
+func TestRotation(t *testing.T) {
+	oldKey, newKey := mustKey(t, "k1"), mustKey(t, "k2")
+	before := mustBox(t, oldKey)
+	sealed, err := before.Seal([]byte("whsec_rotate"), row1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	after := mustBox(t, newKey, oldKey) // the new key first: it seals
+	if got, err := after.Open(sealed, row1); err != nil || string(got) != "whsec_rotate" {
+		t.Fatalf("old value after rotation: %q, %v", got, err)
+	}
+	fresh, err := after.Seal([]byte("x"), row1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if id, _ := KeyID(fresh); id != "k2" || after.CurrentKeyID() != "k2" {
+		t.Fatalf("new values sealed with %q, want k2", id)
+	}
+	moved, changed, err := after.Rewrap(sealed, row1)
+	if err != nil || !changed {
+		t.Fatalf("rewrap: changed %v, %v", changed, err)
+	}
+	if id, _ := KeyID(moved); id != "k2" {
+		t.Fatalf("rewrapped under %q", id)
+	}
+	if same, changed, err := after.Rewrap(moved, row1); err != nil || changed || same != moved {
+		t.Fatalf("rewrap of a current value: changed %v, %v", changed, err)
+	}
+	if _, _, err := after.Rewrap(sealed, Binding("endpoints", "ep_2", "secret")); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("rewrap under another binding: %v", err)
+	}
+	// Once the old key is dropped, only rewrapped values open.
+	final := mustBox(t, newKey)
+	if got, err := final.Open(moved, row1); err != nil || string(got) != "whsec_rotate" {
+		t.Fatalf("rewrapped value with the new key alone: %q, %v", got, err)
+	}
+	var unknown *UnknownKeyError
+	if _, err := final.Open(sealed, row1); !errors.As(err, &unknown) {
+		t.Fatalf("old value without the old key: %v", err)
+	}
+}
+
+func TestConcurrentUse(t *testing.T) {
+	b := mustBox(t, mustKey(t, "k1"))
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for i := range 8 {
+		wg.Go(func() {
+			for range 50 {
+				s, err := b.Seal([]byte{byte(i)}, row1)
+				if err == nil {
+					var p []byte
+					if p, err = b.Open(s, row1); err == nil && (len(p) != 1 || p[0] != byte(i)) {
+						err = errors.New("wrong plaintext")
+					}
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+}
+
+func TestParseKeys(t *testing.T) {
+	k := mustKey(t, "a")
+	k2 := mustKey(t, "b")
+	keys, err := ParseKeys("# comment\n" + FormatKey(k) + "\n\n" + FormatKey(k2))
+	if err != nil || len(keys) != 2 || keys[0].ID != "a" || !bytes.Equal(keys[1].Secret, k2.Secret) {
+		t.Fatalf("keys = %v, %v", keys, err)
+	}
+	std := "c:" + base64.StdEncoding.EncodeToString(k.Secret)
+	if keys, err := ParseKeys(std + ", " + FormatKey(k2)); err != nil || len(keys) != 2 {
+		t.Fatalf("standard base64 and commas: %v, %v", keys, err)
+	}
+	for _, bad := range []string{
+		"", "# only a comment", "nocolon", "a:!!!", "a:" + base64.RawURLEncoding.EncodeToString([]byte("short")),
+		":" + base64.RawURLEncoding.EncodeToString(k.Secret), "bad id:" + base64.RawURLEncoding.EncodeToString(k.Secret),
+		FormatKey(k) + "\n" + FormatKey(k),
+	} {
+		if _, err := ParseKeys(bad); !errors.Is(err, ErrInvalidKey) {
+			t.Errorf("ParseKeys(%q) = %v, want ErrInvalidKey", bad, err)
+		}
+	}
+	if _, err := New(nil); !errors.Is(err, ErrInvalidKey) {
+		t.Errorf("New(nil) = %v", err)
+	}
+	if _, err := New([]Key{k, k}); !errors.Is(err, ErrInvalidKey) {
+		t.Errorf("New with a duplicate id = %v", err)
+	}
+	if strings.Contains(k.String(), base64.RawURLEncoding.EncodeToString(k.Secret)) {
+		t.Error("String shows the secret")
+	}
+}
+
+func TestKeyFileIsCreatedOnceBesideTheDataDir(t *testing.T) {
+	parent := t.TempDir()
+	dataDir := filepath.Join(parent, "data")
+	keys, err := Load(LoadConfig{DataDir: dataDir, Rand: rand.Reader})
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(parent, DefaultFileName)
+	info, err := os.Stat(path)
+	if err != nil {
+		t.Fatalf("no key file beside the data directory: %v", err)
+	}
+	if perm := info.Mode().Perm(); perm != 0o600 {
+		t.Fatalf("key file mode %04o, want 0600", perm)
+	}
+	// A second start reads the same key: values sealed before still open.
+	again, err := Load(LoadConfig{DataDir: dataDir, Rand: rand.Reader})
+	if err != nil || len(again) != 1 || again[0].ID != keys[0].ID || !bytes.Equal(again[0].Secret, keys[0].Secret) {
+		t.Fatalf("second load = %v, %v; want the first key", again, err)
+	}
+	entries, err := os.ReadDir(parent)
+	if err != nil || len(entries) != 1 {
+		t.Fatalf("the parent holds %v, %v; want the key file alone (no temporary file left)", entries, err)
+	}
+
+	// A configured file is used instead; keys given directly win over it.
+	own := filepath.Join(t.TempDir(), "kek")
+	fileKeys, err := Load(LoadConfig{File: own, DataDir: dataDir, Rand: rand.Reader})
+	if err != nil || fileKeys[0].ID == keys[0].ID && bytes.Equal(fileKeys[0].Secret, keys[0].Secret) {
+		t.Fatalf("--kek-file: %v, %v", fileKeys, err)
+	}
+	given := mustKey(t, "env")
+	envKeys, err := Load(LoadConfig{Keys: FormatKey(given), File: own, DataDir: dataDir, Rand: rand.Reader})
+	if err != nil || len(envKeys) != 1 || envKeys[0].ID != "env" {
+		t.Fatalf("HERALD_KEK: %v, %v", envKeys, err)
+	}
+
+	if err := os.Chmod(path, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load(LoadConfig{DataDir: dataDir, Rand: rand.Reader}); !errors.Is(err, ErrInvalidKey) {
+		t.Fatalf("a world-readable key file: %v, want ErrInvalidKey", err)
+	}
+}
+
+func FuzzOpen(f *testing.F) {
+	key := Key{ID: "k1", Secret: bytes.Repeat([]byte{1}, keySize)}
+	b, err := New([]Key{key})
+	if err != nil {
+		f.Fatal(err)
+	}
+	sealed, err := b.Seal([]byte("seed"), row1)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(sealed)
+	f.Add(Prefix + "AQJrMQ")
+	f.Add("whsec_x")
+	f.Fuzz(func(t *testing.T, v string) {
+		// Only the value this key sealed opens; the fuzzer cannot forge
+		// or alter one.
+		if plain, err := b.Open(v, row1); err == nil && v != sealed {
+			t.Fatalf("forged value %q opened to %q", v, plain)
+		}
+	})
+}
