@@ -25,7 +25,7 @@ func TestClientKeepsTheGuards(t *testing.T) {
 	t.Cleanup(srv.Close)
 
 	// Loopback is refused unless allowed, before anything is dialed.
-	_, err := New(Config{}).Client(1<<10).Get(srv.URL + "/small")
+	_, err := New(Config{}).Client(1 << 10).Get(srv.URL + "/small")
 	if !errors.Is(err, ErrURLRefused) {
 		t.Fatalf("GET of a loopback URL without an allow list: %v, want a refusal", err)
 	}
