@@ -1,0 +1,78 @@
+package auth
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+)
+
+// Error is an access control failure with its HTTP status and JSON code.
+// Authenticate and Require return (and write) only these.
+type Error struct {
+	Status  int
+	Code    string
+	Message string
+}
+
+func (e *Error) Error() string { return "auth: " + e.Message }
+
+// The failures. 401s mean "present a valid credential"; 403 means the
+// credential is valid but does not allow this request.
+var (
+	ErrUnauthenticated = &Error{http.StatusUnauthorized, "UNAUTHENTICATED", "a valid API key or token is required: Authorization: Bearer <key>"}
+	ErrInvalidKey      = &Error{http.StatusUnauthorized, "INVALID_KEY", "the API key or token is not valid (unknown, revoked, or malformed)"}
+	ErrKeyExpired      = &Error{http.StatusUnauthorized, "KEY_EXPIRED", "the API key or token has expired"}
+	ErrForbidden       = &Error{http.StatusForbidden, "FORBIDDEN", "the credential does not allow this request"}
+	// ErrUnavailable: the credential could not be checked (the store or
+	// the identity provider's keys are unreachable); retry later.
+	ErrUnavailable = &Error{http.StatusServiceUnavailable, "AUTH_UNAVAILABLE", "credentials cannot be checked right now; retry later"}
+)
+
+// forbidden is ErrForbidden with a reason.
+func forbidden(msg string) *Error {
+	return &Error{http.StatusForbidden, ErrForbidden.Code, msg}
+}
+
+type errorBody struct {
+	Error errorDetail `json:"error"`
+}
+
+type errorDetail struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	Field   string `json:"field,omitempty"`
+}
+
+// WriteError writes err as Herald's JSON error body: an *Error with its
+// status and code, anything else as a 500. A 401 carries the
+// WWW-Authenticate challenge of RFC 6750.
+func WriteError(w http.ResponseWriter, r *http.Request, err error) {
+	var ae *Error
+	if !errors.As(err, &ae) {
+		ae = &Error{http.StatusInternalServerError, "INTERNAL", "internal error"}
+	}
+	if ae.Status == http.StatusUnauthorized {
+		challenge := `Bearer realm="herald"`
+		if ae != ErrUnauthenticated {
+			challenge += `, error="invalid_token"`
+		}
+		w.Header().Set("WWW-Authenticate", challenge)
+	}
+	writeError(w, r, ae.Status, errorDetail{Code: ae.Code, Message: ae.Message})
+}
+
+func writeError(w http.ResponseWriter, r *http.Request, status int, d errorDetail) {
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Cache-Control", "no-store")
+	h.Del("Content-Length")
+	w.WriteHeader(status)
+	if r.Method == http.MethodHead {
+		return
+	}
+	body, err := json.Marshal(errorBody{d})
+	if err != nil {
+		return // strings always marshal
+	}
+	_, _ = w.Write(body) // a failed write means the client is gone
+}

@@ -1,0 +1,412 @@
+package auth
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/heraldstreams/herald/glob"
+	"github.com/heraldstreams/herald/store"
+)
+
+// KeysPrefix is where the key API lives.
+const KeysPrefix = "/_herald/v1/keys"
+
+// Limits of a key's configuration.
+const (
+	maxKeyPaths          = 64
+	maxTenantLength      = 128
+	maxDescriptionLength = 256
+	maxKeysBody          = 64 << 10
+	defaultListLimit     = 100
+	maxListLimit         = 1000
+)
+
+// KeysAPIConfig configures a KeysAPI.
+type KeysAPIConfig struct {
+	Auth  *Authenticator
+	Store store.KeyStore
+	// Rand makes keys; crypto/rand.Reader when nil.
+	Rand   io.Reader
+	Now    func() time.Time
+	Logger *slog.Logger
+}
+
+// KeysAPI serves the key API, every route of it behind the admin scope:
+//
+//	POST   /_herald/v1/keys       create: 201 {"id", "key", ...}; the key is shown only here
+//	GET    /_herald/v1/keys       list:   {"data": [...], "next_cursor"}; ?limit=&cursor=&tenant=
+//	GET    /_herald/v1/keys/{id}  one key (never its secret)
+//	DELETE /_herald/v1/keys/{id}  revoke: 204, effective at once
+//
+// An admin credential limited to a tenant sees and makes only keys of
+// its tenant; one limited to stream paths cannot make keys at all (it
+// could make a key wider than itself).
+type KeysAPI struct {
+	cfg KeysAPIConfig
+}
+
+// NewKeysAPI returns the key API.
+func NewKeysAPI(cfg KeysAPIConfig) *KeysAPI {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &KeysAPI{cfg: cfg}
+}
+
+// Mounter mounts handlers (httpapi.Server and *http.ServeMux implement
+// it).
+type Mounter interface {
+	Handle(pattern string, h http.Handler)
+}
+
+// Mount registers the routes on m, each behind Require(admin).
+func (k *KeysAPI) Mount(m Mounter) {
+	admin := Rule{Scope: ScopeAdmin}
+	m.Handle("POST "+KeysPrefix, k.cfg.Auth.Require(admin, http.HandlerFunc(k.create)))
+	m.Handle("GET "+KeysPrefix, k.cfg.Auth.Require(admin, http.HandlerFunc(k.list)))
+	m.Handle("GET "+KeysPrefix+"/{id}", k.cfg.Auth.Require(admin, http.HandlerFunc(k.get)))
+	m.Handle("DELETE "+KeysPrefix+"/{id}", k.cfg.Auth.Require(admin, http.HandlerFunc(k.delete)))
+}
+
+// Handler returns a mux serving only the key API.
+func (k *KeysAPI) Handler() http.Handler {
+	mux := http.NewServeMux()
+	k.Mount(mux)
+	return mux
+}
+
+// keyView is a key on the wire. Key is set only in the create answer.
+type keyView struct {
+	ID          string   `json:"id"`
+	Key         string   `json:"key,omitempty"`
+	Scopes      []string `json:"scopes"`
+	Tenant      string   `json:"tenant,omitempty"`
+	Paths       []string `json:"paths"`
+	Description string   `json:"description,omitempty"`
+	ExpiresAt   *string  `json:"expires_at"`
+	CreatedAt   string   `json:"created_at"`
+}
+
+func view(k *store.Key) keyView {
+	v := keyView{ID: k.ID, Scopes: k.Scopes, Tenant: k.Tenant, Paths: k.Paths, Description: k.Description,
+		CreatedAt: k.CreatedAt.UTC().Format(time.RFC3339Nano)}
+	if v.Paths == nil {
+		v.Paths = []string{}
+	}
+	if !k.ExpiresAt.IsZero() {
+		s := k.ExpiresAt.UTC().Format(time.RFC3339Nano)
+		v.ExpiresAt = &s
+	}
+	return v
+}
+
+// createRequest is the body of a create.
+type createRequest struct {
+	Scopes      []string   `json:"scopes"`
+	Tenant      string     `json:"tenant"`
+	Paths       []string   `json:"paths"`
+	ExpiresAt   *time.Time `json:"expires_at"`
+	Description string     `json:"description"`
+}
+
+// apiError is a key API failure of the request.
+type apiError struct {
+	status int
+	d      errorDetail
+}
+
+func (e *apiError) Error() string { return e.d.Message }
+
+func badRequest(code, field, format string, args ...any) *apiError {
+	return &apiError{http.StatusBadRequest, errorDetail{Code: code, Field: field, Message: fmt.Sprintf(format, args...)}}
+}
+
+var errKeyNotFound = &apiError{http.StatusNotFound, errorDetail{Code: "KEY_NOT_FOUND", Message: "no key with this id"}}
+
+func (k *KeysAPI) fail(w http.ResponseWriter, r *http.Request, err error) {
+	var ae *apiError
+	var authErr *Error
+	switch {
+	case errors.As(err, &ae):
+		writeError(w, r, ae.status, ae.d)
+	case errors.As(err, &authErr):
+		WriteError(w, r, err)
+	case errors.Is(err, store.ErrKeyNotFound):
+		writeError(w, r, errKeyNotFound.status, errKeyNotFound.d)
+	case errors.Is(err, store.ErrClosedStore):
+		writeError(w, r, http.StatusServiceUnavailable, errorDetail{Code: "UNAVAILABLE", Message: "the store is closed"})
+	default:
+		k.cfg.Logger.ErrorContext(r.Context(), "key API request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+		writeError(w, r, http.StatusInternalServerError, errorDetail{Code: "INTERNAL", Message: "internal error"})
+	}
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	body, err := json.Marshal(v)
+	if err != nil {
+		http.Error(w, `{"error":{"code":"INTERNAL","message":"encoding the response failed"}}`, http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_, _ = w.Write(body) // a failed write means the client is gone
+}
+
+func (k *KeysAPI) create(w http.ResponseWriter, r *http.Request) {
+	caller, _ := FromContext(r.Context())
+	if err := checkQuery(r); err != nil {
+		k.fail(w, r, err)
+		return
+	}
+	req, err := decodeCreate(w, r)
+	if err != nil {
+		k.fail(w, r, err)
+		return
+	}
+	now := k.cfg.Now()
+	key, err := validateCreate(req, now)
+	if err != nil {
+		k.fail(w, r, err)
+		return
+	}
+	if len(caller.Paths) > 0 {
+		k.fail(w, r, forbidden("a credential limited to stream paths cannot create keys"))
+		return
+	}
+	if caller.Tenant != "" {
+		if key.Tenant != "" && key.Tenant != caller.Tenant {
+			k.fail(w, r, forbidden("a credential of one tenant cannot create keys of another"))
+			return
+		}
+		key.Tenant = caller.Tenant
+	}
+	id, secret, hash, err := NewKey(k.cfg.Rand)
+	if err != nil {
+		k.fail(w, r, err)
+		return
+	}
+	key.ID, key.Hash = id, hash
+	stored, err := k.cfg.Store.KeyCreate(r.Context(), &store.KeyCreateParams{Key: key, Now: now})
+	if err != nil {
+		k.fail(w, r, err)
+		return
+	}
+	// A lookup of this id may have cached its absence (ids are random, so
+	// only by a guess): forget it.
+	k.cfg.Auth.Invalidate(id)
+	v := view(stored)
+	v.Key = secret
+	writeJSON(w, http.StatusCreated, v)
+}
+
+func decodeCreate(w http.ResponseWriter, r *http.Request) (*createRequest, error) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxKeysBody))
+	if err != nil {
+		var mb *http.MaxBytesError
+		if errors.As(err, &mb) {
+			return nil, &apiError{http.StatusRequestEntityTooLarge, errorDetail{Code: "BODY_TOO_LARGE", Message: fmt.Sprintf("the body is over %d bytes", maxKeysBody)}}
+		}
+		return nil, badRequest("INVALID_JSON", "", "the body could not be read")
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	var req createRequest
+	if err := dec.Decode(&req); err != nil {
+		var te *json.UnmarshalTypeError
+		var pe *time.ParseError
+		msg := err.Error()
+		switch {
+		case errors.As(err, &te):
+			return nil, badRequest("INVALID_JSON", te.Field, "%s must be a JSON %s", te.Field, te.Type.String())
+		case errors.As(err, &pe):
+			return nil, badRequest("INVALID_EXPIRES_AT", "expires_at", "expires_at must be an RFC 3339 time, such as 2027-01-02T15:04:05Z")
+		case strings.HasPrefix(msg, "json: unknown field "):
+			field := strings.Trim(strings.TrimPrefix(msg, "json: unknown field "), `"`)
+			return nil, badRequest("UNKNOWN_FIELD", field, "unknown field %q", field)
+		}
+		return nil, badRequest("INVALID_JSON", "", "the body is not a valid JSON object: %s", strings.TrimPrefix(msg, "json: "))
+	}
+	if dec.More() {
+		return nil, badRequest("INVALID_JSON", "", "the body has data after the JSON object")
+	}
+	return &req, nil
+}
+
+// validateCreate checks a create request and returns the key to store
+// (without id and hash).
+func validateCreate(req *createRequest, now time.Time) (store.Key, error) {
+	var key store.Key
+	if len(req.Scopes) == 0 {
+		return key, badRequest("INVALID_SCOPES", "scopes", "scopes is required: a list of one or more scopes")
+	}
+	scopes, err := ParseScopes(req.Scopes)
+	if err != nil {
+		return key, badRequest("INVALID_SCOPES", "scopes", "%v", err)
+	}
+	for _, s := range scopes {
+		key.Scopes = append(key.Scopes, string(s))
+	}
+	if err := validTenant(req.Tenant); err != nil {
+		return key, err
+	}
+	key.Tenant = req.Tenant
+	if len(req.Paths) > maxKeyPaths {
+		return key, badRequest("INVALID_PATHS", "paths", "at most %d path patterns", maxKeyPaths)
+	}
+	for _, raw := range req.Paths {
+		p, err := glob.Compile(raw)
+		if err != nil {
+			return key, badRequest("INVALID_PATHS", "paths", "%v", err)
+		}
+		key.Paths = append(key.Paths, p.String())
+	}
+	if req.ExpiresAt != nil {
+		if !req.ExpiresAt.After(now) {
+			return key, badRequest("INVALID_EXPIRES_AT", "expires_at", "expires_at must be in the future")
+		}
+		key.ExpiresAt = req.ExpiresAt.UTC()
+	}
+	if len(req.Description) > maxDescriptionLength {
+		return key, badRequest("INVALID_DESCRIPTION", "description", "description is at most %d bytes", maxDescriptionLength)
+	}
+	key.Description = req.Description
+	return key, nil
+}
+
+func validTenant(t string) error {
+	if len(t) > maxTenantLength {
+		return badRequest("INVALID_TENANT", "tenant", "tenant is at most %d characters", maxTenantLength)
+	}
+	for i := 0; i < len(t); i++ {
+		c := t[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_' || c == '.') {
+			return badRequest("INVALID_TENANT", "tenant", "tenant may only hold letters, digits, '-', '_' and '.'")
+		}
+	}
+	return nil
+}
+
+// checkQuery refuses query parameters the route does not know.
+func checkQuery(r *http.Request, known ...string) error {
+	for name := range r.URL.Query() {
+		found := false
+		for _, k := range known {
+			found = found || name == k
+		}
+		if !found {
+			return badRequest("UNKNOWN_PARAMETER", name, "unknown query parameter %q", name)
+		}
+	}
+	return nil
+}
+
+func (k *KeysAPI) list(w http.ResponseWriter, r *http.Request) {
+	caller, _ := FromContext(r.Context())
+	if err := checkQuery(r, "limit", "cursor", "tenant"); err != nil {
+		k.fail(w, r, err)
+		return
+	}
+	q := r.URL.Query()
+	limit := defaultListLimit
+	if s := q.Get("limit"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 || n > maxListLimit {
+			k.fail(w, r, badRequest("INVALID_PARAMETER", "limit", "limit must be a number from 1 to %d", maxListLimit))
+			return
+		}
+		limit = n
+	}
+	tenant := q.Get("tenant")
+	if err := validTenant(tenant); err != nil {
+		k.fail(w, r, err)
+		return
+	}
+	if caller.Tenant != "" {
+		if tenant != "" && tenant != caller.Tenant {
+			k.fail(w, r, forbidden("a credential of one tenant cannot list keys of another"))
+			return
+		}
+		tenant = caller.Tenant
+	}
+	// One more than asked tells whether there is a next page.
+	keys, err := k.cfg.Store.KeyList(r.Context(), &store.KeyListParams{After: q.Get("cursor"), Limit: limit + 1, Tenant: tenant})
+	if err != nil {
+		k.fail(w, r, err)
+		return
+	}
+	out := struct {
+		Data       []keyView `json:"data"`
+		NextCursor *string   `json:"next_cursor"`
+	}{Data: []keyView{}}
+	if len(keys) > limit {
+		keys = keys[:limit]
+		next := keys[limit-1].ID
+		out.NextCursor = &next
+	}
+	for i := range keys {
+		out.Data = append(out.Data, view(&keys[i]))
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// lookup returns the key named in the path, as a 404 when the caller's
+// tenant does not own it (another tenant's keys are not even shown to
+// exist).
+func (k *KeysAPI) lookup(ctx context.Context, r *http.Request) (*store.Key, error) {
+	caller, _ := FromContext(ctx)
+	key, err := k.cfg.Store.KeyGet(ctx, &store.KeyGetParams{ID: r.PathValue("id")})
+	if err != nil {
+		return nil, err
+	}
+	if caller.Tenant != "" && key.Tenant != caller.Tenant {
+		return nil, errKeyNotFound
+	}
+	return key, nil
+}
+
+func (k *KeysAPI) get(w http.ResponseWriter, r *http.Request) {
+	if err := checkQuery(r); err != nil {
+		k.fail(w, r, err)
+		return
+	}
+	key, err := k.lookup(r.Context(), r)
+	if err != nil {
+		k.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, view(key))
+}
+
+func (k *KeysAPI) delete(w http.ResponseWriter, r *http.Request) {
+	if err := checkQuery(r); err != nil {
+		k.fail(w, r, err)
+		return
+	}
+	key, err := k.lookup(r.Context(), r)
+	if err != nil {
+		k.fail(w, r, err)
+		return
+	}
+	err = k.cfg.Store.KeyDelete(r.Context(), &store.KeyDeleteParams{ID: key.ID})
+	// Invalidate whatever happened: a failed delete may still have
+	// committed, and a cached key must not outlive its revocation.
+	k.cfg.Auth.Invalidate(key.ID)
+	if err != nil {
+		k.fail(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}

@@ -1,0 +1,95 @@
+package auth
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/heraldstreams/herald/glob"
+)
+
+// Kind says which credential a principal presented.
+type Kind string
+
+// Kinds of principal.
+const (
+	KindAdminKey Kind = "admin_key" // the bootstrap key (HERALD_ADMIN_KEY)
+	KindKey      Kind = "key"       // a stored API key
+	KindToken    Kind = "token"     // a platform JWT
+)
+
+// Principal is who a request acts as. It is immutable once built.
+type Principal struct {
+	// ID names the credential: "admin" for the admin key, the key id of a
+	// stored key, "jwt:" + the subject of a platform token.
+	ID   string
+	Kind Kind
+	// Tenant is the tenant the credential is limited to; "" for none.
+	Tenant string
+	// Scopes are the scopes granted (with ScopeAdmin, every scope).
+	Scopes []Scope
+	// Paths are the stream path patterns the credential is limited to;
+	// empty means every path.
+	Paths []string
+	// Admin is true for the admin key and for credentials with
+	// ScopeAdmin.
+	Admin bool
+	// ExpiresAt is when the credential stops working; zero when never.
+	ExpiresAt time.Time
+
+	scopes   scopeSet
+	patterns []*glob.Pattern
+}
+
+// newPrincipal builds a principal, compiling its path patterns.
+func newPrincipal(id string, kind Kind, tenant string, scopes []Scope, paths []string, expires time.Time) (*Principal, error) {
+	p := &Principal{ID: id, Kind: kind, Tenant: tenant, Scopes: scopes, Paths: paths, ExpiresAt: expires, scopes: setOf(scopes)}
+	p.Admin = p.scopes.has(ScopeAdmin)
+	for _, raw := range paths {
+		pat, err := glob.Compile(raw)
+		if err != nil {
+			return nil, fmt.Errorf("auth: %s: path pattern: %w", id, err)
+		}
+		p.patterns = append(p.patterns, pat)
+	}
+	return p, nil
+}
+
+// Has reports whether the principal holds scope s. Admin holds every
+// scope.
+func (p *Principal) Has(s Scope) bool {
+	return p.Admin || p.scopes.has(s)
+}
+
+// AllowsPath reports whether the stream at path is within the
+// principal's path patterns (always, when it has none).
+func (p *Principal) AllowsPath(path string) bool {
+	if len(p.patterns) == 0 {
+		return true
+	}
+	for _, pat := range p.patterns {
+		if pat.Match(path) {
+			return true
+		}
+	}
+	return false
+}
+
+// Expired reports whether the credential has expired at now.
+func (p *Principal) Expired(now time.Time) bool {
+	return !p.ExpiresAt.IsZero() && !now.Before(p.ExpiresAt)
+}
+
+type principalKey struct{}
+
+// NewContext returns ctx carrying p.
+func NewContext(ctx context.Context, p *Principal) context.Context {
+	return context.WithValue(ctx, principalKey{}, p)
+}
+
+// FromContext returns the principal Require recorded, if any (none on
+// public and callback routes).
+func FromContext(ctx context.Context) (*Principal, bool) {
+	p, ok := ctx.Value(principalKey{}).(*Principal)
+	return p, ok && p != nil
+}
