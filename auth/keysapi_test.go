@@ -1,0 +1,266 @@
+package auth_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/heraldstreams/herald/auth"
+	"github.com/heraldstreams/herald/store/sqlite"
+)
+
+const adminKey = "admin-key-for-tests-0123456789abcdef"
+
+// keysServer is the key API on a real store, with one extra route that
+// needs streams:read on the stream at its path, to try the keys on.
+func keysServer(t *testing.T) *httptest.Server {
+	t.Helper()
+	st, err := sqlite.Open(context.Background(), sqlite.Config{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := st.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	a, err := auth.New(auth.Config{Keys: st, AdminKey: adminKey})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	auth.NewKeysAPI(auth.KeysAPIConfig{Auth: a, Store: st}).Mount(mux)
+	mux.Handle("GET /streams/", a.Require(auth.Rule{Scope: auth.ScopeStreamsRead, StreamPath: func(r *http.Request) string {
+		return strings.TrimPrefix(r.URL.Path, "/streams")
+	}}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p, _ := auth.FromContext(r.Context())
+		_, _ = io.WriteString(w, p.ID)
+	})))
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+type keyJSON struct {
+	ID          string   `json:"id"`
+	Key         string   `json:"key"`
+	Scopes      []string `json:"scopes"`
+	Tenant      string   `json:"tenant"`
+	Paths       []string `json:"paths"`
+	Description string   `json:"description"`
+	ExpiresAt   *string  `json:"expires_at"`
+	CreatedAt   string   `json:"created_at"`
+}
+
+func call(t *testing.T, srv *httptest.Server, method, path, key, body string) (int, []byte) {
+	t.Helper()
+	req, err := http.NewRequest(method, srv.URL+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	resp, err := srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, b
+}
+
+func errCode(t *testing.T, body []byte) (string, string) {
+	t.Helper()
+	var e struct {
+		Error struct{ Code, Message, Field string } `json:"error"`
+	}
+	if err := json.Unmarshal(body, &e); err != nil || e.Error.Code == "" {
+		t.Fatalf("not an error body: %s", body)
+	}
+	return e.Error.Code, e.Error.Field
+}
+
+func TestKeysAPILifecycle(t *testing.T) {
+	srv := keysServer(t)
+	expires := time.Now().Add(time.Hour).UTC().Truncate(time.Second).Format(time.RFC3339)
+	status, body := call(t, srv, "POST", "/_herald/v1/keys", adminKey,
+		`{"scopes":["streams:read","streams:read"],"tenant":"acme","paths":["/agents/%2A"],"expires_at":"`+expires+`","description":"ci"}`)
+	if status != 201 {
+		t.Fatalf("create: %d %s", status, body)
+	}
+	var created keyJSON
+	if err := json.Unmarshal(body, &created); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(created.Key, "hk_"+created.ID+"_") || created.Tenant != "acme" || created.Description != "ci" ||
+		len(created.Scopes) != 1 || created.Paths[0] != "/agents/*" || created.ExpiresAt == nil || *created.ExpiresAt != expires {
+		t.Fatalf("created %+v", created)
+	}
+
+	// The new key works where its scope and paths allow, and nowhere else.
+	if status, body := call(t, srv, "GET", "/streams/agents/a", created.Key, ""); status != 200 || string(body) != created.ID {
+		t.Fatalf("using the key: %d %s", status, body)
+	}
+	if status, _ := call(t, srv, "GET", "/streams/other", created.Key, ""); status != 403 {
+		t.Fatalf("outside its paths: %d", status)
+	}
+	if status, body := call(t, srv, "GET", "/_herald/v1/keys", created.Key, ""); status != 403 {
+		t.Fatalf("a non-admin key listed keys: %d %s", status, body)
+	}
+
+	// Listed and read back, never with the secret.
+	status, body = call(t, srv, "GET", "/_herald/v1/keys", adminKey, "")
+	if status != 200 || strings.Contains(string(body), created.Key) || strings.Contains(string(body), `"key"`) {
+		t.Fatalf("list: %d %s", status, body)
+	}
+	var list struct {
+		Data       []keyJSON `json:"data"`
+		NextCursor *string   `json:"next_cursor"`
+	}
+	if err := json.Unmarshal(body, &list); err != nil || len(list.Data) != 1 || list.Data[0].ID != created.ID || list.NextCursor != nil {
+		t.Fatalf("list = %+v, %v", list, err)
+	}
+	status, body = call(t, srv, "GET", "/_herald/v1/keys/"+created.ID, adminKey, "")
+	if status != 200 || strings.Contains(string(body), created.Key) || !strings.Contains(string(body), `"tenant":"acme"`) {
+		t.Fatalf("get: %d %s", status, body)
+	}
+
+	// Revoked: 204, and the key stops working at once.
+	if status, body := call(t, srv, "DELETE", "/_herald/v1/keys/"+created.ID, adminKey, ""); status != 204 {
+		t.Fatalf("delete: %d %s", status, body)
+	}
+	status, body = call(t, srv, "GET", "/streams/agents/a", created.Key, "")
+	if code, _ := errCode(t, body); status != 401 || code != "INVALID_KEY" {
+		t.Fatalf("revoked key: %d %s", status, body)
+	}
+	for _, m := range []string{"GET", "DELETE"} {
+		status, body := call(t, srv, m, "/_herald/v1/keys/"+created.ID, adminKey, "")
+		if code, _ := errCode(t, body); status != 404 || code != "KEY_NOT_FOUND" {
+			t.Fatalf("%s of a revoked key: %d %s", m, status, body)
+		}
+	}
+}
+
+func TestKeysAPIPaging(t *testing.T) {
+	srv := keysServer(t)
+	for range 3 {
+		if status, body := call(t, srv, "POST", "/_herald/v1/keys", adminKey, `{"scopes":["events:publish"]}`); status != 201 {
+			t.Fatalf("create: %d %s", status, body)
+		}
+	}
+	seen := map[string]bool{}
+	cursor := ""
+	for page := 0; ; page++ {
+		status, body := call(t, srv, "GET", "/_herald/v1/keys?limit=2&cursor="+cursor, adminKey, "")
+		var list struct {
+			Data       []keyJSON `json:"data"`
+			NextCursor *string   `json:"next_cursor"`
+		}
+		if err := json.Unmarshal(body, &list); status != 200 || err != nil {
+			t.Fatalf("page %d: %d %s", page, status, body)
+		}
+		for _, k := range list.Data {
+			seen[k.ID] = true
+		}
+		if list.NextCursor == nil {
+			break
+		}
+		cursor = *list.NextCursor
+	}
+	if len(seen) != 3 {
+		t.Fatalf("pages held %d keys, want 3", len(seen))
+	}
+}
+
+func TestKeysAPIRefusesBadInput(t *testing.T) {
+	srv := keysServer(t)
+	past := time.Now().Add(-time.Hour).UTC().Format(time.RFC3339)
+	for _, tc := range []struct {
+		method, path, body string
+		status             int
+		code, field        string
+	}{
+		{"POST", "/_herald/v1/keys", ``, 400, "INVALID_JSON", ""},
+		{"POST", "/_herald/v1/keys", `{"scopes":[]}`, 400, "INVALID_SCOPES", "scopes"},
+		{"POST", "/_herald/v1/keys", `{}`, 400, "INVALID_SCOPES", "scopes"},
+		{"POST", "/_herald/v1/keys", `{"scopes":["streams:admin"]}`, 400, "INVALID_SCOPES", "scopes"},
+		{"POST", "/_herald/v1/keys", `{"scopes":"admin"}`, 400, "INVALID_JSON", "scopes"},
+		{"POST", "/_herald/v1/keys", `{"scopes":["admin"],"scope":"x"}`, 400, "UNKNOWN_FIELD", "scope"},
+		{"POST", "/_herald/v1/keys", `{"scopes":["admin"],"paths":["no-slash"]}`, 400, "INVALID_PATHS", "paths"},
+		{"POST", "/_herald/v1/keys", `{"scopes":["admin"],"tenant":"a b"}`, 400, "INVALID_TENANT", "tenant"},
+		{"POST", "/_herald/v1/keys", `{"scopes":["admin"],"expires_at":"tomorrow"}`, 400, "INVALID_EXPIRES_AT", "expires_at"},
+		{"POST", "/_herald/v1/keys", `{"scopes":["admin"],"expires_at":"` + past + `"}`, 400, "INVALID_EXPIRES_AT", "expires_at"},
+		{"POST", "/_herald/v1/keys", `{"scopes":["admin"]} {}`, 400, "INVALID_JSON", ""},
+		{"POST", "/_herald/v1/keys", `{"scopes":["admin"],"description":"` + strings.Repeat("d", 300) + `"}`, 400, "INVALID_DESCRIPTION", "description"},
+		{"POST", "/_herald/v1/keys", `{"scopes":["` + strings.Repeat("a", 70000) + `"]}`, 413, "BODY_TOO_LARGE", ""},
+		{"POST", "/_herald/v1/keys?x=1", `{"scopes":["admin"]}`, 400, "UNKNOWN_PARAMETER", "x"},
+		{"GET", "/_herald/v1/keys?limit=0", ``, 400, "INVALID_PARAMETER", "limit"},
+		{"GET", "/_herald/v1/keys?limit=abc", ``, 400, "INVALID_PARAMETER", "limit"},
+		{"GET", "/_herald/v1/keys?sort=id", ``, 400, "UNKNOWN_PARAMETER", "sort"},
+		{"GET", "/_herald/v1/keys/nope", ``, 404, "KEY_NOT_FOUND", ""},
+	} {
+		status, body := call(t, srv, tc.method, tc.path, adminKey, tc.body)
+		code, field := errCode(t, body)
+		if status != tc.status || code != tc.code || field != tc.field {
+			t.Errorf("%s %s %.60s: %d %s %q, want %d %s %q", tc.method, tc.path, tc.body, status, code, field, tc.status, tc.code, tc.field)
+		}
+	}
+	// Nothing half-made was stored.
+	_, body := call(t, srv, "GET", "/_herald/v1/keys", adminKey, "")
+	if string(body) != `{"data":[],"next_cursor":null}` {
+		t.Fatalf("after refused creates: %s", body)
+	}
+	// Without a credential: 401, whatever the body.
+	if status, body := call(t, srv, "POST", "/_herald/v1/keys", "", `{"scopes":["admin"]}`); status != 401 {
+		t.Fatalf("create without a key: %d %s", status, body)
+	}
+}
+
+func TestKeysAPITenantAdmin(t *testing.T) {
+	srv := keysServer(t)
+	mk := func(key, body string) keyJSON {
+		t.Helper()
+		status, b := call(t, srv, "POST", "/_herald/v1/keys", key, body)
+		if status != 201 {
+			t.Fatalf("create %s: %d %s", body, status, b)
+		}
+		var k keyJSON
+		if err := json.Unmarshal(b, &k); err != nil {
+			t.Fatal(err)
+		}
+		return k
+	}
+	acmeAdmin := mk(adminKey, `{"scopes":["admin"],"tenant":"acme"}`)
+	other := mk(adminKey, `{"scopes":["streams:read"],"tenant":"other"}`)
+	// A tenant's admin makes keys of its tenant only.
+	if k := mk(acmeAdmin.Key, `{"scopes":["streams:read"]}`); k.Tenant != "acme" {
+		t.Fatalf("a tenant admin's key has tenant %q", k.Tenant)
+	}
+	if status, _ := call(t, srv, "POST", "/_herald/v1/keys", acmeAdmin.Key, `{"scopes":["streams:read"],"tenant":"other"}`); status != 403 {
+		t.Fatalf("a tenant admin made another tenant's key: %d", status)
+	}
+	// ... and sees only them.
+	_, body := call(t, srv, "GET", "/_herald/v1/keys", acmeAdmin.Key, "")
+	if strings.Contains(string(body), other.ID) || !strings.Contains(string(body), acmeAdmin.ID) {
+		t.Fatalf("tenant admin's list: %s", body)
+	}
+	for _, m := range []string{"GET", "DELETE"} {
+		if status, _ := call(t, srv, m, "/_herald/v1/keys/"+other.ID, acmeAdmin.Key, ""); status != 404 {
+			t.Fatalf("%s of another tenant's key: %d", m, status)
+		}
+	}
+	// A path-limited admin cannot make keys (they could be wider).
+	limited := mk(adminKey, `{"scopes":["admin"],"paths":["/a/**"]}`)
+	if status, _ := call(t, srv, "POST", "/_herald/v1/keys", limited.Key, `{"scopes":["streams:read"]}`); status != 403 {
+		t.Fatalf("a path-limited admin made a key: %d", status)
+	}
+}

@@ -1,0 +1,121 @@
+package auth
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/heraldstreams/herald/store"
+)
+
+type errorResponse struct {
+	Error struct {
+		Code    string `json:"code"`
+		Message string `json:"message"`
+		Field   string `json:"field"`
+	} `json:"error"`
+}
+
+func decodeError(t *testing.T, rec *httptest.ResponseRecorder) errorResponse {
+	t.Helper()
+	var e errorResponse
+	if err := json.Unmarshal(rec.Body.Bytes(), &e); err != nil || e.Error.Code == "" {
+		t.Fatalf("error body %q: %v", rec.Body.String(), err)
+	}
+	if ct := rec.Header().Get("Content-Type"); ct != "application/json" {
+		t.Fatalf("error Content-Type %q", ct)
+	}
+	return e
+}
+
+func TestRequire(t *testing.T) {
+	m, c := newMemKeys(), &clock{now: t0}
+	a := newAuth(t, m, c)
+	_, reader := addKey(t, m, store.Key{Scopes: []string{"streams:read"}, Paths: []string{"/agents/*"}, Tenant: "acme"})
+	_, writer := addKey(t, m, store.Key{Scopes: []string{"streams:write"}})
+	_, expired := addKey(t, m, store.Key{Scopes: []string{"streams:read"}, ExpiresAt: t0})
+
+	var seen *Principal
+	next := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		seen, _ = FromContext(r.Context())
+		w.WriteHeader(http.StatusTeapot)
+	})
+	streamPath := func(r *http.Request) string { return r.URL.Path }
+	read := a.Require(Rule{Scope: ScopeStreamsRead, StreamPath: streamPath}, next)
+
+	for _, tc := range []struct {
+		name, auth, path string
+		status           int
+		code             string
+	}{
+		{"no header", "", "/agents/a", 401, "UNAUTHENTICATED"},
+		{"not bearer", "Basic " + reader, "/agents/a", 401, "UNAUTHENTICATED"},
+		{"unknown key", "Bearer hk_aaaaaaaaaaaaaaaa_" + strings.Repeat("A", 43), "/agents/a", 401, "INVALID_KEY"},
+		{"expired", "Bearer " + expired, "/agents/a", 401, "KEY_EXPIRED"},
+		{"missing scope", "Bearer " + writer, "/agents/a", 403, "FORBIDDEN"},
+		{"outside paths", "Bearer " + reader, "/other/a", 403, "FORBIDDEN"},
+		{"deeper than the pattern", "Bearer " + reader, "/agents/a/b", 403, "FORBIDDEN"},
+		{"allowed", "Bearer " + reader, "/agents/a", http.StatusTeapot, ""},
+		{"scheme is case-insensitive", "bearer " + reader, "/agents/a", http.StatusTeapot, ""},
+		{"admin everywhere", "Bearer " + adminKey, "/other/a", http.StatusTeapot, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			seen = nil
+			req := httptest.NewRequest(http.MethodGet, tc.path, nil)
+			if tc.auth != "" {
+				req.Header.Set("Authorization", tc.auth)
+			}
+			rec := httptest.NewRecorder()
+			read.ServeHTTP(rec, req)
+			if rec.Code != tc.status {
+				t.Fatalf("status %d, want %d: %s", rec.Code, tc.status, rec.Body)
+			}
+			if tc.code == "" {
+				if seen == nil {
+					t.Fatal("the handler saw no principal")
+				}
+				return
+			}
+			if seen != nil {
+				t.Fatal("a refused request reached the handler")
+			}
+			if e := decodeError(t, rec); e.Error.Code != tc.code {
+				t.Fatalf("code %q, want %q", e.Error.Code, tc.code)
+			}
+			if tc.status == 401 && !strings.HasPrefix(rec.Header().Get("WWW-Authenticate"), "Bearer") {
+				t.Fatalf("401 without a Bearer challenge: %q", rec.Header().Get("WWW-Authenticate"))
+			}
+		})
+	}
+
+	// A path-limited key is refused where the route cannot name a path.
+	blind := a.Require(Rule{Scope: ScopeStreamsRead, StreamPath: func(*http.Request) string { return "" }}, next)
+	req := httptest.NewRequest(http.MethodGet, "/agents/a", nil)
+	req.Header.Set("Authorization", "Bearer "+reader)
+	rec := httptest.NewRecorder()
+	blind.ServeHTTP(rec, req)
+	if rec.Code != 403 {
+		t.Fatalf("no path to check: status %d, want 403", rec.Code)
+	}
+
+	// Public and callback-token routes are not checked here.
+	for _, rule := range []Rule{{Public: true}, {CallbackToken: true}} {
+		rec := httptest.NewRecorder()
+		a.Require(rule, next).ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/callback/x", nil))
+		if rec.Code != http.StatusTeapot {
+			t.Fatalf("%+v: status %d", rule, rec.Code)
+		}
+	}
+}
+
+func TestRequireRefusesAnUnknownScope(t *testing.T) {
+	a := newAuth(t, newMemKeys(), &clock{now: t0})
+	defer func() {
+		if recover() == nil {
+			t.Fatal("a rule with an unknown scope was accepted")
+		}
+	}()
+	a.Require(Rule{Scope: "streams:rread"}, http.NotFoundHandler())
+}
