@@ -28,6 +28,7 @@ const usage = `Herald keeps durable streams and delivers them by webhook.
 
 Usage:
   herald serve [flags]   run the server (herald serve --help lists the flags)
+  herald keys ...        manage API keys of a running Herald (herald keys help)
   herald version         print the version
 
 Every flag can also be set with an environment variable: --data-dir is
@@ -52,6 +53,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, env func(
 			return err
 		}
 		return serve(ctx, cfg, stderr)
+	case "keys":
+		return runKeys(ctx, args[1:], stdout, stderr, env)
 	case "version", "--version", "-version":
 		fmt.Fprintln(stdout, "herald", buildVersion())
 		return nil
