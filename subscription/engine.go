@@ -154,7 +154,7 @@ func NewEngine(cfg EngineConfig) (*Engine, error) {
 		st:       cfg.Store,
 		sender:   cfg.Sender,
 		keys:     cfg.Keyring,
-		machine:  Machine{Rand: cfg.Rand, StartOffset: protocol.FormatOffset(0)},
+		machine:  Machine{Rand: cfg.Rand},
 		base:     cfg.CallbackBaseURL,
 		now:      cfg.Now,
 		rand:     cfg.Rand,

@@ -106,8 +106,9 @@ func TestEngineReconcilesOnStart(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		hook := &receiver{}
 		r1 := newRig(t, dir, hook)
-		r1.subscribe("sub", "/agents/*")
+		// Created before the subscription: its consumer waits for events.
 		r1.createStream("/agents/a", "")
+		r1.subscribe("sub", "/agents/*")
 		synctest.Wait()
 		tail := r1.appendWithoutEngine("/agents/a", "lost?")
 		if n := len(hook.wakes()); n != 0 {
@@ -117,7 +118,7 @@ func TestEngineReconcilesOnStart(t *testing.T) {
 		defer r2.close()
 		synctest.Wait()
 		w := hook.wakes()
-		if len(w) != 1 || w[0].Payload.Streams[0].Offset != OffsetStart {
+		if len(w) != 1 || w[0].Payload.Streams[0].Offset != protocol.FormatOffset(0) {
 			t.Fatalf("wakes after restart: %+v", w)
 		}
 		if c := r2.consumer(ConsumerID("sub", "/agents/a")); c.Streams[0].Notified != tail {

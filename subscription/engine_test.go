@@ -84,8 +84,9 @@ func TestEngineNoLostWake(t *testing.T) {
 		hook := &receiver{}
 		r := newRig(t, dir, hook)
 		defer r.close()
-		r.subscribe("sub", "/agents/*")
+		// Created before the subscription: its consumer waits for events.
 		r.createStream("/agents/a", "")
+		r.subscribe("sub", "/agents/*")
 		synctest.Wait()
 		first := true
 		var between string

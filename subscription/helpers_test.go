@@ -47,7 +47,7 @@ type failingReader struct{}
 
 func (failingReader) Read([]byte) (int, error) { return 0, errors.New("entropy exhausted") }
 
-func machine() *Machine { return &Machine{Rand: zeroReader{}, StartOffset: start} }
+func machine() *Machine { return &Machine{Rand: zeroReader{}} }
 
 func tails(a, b int64) Tails { return Tails{pA: off(a), pB: off(b)} }
 

@@ -22,7 +22,7 @@ type sim struct {
 
 // seeded is a machine with reproducible but distinct wake ids and jitter.
 func seeded() *Machine {
-	return &Machine{Rand: rand.NewChaCha8([32]byte{42}), StartOffset: start}
+	return &Machine{Rand: rand.NewChaCha8([32]byte{42})}
 }
 
 func newSim(t testing.TB, m *Machine) *sim {
@@ -125,7 +125,7 @@ func TestInvariantS1EpochMonotonicity(t *testing.T) {
 // S2: one wake id per wake cycle: retries reuse it, new cycles get a new,
 // unguessable one.
 func TestInvariantS2WakeIDUniqueness(t *testing.T) {
-	s := newSim(t, &Machine{StartOffset: start}) // crypto/rand
+	s := newSim(t, &Machine{}) // crypto/rand
 	ids := map[string]int64{}
 	for cycle := range 50 {
 		s.append(pA, 1)

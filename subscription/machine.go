@@ -15,11 +15,6 @@ type Machine struct {
 	// Rand is the source of wake ids and retry jitter; crypto/rand.Reader
 	// when nil. Tests pass a seeded reader to get reproducible decisions.
 	Rand io.Reader
-	// StartOffset is the offset token of position 0, the tail of an empty
-	// stream (Herald: protocol.FormatOffset(0)). It compares equal to
-	// OffsetStart, so an empty stream is no pending work for a consumer
-	// that has processed nothing. When "", only "-1" is the start.
-	StartOffset string
 }
 
 func (m *Machine) rand() io.Reader {

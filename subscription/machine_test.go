@@ -47,11 +47,20 @@ func TestTransitions(t *testing.T) {
 			want: idle(),
 		},
 		{
-			name: "an empty stream is no pending work for a consumer at -1",
+			// A new stream's consumer starts at -1: the stream's first
+			// offset is beyond it, even before any event is appended.
+			name: "an empty stream is pending work for a consumer at -1",
 			c:    with(idle(), func(c *Consumer) { c.Streams[1].Acked = OffsetStart }),
 			ev:   TailsChanged{Tails: tails(10, 0)},
 			now:  t1,
-			want: with(idle(), func(c *Consumer) { c.Streams[1].Acked = OffsetStart }),
+			want: with(wokenIdle, func(c *Consumer) {
+				c.Streams[0].Notified = off(10)
+				c.Streams[1] = StreamCursor{Path: pB, Acked: OffsetStart, Notified: off(0)}
+			}),
+			effects: wakeEffects(with(wokenIdle, func(c *Consumer) {
+				c.Streams[0].Notified = off(10)
+				c.Streams[1] = StreamCursor{Path: pB, Acked: OffsetStart, Notified: off(0)}
+			}), 1, t1),
 		},
 		{
 			name: "a stream that does not exist is no pending work",
@@ -240,7 +249,7 @@ func TestDecideRejectsBadInput(t *testing.T) {
 	if _, _, err := m.Decide(idle(), nil, t0); err == nil {
 		t.Error("a nil event was accepted")
 	}
-	broken := &Machine{Rand: failingReader{}, StartOffset: start}
+	broken := &Machine{Rand: failingReader{}}
 	if _, _, err := broken.Decide(idle(), TailsChanged{Tails: tails(12, 5)}, t0); err == nil {
 		t.Error("a wake without entropy for its wake id succeeded")
 	}
@@ -313,8 +322,8 @@ func TestCompareOffsets(t *testing.T) {
 		want int
 	}{
 		{OffsetStart, OffsetStart, 0},
-		{OffsetStart, start, 0},
-		{start, OffsetStart, 0},
+		{OffsetStart, start, -1},
+		{start, OffsetStart, 1},
 		{OffsetStart, off(1), -1},
 		{off(1), OffsetStart, 1},
 		{off(1), off(2), -1},
@@ -325,11 +334,6 @@ func TestCompareOffsets(t *testing.T) {
 		if got := m.CompareOffsets(tt.a, tt.b); got != tt.want {
 			t.Errorf("CompareOffsets(%q, %q) = %d, want %d", tt.a, tt.b, got, tt.want)
 		}
-	}
-	// Without StartOffset, "-1" still sorts before every token.
-	var bare Machine
-	if bare.CompareOffsets(OffsetStart, start) != -1 || bare.CompareOffsets(start, OffsetStart) != 1 {
-		t.Error(`"-1" does not sort before the zero token when StartOffset is unset`)
 	}
 }
 

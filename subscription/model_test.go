@@ -49,7 +49,7 @@ func runScript(t *testing.T, script []byte) {
 	if len(script) > 400 {
 		return
 	}
-	m := &Machine{Rand: rand.NewChaCha8([32]byte{1}), StartOffset: start}
+	m := &Machine{Rand: rand.NewChaCha8([32]byte{1})}
 	s := newSim(t, m)
 	s.tails[pB] = off(0)
 	streams := []string{pA, pB, pC, pD}

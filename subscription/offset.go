@@ -33,21 +33,18 @@ func validOffsetSyntax(s string) bool {
 	return true
 }
 
-// isStart reports whether off designates the beginning of a stream:
-// OffsetStart, or the token of position 0 when the machine knows it.
-func (m *Machine) isStart(off string) bool {
-	return off == OffsetStart || (m.StartOffset != "" && off == m.StartOffset)
-}
+// isStart reports whether off is OffsetStart.
+func isStart(off string) bool { return off == OffsetStart }
 
 // CompareOffsets orders two offsets of one stream: -1, 0 or +1 as a is
 // before, equal to or after b. Offsets are fixed-width tokens, so their
 // lexicographic order is their stream order, with one exception handled
 // explicitly: OffsetStart ("-1") is not a token and sorts before every
-// offset that follows data. It is equal to m.StartOffset, the token of
-// an empty stream's tail: a stream created empty holds no events to
-// process for a consumer that has processed nothing.
+// offset, the tail of an empty stream included. A consumer spawned for a
+// new stream (acked at OffsetStart) therefore has pending work from the
+// stream's creation, even when it was created empty.
 func (m *Machine) CompareOffsets(a, b string) int {
-	as, bs := m.isStart(a), m.isStart(b)
+	as, bs := isStart(a), isStart(b)
 	switch {
 	case as && bs:
 		return 0
@@ -66,7 +63,7 @@ func (m *Machine) checkAck(path, off, tail string) error {
 	if !validOffsetSyntax(off) {
 		return fmt.Errorf("%w: ack offset %q for %s is malformed", ErrInvalidOffset, off, path)
 	}
-	if !m.isStart(off) && !m.isStart(tail) && len(off) != len(tail) {
+	if !isStart(off) && !isStart(tail) && len(off) != len(tail) {
 		// Offsets are fixed-width: a token of another width was not
 		// produced by this server, and comparing it would be meaningless.
 		return fmt.Errorf("%w: ack offset %q for %s is not an offset of this stream", ErrInvalidOffset, off, path)

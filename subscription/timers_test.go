@@ -218,7 +218,7 @@ func TestRetryBackoff(t *testing.T) {
 
 // Jitter comes from Machine.Rand, stays within its bound, and varies.
 func TestRetryJitter(t *testing.T) {
-	m := &Machine{Rand: rand.NewChaCha8([32]byte{7}), StartOffset: start}
+	m := &Machine{Rand: rand.NewChaCha8([32]byte{7})}
 	for _, n := range []int{1, 5, 10, 11, 50} {
 		base, spread := RetryBackoff(n)
 		seen := map[time.Duration]bool{}
