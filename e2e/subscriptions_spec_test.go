@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -220,5 +221,33 @@ func TestNewMatchingStreamWakesAtOnce(t *testing.T) {
 	w = rc.next(srv, "sub:%2Fagents%2Fold")
 	if w.Epoch != 1 || len(w.Streams) != 1 || w.Streams[0].Offset != tail {
 		t.Fatalf("wake of the existing stream: %+v, want it acked to %s", w, tail)
+	}
+}
+
+// TestDeletedPrimaryStreamIsGoneAtOnce: once DELETE of a primary stream
+// has answered 204, every callback of its consumers gets 410
+// CONSUMER_GONE; none is accepted after the 204.
+func TestDeletedPrimaryStreamIsGoneAtOnce(t *testing.T) {
+	srv := specHerald(t)
+	rc, hook := newWakeReceiver(t)
+	specSubscribe(t, srv, rc, "/agents/*", "sub", hook)
+
+	const n = 16
+	wakes := make([]specWake, n)
+	for i := range n {
+		put(t, srv, fmt.Sprintf("/agents/a%d", i), "work")
+	}
+	for i := range n {
+		wakes[i] = rc.next(srv, fmt.Sprintf("sub:%%2Fagents%%2Fa%d", i))
+		wantCallback(t, "claim", callback(t, wakes[i].Callback, wakes[i].Token,
+			fmt.Sprintf(`{"epoch":%d,"wake_id":%q}`, wakes[i].Epoch, wakes[i].WakeID)), http.StatusOK, "")
+	}
+	for i, w := range wakes {
+		resp, body := do(t, "DELETE", srv.base+fmt.Sprintf("/agents/a%d", i), nil, "")
+		if resp.StatusCode != http.StatusNoContent {
+			t.Fatalf("DELETE: %d %s", resp.StatusCode, body)
+		}
+		wantCallback(t, "callback right after the DELETE", callback(t, w.Callback, w.Token, fmt.Sprintf(`{"epoch":%d}`, w.Epoch)),
+			http.StatusGone, "CONSUMER_GONE")
 	}
 }

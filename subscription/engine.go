@@ -267,9 +267,10 @@ type applied struct {
 }
 
 // apply applies ev to the stored consumer id: it reads the consumer (or
-// uses pre when given and current), reads the tails of its streams and of
-// extra, decides, and stores the result by compare-and-set, retrying on a
-// conflict. Decision errors are returned as they are; a missing consumer
+// uses pre when given and current), reads the tails of its streams, of its
+// primary stream and of extra, decides, and stores the result by
+// compare-and-set, retrying on a conflict. A consumer whose primary stream
+// no longer exists is removed instead (Applied.Removed, RemovedPrimaryDeleted). Decision errors are returned as they are; a missing consumer
 // is ErrConsumerGone. The effects are the caller's to run (runEffects).
 func (e *Engine) apply(ctx context.Context, id string, ev Event, extra []string, pre *store.Consumer) (applied, error) {
 	unlock := e.lock(id)
@@ -293,11 +294,19 @@ func (e *Engine) apply(ctx context.Context, id string, ev Event, extra []string,
 			known = sc
 		}
 		c := fromStored(sc)
-		tails, err := e.tails(ctx, c.Paths(), extra)
+		tails, err := e.tails(ctx, append(c.Paths(), c.PrimaryStream), extra)
 		if err != nil {
 			return applied{}, err
 		}
-		next, effects, err := e.machine.Decide(c, withTails(ev, tails), e.now())
+		dev := withTails(ev, tails)
+		if _, ok := tails[c.PrimaryStream]; !ok {
+			// The primary stream is gone (deleted, or expired): whatever
+			// the event, the consumer goes now, not when the deletion
+			// reaches the workers, so nothing is accepted from it once
+			// the DELETE has answered (S7).
+			dev = StreamDeleted{Path: c.PrimaryStream}
+		}
+		next, effects, err := e.machine.Decide(c, dev, e.now())
 		if err != nil {
 			return applied{Consumer: c}, err
 		}

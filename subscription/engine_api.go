@@ -268,6 +268,9 @@ func (e *Engine) callback(ctx context.Context, p *CallbackParams) (*CallbackResp
 		return nil, err
 	}
 	e.runEffects(a)
+	if rm, _ := removal(a.Effects); rm.Reason == RemovedPrimaryDeleted {
+		return nil, &CallbackError{Err: fmt.Errorf("%w: its primary stream %s was deleted", ErrConsumerGone, a.Consumer.PrimaryStream)}
+	}
 	resp := NewCallbackResponse(&a.Consumer, next)
 	return &resp, nil
 }
