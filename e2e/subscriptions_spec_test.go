@@ -251,3 +251,46 @@ func TestDeletedPrimaryStreamIsGoneAtOnce(t *testing.T) {
 			http.StatusGone, "CONSUMER_GONE")
 	}
 }
+
+// TestCallbackRuleOrder: a callback whose epoch is below the consumer's
+// is 409 STALE_EPOCH even with the current, valid token; a token that is
+// malformed, badly signed or another consumer's is 401 TOKEN_INVALID.
+func TestCallbackRuleOrder(t *testing.T) {
+	srv := specHerald(t)
+	rc, hook := newWakeReceiver(t)
+	specSubscribe(t, srv, rc, "/agents/*", "sub", hook)
+	put(t, srv, "/agents/a", "")
+	tail := appendTo(t, srv, "/agents/a", "one")
+	put(t, srv, "/agents/b", "work")
+	other := rc.next(srv, "sub:%2Fagents%2Fb")
+
+	w1 := rc.next(srv, "sub:%2Fagents%2Fa")
+	wantCallback(t, "done", callback(t, w1.Callback, w1.Token,
+		fmt.Sprintf(`{"epoch":%d,"wake_id":%q,"acks":[{"path":"/agents/a","offset":%q}],"done":true}`, w1.Epoch, w1.WakeID, tail)),
+		http.StatusOK, "")
+	appendTo(t, srv, "/agents/a", "two")
+	w2 := rc.next(srv, "sub:%2Fagents%2Fa")
+	if w2.Epoch != w1.Epoch+1 {
+		t.Fatalf("second wake at epoch %d after %d", w2.Epoch, w1.Epoch)
+	}
+
+	stale := fmt.Sprintf(`{"epoch":%d}`, w1.Epoch)
+	current := fmt.Sprintf(`{"epoch":%d}`, w2.Epoch)
+	parts := strings.Split(w2.Token, ".")
+	sig := []byte(parts[2])
+	sig[0] ^= 1 // still base64url
+	for _, tc := range []struct {
+		name, token, body string
+		status            int
+		code              string
+	}{
+		{"current token, stale body epoch", w2.Token, stale, http.StatusConflict, "STALE_EPOCH"},
+		{"stale token, stale body epoch", w1.Token, stale, http.StatusConflict, "STALE_EPOCH"},
+		{"malformed token", "not-a-token", current, http.StatusUnauthorized, "TOKEN_INVALID"},
+		{"badly signed token", parts[0] + "." + parts[1] + "." + string(sig), current, http.StatusUnauthorized, "TOKEN_INVALID"},
+		{"another consumer's token", other.Token, current, http.StatusUnauthorized, "TOKEN_INVALID"},
+		{"current token, current epoch", w2.Token, current, http.StatusOK, ""},
+	} {
+		wantCallback(t, tc.name, callback(t, w2.Callback, tc.token, tc.body), tc.status, tc.code)
+	}
+}

@@ -1,17 +1,87 @@
 package subscription
 
 import (
+	"errors"
 	"fmt"
 	"time"
 )
+
+// CallbackCheck is what decides whether a callback may be applied: the
+// verification of its token, the consumer its URL names, and its body.
+type CallbackCheck struct {
+	// Token holds the token's claims; TokenErr is Keyring.Verify's error:
+	// nil, or one wrapping ErrTokenInvalid or ErrTokenExpired.
+	Token    TokenClaims
+	TokenErr error
+	// Consumer is the consumer the callback URL names, nil when there is
+	// none (never created, removed, or its primary stream deleted).
+	Consumer *Consumer
+	// Request is the parsed body; RequestErr is ParseCallbackRequest's
+	// error.
+	Request    CallbackRequest
+	RequestErr error
+}
+
+// CheckCallback is the order in which a callback is refused (seed 000,
+// "Error Responses"), in one place: the first rule that applies decides,
+// and nil means the request may be applied.
+//
+//  1. 401 TOKEN_INVALID    no token, or one that is malformed, signed with
+//     an unknown key or not signed right, or issued for another consumer;
+//  2. 410 CONSUMER_GONE    no consumer has the id (S7);
+//  3. 401 TOKEN_EXPIRED    the token is otherwise good but past its expiry
+//     (the response carries a renewed one);
+//  4. 400 INVALID_REQUEST  the body is malformed, or has no epoch;
+//  5. 409 STALE_EPOCH      the body's epoch, or the token's, is not the
+//     consumer's current epoch (S6): a lower one is a zombie's, whatever
+//     token it carries; a higher one was never handed out;
+//  6. 409 ALREADY_CLAIMED  a wake_id that is not the current wake's (S3).
+//
+// What the request asks for is checked as it is applied, after these:
+// 409 INVALID_OFFSET for an ack beyond the tail, 400 INVALID_REQUEST for
+// too many streams. A body over the size limit never gets this far: the
+// HTTP layer answers 413 before reading it.
+//
+// The engine verifies the token before it reads the consumer and parses
+// the body, and stops early when rule 1 or 2 applies: both are decided by
+// facts known by then, so the order holds.
+func CheckCallback(c *CallbackCheck) error {
+	expired := errors.Is(c.TokenErr, ErrTokenExpired)
+	switch {
+	case errors.Is(c.TokenErr, ErrTokenInvalid):
+		return c.TokenErr
+	case c.TokenErr != nil && !expired:
+		return fmt.Errorf("%w: %v", ErrTokenInvalid, c.TokenErr)
+	case c.Consumer == nil:
+		return fmt.Errorf("%w: no consumer has this id", ErrConsumerGone)
+	case expired:
+		return c.TokenErr
+	case c.RequestErr != nil:
+		return c.RequestErr
+	}
+	cur, req := c.Consumer.Epoch, c.Request
+	switch {
+	case cur == 0:
+		return fmt.Errorf("%w: consumer %s has not been woken yet", ErrStaleEpoch, c.Consumer.ID)
+	case req.Epoch < cur:
+		return fmt.Errorf("%w: epoch %d is stale; the current epoch is %d", ErrStaleEpoch, req.Epoch, cur)
+	case c.Token.Epoch < cur:
+		return fmt.Errorf("%w: the token was issued for epoch %d; the current epoch is %d", ErrStaleEpoch, c.Token.Epoch, cur)
+	case req.Epoch > cur || c.Token.Epoch > cur:
+		// No token is ever issued for an epoch the consumer has not
+		// reached; fence it like a stale one rather than trust it.
+		return fmt.Errorf("%w: epoch %d (token: %d) does not match the current epoch %d", ErrStaleEpoch, req.Epoch, c.Token.Epoch, cur)
+	case req.WakeID != "" && req.WakeID != c.Consumer.WakeID:
+		return fmt.Errorf("%w: wake_id %q does not match the current wake", ErrAlreadyClaimed, req.WakeID)
+	}
+	return nil
+}
 
 // callback applies one callback request (seed 000, "Callback API"). The
 // request is atomic: every check runs before anything changes, and Decide
 // returns the consumer unchanged on error. The steps, in order:
 //
-//  1. token epoch and body epoch agree (TOKEN_INVALID), the epoch is the
-//     consumer's (STALE_EPOCH, S6), a wake_id, when given, is the current
-//     one (ALREADY_CLAIMED, S3);
+//  1. CheckCallback: token, epoch, wake id;
 //  2. subscribe: new streams start at their current tail (lazily at
 //     OffsetStart for streams that do not exist yet);
 //  3. acks: each at most the stream's tail (INVALID_OFFSET); an ack below
@@ -27,19 +97,8 @@ import (
 // the seed requires ("All operations are idempotent").
 func (m *Machine) callback(c *Consumer, cb Callback, now time.Time) ([]Effect, error) {
 	req := cb.Request
-	switch {
-	case req.Epoch != cb.TokenEpoch:
-		return nil, fmt.Errorf("%w: the token was issued for epoch %d, the request is for epoch %d", ErrTokenInvalid, cb.TokenEpoch, req.Epoch)
-	case c.Epoch == 0:
-		return nil, fmt.Errorf("%w: consumer %s has not been woken yet", ErrStaleEpoch, c.ID)
-	case req.Epoch < c.Epoch:
-		return nil, fmt.Errorf("%w: consumer epoch %d is stale; current epoch is %d", ErrStaleEpoch, req.Epoch, c.Epoch)
-	case req.Epoch > c.Epoch:
-		// No token is ever issued for an epoch the consumer has not
-		// reached; fence it like a stale one rather than trust it.
-		return nil, fmt.Errorf("%w: epoch %d does not match the current epoch %d", ErrStaleEpoch, req.Epoch, c.Epoch)
-	case req.WakeID != "" && req.WakeID != c.WakeID:
-		return nil, fmt.Errorf("%w: wake_id %q does not match the current wake", ErrAlreadyClaimed, req.WakeID)
+	if err := CheckCallback(&CallbackCheck{Token: cb.Token, TokenErr: cb.TokenErr, Consumer: c, Request: req, RequestErr: cb.RequestErr}); err != nil {
+		return nil, err
 	}
 
 	// 2. Subscribe. Already subscribed streams keep their offsets, so a

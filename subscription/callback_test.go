@@ -1,6 +1,7 @@
 package subscription
 
 import (
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -8,7 +9,7 @@ import (
 
 // cb builds a Callback event whose token is for the request's epoch.
 func cb(req CallbackRequest, t Tails) Callback {
-	return Callback{Request: req, TokenEpoch: req.Epoch, Tails: t}
+	return Callback{Request: req, Token: TokenClaims{Epoch: req.Epoch}, Tails: t}
 }
 
 func TestCallbackTransitions(t *testing.T) {
@@ -190,11 +191,18 @@ func TestCallbackErrors(t *testing.T) {
 	})
 	runDecideCases(t, []decideCase{
 		{
-			name: "a token for another epoch is TOKEN_INVALID",
+			name: "a stale token with the current body epoch is STALE_EPOCH",
 			c:    live(),
-			ev:   Callback{Request: CallbackRequest{Epoch: 4}, TokenEpoch: 3, Tails: tails(12, 5)},
+			ev:   Callback{Request: CallbackRequest{Epoch: 4}, Token: TokenClaims{Epoch: 3}, Tails: tails(12, 5)},
 			now:  t1,
-			err:  ErrTokenInvalid,
+			err:  ErrStaleEpoch,
+		},
+		{
+			name: "the current token with a stale body epoch is STALE_EPOCH",
+			c:    live(),
+			ev:   Callback{Request: CallbackRequest{Epoch: 3}, Token: TokenClaims{Epoch: 4}, Tails: tails(12, 5)},
+			now:  t1,
+			err:  ErrStaleEpoch,
 		},
 		// S6: callbacks with epoch < current are STALE_EPOCH.
 		{
@@ -287,4 +295,42 @@ func TestCallbackErrors(t *testing.T) {
 			err:  ErrInvalidRequest,
 		},
 	})
+}
+
+// TestCheckCallbackOrder pins the order of CheckCallback's rules: each row
+// breaks its rule and every later one, so only the order picks the error.
+func TestCheckCallbackOrder(t *testing.T) {
+	cur := live() // epoch 4, wake w_cur
+	never := with(idle(), func(c *Consumer) { c.Epoch, c.WakeID = 0, "" })
+	invalid := fmt.Errorf("%w: bad signature", ErrTokenInvalid)
+	expired := fmt.Errorf("%w: the token expired", ErrTokenExpired)
+	malformed := fmt.Errorf("%w: epoch is required", ErrInvalidRequest)
+	stale := CallbackRequest{Epoch: 3, WakeID: "w_other"}
+	tests := []struct {
+		name string
+		in   CallbackCheck
+		want error
+	}{
+		{"a bad token before everything", CallbackCheck{TokenErr: invalid, Token: TokenClaims{Epoch: 3}, RequestErr: malformed, Request: stale}, ErrTokenInvalid},
+		{"an unknown token error is a bad token", CallbackCheck{TokenErr: errString("odd"), Consumer: &cur}, ErrTokenInvalid},
+		{"no consumer before an expired token", CallbackCheck{TokenErr: expired, Token: TokenClaims{Epoch: 3}, RequestErr: malformed}, ErrConsumerGone},
+		{"an expired token before the body", CallbackCheck{TokenErr: expired, Token: TokenClaims{Epoch: 3}, Consumer: &cur, RequestErr: malformed, Request: stale}, ErrTokenExpired},
+		{"a malformed body before the epoch", CallbackCheck{Token: TokenClaims{Epoch: 3}, Consumer: &cur, RequestErr: malformed, Request: stale}, ErrInvalidRequest},
+		{"a stale body epoch with the current token", CallbackCheck{Token: TokenClaims{Epoch: 4}, Consumer: &cur, Request: stale}, ErrStaleEpoch},
+		{"a stale token with the current body epoch", CallbackCheck{Token: TokenClaims{Epoch: 3}, Consumer: &cur, Request: CallbackRequest{Epoch: 4, WakeID: "w_other"}}, ErrStaleEpoch},
+		{"an epoch ahead", CallbackCheck{Token: TokenClaims{Epoch: 5}, Consumer: &cur, Request: CallbackRequest{Epoch: 5}}, ErrStaleEpoch},
+		{"a consumer never woken", CallbackCheck{Token: TokenClaims{Epoch: 1}, Consumer: &never, Request: CallbackRequest{Epoch: 1}}, ErrStaleEpoch},
+		{"another wake id", CallbackCheck{Token: TokenClaims{Epoch: 4}, Consumer: &cur, Request: CallbackRequest{Epoch: 4, WakeID: "w_other"}}, ErrAlreadyClaimed},
+		{"the current wake id", CallbackCheck{Token: TokenClaims{Epoch: 4}, Consumer: &cur, Request: CallbackRequest{Epoch: 4, WakeID: "w_cur"}}, nil},
+		{"no wake id", CallbackCheck{Token: TokenClaims{Epoch: 4}, Consumer: &cur, Request: CallbackRequest{Epoch: 4}}, nil},
+	}
+	for _, tt := range tests {
+		err := CheckCallback(&tt.in)
+		if tt.want == nil && err != nil || tt.want != nil && !errors.Is(err, tt.want) {
+			t.Errorf("%s: %v, want %v", tt.name, err, tt.want)
+		}
+		if _, _, ok := CallbackErrorStatus(err); err != nil && !ok {
+			t.Errorf("%s: %v is not a callback error", tt.name, err)
+		}
+	}
 }

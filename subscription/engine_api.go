@@ -233,43 +233,46 @@ func (e *Engine) callback(ctx context.Context, p *CallbackParams) (*CallbackResp
 		return nil, &CallbackError{Err: fmt.Errorf("%w: %v", ErrConsumerGone, err)}
 	}
 	id := ConsumerID(sub, path)
-	if p.Token == "" {
-		return nil, &CallbackError{Err: fmt.Errorf("%w: an Authorization: Bearer token is required", ErrTokenInvalid)}
-	}
 	now := e.now()
-	claims, err := e.keys.Verify(p.Token, id, now)
-	if errors.Is(err, ErrTokenExpired) {
-		fresh, ierr := e.keys.Issue(claims.ConsumerID, claims.Epoch, now)
-		if ierr != nil {
-			return nil, ierr
-		}
-		return nil, &CallbackError{Err: err, Token: fresh}
+	var claims TokenClaims
+	tokErr := fmt.Errorf("%w: an Authorization: Bearer token is required", ErrTokenInvalid)
+	if p.Token != "" {
+		claims, tokErr = e.keys.Verify(p.Token, id, now)
 	}
-	if err != nil {
-		return nil, &CallbackError{Err: err}
+	if tokErr != nil && !errors.Is(tokErr, ErrTokenExpired) {
+		// CheckCallback's first rule: nothing else is needed to decide.
+		return nil, &CallbackError{Err: CheckCallback(&CallbackCheck{TokenErr: tokErr})}
 	}
-	next, err := e.keys.Renew(p.Token, claims, now)
-	if err != nil {
-		return nil, err
-	}
-	req, err := ParseCallbackRequest(p.Body)
-	if err != nil {
-		return nil, &CallbackError{Err: err, Token: next}
-	}
+	req, reqErr := ParseCallbackRequest(p.Body)
 	extra := append([]string(nil), req.Subscribe...)
 	for _, a := range req.Acks {
 		extra = append(extra, a.Path)
 	}
-	a, err := e.apply(ctx, id, Callback{Request: req, TokenEpoch: claims.Epoch}, extra, nil)
-	if err != nil {
-		if _, _, ok := CallbackErrorStatus(err); ok {
-			return nil, &CallbackError{Err: err, Token: next}
+	a, err := e.apply(ctx, id, Callback{Request: req, RequestErr: reqErr, Token: claims, TokenErr: tokErr}, extra, nil)
+	if err == nil {
+		if rm, _ := removal(a.Effects); rm.Reason == RemovedPrimaryDeleted {
+			err = fmt.Errorf("%w: its primary stream %s was deleted", ErrConsumerGone, a.Consumer.PrimaryStream)
 		}
-		return nil, err
+	}
+	if err != nil {
+		if _, _, ok := CallbackErrorStatus(err); !ok {
+			return nil, err
+		}
+		ce := &CallbackError{Err: err}
+		if !errors.Is(err, ErrConsumerGone) && !errors.Is(err, ErrTokenInvalid) {
+			// The token for the next callback: a renewed one for
+			// TOKEN_EXPIRED, always for the token's own epoch (never a
+			// newer one: that would un-fence a zombie).
+			if ce.Token, err = e.keys.Renew(p.Token, claims, now); err != nil {
+				return nil, err
+			}
+		}
+		return nil, ce
 	}
 	e.runEffects(a)
-	if rm, _ := removal(a.Effects); rm.Reason == RemovedPrimaryDeleted {
-		return nil, &CallbackError{Err: fmt.Errorf("%w: its primary stream %s was deleted", ErrConsumerGone, a.Consumer.PrimaryStream)}
+	next, err := e.keys.Renew(p.Token, claims, now)
+	if err != nil {
+		return nil, err
 	}
 	resp := NewCallbackResponse(&a.Consumer, next)
 	return &resp, nil

@@ -32,12 +32,16 @@ type WebhookResult struct {
 	Tails Tails
 }
 
-// Callback is a callback request that passed token verification.
+// Callback is a callback request whose token has a valid signature and
+// names the consumer. CheckCallback decides whether it is applied.
 type Callback struct {
 	Request CallbackRequest
-	// TokenEpoch is the epoch the bearer token was issued for. A body epoch
-	// other than it is TOKEN_INVALID: a token only speaks for its epoch.
-	TokenEpoch int64
+	// RequestErr is ParseCallbackRequest's error (Request is then zero).
+	RequestErr error
+	// Token holds the bearer token's claims; TokenErr is nil or wraps
+	// ErrTokenExpired.
+	Token    TokenClaims
+	TokenErr error
 	// Tails holds the tails of the subscribed streams and of the streams
 	// in Request.Subscribe (new subscriptions start at the current tail).
 	Tails Tails

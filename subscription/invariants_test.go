@@ -91,7 +91,7 @@ func (s *sim) lastWake() SendWake {
 
 // callback sends a request with a token for its epoch.
 func (s *sim) callback(req CallbackRequest) ([]Effect, error) {
-	return s.apply(Callback{Request: req, TokenEpoch: req.Epoch, Tails: s.tailsCopy()})
+	return s.apply(Callback{Request: req, Token: TokenClaims{Epoch: req.Epoch}, Tails: s.tailsCopy()})
 }
 
 // S1: epochs in the notifications of a consumer strictly increase, across
@@ -103,12 +103,12 @@ func TestInvariantS1EpochMonotonicity(t *testing.T) {
 	w := s.lastWake()
 	s.must(WebhookResult{Epoch: w.Wake.Epoch, WakeID: w.Wake.WakeID, Attempt: 1, Delivered: true})
 	s.append(pA, 1)
-	s.must(Callback{Request: CallbackRequest{Epoch: w.Wake.Epoch, Acks: []StreamOffset{{Path: pA, Offset: off(3)}}, Done: true}, TokenEpoch: w.Wake.Epoch, Tails: s.tailsCopy()}) // wake 2: done with pending
+	s.must(Callback{Request: CallbackRequest{Epoch: w.Wake.Epoch, Acks: []StreamOffset{{Path: pA, Offset: off(3)}}, Done: true}, Token: TokenClaims{Epoch: w.Wake.Epoch}, Tails: s.tailsCopy()}) // wake 2: done with pending
 	w = s.lastWake()
 	s.append(pA, 1)
 	s.must(WebhookResult{Epoch: w.Wake.Epoch, WakeID: w.Wake.WakeID, Attempt: 1, Delivered: true, Done: true, Tails: s.tailsCopy()}) // wake 3: sync done, later event
 	w = s.lastWake()
-	s.must(Callback{Request: CallbackRequest{Epoch: w.Wake.Epoch, WakeID: w.Wake.WakeID}, TokenEpoch: w.Wake.Epoch, Tails: s.tailsCopy()})
+	s.must(Callback{Request: CallbackRequest{Epoch: w.Wake.Epoch, WakeID: w.Wake.WakeID}, Token: TokenClaims{Epoch: w.Wake.Epoch}, Tails: s.tailsCopy()})
 	s.now = s.c.LivenessDeadline
 	s.must(Tick{Tails: s.tailsCopy()}) // wake 4: liveness timeout with pending work
 
@@ -206,7 +206,7 @@ func TestInvariantS6StaleEpochRejection(t *testing.T) {
 	s.append(pA, 1)
 	s.must(TailsChanged{Tails: s.tailsCopy()})
 	zombie := s.lastWake().Wake
-	s.must(Callback{Request: CallbackRequest{Epoch: zombie.Epoch, WakeID: zombie.WakeID}, TokenEpoch: zombie.Epoch, Tails: s.tailsCopy()})
+	s.must(Callback{Request: CallbackRequest{Epoch: zombie.Epoch, WakeID: zombie.WakeID}, Token: TokenClaims{Epoch: zombie.Epoch}, Tails: s.tailsCopy()})
 	// The zombie stalls past the liveness timeout; a new event wakes a new
 	// instance.
 	s.now = s.c.LivenessDeadline
@@ -261,7 +261,7 @@ func TestInvariantL1PendingWorkCausesWake(t *testing.T) {
 		"append": func(s *sim) Event { return TailsChanged{Tails: s.tailsCopy()} },
 		"tick":   func(s *sim) Event { return Tick{Tails: s.tailsCopy()} },
 		"late callback": func(s *sim) Event {
-			return Callback{Request: CallbackRequest{Epoch: s.c.Epoch}, TokenEpoch: s.c.Epoch, Tails: s.tailsCopy()}
+			return Callback{Request: CallbackRequest{Epoch: s.c.Epoch}, Token: TokenClaims{Epoch: s.c.Epoch}, Tails: s.tailsCopy()}
 		},
 	} {
 		s := newSim(t, seeded())
@@ -285,7 +285,7 @@ func TestInvariantL2DoneWithoutPending(t *testing.T) {
 	s.append(pA, 2)
 	s.must(TailsChanged{Tails: s.tailsCopy()})
 	w := s.lastWake().Wake
-	effects := s.must(Callback{Request: CallbackRequest{Epoch: w.Epoch, WakeID: w.WakeID, Acks: []StreamOffset{{Path: pA, Offset: off(2)}}, Done: true}, TokenEpoch: w.Epoch, Tails: s.tailsCopy()})
+	effects := s.must(Callback{Request: CallbackRequest{Epoch: w.Epoch, WakeID: w.WakeID, Acks: []StreamOffset{{Path: pA, Offset: off(2)}}, Done: true}, Token: TokenClaims{Epoch: w.Epoch}, Tails: s.tailsCopy()})
 	if s.c.State != StateIdle || len(effects) != 0 || len(s.sends) != 1 {
 		t.Errorf("state %s, effects %+v, %d wakes", s.c.State, effects, len(s.sends))
 	}
@@ -299,7 +299,7 @@ func TestInvariantL3DoneWithPending(t *testing.T) {
 	s.must(TailsChanged{Tails: s.tailsCopy()})
 	w := s.lastWake().Wake
 	s.append(pA, 1)
-	s.must(Callback{Request: CallbackRequest{Epoch: w.Epoch, WakeID: w.WakeID, Acks: []StreamOffset{{Path: pA, Offset: off(2)}}, Done: true}, TokenEpoch: w.Epoch, Tails: s.tailsCopy()})
+	s.must(Callback{Request: CallbackRequest{Epoch: w.Epoch, WakeID: w.WakeID, Acks: []StreamOffset{{Path: pA, Offset: off(2)}}, Done: true}, Token: TokenClaims{Epoch: w.Epoch}, Tails: s.tailsCopy()})
 	next := s.lastWake().Wake
 	if s.c.State != StateWaking || next.Epoch != w.Epoch+1 || next.WakeID == w.WakeID {
 		t.Errorf("state %s, wake %+v after %+v", s.c.State, next, w)

@@ -88,13 +88,13 @@ func runScript(t *testing.T, script []byte) {
 		case 4, 5: // a callback
 			var req CallbackRequest
 			req, legit = s.scriptedCallback(arg, streams)
-			ev = Callback{Request: req, TokenEpoch: req.Epoch, Tails: s.tailsCopy()}
+			ev = Callback{Request: req, Token: TokenClaims{Epoch: req.Epoch}, Tails: s.tailsCopy()}
 		case 6: // a secondary stream is deleted
 			path := streams[1+int(arg)%3]
 			delete(s.tails, path)
 			ev = StreamDeleted{Path: path}
 		case 7: // the consumer's callback arrives with a stale epoch
-			ev = Callback{Request: CallbackRequest{Epoch: s.c.Epoch - 1, Done: true}, TokenEpoch: s.c.Epoch - 1, Tails: s.tailsCopy()}
+			ev = Callback{Request: CallbackRequest{Epoch: s.c.Epoch - 1, Done: true}, Token: TokenClaims{Epoch: s.c.Epoch - 1}, Tails: s.tailsCopy()}
 		}
 
 		effects, err := s.apply(ev)
