@@ -294,3 +294,35 @@ func TestCallbackRuleOrder(t *testing.T) {
 		wantCallback(t, tc.name, callback(t, w2.Callback, tc.token, tc.body), tc.status, tc.code)
 	}
 }
+
+// TestConflictingRecreateIsConflictWhateverTheURL: re-creating an id with
+// another configuration is 409 even when the new webhook URL would be
+// refused; a new id with a refused URL is 400.
+func TestConflictingRecreateIsConflictWhateverTheURL(t *testing.T) {
+	srv := specHerald(t)
+	_, hook := newWakeReceiver(t)
+	createSubscription(t, srv.base, "/agents/*", "sub", hook)
+	for _, tc := range []struct {
+		name, id, webhook string
+		status            int
+		code              string
+	}{
+		{"taken id, refused URL", "sub", "http://10.1.2.3/hook", http.StatusConflict, "SUBSCRIPTION_EXISTS"},
+		{"taken id, allowed URL", "sub", hook + "/other", http.StatusConflict, "SUBSCRIPTION_EXISTS"},
+		{"new id, refused URL", "fresh", "http://10.1.2.3/hook", http.StatusBadRequest, "WEBHOOK_URL_REFUSED"},
+	} {
+		resp, body := do(t, "PUT", srv.base+"/agents/*?subscription="+tc.id, nil, `{"webhook": "`+tc.webhook+`"}`)
+		var e struct {
+			Error struct {
+				Code string `json:"code"`
+			} `json:"error"`
+		}
+		if err := json.Unmarshal([]byte(body), &e); err != nil || resp.StatusCode != tc.status || e.Error.Code != tc.code {
+			t.Errorf("%s: %d %s, want %d %s", tc.name, resp.StatusCode, body, tc.status, tc.code)
+		}
+	}
+	resp, body := do(t, "PUT", srv.base+"/agents/*?subscription=sub", nil, `{"webhook": "`+hook+`"}`)
+	if resp.StatusCode != http.StatusOK || strings.Contains(body, "webhook_secret") {
+		t.Errorf("identical re-create: %d %s", resp.StatusCode, body)
+	}
+}

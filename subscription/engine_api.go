@@ -35,9 +35,10 @@ type CreateSubscriptionResult struct {
 
 // CreateSubscription creates a subscription, or confirms an identical
 // one. The streams that already match get IDLE consumers that wake only on
-// new events (seed 000, "Existing Streams"). Errors:
-// ErrInvalidSubscriptionID, glob.ErrInvalidPattern, webhook.ErrURLRefused
-// (the SSRF policy refused the webhook), ErrSubscriptionExists.
+// new events (seed 000, "Existing Streams"). Errors, in this order:
+// ErrInvalidSubscriptionID, glob.ErrInvalidPattern, ErrInvalidRequest (no
+// webhook), ErrSubscriptionExists (whatever the webhook URL),
+// webhook.ErrURLRefused (the SSRF policy refused the webhook).
 func (e *Engine) CreateSubscription(ctx context.Context, p *CreateSubscriptionParams) (*CreateSubscriptionResult, error) {
 	if err := ValidateSubscriptionID(p.ID); err != nil {
 		return nil, err
@@ -48,6 +49,17 @@ func (e *Engine) CreateSubscription(ctx context.Context, p *CreateSubscriptionPa
 	}
 	if p.Webhook == "" {
 		return nil, fmt.Errorf("%w: webhook is required", ErrInvalidRequest)
+	}
+	// A taken id is decided before the webhook URL is checked: a
+	// conflicting re-create is 409 whatever its URL. The store decides
+	// again below, for a create that races this one.
+	switch old, err := e.st.SubscriptionGet(ctx, p.ID); {
+	case err == nil && old.Pattern == pat.String() && old.Webhook == p.Webhook && old.Description == p.Description:
+		return &CreateSubscriptionResult{Subscription: wireSubscription(old)}, nil
+	case err == nil:
+		return nil, fmt.Errorf("%w: %q", ErrSubscriptionExists, p.ID)
+	case !errors.Is(err, store.ErrSubscriptionNotFound):
+		return nil, err
 	}
 	if err := e.sender.ValidateURL(ctx, p.Webhook); err != nil {
 		return nil, err
