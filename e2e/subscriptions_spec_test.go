@@ -326,3 +326,34 @@ func TestConflictingRecreateIsConflictWhateverTheURL(t *testing.T) {
 		t.Errorf("identical re-create: %d %s", resp.StatusCode, body)
 	}
 }
+
+// TestTokensDieWithTheirSubscription: after a subscription is deleted and
+// created again with the same id, a token issued before the delete is
+// refused (401 TOKEN_INVALID), even though the new consumer has the same
+// id and reaches the same epoch, and it changes nothing.
+func TestTokensDieWithTheirSubscription(t *testing.T) {
+	srv := specHerald(t)
+	rc, hook := newWakeReceiver(t)
+	specSubscribe(t, srv, rc, "/agents/*", "sub", hook)
+	put(t, srv, "/agents/a", "work")
+	old := rc.next(srv, "sub:%2Fagents%2Fa")
+
+	if resp, body := do(t, "DELETE", srv.base+"/agents/*?subscription=sub", nil, ""); resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("delete subscription: %d %s", resp.StatusCode, body)
+	}
+	specSubscribe(t, srv, rc, "/agents/*", "sub", hook) // another owner, same id
+	tail := appendTo(t, srv, "/agents/a", "for the new owner")
+	fresh := rc.next(srv, "sub:%2Fagents%2Fa")
+	if fresh.Epoch != old.Epoch {
+		t.Fatalf("the new consumer woke at epoch %d, the old one at %d: the test needs them equal", fresh.Epoch, old.Epoch)
+	}
+
+	wantCallback(t, "old token", callback(t, old.Callback, old.Token,
+		fmt.Sprintf(`{"epoch":%d,"acks":[{"path":"/agents/a","offset":%q}],"unsubscribe":["/agents/a"]}`, old.Epoch, tail)),
+		http.StatusUnauthorized, "TOKEN_INVALID")
+	got := callback(t, fresh.Callback, fresh.Token, fmt.Sprintf(`{"epoch":%d,"wake_id":%q}`, fresh.Epoch, fresh.WakeID))
+	wantCallback(t, "new token", got, http.StatusOK, "")
+	if len(got.Streams) != 1 || got.Streams[0].Offset == tail {
+		t.Fatalf("the old token changed the new consumer: %+v", got.Streams)
+	}
+}

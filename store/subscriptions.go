@@ -39,8 +39,9 @@ type SubscriptionStore interface {
 	ConsumerInsert(ctx context.Context, params *ConsumerInsertParams) ([]string, error)
 	// ConsumerGet returns one consumer, or ErrConsumerNotFound.
 	ConsumerGet(ctx context.Context, id string) (*Consumer, error)
-	// ConsumerUpdate replaces a consumer's state and memberships when its
-	// version is still params.ExpectVersion, and returns the new version.
+	// ConsumerUpdate replaces a consumer's state and memberships (not its
+	// ID, subscription, primary stream or incarnation) when its version is
+	// still params.ExpectVersion, and returns the new version.
 	// ErrConsumerNotFound when absent, ErrConsumerConflict when changed.
 	ConsumerUpdate(ctx context.Context, params *ConsumerUpdateParams) (int64, error)
 	// ConsumerDelete removes a consumer and its memberships when its
@@ -88,8 +89,12 @@ type Subscription struct {
 // Consumer is the stored state of one consumer instance. State is "IDLE",
 // "WAKING" or "LIVE". A zero time means "not armed".
 type Consumer struct {
-	ID               string
-	SubscriptionID   string
+	ID             string
+	SubscriptionID string
+	// Incarnation tells this consumer from others that had or will have
+	// the same ID; set by ConsumerInsert (or SubscriptionCreate), never
+	// changed by ConsumerUpdate. "" for consumers stored before it existed.
+	Incarnation      string
 	PrimaryStream    string
 	State            string
 	Epoch            int64

@@ -29,13 +29,15 @@ type CallbackCheck struct {
 //  1. 401 TOKEN_INVALID    no token, or one that is malformed, signed with
 //     an unknown key or not signed right, or issued for another consumer;
 //  2. 410 CONSUMER_GONE    no consumer has the id (S7);
-//  3. 401 TOKEN_EXPIRED    the token is otherwise good but past its expiry
+//  3. 401 TOKEN_INVALID    the token was issued to another incarnation of
+//     the consumer (one deleted since, whose id was taken again);
+//  4. 401 TOKEN_EXPIRED    the token is otherwise good but past its expiry
 //     (the response carries a renewed one);
-//  4. 400 INVALID_REQUEST  the body is malformed, or has no epoch;
-//  5. 409 STALE_EPOCH      the body's epoch, or the token's, is not the
+//  5. 400 INVALID_REQUEST  the body is malformed, or has no epoch;
+//  6. 409 STALE_EPOCH      the body's epoch, or the token's, is not the
 //     consumer's current epoch (S6): a lower one is a zombie's, whatever
 //     token it carries; a higher one was never handed out;
-//  6. 409 ALREADY_CLAIMED  a wake_id that is not the current wake's (S3).
+//  7. 409 ALREADY_CLAIMED  a wake_id that is not the current wake's (S3).
 //
 // What the request asks for is checked as it is applied, after these:
 // 409 INVALID_OFFSET for an ack beyond the tail, 400 INVALID_REQUEST for
@@ -54,6 +56,8 @@ func CheckCallback(c *CallbackCheck) error {
 		return fmt.Errorf("%w: %v", ErrTokenInvalid, c.TokenErr)
 	case c.Consumer == nil:
 		return fmt.Errorf("%w: no consumer has this id", ErrConsumerGone)
+	case c.Token.Incarnation != c.Consumer.Incarnation:
+		return fmt.Errorf("%w: the token was issued to a consumer that was deleted since", ErrTokenInvalid)
 	case expired:
 		return c.TokenErr
 	case c.RequestErr != nil:

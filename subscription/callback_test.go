@@ -301,6 +301,7 @@ func TestCallbackErrors(t *testing.T) {
 // breaks its rule and every later one, so only the order picks the error.
 func TestCheckCallbackOrder(t *testing.T) {
 	cur := live() // epoch 4, wake w_cur
+	reborn := with(live(), func(c *Consumer) { c.Incarnation = "i_new" })
 	never := with(idle(), func(c *Consumer) { c.Epoch, c.WakeID = 0, "" })
 	invalid := fmt.Errorf("%w: bad signature", ErrTokenInvalid)
 	expired := fmt.Errorf("%w: the token expired", ErrTokenExpired)
@@ -314,6 +315,10 @@ func TestCheckCallbackOrder(t *testing.T) {
 		{"a bad token before everything", CallbackCheck{TokenErr: invalid, Token: TokenClaims{Epoch: 3}, RequestErr: malformed, Request: stale}, ErrTokenInvalid},
 		{"an unknown token error is a bad token", CallbackCheck{TokenErr: errString("odd"), Consumer: &cur}, ErrTokenInvalid},
 		{"no consumer before an expired token", CallbackCheck{TokenErr: expired, Token: TokenClaims{Epoch: 3}, RequestErr: malformed}, ErrConsumerGone},
+		{"no consumer before another incarnation", CallbackCheck{Token: TokenClaims{Incarnation: "i_old", Epoch: 4}, Request: CallbackRequest{Epoch: 4}}, ErrConsumerGone},
+		{"another incarnation before an expired token", CallbackCheck{TokenErr: expired, Token: TokenClaims{Incarnation: "i_old", Epoch: 3}, Consumer: &reborn, RequestErr: malformed, Request: stale}, ErrTokenInvalid},
+		{"a token without incarnation for a consumer with one", CallbackCheck{Token: TokenClaims{Epoch: 4}, Consumer: &reborn, Request: CallbackRequest{Epoch: 4}}, ErrTokenInvalid},
+		{"the consumer's incarnation", CallbackCheck{Token: TokenClaims{Incarnation: "i_new", Epoch: 4}, Consumer: &reborn, Request: CallbackRequest{Epoch: 4}}, nil},
 		{"an expired token before the body", CallbackCheck{TokenErr: expired, Token: TokenClaims{Epoch: 3}, Consumer: &cur, RequestErr: malformed, Request: stale}, ErrTokenExpired},
 		{"a malformed body before the epoch", CallbackCheck{Token: TokenClaims{Epoch: 3}, Consumer: &cur, RequestErr: malformed, Request: stale}, ErrInvalidRequest},
 		{"a stale body epoch with the current token", CallbackCheck{Token: TokenClaims{Epoch: 4}, Consumer: &cur, Request: stale}, ErrStaleEpoch},

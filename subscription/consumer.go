@@ -76,6 +76,12 @@ type Consumer struct {
 	// ID is "{subscription_id}:{url_encoded_stream_path}" (ConsumerID).
 	ID             string
 	SubscriptionID string
+	// Incarnation tells this consumer from an earlier or later one with
+	// the same ID (its subscription or primary stream deleted and created
+	// again): tokens carry it, so a token dies with the consumer it was
+	// issued to. Random, set at creation, never changed; "" for consumers
+	// stored before incarnations existed, whose tokens carry none.
+	Incarnation string
 	// PrimaryStream is the stream that spawned the consumer. Deleting it
 	// removes the consumer, even after the consumer unsubscribed from it.
 	PrimaryStream string
@@ -111,6 +117,8 @@ type Consumer struct {
 type NewConsumerParams struct {
 	SubscriptionID string
 	PrimaryStream  string
+	// Incarnation is the new consumer's incarnation id (NewIncarnation).
+	Incarnation string
 	// StartOffset is the primary stream's acked offset at creation. For a
 	// stream that existed before the subscription it is the stream's tail
 	// (seed 000, "Existing Streams": wake only on new events); for a
@@ -139,6 +147,7 @@ func NewConsumer(p NewConsumerParams) (Consumer, error) {
 	return Consumer{
 		ID:             ConsumerID(p.SubscriptionID, p.PrimaryStream),
 		SubscriptionID: p.SubscriptionID,
+		Incarnation:    p.Incarnation,
 		PrimaryStream:  p.PrimaryStream,
 		State:          StateIdle,
 		Streams:        []StreamCursor{{Path: p.PrimaryStream, Acked: start}},

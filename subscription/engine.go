@@ -2,6 +2,7 @@ package subscription
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"hash/fnv"
@@ -229,6 +230,14 @@ func (e *Engine) Stop() {
 	e.wg.Wait()
 }
 
+// random is the engine's source of randomness.
+func (e *Engine) random() io.Reader {
+	if e.rand == nil {
+		return rand.Reader
+	}
+	return e.rand
+}
+
 // goOwned runs f in a goroutine that Stop waits for, unless the engine is
 // stopping, in which case it reports false and f does not run.
 func (e *Engine) goOwned(f func()) bool {
@@ -439,6 +448,7 @@ func fromStored(sc *store.Consumer) Consumer {
 	c := Consumer{
 		ID:               sc.ID,
 		SubscriptionID:   sc.SubscriptionID,
+		Incarnation:      sc.Incarnation,
 		PrimaryStream:    sc.PrimaryStream,
 		State:            State(sc.State),
 		Epoch:            sc.Epoch,
@@ -462,6 +472,7 @@ func toStored(c *Consumer) store.Consumer {
 	sc := store.Consumer{
 		ID:               c.ID,
 		SubscriptionID:   c.SubscriptionID,
+		Incarnation:      c.Incarnation,
 		PrimaryStream:    c.PrimaryStream,
 		State:            string(c.State),
 		Epoch:            c.Epoch,
@@ -484,7 +495,7 @@ func toStored(c *Consumer) store.Consumer {
 // write is needed (events for a WAKING or LIVE consumer usually change
 // nothing: wake batching).
 func sameConsumer(a, b *Consumer) bool {
-	if a.State != b.State || a.Epoch != b.Epoch || a.WakeID != b.WakeID || a.Attempts != b.Attempts ||
+	if a.Incarnation != b.Incarnation || a.State != b.State || a.Epoch != b.Epoch || a.WakeID != b.WakeID || a.Attempts != b.Attempts ||
 		!a.WakingDeadline.Equal(b.WakingDeadline) || !a.NextRetryAt.Equal(b.NextRetryAt) ||
 		!a.LivenessDeadline.Equal(b.LivenessDeadline) || !a.FailingSince.Equal(b.FailingSince) ||
 		len(a.Streams) != len(b.Streams) {

@@ -2,9 +2,9 @@ package subscription
 
 import (
 	"context"
-	"crypto/rand"
 	"errors"
 	"fmt"
+	"io"
 
 	"github.com/heraldstreams/herald/glob"
 	"github.com/heraldstreams/herald/protocol"
@@ -64,11 +64,7 @@ func (e *Engine) CreateSubscription(ctx context.Context, p *CreateSubscriptionPa
 	if err := e.sender.ValidateURL(ctx, p.Webhook); err != nil {
 		return nil, err
 	}
-	r := e.rand
-	if r == nil {
-		r = rand.Reader
-	}
-	secret, err := NewWebhookSecret(r)
+	secret, err := NewWebhookSecret(e.random())
 	if err != nil {
 		return nil, err
 	}
@@ -88,7 +84,7 @@ func (e *Engine) CreateSubscription(ctx context.Context, p *CreateSubscriptionPa
 			CreatedAt:   now,
 		},
 		Prefix: pat.Prefix(),
-		Spawn:  existingConsumer(p.ID, pat),
+		Spawn:  existingConsumer(p.ID, pat, e.random()),
 		Now:    now,
 	})
 	created := err == nil && res.Created
@@ -112,13 +108,20 @@ func (e *Engine) CreateSubscription(ctx context.Context, p *CreateSubscriptionPa
 // existingConsumer returns the store's Spawn for a new subscription: a
 // stream that already exists and matches gets an IDLE consumer acked to
 // its tail, which wakes only for new events (seed 000, "Existing
-// Streams").
-func existingConsumer(id string, pat *glob.Pattern) func(*store.Stream) (store.Consumer, bool) {
+// Streams"). r supplies the consumers' incarnation ids.
+func existingConsumer(id string, pat *glob.Pattern, r io.Reader) func(*store.Stream) (store.Consumer, bool) {
 	return func(s *store.Stream) (store.Consumer, bool) {
 		if !pat.Match(s.Path) {
 			return store.Consumer{}, false
 		}
-		c, err := NewConsumer(NewConsumerParams{SubscriptionID: id, PrimaryStream: s.Path, StartOffset: protocol.FormatOffset(s.Tail)})
+		inc, err := NewIncarnation(r)
+		if err != nil {
+			// Spawn cannot fail; a consumer without an incarnation
+			// would accept the tokens of a deleted one, so the
+			// stream gets none now and a consumer when it changes.
+			return store.Consumer{}, false
+		}
+		c, err := NewConsumer(NewConsumerParams{SubscriptionID: id, PrimaryStream: s.Path, Incarnation: inc, StartOffset: protocol.FormatOffset(s.Tail)})
 		if err != nil {
 			return store.Consumer{}, false // a path no consumer can have
 		}

@@ -292,7 +292,11 @@ func (e *Engine) spawn(ctx context.Context, path string, existing []store.Consum
 		if have[ConsumerID(sub, path)] {
 			continue
 		}
-		c, err := NewConsumer(NewConsumerParams{SubscriptionID: sub, PrimaryStream: path})
+		inc, err := NewIncarnation(e.random())
+		if err != nil {
+			return false, err
+		}
+		c, err := NewConsumer(NewConsumerParams{SubscriptionID: sub, PrimaryStream: path, Incarnation: inc})
 		if err != nil {
 			continue // a path no consumer can have
 		}

@@ -187,6 +187,7 @@ func (m *memStore) ConsumerUpdate(_ context.Context, p *store.ConsumerUpdatePara
 		return 0, store.ErrConsumerConflict
 	}
 	c := cloneConsumer(p.Consumer)
+	c.Incarnation = old.Incarnation // never changed by an update
 	c.Version = old.Version + 1
 	m.consumers[c.ID] = c
 	return c.Version, nil

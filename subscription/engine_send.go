@@ -56,7 +56,7 @@ func (e *Engine) deliver(a applied, w SendWake) {
 		return
 	}
 	now := e.now()
-	token, err := e.keys.Issue(c.ID, w.Wake.Epoch, now)
+	token, err := e.keys.Issue(TokenSubject{ConsumerID: c.ID, Incarnation: c.Incarnation, Epoch: w.Wake.Epoch}, now)
 	if err != nil {
 		e.logSendError(c.ID, err)
 		return

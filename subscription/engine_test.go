@@ -183,7 +183,7 @@ func TestEngineCallbacks(t *testing.T) {
 		before := r.consumer(id)
 		r.wantCallbackError(id, "", `{"epoch": 1}`, CodeTokenInvalid)
 		r.wantCallbackError(id, "not.a.token", `{"epoch": 1}`, CodeTokenInvalid)
-		other, err := r.keys.Issue(ConsumerID("sub", "/agents/b"), 1, time.Now())
+		other, err := r.keys.Issue(TokenSubject{ConsumerID: ConsumerID("sub", "/agents/b"), Epoch: 1}, time.Now())
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -142,7 +142,7 @@ func TestEngineGCAfterThreeDays(t *testing.T) {
 			t.Fatalf("%d attempts in 3 days", len(w))
 		}
 		// The removal is final: a callback for the consumer gets 410.
-		tok, err := keys.Issue(id, 1, time.Now())
+		tok, err := keys.Issue(TokenSubject{ConsumerID: id, Epoch: 1}, time.Now())
 		if err != nil {
 			t.Fatal(err)
 		}

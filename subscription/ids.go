@@ -129,6 +129,16 @@ func NewWakeID(r io.Reader) (string, error) {
 	return "w_" + hex.EncodeToString(b[:]), nil
 }
 
+// NewIncarnation returns an unguessable consumer incarnation id: "i_" and
+// 128 random bits in hex. r is crypto/rand.Reader in production.
+func NewIncarnation(r io.Reader) (string, error) {
+	var b [16]byte
+	if _, err := io.ReadFull(r, b[:]); err != nil {
+		return "", fmt.Errorf("subscription: generating an incarnation id: %w", err)
+	}
+	return "i_" + hex.EncodeToString(b[:]), nil
+}
+
 // WebhookSecretPrefix starts every webhook secret.
 const WebhookSecretPrefix = "whsec_"
 

@@ -31,10 +31,23 @@ const (
 // shorter.
 const maxTokenLength = 2048
 
+// TokenSubject is what a callback token speaks for: one incarnation of a
+// consumer, at one epoch.
+type TokenSubject struct {
+	ConsumerID string
+	// Incarnation is the consumer's (Consumer.Incarnation): a token dies
+	// with the consumer it was issued to, even when a consumer with the
+	// same id is created later. "" for a consumer stored before
+	// incarnations existed.
+	Incarnation string
+	Epoch       int64
+}
+
 // TokenClaims is what a valid callback token says.
 type TokenClaims struct {
-	ConsumerID string
-	Epoch      int64
+	ConsumerID  string
+	Incarnation string
+	Epoch       int64
 	// KeyID names the key that signed the token.
 	KeyID     string
 	IssuedAt  time.Time
@@ -48,8 +61,8 @@ type TokenClaims struct {
 //
 // Tokens are compact JWTs (HS256) with a "kid" header: header
 // {"alg":"HS256","kid":...,"typ":"JWT"}, claims {"sub": consumer id,
-// "epoch", "iat", "exp", "jti": random}. The random jti makes every issued
-// token distinct.
+// "inc": consumer incarnation (absent when ""), "epoch", "iat", "exp",
+// "jti": random}. The random jti makes every issued token distinct.
 type Keyring struct {
 	active Key
 	keys   map[string][]byte
@@ -100,6 +113,7 @@ type tokenHeader struct {
 
 type tokenBody struct {
 	Sub   string `json:"sub"`
+	Inc   string `json:"inc,omitempty"`
 	Epoch int64  `json:"epoch"`
 	Iat   int64  `json:"iat"`
 	Exp   int64  `json:"exp"`
@@ -108,9 +122,11 @@ type tokenBody struct {
 
 var b64 = base64.RawURLEncoding.Strict()
 
-// Issue returns a token for a consumer and epoch, valid for TokenTTL from
-// now. Tokens exist only for woken consumers: epoch must be at least 1.
-func (k *Keyring) Issue(consumerID string, epoch int64, now time.Time) (string, error) {
+// Issue returns a token for a consumer incarnation and epoch, valid for
+// TokenTTL from now. Tokens exist only for woken consumers: the epoch must
+// be at least 1.
+func (k *Keyring) Issue(s TokenSubject, now time.Time) (string, error) {
+	consumerID, epoch := s.ConsumerID, s.Epoch
 	if consumerID == "" || epoch < 1 {
 		return "", fmt.Errorf("subscription: no token for consumer %q at epoch %d", consumerID, epoch)
 	}
@@ -121,9 +137,13 @@ func (k *Keyring) Issue(consumerID string, epoch int64, now time.Time) (string, 
 	// The claims are written by hand (every wake issues a token), in
 	// tokenBody's field order and encoding.
 	iat := now.Unix()
-	c := make([]byte, 0, 96+len(consumerID))
+	c := make([]byte, 0, 96+len(consumerID)+len(s.Incarnation))
 	c = append(c, `{"sub":`...)
 	c = jsontext.AppendString(c, consumerID)
+	if s.Incarnation != "" {
+		c = append(c, `,"inc":`...)
+		c = jsontext.AppendString(c, s.Incarnation)
+	}
 	c = append(c, `,"epoch":`...)
 	c = strconv.AppendInt(c, epoch, 10)
 	c = append(c, `,"iat":`...)
@@ -218,23 +238,29 @@ func (k *Keyring) parse(token string) (TokenClaims, error) {
 		return TokenClaims{}, errString("malformed claims")
 	}
 	return TokenClaims{
-		ConsumerID: c.Sub,
-		Epoch:      c.Epoch,
-		KeyID:      h.Kid,
-		IssuedAt:   time.Unix(c.Iat, 0),
-		ExpiresAt:  time.Unix(c.Exp, 0),
+		ConsumerID:  c.Sub,
+		Incarnation: c.Inc,
+		Epoch:       c.Epoch,
+		KeyID:       h.Kid,
+		IssuedAt:    time.Unix(c.Iat, 0),
+		ExpiresAt:   time.Unix(c.Exp, 0),
 	}, nil
 }
 
 // Renew returns the token for the next callback: token itself while it has
 // more than TokenRefreshWindow left and its key is still the active one
 // (S5 allows the same token), otherwise a new token for the same consumer
-// and epoch. claims are token's, from Verify.
+// incarnation and epoch. claims are token's, from Verify.
 func (k *Keyring) Renew(token string, claims TokenClaims, now time.Time) (string, error) {
 	if claims.KeyID == k.active.ID && claims.ExpiresAt.Sub(now) > TokenRefreshWindow {
 		return token, nil
 	}
-	return k.Issue(claims.ConsumerID, claims.Epoch, now)
+	return k.Issue(claims.Subject(), now)
+}
+
+// Subject is what the token speaks for.
+func (c TokenClaims) Subject() TokenSubject {
+	return TokenSubject{ConsumerID: c.ConsumerID, Incarnation: c.Incarnation, Epoch: c.Epoch}
 }
 
 type errString string

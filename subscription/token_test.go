@@ -23,9 +23,40 @@ func testKeyring(t testing.TB, keys ...Key) *Keyring {
 	return k
 }
 
+// TestTokenCarriesIncarnation: the incarnation survives issue, verify
+// and renewal, and is absent from the claims of a token issued without
+// one (as before incarnations existed).
+func TestTokenCarriesIncarnation(t *testing.T) {
+	k := testKeyring(t, testKey("k1", 1))
+	sub := TokenSubject{ConsumerID: consumerA, Incarnation: "i_0123", Epoch: 2}
+	tok, err := k.Issue(sub, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	claims, err := k.Verify(tok, consumerA, t0)
+	if err != nil || claims.Subject() != sub {
+		t.Fatalf("claims %+v, %v", claims, err)
+	}
+	renewed, err := k.Renew(tok, claims, t0.Add(TokenTTL-time.Minute))
+	if err != nil || renewed == tok {
+		t.Fatalf("renewed %q, %v", renewed, err)
+	}
+	if claims, err := k.Verify(renewed, consumerA, t0.Add(TokenTTL)); err != nil || claims.Subject() != sub {
+		t.Fatalf("renewed claims %+v, %v", claims, err)
+	}
+	bare, err := k.Issue(TokenSubject{ConsumerID: consumerA, Epoch: 2}, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := base64.RawURLEncoding.DecodeString(strings.Split(bare, ".")[1])
+	if err != nil || strings.Contains(string(body), `"inc"`) {
+		t.Fatalf("claims of a token without incarnation: %s, %v", body, err)
+	}
+}
+
 func TestTokenIssueVerify(t *testing.T) {
 	k := testKeyring(t, testKey("k1", 1))
-	tok, err := k.Issue(consumerA, 7, t0)
+	tok, err := k.Issue(TokenSubject{ConsumerID: consumerA, Epoch: 7}, t0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,17 +78,17 @@ func TestTokenIssueVerify(t *testing.T) {
 		t.Errorf("header %s, %v", h, err)
 	}
 	// Every issued token differs, even within one second.
-	tok2, err := k.Issue(consumerA, 7, t0)
+	tok2, err := k.Issue(TokenSubject{ConsumerID: consumerA, Epoch: 7}, t0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if tok2 == tok {
 		t.Error("two tokens issued at the same time are equal")
 	}
-	if _, err := k.Issue(consumerA, 0, t0); err == nil {
+	if _, err := k.Issue(TokenSubject{ConsumerID: consumerA, Epoch: 0}, t0); err == nil {
 		t.Error("a token for epoch 0 was issued")
 	}
-	if _, err := k.Issue("", 1, t0); err == nil {
+	if _, err := k.Issue(TokenSubject{ConsumerID: "", Epoch: 1}, t0); err == nil {
 		t.Error("a token without a consumer was issued")
 	}
 }
@@ -67,7 +98,7 @@ func TestTokenIssueVerify(t *testing.T) {
 func TestTokenClaimsEncodeAnyConsumerID(t *testing.T) {
 	k := testKeyring(t, testKey("k1", 1))
 	for _, id := range []string{consumerA, `s:a"b`, `s:a\b`, "s:\x01\n", "s:é/ü", "s:<&>", "s:\u2028", "s:\xff"} {
-		tok, err := k.Issue(id, 3, t0)
+		tok, err := k.Issue(TokenSubject{ConsumerID: id, Epoch: 3}, t0)
 		if err != nil {
 			t.Fatalf("%q: %v", id, err)
 		}
@@ -93,7 +124,7 @@ func TestTokenClaimsEncodeAnyConsumerID(t *testing.T) {
 // claims come back so the caller can issue a new token.
 func TestTokenExpired(t *testing.T) {
 	k := testKeyring(t, testKey("k1", 1))
-	tok, err := k.Issue(consumerA, 7, t0)
+	tok, err := k.Issue(TokenSubject{ConsumerID: consumerA, Epoch: 7}, t0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,7 +155,7 @@ func TestTokenExpired(t *testing.T) {
 
 func TestTokenInvalid(t *testing.T) {
 	k := testKeyring(t, testKey("k1", 1))
-	tok, err := k.Issue(consumerA, 7, t0)
+	tok, err := k.Issue(TokenSubject{ConsumerID: consumerA, Epoch: 7}, t0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,7 +204,7 @@ func TestTokenInvalid(t *testing.T) {
 
 func mustIssue(t *testing.T, k *Keyring, consumerID string, epoch int64) string {
 	t.Helper()
-	tok, err := k.Issue(consumerID, epoch, t0)
+	tok, err := k.Issue(TokenSubject{ConsumerID: consumerID, Epoch: epoch}, t0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -256,7 +287,7 @@ func TestNewKeyringErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := k.Issue(consumerA, 1, t0); err == nil {
+	if _, err := k.Issue(TokenSubject{ConsumerID: consumerA, Epoch: 1}, t0); err == nil {
 		t.Error("Issue without entropy succeeded")
 	}
 }
@@ -303,7 +334,7 @@ func FuzzVerifyToken(f *testing.F) {
 }
 
 func mustIssueF(f *testing.F, k *Keyring, consumerID string, epoch int64) string {
-	tok, err := k.Issue(consumerID, epoch, t0)
+	tok, err := k.Issue(TokenSubject{ConsumerID: consumerID, Epoch: epoch}, t0)
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -76,3 +76,47 @@ func TestMigrationMovesMembershipsIntoTheConsumer(t *testing.T) {
 		t.Fatalf("consumers of /x after unsubscribing: %+v, %v", left, err)
 	}
 }
+
+// TestMigrationKeepsConsumersWithoutIncarnation upgrades a store written
+// before migration 0010: its consumers keep every column and read with
+// the empty incarnation, which accepts the tokens issued before the
+// upgrade (they carry none); new consumers store theirs.
+func TestMigrationKeepsConsumersWithoutIncarnation(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(dir, "herald.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := migrate(ctx, conn, "0009_keys"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.ExecContext(ctx, `INSERT INTO consumers (id, subscription_id, primary_stream, state, epoch, wake_id, paths, cursors, version)
+		VALUES ('s:%2Fa', 's', '/a', 'LIVE', 4, 'w_4', '["/a"]', '[["a1","a2"]]', 9)`); err != nil {
+		t.Fatal(err)
+	}
+	if err := errors.Join(conn.Close(), db.Close()); err != nil {
+		t.Fatal(err)
+	}
+
+	s := openStore(t, Config{Dir: dir})
+	c, err := s.ConsumerGet(ctx, "s:%2Fa")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []store.ConsumerStream{{Path: "/a", Acked: "a1", Notified: "a2"}}
+	if c.Incarnation != "" || c.State != "LIVE" || c.Epoch != 4 || c.WakeID != "w_4" || c.Version != 9 || !slices.Equal(c.Streams, want) {
+		t.Fatalf("consumer after the upgrade: %+v", c)
+	}
+	fresh := store.Consumer{ID: "s:%2Fb", SubscriptionID: "s", Incarnation: "i_b", PrimaryStream: "/b", State: "IDLE"}
+	if _, err := s.ConsumerInsert(ctx, &store.ConsumerInsertParams{Consumers: []store.Consumer{fresh}}); err != nil {
+		t.Fatal(err)
+	}
+	if c, err := s.ConsumerGet(ctx, "s:%2Fb"); err != nil || c.Incarnation != "i_b" {
+		t.Fatalf("new consumer: %+v, %v", c, err)
+	}
+}

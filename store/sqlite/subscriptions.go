@@ -207,10 +207,10 @@ func (b *batch) insertConsumers(cs []store.Consumer) ([]string, error) {
 // insertConsumer inserts c with its memberships unless its id exists.
 func (b *batch) insertConsumer(c *store.Consumer) (bool, error) {
 	paths, cursors := encodeMemberships(c.Streams)
-	res, err := b.exec(`INSERT INTO consumers (id, subscription_id, primary_stream, state, epoch, wake_id, attempts,
+	res, err := b.exec(`INSERT INTO consumers (id, subscription_id, incarnation, primary_stream, state, epoch, wake_id, attempts,
 		waking_deadline, next_retry_at, liveness_deadline, failing_since, due_at, paths, cursors, version)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1) ON CONFLICT (id) DO NOTHING`,
-		c.ID, c.SubscriptionID, c.PrimaryStream, c.State, c.Epoch, c.WakeID, c.Attempts,
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1) ON CONFLICT (id) DO NOTHING`,
+		c.ID, c.SubscriptionID, c.Incarnation, c.PrimaryStream, c.State, c.Epoch, c.WakeID, c.Attempts,
 		nanos(c.WakingDeadline), nanos(c.NextRetryAt), nanos(c.LivenessDeadline), nanos(c.FailingSince), nanos(c.DueAt), paths, cursors)
 	if err != nil {
 		return false, fmt.Errorf("insert consumer: %w", err)
@@ -363,7 +363,7 @@ func decodeMemberships(paths, cursors string) ([]store.ConsumerStream, error) {
 	return out, nil
 }
 
-const consumerColumns = `c.id, c.subscription_id, c.primary_stream, c.state, c.epoch, c.wake_id, c.attempts,
+const consumerColumns = `c.id, c.subscription_id, c.incarnation, c.primary_stream, c.state, c.epoch, c.wake_id, c.attempts,
 	c.waking_deadline, c.next_retry_at, c.liveness_deadline, c.failing_since, c.due_at, c.version, c.paths, c.cursors`
 
 // ConsumerGet implements store.SubscriptionStore.
@@ -461,7 +461,7 @@ func (s *Store) queryConsumers(ctx context.Context, where, order string, args ..
 		var c store.Consumer
 		var waking, retry, live, failing, due int64
 		var paths, cursors string
-		if err := rows.Scan(&c.ID, &c.SubscriptionID, &c.PrimaryStream, &c.State, &c.Epoch, &c.WakeID, &c.Attempts,
+		if err := rows.Scan(&c.ID, &c.SubscriptionID, &c.Incarnation, &c.PrimaryStream, &c.State, &c.Epoch, &c.WakeID, &c.Attempts,
 			&waking, &retry, &live, &failing, &due, &c.Version, &paths, &cursors); err != nil {
 			return nil, errors.Join(fmt.Errorf("sqlite: read consumers: %w", err), rows.Close())
 		}

@@ -112,6 +112,7 @@ func testConsumerCAS(t *testing.T, f Factory) {
 	s := f.Open(t)
 	ctx := context.Background()
 	c := consumer("s:%2Fa", "s", "/a", "/a")
+	c.Incarnation = "i_1"
 	ids, err := s.ConsumerInsert(ctx, &store.ConsumerInsertParams{Consumers: []store.Consumer{c, c}})
 	if err != nil || len(ids) != 1 {
 		t.Fatalf("insert = %v, %v", ids, err)
@@ -120,10 +121,11 @@ func testConsumerCAS(t *testing.T, f Factory) {
 		t.Fatalf("insert existing = %v, %v", ids, err)
 	}
 	got, err := s.ConsumerGet(ctx, c.ID)
-	if err != nil || got.Version != 1 || got.State != "IDLE" || len(got.Streams) != 1 || got.Streams[0].Acked != "-1" {
+	if err != nil || got.Version != 1 || got.Incarnation != "i_1" || got.State != "IDLE" || len(got.Streams) != 1 || got.Streams[0].Acked != "-1" {
 		t.Fatalf("get = %+v, %v", got, err)
 	}
 	next := *got
+	next.Incarnation = "i_2" // an update never changes it
 	next.State, next.Epoch, next.WakeID = "WAKING", 1, "w_1"
 	next.WakingDeadline = t0.Add(10 * time.Second)
 	next.DueAt = next.WakingDeadline
@@ -136,7 +138,7 @@ func testConsumerCAS(t *testing.T, f Factory) {
 	_, err = s.ConsumerUpdate(ctx, &store.ConsumerUpdateParams{Consumer: next, ExpectVersion: 1})
 	expectErr(t, err, store.ErrConsumerConflict)
 	got, err = s.ConsumerGet(ctx, c.ID)
-	if err != nil || got.Version != 2 || got.State != "WAKING" || got.Epoch != 1 || got.WakeID != "w_1" ||
+	if err != nil || got.Version != 2 || got.Incarnation != "i_1" || got.State != "WAKING" || got.Epoch != 1 || got.WakeID != "w_1" ||
 		!got.WakingDeadline.Equal(t0.Add(10*time.Second)) || len(got.Streams) != 2 || got.Streams[0].Notified != "0005" || got.Streams[1].Path != "/b" {
 		t.Fatalf("after update = %+v, %v", got, err)
 	}
