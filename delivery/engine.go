@@ -43,6 +43,12 @@ const (
 	DefaultRetention           = 30 * 24 * time.Hour
 	DefaultPruneInterval       = time.Minute
 	DefaultMatchWorkers        = 4
+	// EndpointShareDivisor sets an endpoint's share of the global pool:
+	// whatever its max_in_flight, one endpoint holds at most
+	// GlobalMaxInFlight / EndpointShareDivisor slots (at least one), so an
+	// endpoint that never answers leaves the rest of the pool to the
+	// others.
+	EndpointShareDivisor = 4
 	// DefaultStream is where POST /v1/events appends when no stream is
 	// given.
 	DefaultStream = "/events"
@@ -85,8 +91,11 @@ type EngineConfig struct {
 	// send timeout.
 	Lease time.Duration
 	// GlobalMaxInFlight bounds the deliveries in flight across endpoints.
+	// One endpoint holds at most its share of it (see
+	// EndpointShareDivisor).
 	GlobalMaxInFlight int
-	// EndpointMaxInFlight is the max_in_flight of endpoints that set none.
+	// EndpointMaxInFlight is the max_in_flight of endpoints that set none
+	// (capped by the share as any other).
 	EndpointMaxInFlight int
 	// SweepInterval is how often every stream and endpoint is checked even
 	// without a notification (changes made by another replica, or dropped
@@ -347,11 +356,21 @@ func (le *liveEndpoint) sending() bool {
 	return le.ep.Active && le.ep.Health.DisabledAt.IsZero()
 }
 
-func (le *liveEndpoint) maxInFlight(def int) int {
+// maxInFlight is how many deliveries of the endpoint may be in flight:
+// its max_in_flight (def when it sets none), capped by its share of the
+// global pool.
+func (e *Engine) maxInFlight(le *liveEndpoint) int {
+	n := e.cfg.EndpointMaxInFlight
 	if le.ep.MaxInFlight > 0 {
-		return le.ep.MaxInFlight
+		n = le.ep.MaxInFlight
 	}
-	return def
+	return min(n, EndpointShare(e.cfg.GlobalMaxInFlight))
+}
+
+// EndpointShare is the most slots of a global pool of size global that
+// one endpoint may hold: a quarter of it, at least one.
+func EndpointShare(global int) int {
+	return max(1, global/EndpointShareDivisor)
 }
 
 // loadEndpoints replaces the endpoint cache with the store's endpoints,

@@ -105,36 +105,48 @@ func (b *blockingReceiver) hold() {
 	b.mu.Unlock()
 }
 
-// Issue item 6: max_in_flight per endpoint and the global bound hold.
+// max_in_flight per endpoint, the endpoint's share of the global bound
+// and the global bound hold.
 func TestEngineInFlightLimits(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		r := newRig(t, func(c *EngineConfig) { c.GlobalMaxInFlight = 5 })
+		r := newRig(t, func(c *EngineConfig) { c.GlobalMaxInFlight = 8 }) // a share is 2
 		b := &blockingReceiver{release: make(chan struct{})}
 		r.rc.setRespond(func(int, Event) (int, map[string]string) {
 			b.hold()
 			return http.StatusOK, nil
 		})
-		r.endpoint(&CreateEndpointParams{Active: true, Config: EndpointConfig{MaxInFlight: 2, EventTypes: []string{"one.*"}}})
+		r.endpoint(&CreateEndpointParams{Active: true, Config: EndpointConfig{MaxInFlight: 1, EventTypes: []string{"one.*"}}})
 		for i := range 6 {
 			r.publish("one.x", "", fmt.Sprintf(`{"i":%d}`, i))
 		}
 		synctest.Wait()
-		if b.maxHeld != 2 {
-			t.Fatalf("%d in flight, want max_in_flight 2", b.maxHeld)
+		if b.maxHeld != 1 {
+			t.Fatalf("%d in flight, want max_in_flight 1", b.maxHeld)
 		}
-		// A second endpoint may only use what the global bound leaves.
+		// A max_in_flight over the share gets the share.
 		r.endpoint(&CreateEndpointParams{Active: true, Config: EndpointConfig{MaxInFlight: 10, EventTypes: []string{"two.*"}}})
 		for i := range 6 {
 			r.publish("two.x", "", fmt.Sprintf(`{"i":%d}`, i))
 		}
 		synctest.Wait()
-		if b.maxHeld != 5 {
-			t.Fatalf("%d in flight, want the global bound 5", b.maxHeld)
+		if b.maxHeld != 3 {
+			t.Fatalf("%d in flight, want 1 + the share 2", b.maxHeld)
+		}
+		// Endpoints together stop at the global bound.
+		for _, typ := range []string{"three", "four", "five"} {
+			r.endpoint(&CreateEndpointParams{Active: true, Config: EndpointConfig{EventTypes: []string{typ + ".*"}}})
+			for i := range 3 {
+				r.publish(typ+".x", "", fmt.Sprintf(`{"i":%d}`, i))
+			}
+		}
+		synctest.Wait()
+		if b.maxHeld != 8 {
+			t.Fatalf("%d in flight, want the global bound 8", b.maxHeld)
 		}
 		close(b.release)
 		synctest.Wait()
-		if n := len(r.rc.requests()); n != 12 {
-			t.Fatalf("%d requests, want 12", n)
+		if n := len(r.rc.requests()); n != 21 {
+			t.Fatalf("%d requests, want 21", n)
 		}
 	})
 }

@@ -13,7 +13,8 @@ import (
 )
 
 // runner sends one endpoint's deliveries: it claims as many as the
-// endpoint's max in-flight, its rate limit and the global bound allow,
+// endpoint's max in-flight (at most its share of the global bound), its
+// rate limit and the global bound allow,
 // sends each in its own goroutine, and records the outcomes of finished
 // sends in one transaction together with the breaker state. The matcher
 // may also hand it fresh deliveries it inserted leased (reserve, then
@@ -158,7 +159,7 @@ func (r *runner) plan() claimPlan {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	p.free = p.le.maxInFlight(e.cfg.EndpointMaxInFlight) - r.inflight
+	p.free = e.maxInFlight(p.le) - r.inflight
 	if p.free <= 0 {
 		return p // a result wakes it
 	}
@@ -226,7 +227,7 @@ func (r *runner) reserve(want int) int {
 	}
 	now := r.e.now()
 	tokens, _ := r.tokens(le, now)
-	n := min(want, le.maxInFlight(r.e.cfg.EndpointMaxInFlight)-r.inflight, tokens)
+	n := min(want, r.e.maxInFlight(le)-r.inflight, tokens)
 	if n > 0 {
 		n = r.e.acquireGlobal(n)
 	}
