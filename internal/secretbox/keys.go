@@ -152,7 +152,7 @@ func Load(cfg LoadConfig) ([]Key, error) {
 // once agree on one key. An existing file that other users may read or
 // write is refused.
 func LoadOrCreateFile(path string, r io.Reader) ([]Key, error) {
-	keys, err := readFile(path)
+	keys, err := ReadFile(path)
 	if !errors.Is(err, fs.ErrNotExist) {
 		return keys, err
 	}
@@ -173,7 +173,7 @@ func LoadOrCreateFile(path string, r io.Reader) ([]Key, error) {
 		return nil, fmt.Errorf("secretbox: removing the temporary key file: %w", err)
 	}
 	if errors.Is(linkErr, fs.ErrExist) {
-		return readFile(path) // another process created it first: use its key
+		return ReadFile(path) // another process created it first: use its key
 	}
 	if linkErr != nil {
 		return nil, fmt.Errorf("secretbox: publishing the key file: %w", linkErr)
@@ -235,7 +235,10 @@ func writeTemp(dir, content string) (string, error) {
 	return f.Name(), nil
 }
 
-func readFile(path string) ([]Key, error) {
+// ReadFile returns the keys in the KEK file at path; an error wrapping
+// fs.ErrNotExist when there is none. A file that other users may read or
+// write is refused.
+func ReadFile(path string) ([]Key, error) {
 	info, err := os.Stat(path)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
