@@ -19,6 +19,9 @@ type endpointRequest struct {
 	Verify bool   `json:"verify,omitempty"`
 }
 
+// MaskedHeaderValue stands for every custom header value in API responses.
+const MaskedHeaderValue = "***"
+
 // endpointJSON is an endpoint as the API shows it. Secret is set on
 // create and rotation only.
 type endpointJSON struct {
@@ -52,7 +55,7 @@ func (a *API) endpointView(ep *store.Endpoint, withSecret bool) endpointJSON {
 	v := endpointJSON{
 		ID: ep.ID, URL: ep.URL, EventTypes: ep.EventTypes, Streams: ep.Streams, Filter: ep.Filter,
 		Description: ep.Description, Tenant: ep.Tenant, Active: ep.Active, Status: ep.Status(), RateLimit: ep.RateLimit,
-		MaxInFlight: ep.MaxInFlight, Ordering: ep.Ordering, RetrySchedule: ep.RetrySchedule, Headers: ep.Headers,
+		MaxInFlight: ep.MaxInFlight, Ordering: ep.Ordering, RetrySchedule: ep.RetrySchedule,
 		ConsecutiveFailures: ep.Health.ConsecutiveFailures, LastSuccessAt: formatTime(ep.Health.LastSuccessAt),
 		LastFailureAt: formatTime(ep.Health.LastFailureAt), LastError: ep.Health.LastError,
 		DisabledAt: formatTime(ep.Health.DisabledAt), DisabledReason: ep.Health.DisabledReason,
@@ -61,8 +64,11 @@ func (a *API) endpointView(ep *store.Endpoint, withSecret bool) endpointJSON {
 	if v.Filter == nil {
 		v.Filter = json.RawMessage("null")
 	}
-	if v.Headers == nil {
-		v.Headers = map[string]string{}
+	// Header values are write-only (they are often the receiver's
+	// credentials): the API shows their names only.
+	v.Headers = make(map[string]string, len(ep.Headers))
+	for name := range ep.Headers {
+		v.Headers[name] = MaskedHeaderValue
 	}
 	if v.RetrySchedule == nil {
 		v.RetrySchedule = a.e.cfg.RetrySchedule
@@ -220,6 +226,13 @@ func (a *API) patchEndpoint(w http.ResponseWriter, r *http.Request) {
 		}
 		if req.Active != nil {
 			active = *req.Active
+		}
+		// A masked value sent back (a client patching what it read) keeps
+		// the stored value of that header.
+		for name, v := range req.Headers {
+			if stored, ok := cur.Headers[name]; ok && v == MaskedHeaderValue {
+				req.Headers[name] = stored
+			}
 		}
 		ep, err := a.e.UpdateEndpoint(ctx, &UpdateEndpointParams{ID: id, Config: req.EndpointConfig, Active: active, ExpectVersion: cur.Version})
 		if errors.Is(err, store.ErrEndpointConflict) {

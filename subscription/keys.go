@@ -8,7 +8,6 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"strings"
 )
 
@@ -119,72 +118,12 @@ func parseKey(entry string) (Key, error) {
 	return k, nil
 }
 
-// LoadOrCreateKeyFile returns the keys in the key file at path, creating
-// the file with one new key from r (crypto/rand.Reader in production) when
-// it does not exist. The key is made once and kept, never per start: a
-// restarted Herald, or a second one sharing the data directory, must
-// verify the tokens the first one issued.
-//
-// The file is written in full with mode 0600 under a temporary name and
-// published with a hard link, so a reader never sees half a file and two
-// processes starting at once agree on one key. An existing file that other
-// users may read or write is refused.
-func LoadOrCreateKeyFile(path string, r io.Reader) ([]Key, error) {
-	keys, err := readKeyFile(path)
-	if !errors.Is(err, fs.ErrNotExist) {
-		return keys, err
-	}
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("subscription: creating the key file directory: %w", err)
-	}
-	key, err := GenerateKey(r)
-	if err != nil {
-		return nil, err
-	}
-	content := "# Herald callback token keys, one <id>:<base64 secret> per line.\n" +
-		"# The first key signs; the others only verify. To rotate, add a new key\n" +
-		"# at the top and remove the old one an hour later.\n" +
-		FormatKey(key) + "\n"
-	tmp, err := writeTemp(dir, content)
-	if err != nil {
-		return nil, err
-	}
-	linkErr := os.Link(tmp, path)
-	if err := os.Remove(tmp); err != nil {
-		return nil, fmt.Errorf("subscription: removing the temporary key file: %w", err)
-	}
-	if errors.Is(linkErr, fs.ErrExist) {
-		// Another process created it first: use its key.
-		return readKeyFile(path)
-	}
-	if linkErr != nil {
-		return nil, fmt.Errorf("subscription: publishing the key file: %w", linkErr)
-	}
-	if err := syncDir(dir); err != nil {
-		return nil, err
-	}
-	return []Key{key}, nil
-}
-
-// writeTemp writes content to a new 0600 file in dir, durably, and returns
-// its name.
-func writeTemp(dir, content string) (string, error) {
-	f, err := os.CreateTemp(dir, ".keys-*") // mode 0600
-	if err != nil {
-		return "", fmt.Errorf("subscription: creating the key file: %w", err)
-	}
-	_, werr := f.WriteString(content)
-	if werr == nil {
-		werr = f.Sync()
-	}
-	if err := errors.Join(werr, f.Close()); err != nil {
-		return "", errors.Join(fmt.Errorf("subscription: writing the key file: %w", err), os.Remove(f.Name()))
-	}
-	return f.Name(), nil
-}
-
-func readKeyFile(path string) ([]Key, error) {
+// ReadKeyFile returns the keys in the key file at path (an error
+// wrapping fs.ErrNotExist when there is none). Herald keeps the keys it
+// makes in its store, encrypted; a key file is what an older Herald left
+// in the data directory, read once to move its keys into the store. A
+// file that other users may read or write is refused.
+func ReadKeyFile(path string) ([]Key, error) {
 	info, err := os.Stat(path)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
@@ -207,15 +146,4 @@ func readKeyFile(path string) ([]Key, error) {
 		return nil, fmt.Errorf("key file %s: %w", path, err)
 	}
 	return keys, nil
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("subscription: syncing the key file directory: %w", err)
-	}
-	if err := errors.Join(d.Sync(), d.Close()); err != nil {
-		return fmt.Errorf("subscription: syncing the key file directory: %w", err)
-	}
-	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -53,60 +54,13 @@ func TestKeyStringHidesSecret(t *testing.T) {
 	}
 }
 
-func TestLoadOrCreateKeyFile(t *testing.T) {
-	dir := t.TempDir()
-	path := filepath.Join(dir, "data", "callback-keys")
-	keys, err := LoadOrCreateKeyFile(path, rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(keys) != 1 || len(keys[0].Secret) != 32 {
-		t.Fatalf("created keys %v", keys)
-	}
-	info, err := os.Stat(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if info.Mode().Perm() != 0o600 {
-		t.Errorf("key file mode %04o, want 0600", info.Mode().Perm())
-	}
-	// A restart reads the same key, and does not make a new one.
-	again, err := LoadOrCreateKeyFile(path, failingReader{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !reflect.DeepEqual(again, keys) {
-		t.Errorf("second start read %v, first made %v", again, keys)
-	}
-	// Tokens of the first start verify after the restart.
-	k1, err := NewKeyring(keys, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	k2, err := NewKeyring(again, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := k2.Verify(mustIssue(t, k1, consumerA, 1), consumerA, t0); err != nil {
-		t.Errorf("token of the first start after a restart: %v", err)
-	}
-	// No temporary file is left behind.
-	entries, err := os.ReadDir(filepath.Dir(path))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(entries) != 1 {
-		t.Errorf("directory holds %d files, want only the key file", len(entries))
-	}
-}
-
 func TestLoadKeyFileRotation(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "keys")
 	content := "# rotated\n" + FormatKey(testKey("new", 2)) + "\n" + FormatKey(testKey("old", 1)) + "\n"
 	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	keys, err := LoadOrCreateKeyFile(path, failingReader{})
+	keys, err := ReadKeyFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,21 +78,18 @@ func TestLoadKeyFileRefused(t *testing.T) {
 	if err := os.Chmod(open, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := LoadOrCreateKeyFile(open, rand.Reader); !errors.Is(err, ErrInvalidKey) {
+	if _, err := ReadKeyFile(open); !errors.Is(err, ErrInvalidKey) {
 		t.Errorf("world-readable key file: %v", err)
 	}
 	empty := filepath.Join(dir, "empty")
 	if err := os.WriteFile(empty, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := LoadOrCreateKeyFile(empty, rand.Reader); !errors.Is(err, ErrInvalidKey) {
+	if _, err := ReadKeyFile(empty); !errors.Is(err, ErrInvalidKey) {
 		t.Errorf("empty key file: %v", err)
 	}
-	if _, err := LoadOrCreateKeyFile(filepath.Join(dir, "new"), failingReader{}); err == nil {
-		t.Error("a key file was created without entropy")
-	}
-	if _, err := os.Stat(filepath.Join(dir, "new")); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("a failed creation left a key file: %v", err)
+	if _, err := ReadKeyFile(filepath.Join(dir, "none")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a missing key file: %v", err)
 	}
 }
 

@@ -29,6 +29,7 @@ const usage = `Herald keeps durable streams and delivers them by webhook.
 Usage:
   herald serve [flags]   run the server (herald serve --help lists the flags)
   herald keys ...        manage API keys of a running Herald (herald keys help)
+  herald kek ...         rotate the key that encrypts the secrets in the database (herald kek help)
   herald version         print the version
 
 Every flag can also be set with an environment variable: --data-dir is
@@ -55,6 +56,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, env func(
 		return serve(ctx, cfg, stderr)
 	case "keys":
 		return runKeys(ctx, args[1:], stdout, stderr, env)
+	case "kek":
+		return runKEK(ctx, args[1:], stdout, stderr, env)
 	case "version", "--version", "-version":
 		fmt.Fprintln(stdout, "herald", buildVersion())
 		return nil

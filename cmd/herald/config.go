@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/heraldstreams/herald/internal/secretbox"
 	"github.com/heraldstreams/herald/subscription"
 	"github.com/heraldstreams/herald/webhook"
 )
@@ -24,6 +25,10 @@ type serveConfig struct {
 	ShutdownTimeout time.Duration
 	LogLevel        slog.Level
 	LogFormat       string
+	// KEKFile is the key-encryption key file ("": herald.kek in the data
+	// directory); KEK is HERALD_KEK, keys given directly, which win.
+	KEKFile string
+	KEK     string
 	// Webhook subscriptions (seed 000).
 	WebhookAllowCIDRs string
 	TokenKeys         string
@@ -45,8 +50,9 @@ func parseServeFlags(args []string, stderr io.Writer, env func(string) (string, 
 	fs.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "how long a graceful shutdown waits for in-flight requests")
 	fs.TextVar(&cfg.LogLevel, "log-level", slog.LevelInfo, "log level: debug, info, warn or error")
 	fs.StringVar(&cfg.LogFormat, "log-format", "text", "log format: text or json")
+	fs.StringVar(&cfg.KEKFile, "kek-file", "", "key-encryption key file: encrypts the secrets in the database; created with a new key if missing (default: "+secretbox.DefaultFileName+" in the data directory). Keep it out of database backups. HERALD_KEK=<id>:<base64 key> gives the key directly instead")
 	fs.StringVar(&cfg.WebhookAllowCIDRs, "webhook-allow-cidrs", "", "comma-separated address ranges webhooks may reach although private or loopback, over http:// too (development: 127.0.0.0/8,::1/128)")
-	fs.StringVar(&cfg.TokenKeys, "token-keys", "", "callback token keys, <id>:<base64 secret> separated by commas, the first signing (default: the key file token-keys in the data directory, created once)")
+	fs.StringVar(&cfg.TokenKeys, "token-keys", "", "callback token keys, <id>:<base64 secret> separated by commas, the first signing (default: a key made at first start and kept in the database, encrypted)")
 	fs.StringVar(&cfg.PublicURL, "public-url", "", "base URL consumers reach Herald at, for the callback URL in wakes (default: http://localhost:<port>)")
 	cfg.Delivery.addFlags(fs)
 	fs.Usage = func() {
@@ -65,6 +71,9 @@ func parseServeFlags(args []string, stderr io.Writer, env func(string) (string, 
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("%w: unexpected arguments %q", errUsage, fs.Args())
 	}
+	// The key-encryption key is an environment variable only: a flag's
+	// value is visible to every user in the process list.
+	cfg.KEK, _ = env(kekEnv)
 	return cfg, cfg.validate()
 }
 
@@ -90,6 +99,11 @@ func (c *serveConfig) validate() error {
 	}
 	if _, err := webhook.ParseCIDRList(c.WebhookAllowCIDRs); err != nil {
 		problems = append(problems, "--webhook-allow-cidrs: "+err.Error())
+	}
+	if strings.TrimSpace(c.KEK) != "" {
+		if _, err := secretbox.ParseKeys(c.KEK); err != nil {
+			problems = append(problems, kekEnv+": "+err.Error())
+		}
 	}
 	if c.TokenKeys != "" {
 		if _, err := subscription.ParseKeys(c.TokenKeys); err != nil {

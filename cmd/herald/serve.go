@@ -25,7 +25,8 @@ import (
 // in-flight appends finish, and flushes and closes the store.
 func serve(ctx context.Context, cfg *serveConfig, logOut io.Writer) error {
 	log := newLogger(cfg, logOut)
-	st, err := sqlite.Open(ctx, sqlite.Config{Dir: cfg.DataDir, Logger: log.With("part", "store")})
+	st, err := openStore(ctx, kekSource{Keys: cfg.KEK, File: cfg.KEKFile, DataDir: cfg.DataDir},
+		sqlite.Config{Dir: cfg.DataDir, Logger: log.With("part", "store")})
 	if err != nil {
 		return err
 	}
@@ -48,7 +49,7 @@ func serve(ctx context.Context, cfg *serveConfig, logOut io.Writer) error {
 	}
 	api.Handle("GET "+httpapi.HeraldPrefix+"metrics", promhttp.HandlerFor(metrics, promhttp.HandlerOpts{}))
 	subs, err := startSubscriptions(ctx, subscriptionsParams{
-		Config: cfg, Store: st, API: api, Metrics: metrics,
+		Config: cfg, Store: st, TokenKeys: st, API: api, Metrics: metrics,
 		Logger: log.With("part", "subscriptions"), Listener: ln.Addr(),
 	})
 	if err != nil {

@@ -1,24 +1,31 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
+	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net"
+	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/heraldstreams/herald/httpapi"
+	"github.com/heraldstreams/herald/store"
 	"github.com/heraldstreams/herald/subscription"
 	"github.com/heraldstreams/herald/webhook"
 )
 
-// tokenKeyFile is the name of the callback token key file in the data
-// directory, created with one key on first start.
-const tokenKeyFile = "token-keys"
+// legacyTokenKeyFile is the callback token key file an older Herald kept
+// in the data directory, in plaintext. Its keys move into the store
+// (encrypted) at the first start that finds it, and the file is removed.
+const legacyTokenKeyFile = "token-keys"
 
 // Outbound limits of the wake sender: one consumer's webhook host often
 // serves many consumers (a serverless platform), so the per-host bound is
@@ -30,12 +37,14 @@ const (
 
 // subscriptionsParams are the inputs of startSubscriptions.
 type subscriptionsParams struct {
-	Config   *serveConfig
-	Store    subscription.EngineStore
-	API      *httpapi.Server
-	Metrics  prometheus.Registerer
-	Logger   *slog.Logger
-	Listener net.Addr
+	Config *serveConfig
+	Store  subscription.EngineStore
+	// TokenKeys keeps the token keys Herald makes (none configured).
+	TokenKeys store.TokenKeyStore
+	API       *httpapi.Server
+	Metrics   prometheus.Registerer
+	Logger    *slog.Logger
+	Listener  net.Addr
 }
 
 // startSubscriptions builds the webhook subscription engine, mounts its
@@ -51,7 +60,7 @@ func startSubscriptions(ctx context.Context, p subscriptionsParams) (*subscripti
 	if cfg.TokenKeys != "" {
 		keys, err = subscription.ParseKeys(cfg.TokenKeys)
 	} else {
-		keys, err = subscription.LoadOrCreateKeyFile(filepath.Join(cfg.DataDir, tokenKeyFile), rand.Reader)
+		keys, err = storedTokenKeys(ctx, p.TokenKeys, cfg.DataDir, p.Logger)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("callback token keys: %w", err)
@@ -85,6 +94,49 @@ func startSubscriptions(ctx context.Context, p subscriptionsParams) (*subscripti
 		return nil, err
 	}
 	return eng, nil
+}
+
+// storedTokenKeys returns the token keys the store keeps, made at the
+// first start: the keys of an older Herald's key file when there is one,
+// else a new key. Once the store holds the file's keys, the file goes.
+func storedTokenKeys(ctx context.Context, st store.TokenKeyStore, dataDir string, log *slog.Logger) ([]subscription.Key, error) {
+	legacy := filepath.Join(dataDir, legacyTokenKeyFile)
+	initial, err := subscription.ReadKeyFile(legacy)
+	fromFile := err == nil
+	if errors.Is(err, fs.ErrNotExist) {
+		var k subscription.Key
+		k, err = subscription.GenerateKey(rand.Reader)
+		initial = []subscription.Key{k}
+	}
+	if err != nil {
+		return nil, err
+	}
+	offer := make([]store.TokenKey, len(initial))
+	for i, k := range initial {
+		offer[i] = store.TokenKey{ID: k.ID, Secret: k.Secret}
+	}
+	stored, err := st.TokenKeyInit(ctx, &store.TokenKeyInitParams{Keys: offer, Now: time.Now()})
+	if err != nil {
+		return nil, err
+	}
+	keys := make([]subscription.Key, len(stored))
+	same := len(stored) == len(initial)
+	for i, k := range stored {
+		keys[i] = subscription.Key{ID: k.ID, Secret: k.Secret}
+		same = same && k.ID == initial[i].ID && bytes.Equal(k.Secret, initial[i].Secret)
+	}
+	if fromFile {
+		if !same {
+			// The store had keys already: this file is not what it holds
+			// (a copy put back?). It is left for its owner to look at.
+			log.Warn("a token key file is in the data directory, but the database holds other token keys, which are used", "file", legacy)
+		} else if err := os.Remove(legacy); err != nil {
+			return nil, fmt.Errorf("remove the token key file now kept in the database: %w", err)
+		} else {
+			log.Info("callback token keys moved from the token key file into the database, encrypted; the file is removed", "file", legacy)
+		}
+	}
+	return keys, nil
 }
 
 // publicURL is the base of callback URLs: the configured one, or the

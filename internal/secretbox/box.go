@@ -4,8 +4,9 @@
 //
 //   - Every Seal draws a fresh 256-bit data key, encrypts the plaintext
 //     with it, and wraps the data key with the key-encryption key (KEK).
-//     The KEK is kept outside the database (a 0600 file next to the data
-//     directory, or configuration), so database backups do not carry it.
+//     The KEK is kept outside the database (a 0600 file, in the data
+//     directory unless configured elsewhere, or configuration), so a copy
+//     of the database does not carry it.
 //   - The ciphertext names the KEK that wrapped it, so KEKs rotate: a Box
 //     opens with any key it knows and seals with the current one (the
 //     first), and Rewrap moves old ciphertexts to the current key without

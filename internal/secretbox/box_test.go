@@ -227,29 +227,31 @@ func TestParseKeys(t *testing.T) {
 	}
 }
 
-func TestKeyFileIsCreatedOnceBesideTheDataDir(t *testing.T) {
-	parent := t.TempDir()
-	dataDir := filepath.Join(parent, "data")
+func TestKeyFileIsCreatedOnceInTheDataDir(t *testing.T) {
+	dataDir := filepath.Join(t.TempDir(), "data")
 	keys, err := Load(LoadConfig{DataDir: dataDir, Rand: rand.Reader})
 	if err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(parent, DefaultFileName)
+	path := filepath.Join(dataDir, DefaultFileName)
 	info, err := os.Stat(path)
 	if err != nil {
-		t.Fatalf("no key file beside the data directory: %v", err)
+		t.Fatalf("no key file in the data directory: %v", err)
 	}
 	if perm := info.Mode().Perm(); perm != 0o600 {
 		t.Fatalf("key file mode %04o, want 0600", perm)
+	}
+	if info, err := os.Stat(dataDir); err != nil || info.Mode().Perm() != 0o700 {
+		t.Fatalf("data directory created with %v, %v; want mode 0700", info.Mode(), err)
 	}
 	// A second start reads the same key: values sealed before still open.
 	again, err := Load(LoadConfig{DataDir: dataDir, Rand: rand.Reader})
 	if err != nil || len(again) != 1 || again[0].ID != keys[0].ID || !bytes.Equal(again[0].Secret, keys[0].Secret) {
 		t.Fatalf("second load = %v, %v; want the first key", again, err)
 	}
-	entries, err := os.ReadDir(parent)
+	entries, err := os.ReadDir(dataDir)
 	if err != nil || len(entries) != 1 {
-		t.Fatalf("the parent holds %v, %v; want the key file alone (no temporary file left)", entries, err)
+		t.Fatalf("the data directory holds %v, %v; want the key file alone (no temporary file left)", entries, err)
 	}
 
 	// A configured file is used instead; keys given directly win over it.
@@ -269,6 +271,91 @@ func TestKeyFileIsCreatedOnceBesideTheDataDir(t *testing.T) {
 	}
 	if _, err := Load(LoadConfig{DataDir: dataDir, Rand: rand.Reader}); !errors.Is(err, ErrInvalidKey) {
 		t.Fatalf("a world-readable key file: %v, want ErrInvalidKey", err)
+	}
+}
+
+func TestWriteFileReplacesTheKeys(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "kek")
+	old, err := LoadOrCreateFile(path, rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := mustKey(t, "next")
+	if err := WriteFile(path, []Key{next, old[0]}); err != nil {
+		t.Fatal(err)
+	}
+	keys, err := LoadOrCreateFile(path, rand.Reader)
+	if err != nil || len(keys) != 2 || keys[0].ID != "next" || !bytes.Equal(keys[1].Secret, old[0].Secret) {
+		t.Fatalf("after WriteFile: %v, %v", keys, err)
+	}
+	if info, err := os.Stat(path); err != nil || info.Mode().Perm() != 0o600 {
+		t.Fatalf("rewritten key file: %v, %v; want mode 0600", info.Mode(), err)
+	}
+	if entries, err := os.ReadDir(dir); err != nil || len(entries) != 1 {
+		t.Fatalf("directory holds %v, %v; want the key file alone", entries, err)
+	}
+	if err := WriteFile(path, nil); !errors.Is(err, ErrInvalidKey) {
+		t.Fatalf("WriteFile with no keys: %v", err)
+	}
+	if keys, err := LoadOrCreateFile(path, rand.Reader); err != nil || len(keys) != 2 {
+		t.Fatalf("a refused WriteFile changed the file: %v, %v", keys, err)
+	}
+}
+
+func TestCheckTellsAWrongKey(t *testing.T) {
+	k1 := mustKey(t, "k1")
+	check, err := mustBox(t, k1).SealCheck()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := mustBox(t, k1).VerifyCheck(check); err != nil {
+		t.Fatalf("the right key: %v", err)
+	}
+	if err := mustBox(t, mustKey(t, "k2"), k1).VerifyCheck(check); err != nil {
+		t.Fatalf("the right key as an old key: %v", err)
+	}
+	err = mustBox(t, mustKey(t, "k2")).VerifyCheck(check)
+	if !errors.Is(err, ErrWrongKey) || !strings.Contains(err.Error(), `needs key "k1"`) {
+		t.Fatalf("another key: %v", err)
+	}
+	if err := mustBox(t, mustKey(t, "k1")).VerifyCheck(check); !errors.Is(err, ErrWrongKey) {
+		t.Fatalf("another key under the same id: %v", err)
+	}
+	if err := mustBox(t, k1).VerifyCheck("plain"); errors.Is(err, ErrWrongKey) || err == nil {
+		t.Fatalf("a corrupt check: %v", err)
+	}
+	// A secret is not a check value: the bindings differ.
+	secret, err := mustBox(t, k1).Seal(checkPlaintext, row1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := mustBox(t, k1).VerifyCheck(secret); err == nil {
+		t.Fatal("a value sealed for a row opened as the check")
+	}
+}
+
+func TestSealText(t *testing.T) {
+	b := mustBox(t, mustKey(t, "k1"))
+	sealed, err := b.SealText("whsec_x", "endpoints", "ep_1", "secret")
+	if err != nil || !IsSealed(sealed) {
+		t.Fatalf("SealText = %q, %v", sealed, err)
+	}
+	if got, err := b.OpenText(sealed, "endpoints", "ep_1", "secret"); err != nil || got != "whsec_x" {
+		t.Fatalf("OpenText = %q, %v", got, err)
+	}
+	if _, err := b.OpenText(sealed, "endpoints", "ep_2", "secret"); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("another row: %v", err)
+	}
+	// No secret stays no secret; a plaintext is refused.
+	if s, err := b.SealText("", "endpoints", "ep_1", "previous_secret"); s != "" || err != nil {
+		t.Fatalf("SealText of nothing = %q, %v", s, err)
+	}
+	if s, err := b.OpenText("", "endpoints", "ep_1", "previous_secret"); s != "" || err != nil {
+		t.Fatalf("OpenText of nothing = %q, %v", s, err)
+	}
+	if _, err := b.OpenText("whsec_plain", "endpoints", "ep_1", "secret"); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("a plaintext: %v", err)
 	}
 }
 

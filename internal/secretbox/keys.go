@@ -104,15 +104,18 @@ func ParseKeys(text string) ([]Key, error) {
 	return keys, nil
 }
 
-// DefaultFile is where the KEK file goes when none is configured: beside
-// the data directory, not in it, so a copy of the data directory does not
-// carry the key that opens its secrets.
+// DefaultFile is where the KEK file goes when none is configured: in the
+// data directory, which is the one place Herald knows to be its own,
+// writable and persistent (a container's volume, a service's state
+// directory; its parent often is none of these). The database files
+// alone do not carry the key, but a copy of the whole directory does:
+// back up the database without this file, and the file apart from it.
 func DefaultFile(dataDir string) (string, error) {
 	abs, err := filepath.Abs(dataDir)
 	if err != nil {
 		return "", fmt.Errorf("secretbox: locating the data directory: %w", err)
 	}
-	return filepath.Join(filepath.Dir(abs), DefaultFileName), nil
+	return filepath.Join(abs, DefaultFileName), nil
 }
 
 // LoadConfig says where the KEKs come from (see Load).
@@ -149,7 +152,7 @@ func Load(cfg LoadConfig) ([]Key, error) {
 // once agree on one key. An existing file that other users may read or
 // write is refused.
 func LoadOrCreateFile(path string, r io.Reader) ([]Key, error) {
-	keys, err := readFile(path)
+	keys, err := ReadFile(path)
 	if !errors.Is(err, fs.ErrNotExist) {
 		return keys, err
 	}
@@ -161,12 +164,7 @@ func LoadOrCreateFile(path string, r io.Reader) ([]Key, error) {
 	if err != nil {
 		return nil, err
 	}
-	content := "# Herald key-encryption keys, one <id>:<base64 key> per line.\n" +
-		"# Secrets in the database are encrypted with these; without them they\n" +
-		"# cannot be read. Keep this file out of database backups, and back it\n" +
-		"# up separately. The first key encrypts; the others only decrypt.\n" +
-		FormatKey(key) + "\n"
-	tmp, err := writeTemp(dir, content)
+	tmp, err := writeTemp(dir, fileContent([]Key{key}))
 	if err != nil {
 		return nil, err
 	}
@@ -175,7 +173,7 @@ func LoadOrCreateFile(path string, r io.Reader) ([]Key, error) {
 		return nil, fmt.Errorf("secretbox: removing the temporary key file: %w", err)
 	}
 	if errors.Is(linkErr, fs.ErrExist) {
-		return readFile(path) // another process created it first: use its key
+		return ReadFile(path) // another process created it first: use its key
 	}
 	if linkErr != nil {
 		return nil, fmt.Errorf("secretbox: publishing the key file: %w", linkErr)
@@ -184,6 +182,42 @@ func LoadOrCreateFile(path string, r io.Reader) ([]Key, error) {
 		return nil, err
 	}
 	return []Key{key}, nil
+}
+
+// WriteFile replaces the KEK file at path with keys (the first seals),
+// atomically: the new content is written in full with mode 0600 under a
+// temporary name and renamed over the old file, so a crash leaves the old
+// file or the new one, never a mix.
+func WriteFile(path string, keys []Key) error {
+	for _, k := range keys {
+		if err := k.validate(); err != nil {
+			return err
+		}
+	}
+	if len(keys) == 0 {
+		return fmt.Errorf("%w: no keys", ErrInvalidKey)
+	}
+	dir := filepath.Dir(path)
+	tmp, err := writeTemp(dir, fileContent(keys))
+	if err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return errors.Join(fmt.Errorf("secretbox: replacing the key file: %w", err), os.Remove(tmp))
+	}
+	return syncDir(dir)
+}
+
+func fileContent(keys []Key) string {
+	var b strings.Builder
+	b.WriteString("# Herald key-encryption keys, one <id>:<base64 key> per line.\n" +
+		"# Secrets in the database are encrypted with these; without them they\n" +
+		"# cannot be read. Keep this file out of database backups, and back it\n" +
+		"# up separately. The first key encrypts; the others only decrypt.\n")
+	for _, k := range keys {
+		b.WriteString(FormatKey(k) + "\n")
+	}
+	return b.String()
 }
 
 func writeTemp(dir, content string) (string, error) {
@@ -201,7 +235,10 @@ func writeTemp(dir, content string) (string, error) {
 	return f.Name(), nil
 }
 
-func readFile(path string) ([]Key, error) {
+// ReadFile returns the keys in the KEK file at path; an error wrapping
+// fs.ErrNotExist when there is none. A file that other users may read or
+// write is refused.
+func ReadFile(path string) ([]Key, error) {
 	info, err := os.Stat(path)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {

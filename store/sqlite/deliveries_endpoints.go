@@ -16,12 +16,14 @@ const endpointColumns = `id, url, event_types, streams, filter, description, ten
 	consecutive_failures, last_success_at, last_failure_at, last_error, disabled_at, disabled_reason,
 	created_at, updated_at, version, health_version`
 
-// endpointRow holds the encoded list-valued columns of an endpoint.
+// endpointRow holds the encoded list-valued columns of an endpoint, and
+// its secret columns as stored (sealed: see secretColumns).
 type endpointRow struct {
 	types, streams, schedule, headers string
+	secret, previousSecret            string
 }
 
-func encodeEndpoint(ep *store.Endpoint) (endpointRow, error) {
+func (s *Store) encodeEndpoint(ep *store.Endpoint) (endpointRow, error) {
 	var r endpointRow
 	var err error
 	enc := func(v any) string {
@@ -44,10 +46,17 @@ func encodeEndpoint(ep *store.Endpoint) (endpointRow, error) {
 	if err != nil {
 		return r, fmt.Errorf("encode endpoint: %w", err)
 	}
-	return r, nil
+	if r.headers, err = s.sealText(r.headers, "endpoints", ep.ID, "headers"); err != nil {
+		return r, err
+	}
+	if r.secret, err = s.sealText(ep.Secret, "endpoints", ep.ID, "secret"); err != nil {
+		return r, err
+	}
+	r.previousSecret, err = s.sealText(ep.PreviousSecret, "endpoints", ep.ID, "previous_secret")
+	return r, err
 }
 
-func scanEndpoint(row interface{ Scan(...any) error }) (store.Endpoint, error) {
+func (s *Store) scanEndpoint(row interface{ Scan(...any) error }) (store.Endpoint, error) {
 	var ep store.Endpoint
 	var r endpointRow
 	var prevUntil, lastOK, lastFail, disabled, created, updated int64
@@ -56,6 +65,9 @@ func scanEndpoint(row interface{ Scan(...any) error }) (store.Endpoint, error) {
 		&ep.Health.ConsecutiveFailures, &lastOK, &lastFail, &ep.Health.LastError, &disabled, &ep.Health.DisabledReason,
 		&created, &updated, &ep.Version, &ep.HealthVersion)
 	if err != nil {
+		return ep, err
+	}
+	if err := s.openEndpointSecrets(&ep, &r); err != nil {
 		return ep, err
 	}
 	ep.PreviousSecretUntil = fromNanos(prevUntil)
@@ -88,7 +100,7 @@ func (s *Store) EndpointCreate(ctx context.Context, params *store.EndpointCreate
 	ep.CreatedAt, ep.UpdatedAt = params.Now, params.Now
 	ep.Version, ep.HealthVersion = 1, 1
 	ep.Health = store.EndpointHealth{}
-	r, err := encodeEndpoint(&ep)
+	r, err := s.encodeEndpoint(&ep)
 	if err != nil {
 		return nil, err
 	}
@@ -103,7 +115,7 @@ func (s *Store) EndpointCreate(ctx context.Context, params *store.EndpointCreate
 		if _, err := b.exec(`INSERT INTO endpoints (`+endpointColumns+`) VALUES
 			(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, 0, 0, '', 0, '', ?, ?, 1, 1)`,
 			ep.ID, ep.URL, r.types, r.streams, ep.Filter, ep.Description, ep.Tenant, ep.Active, ep.RateLimit, ep.MaxInFlight,
-			ep.Ordering, r.schedule, r.headers, ep.Secret, ep.PreviousSecret, nanos(ep.PreviousSecretUntil),
+			ep.Ordering, r.schedule, r.headers, r.secret, r.previousSecret, nanos(ep.PreviousSecretUntil),
 			nanos(ep.CreatedAt), nanos(ep.UpdatedAt)); err != nil {
 			return fmt.Errorf("insert endpoint: %w", err)
 		}
@@ -155,7 +167,7 @@ func (b *batch) snapshotCursors(endpointID string, now time.Time) error {
 
 // EndpointGet implements store.DeliveryStore.
 func (s *Store) EndpointGet(ctx context.Context, id string) (*store.Endpoint, error) {
-	ep, err := scanEndpoint(s.reader.QueryRowContext(ctx, `SELECT `+endpointColumns+` FROM endpoints WHERE id = ?`, id))
+	ep, err := s.scanEndpoint(s.reader.QueryRowContext(ctx, `SELECT `+endpointColumns+` FROM endpoints WHERE id = ?`, id))
 	if isNoRows(err) {
 		return nil, store.ErrEndpointNotFound
 	}
@@ -185,7 +197,7 @@ func (s *Store) EndpointList(ctx context.Context, params *store.EndpointListPara
 	defer rows.Close()
 	var out []store.Endpoint
 	for rows.Next() {
-		ep, err := scanEndpoint(rows)
+		ep, err := s.scanEndpoint(rows)
 		if err != nil {
 			return nil, fmt.Errorf("sqlite: list endpoints: %w", err)
 		}
@@ -197,7 +209,7 @@ func (s *Store) EndpointList(ctx context.Context, params *store.EndpointListPara
 // EndpointUpdate implements store.DeliveryStore.
 func (s *Store) EndpointUpdate(ctx context.Context, params *store.EndpointUpdateParams) (*store.Endpoint, error) {
 	ep := params.Endpoint
-	r, err := encodeEndpoint(&ep)
+	r, err := s.encodeEndpoint(&ep)
 	if err != nil {
 		return nil, err
 	}
@@ -208,7 +220,7 @@ func (s *Store) EndpointUpdate(ctx context.Context, params *store.EndpointUpdate
 			previous_secret = ?, previous_secret_until = ?, updated_at = ?, version = version + 1
 			WHERE id = ? AND version = ?`,
 			ep.URL, r.types, r.streams, ep.Filter, ep.Description, ep.Tenant, ep.Active, ep.RateLimit, ep.MaxInFlight,
-			ep.Ordering, r.schedule, r.headers, ep.Secret, ep.PreviousSecret, nanos(ep.PreviousSecretUntil), nanos(params.Now),
+			ep.Ordering, r.schedule, r.headers, r.secret, r.previousSecret, nanos(ep.PreviousSecretUntil), nanos(params.Now),
 			ep.ID, params.ExpectVersion)
 		if err != nil {
 			return fmt.Errorf("update endpoint: %w", err)
@@ -227,7 +239,7 @@ func (s *Store) EndpointUpdate(ctx context.Context, params *store.EndpointUpdate
 		if err := b.snapshotCursors(ep.ID, params.Now); err != nil {
 			return err
 		}
-		out, err = scanEndpoint(s.wconn.QueryRowContext(b.ctx, `SELECT `+endpointColumns+` FROM endpoints WHERE id = ?`, ep.ID))
+		out, err = s.scanEndpoint(s.wconn.QueryRowContext(b.ctx, `SELECT `+endpointColumns+` FROM endpoints WHERE id = ?`, ep.ID))
 		if err != nil {
 			return fmt.Errorf("read endpoint: %w", err)
 		}

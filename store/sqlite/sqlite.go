@@ -25,6 +25,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/heraldstreams/herald/internal/secretbox"
 	"github.com/heraldstreams/herald/protocol"
 	"github.com/heraldstreams/herald/store"
 	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
@@ -52,6 +53,13 @@ type Config struct {
 	// relaxed writes (the delivery engine's bookkeeping); writes that come
 	// meanwhile join the next one (default 5ms; negative: no wait).
 	RelaxedInterval time.Duration
+	// Box encrypts the secret columns (signing secrets, custom header
+	// values, token keys; see secretColumns). Open seals the plaintext
+	// values a store holds and rewraps those of older keys, and refuses a
+	// Box that cannot open what was sealed before. Nil keeps secrets in
+	// plaintext (tests); a store whose secrets are encrypted does not open
+	// without a Box.
+	Box *secretbox.Box
 }
 
 // Store is the SQLite implementation of store.Store.
@@ -96,6 +104,8 @@ type Store struct {
 	// producer id; only the committer reads or writes it.
 	producers map[int64]map[string]protocol.ProducerState
 	recent    *recentCache
+	// secretStats is what Open did to the secret columns.
+	secretStats SecretStats
 }
 
 var _ store.Store = (*Store)(nil)
@@ -121,7 +131,9 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if cfg.RelaxedInterval == 0 {
 		cfg.RelaxedInterval = 5 * time.Millisecond
 	}
-	if err := os.MkdirAll(cfg.Dir, 0o750); err != nil {
+	// Only Herald's user may enter the directory: it holds the database,
+	// and by default the key-encryption key.
+	if err := os.MkdirAll(cfg.Dir, 0o700); err != nil {
 		return nil, fmt.Errorf("sqlite: create data dir: %w", err)
 	}
 	lock, err := lockDir(cfg.Dir)
@@ -158,13 +170,22 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 
 func (s *Store) open(ctx context.Context) error {
 	file := filepath.Join(s.cfg.Dir, "herald.db")
+	// SQLite creates its WAL and shared-memory files with the database
+	// file's mode: creating the database 0600 first keeps all three
+	// readable by Herald's user alone.
+	f, err := os.OpenFile(file, os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return fmt.Errorf("sqlite: create database file: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("sqlite: create database file: %w", err)
+	}
 	// synchronous(FULL): every commit fsyncs the WAL before it returns, so
 	// an acknowledged append survives power loss. Pages are SQLite's
 	// default 4 KiB: every commit writes each page it changed to the WAL
 	// whole, and small commits change many pages.
 	dsn := "file:" + file + "?_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)" +
 		"&_pragma=busy_timeout(10000)&_pragma=foreign_keys(OFF)&_time_format=sqlite"
-	var err error
 	if s.writer, err = sql.Open("sqlite", dsn); err != nil {
 		return fmt.Errorf("sqlite: open: %w", err)
 	}
@@ -173,6 +194,9 @@ func (s *Store) open(ctx context.Context) error {
 		return fmt.Errorf("sqlite: open: %w", err)
 	}
 	if err := migrate(ctx, s.wconn, ""); err != nil {
+		return err
+	}
+	if err := s.prepareSecrets(ctx); err != nil {
 		return err
 	}
 	// The committer never checkpoints (that would stall every append

@@ -1,9 +1,11 @@
 package sqlite_test
 
 import (
+	"bytes"
 	"context"
 	"testing"
 
+	"github.com/heraldstreams/herald/internal/secretbox"
 	"github.com/heraldstreams/herald/store"
 	"github.com/heraldstreams/herald/store/sqlite"
 	"github.com/heraldstreams/herald/store/storetest"
@@ -23,9 +25,19 @@ func (factory) Reopen(t *testing.T, s store.Store) store.Store {
 	return open(t, dir)
 }
 
+// suiteBox encrypts the suite's secrets as Herald does: the contract holds
+// with them sealed. One key for every store, so Reopen opens them.
+var suiteBox = func() *secretbox.Box {
+	b, err := secretbox.New([]secretbox.Key{{ID: "suite", Secret: bytes.Repeat([]byte{7}, 32)}})
+	if err != nil {
+		panic(err)
+	}
+	return b
+}()
+
 func open(t testing.TB, dir string) store.Store {
 	t.Helper()
-	s, err := sqlite.Open(context.Background(), sqlite.Config{Dir: dir, ReadConns: 2}) // a small pool: no read may wait for a connection while holding one
+	s, err := sqlite.Open(context.Background(), sqlite.Config{Dir: dir, ReadConns: 2, Box: suiteBox}) // a small pool: no read may wait for a connection while holding one
 	if err != nil {
 		t.Fatalf("open: %v", err)
 	}

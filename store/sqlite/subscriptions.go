@@ -42,20 +42,28 @@ func (s *Store) writerStmt(ctx context.Context, query string) (*sql.Stmt, error)
 
 const subscriptionColumns = `id, pattern, webhook, secret, description, created_at`
 
-func scanSubscription(row interface{ Scan(...any) error }) (store.Subscription, error) {
+func (s *Store) scanSubscription(row interface{ Scan(...any) error }) (store.Subscription, error) {
 	var sub store.Subscription
 	var created int64
-	err := row.Scan(&sub.ID, &sub.Pattern, &sub.Webhook, &sub.Secret, &sub.Description, &created)
+	if err := row.Scan(&sub.ID, &sub.Pattern, &sub.Webhook, &sub.Secret, &sub.Description, &created); err != nil {
+		return sub, err
+	}
 	sub.CreatedAt = fromNanos(created)
+	var err error
+	sub.Secret, err = s.openText(sub.Secret, "subscriptions", sub.ID, "secret")
 	return sub, err
 }
 
 // SubscriptionCreate implements store.SubscriptionStore.
 func (s *Store) SubscriptionCreate(ctx context.Context, params *store.SubscriptionCreateParams) (*store.SubscriptionCreateResult, error) {
 	var res *store.SubscriptionCreateResult
-	err := s.write(ctx, func(b *batch) error {
+	sealed, err := s.sealText(params.Subscription.Secret, "subscriptions", params.Subscription.ID, "secret")
+	if err != nil {
+		return nil, err
+	}
+	err = s.write(ctx, func(b *batch) error {
 		in := params.Subscription
-		existing, err := scanSubscription(s.wconn.QueryRowContext(b.ctx, `SELECT `+subscriptionColumns+` FROM subscriptions WHERE id = ?`, in.ID))
+		existing, err := s.scanSubscription(s.wconn.QueryRowContext(b.ctx, `SELECT `+subscriptionColumns+` FROM subscriptions WHERE id = ?`, in.ID))
 		switch {
 		case err == nil:
 			if existing.Pattern != in.Pattern || existing.Webhook != in.Webhook || existing.Description != in.Description {
@@ -68,7 +76,7 @@ func (s *Store) SubscriptionCreate(ctx context.Context, params *store.Subscripti
 		}
 		in.CreatedAt = params.Now
 		if _, err := b.exec(`INSERT INTO subscriptions (`+subscriptionColumns+`) VALUES (?, ?, ?, ?, ?, ?)`,
-			in.ID, in.Pattern, in.Webhook, in.Secret, in.Description, nanos(in.CreatedAt)); err != nil {
+			in.ID, in.Pattern, in.Webhook, sealed, in.Description, nanos(in.CreatedAt)); err != nil {
 			return fmt.Errorf("insert subscription: %w", err)
 		}
 		if err := b.spawnConsumers(params); err != nil {
@@ -122,7 +130,7 @@ func (b *batch) spawnConsumers(params *store.SubscriptionCreateParams) error {
 
 // SubscriptionGet implements store.SubscriptionStore.
 func (s *Store) SubscriptionGet(ctx context.Context, id string) (*store.Subscription, error) {
-	sub, err := scanSubscription(s.reader.QueryRowContext(ctx, `SELECT `+subscriptionColumns+` FROM subscriptions WHERE id = ?`, id))
+	sub, err := s.scanSubscription(s.reader.QueryRowContext(ctx, `SELECT `+subscriptionColumns+` FROM subscriptions WHERE id = ?`, id))
 	if isNoRows(err) {
 		return nil, store.ErrSubscriptionNotFound
 	}
@@ -147,7 +155,7 @@ func (s *Store) SubscriptionList(ctx context.Context, params *store.Subscription
 	defer rows.Close()
 	var out []store.Subscription
 	for rows.Next() {
-		sub, err := scanSubscription(rows)
+		sub, err := s.scanSubscription(rows)
 		if err != nil {
 			return nil, fmt.Errorf("sqlite: list subscriptions: %w", err)
 		}
