@@ -28,9 +28,9 @@ var (
 	// ErrConsumerGone: the consumer does not exist (any more) (S7). The
 	// engine returns it when it finds no consumer for a callback.
 	ErrConsumerGone = errors.New("subscription: consumer gone")
-	// ErrBodyTooLarge: the callback body exceeds the server's limit. Not
-	// in the seed's table; the HTTP layer refuses such a body before
-	// reading past the limit.
+	// ErrBodyTooLarge: the callback body exceeds the server's limit. The
+	// specification's table has no entry for it; the HTTP layer refuses
+	// such a body before reading past the limit.
 	ErrBodyTooLarge = errors.New("subscription: callback body too large")
 )
 
@@ -46,8 +46,8 @@ const (
 	CodeBodyTooLarge   = "PAYLOAD_TOO_LARGE"
 )
 
-// callbackErrors is the seed's error table, in one place, and the 413 the
-// seed leaves to the server.
+// callbackErrors is the seed's error table, in one place, and the 413 of
+// an oversized body.
 var callbackErrors = []struct {
 	err    error
 	status int
