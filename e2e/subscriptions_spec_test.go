@@ -357,3 +357,38 @@ func TestTokensDieWithTheirSubscription(t *testing.T) {
 		t.Fatalf("the old token changed the new consumer: %+v", got.Streams)
 	}
 }
+
+// TestOversizedCallbackIs413: a callback body over the limit is 413 with
+// a JSON error code, whatever else is wrong with the request.
+func TestOversizedCallbackIs413(t *testing.T) {
+	srv := specHerald(t)
+	rc, hook := newWakeReceiver(t)
+	specSubscribe(t, srv, rc, "/agents/*", "sub", hook)
+	put(t, srv, "/agents/a", "work")
+	w := rc.next(srv, "sub:%2Fagents%2Fa")
+
+	huge := `{"epoch":1,"subscribe":["/x"],"unsubscribe":["` + strings.Repeat("a", 20<<20) + `"]}`
+	for _, chunked := range []bool{false, true} {
+		req, err := http.NewRequest("POST", w.Callback, io.MultiReader(strings.NewReader(huge)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !chunked {
+			req.ContentLength = int64(len(huge))
+		}
+		req.Header.Set("Authorization", "Bearer "+w.Token)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatalf("chunked %v: %v", chunked, err)
+		}
+		raw, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		var reply callbackReply
+		if err != nil || json.Unmarshal(raw, &reply) != nil || resp.StatusCode != http.StatusRequestEntityTooLarge ||
+			reply.OK || reply.Error.Code != "PAYLOAD_TOO_LARGE" {
+			t.Fatalf("chunked %v: %d %.200s (%v)", chunked, resp.StatusCode, raw, err)
+		}
+	}
+	wantCallback(t, "a callback of normal size after", callback(t, w.Callback, w.Token, fmt.Sprintf(`{"epoch":%d}`, w.Epoch)), http.StatusOK, "")
+}

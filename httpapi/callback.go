@@ -34,7 +34,19 @@ func serveCallback(w http.ResponseWriter, r *http.Request, svc SubscriptionServi
 		fail(err)
 		return
 	}
+	// A body over the limit is refused without reading more of it than
+	// the limit: at once when its length is announced.
+	tooLarge := fmt.Errorf("%w: the limit is %d bytes", subscription.ErrBodyTooLarge, maxSubscriptionBody)
+	if r.ContentLength > maxSubscriptionBody {
+		fail(tooLarge)
+		return
+	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxSubscriptionBody))
+	var maxErr *http.MaxBytesError
+	if errors.As(err, &maxErr) {
+		fail(tooLarge)
+		return
+	}
 	if err != nil {
 		fail(fmt.Errorf("%w: the body could not be read: %v", subscription.ErrInvalidRequest, err))
 		return

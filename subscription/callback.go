@@ -22,8 +22,8 @@ type CallbackCheck struct {
 	RequestErr error
 }
 
-// CheckCallback is the order in which a callback is refused (seed 000,
-// "Error Responses"), in one place: the first rule that applies decides,
+// CheckCallback is the order in which a callback is refused (the webhook
+// subscription specification's error responses), in one place: the first rule that applies decides,
 // and nil means the request may be applied.
 //
 //  1. 401 TOKEN_INVALID    no token, or one that is malformed, signed with

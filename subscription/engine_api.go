@@ -242,21 +242,24 @@ func (e *Engine) Callback(ctx context.Context, p *CallbackParams) (*CallbackResp
 }
 
 func (e *Engine) callback(ctx context.Context, p *CallbackParams) (*CallbackResponse, error) {
-	sub, path, err := ParseConsumerID(p.ConsumerID)
-	if err != nil {
-		// No consumer can have this id.
-		return nil, &CallbackError{Err: fmt.Errorf("%w: %v", ErrConsumerGone, err)}
+	id := p.ConsumerID
+	sub, path, idErr := ParseConsumerID(p.ConsumerID)
+	if idErr == nil {
+		id = ConsumerID(sub, path) // the canonical encoding tokens name
 	}
-	id := ConsumerID(sub, path)
 	now := e.now()
 	var claims TokenClaims
 	tokErr := fmt.Errorf("%w: an Authorization: Bearer token is required", ErrTokenInvalid)
 	if p.Token != "" {
 		claims, tokErr = e.keys.Verify(p.Token, id, now)
 	}
+	// CheckCallback's first two rules need nothing else: a bad token, then
+	// an id no consumer can have (a safeguard: no token names one).
 	if tokErr != nil && !errors.Is(tokErr, ErrTokenExpired) {
-		// CheckCallback's first rule: nothing else is needed to decide.
 		return nil, &CallbackError{Err: CheckCallback(&CallbackCheck{TokenErr: tokErr})}
+	}
+	if idErr != nil {
+		return nil, &CallbackError{Err: fmt.Errorf("%w: %v", ErrConsumerGone, idErr)}
 	}
 	req, reqErr := ParseCallbackRequest(p.Body)
 	extra := append([]string(nil), req.Subscribe...)

@@ -28,6 +28,10 @@ var (
 	// ErrConsumerGone: the consumer does not exist (any more) (S7). The
 	// engine returns it when it finds no consumer for a callback.
 	ErrConsumerGone = errors.New("subscription: consumer gone")
+	// ErrBodyTooLarge: the callback body exceeds the server's limit. The
+	// specification's table has no entry for it; the HTTP layer refuses
+	// such a body before reading past the limit.
+	ErrBodyTooLarge = errors.New("subscription: callback body too large")
 )
 
 // Error codes of the callback API, as they appear in error responses.
@@ -39,9 +43,11 @@ const (
 	CodeInvalidOffset  = "INVALID_OFFSET"
 	CodeStaleEpoch     = "STALE_EPOCH"
 	CodeConsumerGone   = "CONSUMER_GONE"
+	CodeBodyTooLarge   = "PAYLOAD_TOO_LARGE"
 )
 
-// callbackErrors is the seed's error table, in one place.
+// callbackErrors is the seed's error table, in one place, and the 413 of
+// an oversized body.
 var callbackErrors = []struct {
 	err    error
 	status int
@@ -54,6 +60,7 @@ var callbackErrors = []struct {
 	{ErrInvalidOffset, http.StatusConflict, CodeInvalidOffset},
 	{ErrStaleEpoch, http.StatusConflict, CodeStaleEpoch},
 	{ErrConsumerGone, http.StatusGone, CodeConsumerGone},
+	{ErrBodyTooLarge, http.StatusRequestEntityTooLarge, CodeBodyTooLarge},
 }
 
 // CallbackErrorStatus returns the HTTP status and error code of a callback
