@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/heraldstreams/herald/internal/secretbox"
 )
 
 func noEnv(string) (string, bool) { return "", false }
@@ -59,6 +61,8 @@ func TestBadConfigurationIsAUsageError(t *testing.T) {
 		{[]string{"--no-such-flag"}, nil, "flag provided but not defined"},
 		{[]string{"extra"}, nil, "unexpected arguments"},
 		{nil, map[string]string{"HERALD_LONG_POLL_TIMEOUT": "soon"}, "HERALD_LONG_POLL_TIMEOUT"},
+		{nil, map[string]string{"HERALD_KEK": "k1:tooshort"}, "HERALD_KEK"},
+		{nil, map[string]string{"HERALD_KEK": "no key id"}, "HERALD_KEK"},
 	} {
 		_, err := parseServeFlags(c.args, io.Discard, envOf(c.env))
 		if !errors.Is(err, errUsage) || !strings.Contains(err.Error(), c.want) {
@@ -67,6 +71,36 @@ func TestBadConfigurationIsAUsageError(t *testing.T) {
 		if exitCode(err) != 2 {
 			t.Errorf("exit code = %d, want 2", exitCode(err))
 		}
+	}
+}
+
+func TestKEKConfiguration(t *testing.T) {
+	key := "k1:" + strings.Repeat("A", 43) // 32 bytes of base64
+	cfg, err := parseServeFlags([]string{"--kek-file", "/etc/herald/kek"}, io.Discard, envOf(map[string]string{"HERALD_KEK": key}))
+	if err != nil || cfg.KEKFile != "/etc/herald/kek" || cfg.KEK != key {
+		t.Fatalf("cfg %+v, %v", cfg, err)
+	}
+	cfg, err = parseServeFlags(nil, io.Discard, envOf(map[string]string{"HERALD_KEK_FILE": "/run/kek"}))
+	if err != nil || cfg.KEKFile != "/run/kek" || cfg.KEK != "" {
+		t.Fatalf("HERALD_KEK_FILE: %+v, %v", cfg, err)
+	}
+	// The key itself is no flag: it would be visible in the process list.
+	if _, err := parseServeFlags([]string{"--kek", key}, io.Discard, noEnv); !errors.Is(err, errUsage) {
+		t.Fatalf("--kek accepted: %v", err)
+	}
+	var out, errOut bytes.Buffer
+	if err := run(context.Background(), []string{"kek", "new"}, &out, &errOut, noEnv); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := secretbox.ParseKeys(out.String()); err != nil {
+		t.Fatalf("kek new printed %q: %v", out.String(), err)
+	}
+	if err := run(context.Background(), []string{"kek", "rotate", "--data-dir", t.TempDir()}, &out, &errOut, noEnv); err == nil ||
+		!strings.Contains(err.Error(), "no Herald database") {
+		t.Fatalf("rotate without a database: %v", err)
+	}
+	if err := run(context.Background(), []string{"kek", "spin"}, &out, &errOut, noEnv); !errors.Is(err, errUsage) {
+		t.Fatalf("unknown kek subcommand: %v", err)
 	}
 }
 
