@@ -133,7 +133,7 @@ func TestAuthenticateKinds(t *testing.T) {
 	for _, bad := range []string{
 		"nonsense",
 		adminKey + "x",
-		key[:len(key)-1] + "A", // the right id, another secret
+		otherSecret(key), // the right id, another secret
 		strings.Replace(key, id, "aaaaaaaaaaaaaaaa", 1),
 		"a.b.c", // looks like a JWT, but platform tokens are off
 	} {
@@ -170,7 +170,7 @@ func TestVerifiedKeysAreCachedAndRevocationIsImmediate(t *testing.T) {
 		t.Fatalf("100 requests read the store %d times, want 1", n)
 	}
 	// Wrong secrets for a cached id are refused without a read either.
-	if _, err := a.Authenticate(ctx, key[:len(key)-1]+"A"); !errors.Is(err, ErrInvalidKey) || m.reads.Load() != 1 {
+	if _, err := a.Authenticate(ctx, otherSecret(key)); !errors.Is(err, ErrInvalidKey) || m.reads.Load() != 1 {
 		t.Fatalf("wrong secret: %v, %d reads", err, m.reads.Load())
 	}
 	// After the TTL the key is read again.
@@ -266,4 +266,15 @@ func BenchmarkAuthenticate(b *testing.B) {
 	if n := m.reads.Load(); n != 1 {
 		b.Fatalf("the store was read %d times, want 1", n)
 	}
+}
+
+// otherSecret returns key with the last character of its secret changed:
+// the same key id, a secret that is always different.
+func otherSecret(key string) string {
+	last := key[len(key)-1]
+	repl := byte('A')
+	if last == repl {
+		repl = 'B'
+	}
+	return key[:len(key)-1] + string(repl)
 }
