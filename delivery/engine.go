@@ -140,6 +140,9 @@ type Engine struct {
 
 	randMu sync.Mutex
 	rand   io.Reader // guarded by randMu
+	// run names this engine's run in the id spans it creates: only the
+	// run that created a span extends it.
+	run string
 
 	ctx        context.Context // cancelled by Stop: no new claim or match
 	cancel     context.CancelFunc
@@ -223,6 +226,11 @@ func NewEngine(cfg EngineConfig) (*Engine, error) {
 		freed:     make(chan struct{}),
 		rand:      cfg.Rand,
 	}
+	run, err := e.newID("")
+	if err != nil {
+		return nil, err
+	}
+	e.run = run
 	m, err := newEngineMetrics(cfg.Registerer, cfg.Store)
 	if err != nil {
 		return nil, fmt.Errorf("delivery: metrics: %w", err)
