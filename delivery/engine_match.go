@@ -6,7 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-		"sync"
+	"sync"
 	"time"
 
 	"github.com/heraldstreams/herald/protocol"
