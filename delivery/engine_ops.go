@@ -62,7 +62,7 @@ func (e *Engine) CreateEndpoint(ctx context.Context, p *CreateEndpointParams) (*
 		if secret, err = e.newSecret(); err != nil {
 			return nil, err
 		}
-	} else if _, err := ParseSecret(secret); err != nil {
+	} else if err := ValidateSecret(secret); err != nil {
 		return nil, err
 	}
 	id, err := e.newID("ep_")
