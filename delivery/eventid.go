@@ -2,6 +2,10 @@ package delivery
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
 	"fmt"
 	"strconv"
 
@@ -60,14 +64,12 @@ func (p *pageIDs) load(ctx context.Context) error {
 			continue
 		}
 		if sp.Start > at {
-			if err := p.fill(at, sp.Start, before); err != nil {
-				return err
-			}
+			p.fill(at, sp.Start, before)
 		}
 		at, before = sp.End, i
 	}
 	if at < p.to {
-		return p.fill(at, p.to, before)
+		p.fill(at, p.to, before)
 	}
 	return nil
 }
@@ -77,23 +79,31 @@ func (p *pageIDs) load(ctx context.Context) error {
 // run, after a restart or a restore from a backup, never extends an older
 // run's span: positions appended after a backup was taken and again after
 // it was restored get different ids.)
-func (p *pageIDs) fill(start, end int64, before int) error {
+func (p *pageIDs) fill(start, end int64, before int) {
 	if before >= 0 {
 		if sp := &p.spans[before]; sp.End == start && sp.Run == p.e.run {
 			from := sp.End
 			sp.End = end
 			p.writes = append(p.writes, store.EventIDSpanWrite{Span: *sp, ExtendFrom: from})
-			return nil
+			return
 		}
 	}
-	nonce, err := p.e.newID("")
-	if err != nil {
-		return err
-	}
-	sp := store.EventIDSpan{StreamID: p.streamID, Start: start, End: end, Nonce: nonce, Run: p.e.run}
+	sp := store.EventIDSpan{StreamID: p.streamID, Start: start, End: end, Nonce: p.e.spanNonce(p.streamID, start), Run: p.e.run}
 	p.spans = append(p.spans, sp)
 	p.writes = append(p.writes, store.EventIDSpanWrite{Span: sp})
-	return nil
+}
+
+// spanNonce is the nonce of a new span of this run starting at start: an
+// HMAC under the run's random key, so it is as unpredictable and unique as
+// a random one, yet the same if the page is done again after its enqueue
+// failed (the events a fresh send already carried keep their ids).
+func (e *Engine) spanNonce(streamID, start int64) string {
+	var msg [16]byte
+	binary.BigEndian.PutUint64(msg[:8], uint64(streamID))
+	binary.BigEndian.PutUint64(msg[8:], uint64(start))
+	mac := hmac.New(sha256.New, e.runKey[:])
+	mac.Write(msg[:])
+	return hex.EncodeToString(mac.Sum(nil)[:12])
 }
 
 // spanEventID is the id of the event at pos in sp.
