@@ -63,6 +63,7 @@ func TestBadConfigurationIsAUsageError(t *testing.T) {
 		{[]string{"--min-body-rate", "0"}, nil, "--min-body-rate must be positive"},
 		{[]string{"--max-connections", "0"}, nil, "--max-connections must be positive"},
 		{[]string{"--max-header-bytes", "-5"}, nil, "--max-header-bytes must be positive"},
+		{[]string{"--log-level", "loud"}, nil, `invalid value "loud" for flag -log-level: must be debug, info, warn or error`},
 		{[]string{"--no-such-flag"}, nil, "flag provided but not defined"},
 		{[]string{"extra"}, nil, "unexpected arguments"},
 		{nil, map[string]string{"HERALD_LONG_POLL_TIMEOUT": "soon"}, "HERALD_LONG_POLL_TIMEOUT"},

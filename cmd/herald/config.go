@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -60,7 +61,8 @@ func parseServeFlags(args []string, stderr io.Writer, env func(string) (string, 
 	fs.Int64Var(&cfg.MinBodyRate, "min-body-rate", httpapi.DefaultMinBodyRate, "slowest average rate, in bytes a second, a request body may arrive at")
 	fs.IntVar(&cfg.MaxConnections, "max-connections", httpapi.DefaultMaxConnections, "most client connections open at once; connections beyond are closed at once")
 	fs.IntVar(&cfg.MaxHeaderBytes, "max-header-bytes", defaultMaxHeaderBytes, "largest request line and header section accepted (beyond: 431)")
-	fs.TextVar(&cfg.LogLevel, "log-level", slog.LevelInfo, "log level: debug, info, warn or error")
+	cfg.LogLevel = slog.LevelInfo
+	fs.Var(logLevelFlag{&cfg.LogLevel}, "log-level", "log level: debug, info (the default), warn or error")
 	fs.StringVar(&cfg.LogFormat, "log-format", "text", "log format: text or json")
 	fs.StringVar(&cfg.WebhookAllowCIDRs, "webhook-allow-cidrs", "", "comma-separated address ranges webhooks may reach although private or loopback, over http:// too (development: 127.0.0.0/8,::1/128)")
 	fs.StringVar(&cfg.TokenKeys, "token-keys", "", "callback token keys, <id>:<base64 secret> separated by commas, the first signing (default: the key file token-keys in the data directory, created once)")
@@ -139,6 +141,24 @@ func (c *serveConfig) validate() error {
 	problems = append(problems, c.Delivery.problems()...)
 	if len(problems) > 0 {
 		return fmt.Errorf("%w: %s", errUsage, strings.Join(problems, "; "))
+	}
+	return nil
+}
+
+// logLevelFlag is --log-level. flag.TextVar would pass on slog's own error,
+// which names the Go package; this one names the choices.
+type logLevelFlag struct{ level *slog.Level }
+
+func (f logLevelFlag) String() string {
+	if f.level == nil {
+		return "info" // the zero Value flag's help inspects
+	}
+	return strings.ToLower(f.level.String())
+}
+
+func (f logLevelFlag) Set(v string) error {
+	if err := f.level.UnmarshalText([]byte(v)); err != nil {
+		return errors.New("must be debug, info, warn or error")
 	}
 	return nil
 }
