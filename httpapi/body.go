@@ -73,7 +73,9 @@ func (s *Server) releaseBody(body []byte) { s.bodies.release(int64(cap(body))) }
 
 // bodyDeadline keeps a request's read deadline in step with its body.
 type bodyDeadline struct {
-	rc    *http.ResponseController
+	// w is the request's ResponseWriter; its controller is made at each
+	// use, on the stack, so that arming a deadline does not allocate.
+	w     http.ResponseWriter
 	start time.Time
 	// unsupported is set when the ResponseWriter cannot set deadlines (a
 	// test recorder has no connection); the body is then read without one.
@@ -86,7 +88,7 @@ type bodyDeadline struct {
 // armBodyDeadline sets the first deadline of a request that has a body:
 // BodyReadTimeout from now.
 func (s *Server) armBodyDeadline(w http.ResponseWriter) bodyDeadline {
-	d := bodyDeadline{rc: http.NewResponseController(w), start: time.Now()}
+	d := bodyDeadline{w: w, start: time.Now()}
 	d.set(d.start.Add(s.bodyReadTimeout))
 	return d
 }
@@ -94,17 +96,19 @@ func (s *Server) armBodyDeadline(w http.ResponseWriter) bodyDeadline {
 // extend moves the deadline after received bytes have arrived: the body
 // may take BodyReadTimeout plus the time its bytes need at MinBodyRate.
 func (d *bodyDeadline) extend(s *Server, received int64) {
-	d.set(d.start.Add(s.bodyReadTimeout + time.Duration(received)*time.Second/time.Duration(s.minBodyRate)))
+	// Whole seconds first, so that a large body cannot overflow.
+	need := time.Duration(received/s.minBodyRate)*time.Second + time.Duration(received%s.minBodyRate)*time.Second/time.Duration(s.minBodyRate)
+	d.set(d.start.Add(s.bodyReadTimeout + need))
 }
 
 // lift removes the deadline once the body is read.
 func (d *bodyDeadline) lift() { d.set(time.Time{}) }
 
 func (d *bodyDeadline) set(t time.Time) {
-	if d.unsupported || d.rc == nil {
+	if d.unsupported || d.w == nil {
 		return
 	}
-	if err := d.rc.SetReadDeadline(t); err != nil {
+	if err := http.NewResponseController(d.w).SetReadDeadline(t); err != nil {
 		d.unsupported = true
 	}
 }
