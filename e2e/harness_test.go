@@ -66,6 +66,12 @@ type server struct {
 // startHerald runs `herald serve` on dataDir and waits until it is ready.
 func startHerald(t *testing.T, dataDir string, extra ...string) *server {
 	t.Helper()
+	return startHeraldBinary(t, heraldBinary(t), dataDir, extra...)
+}
+
+// startHeraldBinary is startHerald with a herald binary of the caller's.
+func startHeraldBinary(t *testing.T, bin, dataDir string, extra ...string) *server {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -75,7 +81,7 @@ func startHerald(t *testing.T, dataDir string, extra ...string) *server {
 		t.Fatal(err)
 	}
 	args := append([]string{"serve", "--addr", addr, "--data-dir", dataDir, "--long-poll-timeout", "2s"}, extra...)
-	cmd := exec.Command(heraldBinary(t), args...)
+	cmd := exec.Command(bin, args...)
 	logs := &logTail{}
 	cmd.Stdout = logs
 	cmd.Stderr = logs

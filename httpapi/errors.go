@@ -37,6 +37,9 @@ var (
 	errForkHeaders              = &apiError{http.StatusBadRequest, "INVALID_FORK_HEADERS", "Stream-Fork-Offset and Stream-Fork-Sub-Offset need Stream-Forked-From, and a sub-offset above 0 needs Stream-Fork-Offset"}
 	errInvalidForkSource        = &apiError{http.StatusBadRequest, "INVALID_FORK_SOURCE", "Stream-Forked-From must be the path of a stream on this server"}
 	errShuttingDown             = &apiError{http.StatusServiceUnavailable, "SHUTTING_DOWN", "the server is shutting down; retry on another instance or later"}
+	errNonCanonicalPath         = &apiError{http.StatusBadRequest, "NON_CANONICAL_PATH", "the reserved prefixes /_herald/ and /callback/ must be spelled literally, without percent-encoding, '.' segments or repeated slashes"}
+	errServerBusy               = &apiError{http.StatusServiceUnavailable, "SERVER_BUSY", "the server holds as many request bodies in memory as it may; retry shortly"}
+	errBodyTimeout              = &apiError{http.StatusRequestTimeout, "BODY_TIMEOUT", "the request body arrived too slowly"}
 	errInternal                 = &apiError{http.StatusInternalServerError, "INTERNAL", "internal error"}
 )
 
@@ -90,14 +93,20 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	status, code, msg := http.StatusInternalServerError, errInternal.code, errInternal.message
 
 	var (
-		ae     *apiError
-		closed *store.ClosedError
-		stale  *store.ProducerEpochStaleError
-		gap    *store.ProducerSeqGapError
+		ae      *apiError
+		tooLong *protocol.HeaderTooLongError
+		closed  *store.ClosedError
+		stale   *store.ProducerEpochStaleError
+		gap     *store.ProducerSeqGapError
 	)
 	switch {
 	case errors.As(err, &ae):
 		status, code, msg = ae.status, ae.code, ae.message
+		if ae == errServerBusy {
+			h["Retry-After"] = valRetryAfter
+		}
+	case errors.As(err, &tooLong):
+		status, code, msg = http.StatusBadRequest, "HEADER_TOO_LONG", publicMessage(tooLong)
 	case errors.As(err, &closed):
 		status, code, msg = http.StatusConflict, "STREAM_CLOSED", "the stream is closed"
 		h[hdrStreamClosed] = valTrue
@@ -165,12 +174,16 @@ func writeErrorBody(w http.ResponseWriter, r *http.Request, status int, code, ms
 	_, _ = w.Write(body)
 }
 
+// internalErrorBody is the body of errInternal.
+var internalErrorBody = []byte(`{"error":{"code":"INTERNAL","message":"internal error"}}`)
+
 // writeJSON writes a JSON response.
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	body, err := json.Marshal(v)
 	if err != nil {
-		http.Error(w, "internal error", http.StatusInternalServerError)
-		return
+		// Herald's response types always marshal; should one not, the
+		// client still gets a JSON error.
+		status, body = errInternal.status, internalErrorBody
 	}
 	w.Header()["Content-Type"] = valJSON
 	w.Header()["Cache-Control"] = valNoStore

@@ -33,6 +33,7 @@ var (
 	valEventStream = []string{"text/event-stream"}
 	valBase64      = []string{"base64"}
 	valNo          = []string{"no"}
+	valRetryAfter  = []string{"1"}
 )
 
 // header returns the first value of a canonical header key and whether the

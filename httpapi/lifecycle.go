@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"errors"
-	"io"
 	"net/http"
 
 	"github.com/heraldstreams/herald/protocol"
@@ -11,17 +10,19 @@ import (
 
 // create handles PUT: create a stream, a closed stream or a fork, or
 // confirm an identical one (PROTOCOL 4.2, 5.1).
-func (s *Server) create(w http.ResponseWriter, r *http.Request, path string) {
+// d is the body deadline ServeHTTP armed.
+func (s *Server) create(w http.ResponseWriter, r *http.Request, path string, d *bodyDeadline) {
 	params, err := s.createParams(r, path)
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	body, err := s.readBody(w, r)
+	body, err := s.readBody(r, d)
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
+	defer s.releaseBody(body)
 	if len(body) > 0 {
 		ct := params.ContentType
 		if ct == "" {
@@ -167,32 +168,6 @@ func (s *Server) delete(w http.ResponseWriter, r *http.Request, path string) {
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
-}
-
-// readBody reads a request body of at most maxBodyBytes. With a known
-// length it allocates exactly once.
-func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
-	switch n := r.ContentLength; {
-	case n > s.maxBodyBytes:
-		return nil, errBodyTooLarge
-	case n == 0:
-		return nil, nil
-	case n > 0:
-		buf := make([]byte, n)
-		if _, err := io.ReadFull(r.Body, buf); err != nil {
-			return nil, errBodyRead
-		}
-		return buf, nil
-	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.maxBodyBytes))
-	if err != nil {
-		var tooLarge *http.MaxBytesError
-		if errors.As(err, &tooLarge) {
-			return nil, errBodyTooLarge
-		}
-		return nil, errBodyRead
-	}
-	return body, nil
 }
 
 // requestURL is the absolute URL of the request, for Location headers.

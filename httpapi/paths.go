@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	pathpkg "path"
 	"strings"
 	"unicode/utf8"
 )
@@ -14,6 +15,30 @@ const maxPathBytes = 1024
 func isReserved(path string) bool {
 	return strings.HasPrefix(path, HeraldPrefix) || strings.HasPrefix(path, CallbackPrefix) ||
 		path == strings.TrimSuffix(HeraldPrefix, "/") || path == strings.TrimSuffix(CallbackPrefix, "/")
+}
+
+// literalReservedPrefix reports whether the escaped path of a request for
+// a reserved path (rawPath, "" when the path needs no escaping, as
+// net/url keeps it) spells its prefix literally. "/%5fherald/" decodes to
+// "/_herald/", but a proxy that guards the literal prefix lets it through:
+// such spellings are refused rather than served.
+func literalReservedPrefix(rawPath string) bool {
+	if rawPath == "" {
+		return true
+	}
+	return strings.HasPrefix(rawPath, HeraldPrefix) || strings.HasPrefix(rawPath, CallbackPrefix) ||
+		rawPath == strings.TrimSuffix(HeraldPrefix, "/") || rawPath == strings.TrimSuffix(CallbackPrefix, "/")
+}
+
+// isClean reports whether path has no "." or ".." segment and no repeated
+// slash: whether net/http's mux would route it as it is rather than
+// redirect to a cleaned form.
+func isClean(path string) bool {
+	clean := pathpkg.Clean(path)
+	if strings.HasSuffix(path, "/") && clean != "/" {
+		clean += "/"
+	}
+	return clean == path
 }
 
 // validateStreamPath checks a request's decoded path (and its escaped form,

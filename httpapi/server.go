@@ -57,6 +57,19 @@ type Config struct {
 	// SSEKeepAlive is how often an idle SSE response gets a comment line
 	// so that proxies do not cut it (default 15s).
 	SSEKeepAlive time.Duration
+	// MaxBufferedBytes bounds the bytes of request bodies held in memory
+	// at once, across all requests; a request beyond it gets 503
+	// SERVER_BUSY (see body.go).
+	MaxBufferedBytes int64
+	// BodyReadTimeout is how long a request body may take, beyond the
+	// time its size needs at MinBodyRate, before it is cut with 408.
+	BodyReadTimeout time.Duration
+	// MinBodyRate is the slowest rate, in bytes a second, a request body
+	// may arrive at on average once BodyReadTimeout has passed.
+	MinBodyRate int64
+	// MaxConnections bounds the connections open at once on the listener
+	// returned by LimitListener.
+	MaxConnections int
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
 }
@@ -75,6 +88,15 @@ type Server struct {
 	liveLongPolls atomic.Int64
 	liveSSE       atomic.Int64
 	now           func() time.Time
+
+	// Limits on what clients can make the server hold (body.go, conns.go).
+	bodies          bodyBudget
+	bodyReadTimeout time.Duration
+	minBodyRate     int64
+	bodiesCut       atomic.Int64
+	maxConnections  int64
+	connsOpen       atomic.Int64
+	connsRefused    atomic.Int64
 
 	// mux routes the reserved prefixes (Herald's API and callbacks).
 	mux           *http.ServeMux
@@ -101,8 +123,24 @@ func New(cfg Config) *Server {
 		sseMaxDuration:  cfg.SSEMaxDuration,
 		sseKeepAlive:    cfg.SSEKeepAlive,
 		now:             cfg.Now,
+		bodyReadTimeout: cfg.BodyReadTimeout,
+		minBodyRate:     cfg.MinBodyRate,
+		maxConnections:  int64(cfg.MaxConnections),
 		mux:             http.NewServeMux(),
 		shutdown:        make(chan struct{}),
+	}
+	s.bodies.limit = cfg.MaxBufferedBytes
+	if s.bodies.limit <= 0 {
+		s.bodies.limit = DefaultMaxBufferedBytes
+	}
+	if s.bodyReadTimeout <= 0 {
+		s.bodyReadTimeout = DefaultBodyReadTimeout
+	}
+	if s.minBodyRate <= 0 {
+		s.minBodyRate = DefaultMinBodyRate
+	}
+	if s.maxConnections <= 0 {
+		s.maxConnections = DefaultMaxConnections
 	}
 	if s.log == nil {
 		s.log = slog.Default()
@@ -196,26 +234,24 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h["Access-Control-Expose-Headers"] = valExpose
 	}
 
-	if r.Method == http.MethodOptions {
-		s.preflight(w, r)
+	path := r.URL.Path
+	if isReserved(path) {
+		s.serveGuarded(w, r, s.serveReserved)
+		return
+	}
+	if r.Method != http.MethodOptions && isSubscriptionRequest(r) {
+		s.serveGuarded(w, r, s.serveSubscriptionRequest)
 		return
 	}
 
-	path := r.URL.Path
-	if isReserved(path) {
-		if _, pattern := s.mux.Handler(r); pattern != "" {
-			s.mux.ServeHTTP(w, r) // routes again, setting Request.PathValue
-			return
-		}
-		s.fail(w, r, errReservedPath)
-		return
+	// A stream request: its body, if any, is read by readBody under the
+	// deadline armed here (or, unread, discarded by net/http under it).
+	var body bodyDeadline
+	if r.Body != http.NoBody {
+		body = s.armBodyDeadline(w)
 	}
-	if isSubscriptionRequest(r) {
-		if hp := s.subscriptions.Load(); hp != nil {
-			(*hp).ServeHTTP(w, r)
-			return
-		}
-		s.fail(w, r, errSubscriptionsUnavailable)
+	if r.Method == http.MethodOptions {
+		s.preflight(w, r)
 		return
 	}
 	if err := validateStreamPath(path, r.URL.RawPath); err != nil {
@@ -229,15 +265,57 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case http.MethodHead:
 		s.head(w, r, path)
 	case http.MethodPost:
-		s.append(w, r, path)
+		s.append(w, r, path, &body)
 	case http.MethodPut:
-		s.create(w, r, path)
+		s.create(w, r, path, &body)
 	case http.MethodDelete:
 		s.delete(w, r, path)
 	default:
 		h["Allow"] = valAllowMethod
 		s.fail(w, r, errMethodNotAllowed)
 	}
+}
+
+// serveGuarded serves r with a handler that reads its body itself, under
+// the body rules (body.go).
+func (s *Server) serveGuarded(w http.ResponseWriter, r *http.Request, h http.HandlerFunc) {
+	if r.Body != http.NoBody {
+		g := s.guardBody(w, r)
+		defer g.done()
+	}
+	h(w, r)
+}
+
+// serveReserved serves a request under /_herald/ or /callback/: a CORS
+// preflight, or the route mounted there. The prefix must be spelled
+// literally and the path be clean, so that a proxy rule on the prefix sees
+// every request for it, and the mux never answers with a redirect (which
+// has an HTML body). A path without a route is RESERVED_PATH: a stream
+// operation there, or a wrong method on a route (a stream create at
+// /callback/x must not read as "use another method").
+func (s *Server) serveReserved(w http.ResponseWriter, r *http.Request) {
+	if r.Method == http.MethodOptions {
+		s.preflight(w, r)
+		return
+	}
+	if !literalReservedPrefix(r.URL.RawPath) || !isClean(r.URL.Path) {
+		s.fail(w, r, errNonCanonicalPath)
+		return
+	}
+	if _, pattern := s.mux.Handler(r); pattern != "" {
+		s.mux.ServeHTTP(w, r) // routes again, setting Request.PathValue
+		return
+	}
+	s.fail(w, r, errReservedPath)
+}
+
+// serveSubscriptionRequest serves a request for the subscription API.
+func (s *Server) serveSubscriptionRequest(w http.ResponseWriter, r *http.Request) {
+	if hp := s.subscriptions.Load(); hp != nil {
+		(*hp).ServeHTTP(w, r)
+		return
+	}
+	s.fail(w, r, errSubscriptionsUnavailable)
 }
 
 // preflight answers a CORS preflight request.

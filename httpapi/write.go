@@ -13,7 +13,8 @@ import (
 // optional idempotent-producer and Stream-Seq checks (PROTOCOL 5.2, 5.2.1,
 // 5.3). The rules themselves run in the store, through
 // protocol.DecideAppend, atomically with the write.
-func (s *Server) append(w http.ResponseWriter, r *http.Request, path string) {
+// d is the body deadline ServeHTTP armed.
+func (s *Server) append(w http.ResponseWriter, r *http.Request, path string, d *bodyDeadline) {
 	hdr := r.Header
 	closed, _ := header(hdr, hdrStreamClosed)
 	var ph protocol.ProducerHeaders
@@ -27,12 +28,17 @@ func (s *Server) append(w http.ResponseWriter, r *http.Request, path string) {
 	}
 	params := store.StreamAppendParams{Path: path, Close: protocol.ParseClosed(closed), Producer: producer, Now: s.now()}
 	params.Seq, _ = header(hdr, hdrStreamSeq)
+	if err := protocol.CheckHeaderLength("Stream-Seq", params.Seq); err != nil {
+		s.fail(w, r, err)
+		return
+	}
 
-	body, err := s.readBody(w, r)
+	body, err := s.readBody(r, d)
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
+	defer s.releaseBody(body)
 	if len(body) == 0 {
 		// An empty body only closes (PROTOCOL 5.2); its Content-Type, if
 		// any, is ignored.

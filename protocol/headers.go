@@ -2,6 +2,7 @@ package protocol
 
 import (
 	"errors"
+	"strconv"
 	"strings"
 	"time"
 
@@ -24,6 +25,33 @@ var (
 	// ErrInvalidContentType: Content-Type is not a type/subtype media type.
 	ErrInvalidContentType = errors.New("protocol: Content-Type must be a media type such as text/plain")
 )
+
+// MaxHeaderValueBytes bounds every protocol header value Herald stores:
+// Producer-Id, Stream-Seq and the media type of Content-Type. (A
+// Stream-Forked-From is a stream path, bounded like every path.) Values are
+// kept with the stream and read at every append, so a client must not be
+// able to make them arbitrarily large.
+const MaxHeaderValueBytes = 256
+
+// HeaderTooLongError is a stored protocol header longer than
+// MaxHeaderValueBytes: a 400 Bad Request.
+type HeaderTooLongError struct {
+	// Header is the header's name, such as "Stream-Seq".
+	Header string
+}
+
+func (e *HeaderTooLongError) Error() string {
+	return "protocol: " + e.Header + " must be at most " + strconv.Itoa(MaxHeaderValueBytes) + " bytes long"
+}
+
+// CheckHeaderLength returns a *HeaderTooLongError when value, the value of
+// the stored header name, is longer than MaxHeaderValueBytes.
+func CheckHeaderLength(name, value string) error {
+	if len(value) > MaxHeaderValueBytes {
+		return &HeaderTooLongError{Header: name}
+	}
+	return nil
+}
 
 // MaxSafeInteger is 2^53-1, the largest producer epoch or sequence number
 // (PROTOCOL 5.2.1: JavaScript clients must represent it exactly).
@@ -105,14 +133,17 @@ type ProducerHeaders struct {
 }
 
 // ParseProducer validates the producer headers (PROTOCOL 5.2.1): all three
-// or none, a non-empty id, and decimal integers from 0 to 2^53-1. It
-// returns nil when none is present.
+// or none, a non-empty id of at most MaxHeaderValueBytes, and decimal
+// integers from 0 to 2^53-1. It returns nil when none is present.
 func ParseProducer(h ProducerHeaders) (*store.Producer, error) {
 	if !h.HasID && !h.HasEpoch && !h.HasSeq {
 		return nil, nil
 	}
 	if !h.HasID || !h.HasEpoch || !h.HasSeq || h.ID == "" {
 		return nil, ErrProducerHeaders
+	}
+	if err := CheckHeaderLength("Producer-Id", h.ID); err != nil {
+		return nil, err
 	}
 	epoch, ok := parseDecimal(h.Epoch)
 	if !ok || epoch > MaxSafeInteger {
@@ -171,12 +202,16 @@ const ContentTypeJSON = "application/json"
 // "application/json"). Media types compare case-insensitively and the
 // protocol gives parameters no meaning, so two requests that differ only
 // there address the same kind of stream. A value that is not
-// type/subtype made of token characters is ErrInvalidContentType.
+// type/subtype made of token characters is ErrInvalidContentType; a media
+// type longer than MaxHeaderValueBytes is a *HeaderTooLongError.
 func NormalizeContentType(v string) (string, error) {
 	if i := strings.IndexByte(v, ';'); i >= 0 {
 		v = v[:i]
 	}
 	v = strings.TrimSpace(v)
+	if err := CheckHeaderLength("Content-Type", v); err != nil {
+		return "", err
+	}
 	slash := strings.IndexByte(v, '/')
 	if slash <= 0 || slash == len(v)-1 {
 		return "", ErrInvalidContentType

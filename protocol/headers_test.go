@@ -2,6 +2,7 @@ package protocol
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -168,5 +169,33 @@ func TestContentTypeClasses(t *testing.T) {
 		if IsJSON(c.ct) != c.json || IsText(c.ct) != c.text || SSEEncodingFor(c.ct) != c.enc {
 			t.Errorf("%s: IsJSON=%v IsText=%v enc=%v", c.ct, IsJSON(c.ct), IsText(c.ct), SSEEncodingFor(c.ct))
 		}
+	}
+}
+
+func TestStoredHeaderLengths(t *testing.T) {
+	at := strings.Repeat("a", MaxHeaderValueBytes)
+	over := at + "a"
+	producer := func(id string) ProducerHeaders {
+		return ProducerHeaders{ID: id, Epoch: "0", Seq: "0", HasID: true, HasEpoch: true, HasSeq: true}
+	}
+	if _, err := ParseProducer(producer(at)); err != nil {
+		t.Errorf("Producer-Id of %d bytes: %v", len(at), err)
+	}
+	var tooLong *HeaderTooLongError
+	if _, err := ParseProducer(producer(over)); !errors.As(err, &tooLong) || tooLong.Header != "Producer-Id" {
+		t.Errorf("Producer-Id of %d bytes: %v, want a HeaderTooLongError", len(over), err)
+	}
+	// The media type is what is stored: parameters do not count.
+	if _, err := NormalizeContentType("text/" + at[5:] + "; charset=" + over); err != nil {
+		t.Errorf("media type of %d bytes: %v", len(at), err)
+	}
+	if _, err := NormalizeContentType("text/" + at[4:]); !errors.As(err, &tooLong) || tooLong.Header != "Content-Type" {
+		t.Errorf("media type of %d bytes: %v, want a HeaderTooLongError", len(over), err)
+	}
+	if err := CheckHeaderLength("Stream-Seq", over); !errors.As(err, &tooLong) || err.Error() != "protocol: Stream-Seq must be at most 256 bytes long" {
+		t.Errorf("CheckHeaderLength(over) = %v", err)
+	}
+	if err := CheckHeaderLength("Stream-Seq", at); err != nil {
+		t.Errorf("CheckHeaderLength(at) = %v", err)
 	}
 }

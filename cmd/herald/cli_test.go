@@ -25,7 +25,9 @@ func TestServeDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	if cfg.Addr != ":4437" || cfg.DataDir != "./data" || cfg.LongPollTimeout != 30*time.Second ||
-		cfg.MaxBodyBytes != 16<<20 || cfg.LogLevel != slog.LevelInfo || cfg.LogFormat != "text" {
+		cfg.MaxBodyBytes != 16<<20 || cfg.LogLevel != slog.LevelInfo || cfg.LogFormat != "text" ||
+		cfg.MaxBufferedBytes != 128<<20 || cfg.BodyReadTimeout != 10*time.Second || cfg.MinBodyRate != 16<<10 ||
+		cfg.MaxConnections != 10000 || cfg.MaxHeaderBytes != 64<<10 {
 		t.Fatalf("defaults = %+v", cfg)
 	}
 }
@@ -58,6 +60,12 @@ func TestBadConfigurationIsAUsageError(t *testing.T) {
 		{[]string{"--long-poll-timeout", "0s"}, nil, "--long-poll-timeout must be positive"},
 		{[]string{"--max-body-bytes", "-1"}, nil, "--max-body-bytes must be positive"},
 		{[]string{"--log-format", "xml"}, nil, "--log-format must be text or json"},
+		{[]string{"--max-buffered-bytes", "1000"}, nil, "--max-buffered-bytes must be at least --max-body-bytes"},
+		{[]string{"--body-read-timeout", "0s"}, nil, "--body-read-timeout must be positive"},
+		{[]string{"--min-body-rate", "0"}, nil, "--min-body-rate must be positive"},
+		{[]string{"--max-connections", "0"}, nil, "--max-connections must be positive"},
+		{[]string{"--max-header-bytes", "-5"}, nil, "--max-header-bytes must be positive"},
+		{[]string{"--log-level", "loud"}, nil, `invalid value "loud" for flag -log-level: must be debug, info, warn or error`},
 		{[]string{"--no-such-flag"}, nil, "flag provided but not defined"},
 		{[]string{"extra"}, nil, "unexpected arguments"},
 		{nil, map[string]string{"HERALD_LONG_POLL_TIMEOUT": "soon"}, "HERALD_LONG_POLL_TIMEOUT"},

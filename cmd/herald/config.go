@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -9,10 +10,16 @@ import (
 	"strings"
 	"time"
 
+	"github.com/heraldstreams/herald/httpapi"
 	"github.com/heraldstreams/herald/internal/secretbox"
 	"github.com/heraldstreams/herald/subscription"
 	"github.com/heraldstreams/herald/webhook"
 )
+
+// defaultMaxHeaderBytes is the default of --max-header-bytes: room for
+// every protocol header and a long bearer token, far below net/http's
+// 1 MiB default.
+const defaultMaxHeaderBytes = 64 << 10
 
 // serveConfig is everything `herald serve` is configured with.
 type serveConfig struct {
@@ -23,8 +30,14 @@ type serveConfig struct {
 	MaxReadBytes    int
 	SSEMaxDuration  time.Duration
 	ShutdownTimeout time.Duration
-	LogLevel        slog.Level
-	LogFormat       string
+	// Limits on what clients can make Herald hold.
+	MaxBufferedBytes int64
+	BodyReadTimeout  time.Duration
+	MinBodyRate      int64
+	MaxConnections   int
+	MaxHeaderBytes   int
+	LogLevel         slog.Level
+	LogFormat        string
 	// KEKFile is the key-encryption key file ("": herald.kek in the data
 	// directory); KEK is HERALD_KEK, keys given directly, which win.
 	KEKFile string
@@ -48,7 +61,13 @@ func parseServeFlags(args []string, stderr io.Writer, env func(string) (string, 
 	fs.IntVar(&cfg.MaxReadBytes, "max-read-bytes", 4<<20, "most data returned by one catch-up read or SSE event")
 	fs.DurationVar(&cfg.SSEMaxDuration, "sse-max-duration", 60*time.Second, "how long an SSE response stays open before the client is asked to reconnect")
 	fs.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "how long a graceful shutdown waits for in-flight requests")
-	fs.TextVar(&cfg.LogLevel, "log-level", slog.LevelInfo, "log level: debug, info, warn or error")
+	fs.Int64Var(&cfg.MaxBufferedBytes, "max-buffered-bytes", httpapi.DefaultMaxBufferedBytes, "most bytes of request bodies held in memory at once, all requests together (beyond: 503 SERVER_BUSY); at least --max-body-bytes")
+	fs.DurationVar(&cfg.BodyReadTimeout, "body-read-timeout", httpapi.DefaultBodyReadTimeout, "how long a request body may take beyond the time its size needs at --min-body-rate (beyond: 408 BODY_TIMEOUT)")
+	fs.Int64Var(&cfg.MinBodyRate, "min-body-rate", httpapi.DefaultMinBodyRate, "slowest average rate, in bytes a second, a request body may arrive at")
+	fs.IntVar(&cfg.MaxConnections, "max-connections", httpapi.DefaultMaxConnections, "most client connections open at once; connections beyond are closed at once")
+	fs.IntVar(&cfg.MaxHeaderBytes, "max-header-bytes", defaultMaxHeaderBytes, "largest request line and header section accepted (beyond: 431)")
+	cfg.LogLevel = slog.LevelInfo
+	fs.Var(logLevelFlag{&cfg.LogLevel}, "log-level", "log level: debug, info (the default), warn or error")
 	fs.StringVar(&cfg.LogFormat, "log-format", "text", "log format: text or json")
 	fs.StringVar(&cfg.KEKFile, "kek-file", "", "key-encryption key file: encrypts the secrets in the database; created with a new key if missing (default: "+secretbox.DefaultFileName+" in the data directory). Keep it out of database backups. HERALD_KEK=<id>:<base64 key> gives the key directly instead")
 	fs.StringVar(&cfg.WebhookAllowCIDRs, "webhook-allow-cidrs", "", "comma-separated address ranges webhooks may reach although private or loopback, over http:// too (development: 127.0.0.0/8,::1/128)")
@@ -97,6 +116,21 @@ func (c *serveConfig) validate() error {
 	if c.ShutdownTimeout <= 0 {
 		problems = append(problems, "--shutdown-timeout must be positive")
 	}
+	if c.MaxBufferedBytes < c.MaxBodyBytes {
+		problems = append(problems, "--max-buffered-bytes must be at least --max-body-bytes, or the largest body could never be read")
+	}
+	if c.BodyReadTimeout <= 0 {
+		problems = append(problems, "--body-read-timeout must be positive")
+	}
+	if c.MinBodyRate <= 0 {
+		problems = append(problems, "--min-body-rate must be positive")
+	}
+	if c.MaxConnections <= 0 {
+		problems = append(problems, "--max-connections must be positive")
+	}
+	if c.MaxHeaderBytes <= 0 {
+		problems = append(problems, "--max-header-bytes must be positive")
+	}
 	if _, err := webhook.ParseCIDRList(c.WebhookAllowCIDRs); err != nil {
 		problems = append(problems, "--webhook-allow-cidrs: "+err.Error())
 	}
@@ -121,6 +155,24 @@ func (c *serveConfig) validate() error {
 	problems = append(problems, c.Delivery.problems()...)
 	if len(problems) > 0 {
 		return fmt.Errorf("%w: %s", errUsage, strings.Join(problems, "; "))
+	}
+	return nil
+}
+
+// logLevelFlag is --log-level. flag.TextVar would pass on slog's own error,
+// which names the Go package; this one names the choices.
+type logLevelFlag struct{ level *slog.Level }
+
+func (f logLevelFlag) String() string {
+	if f.level == nil {
+		return "info" // the zero Value flag's help inspects
+	}
+	return strings.ToLower(f.level.String())
+}
+
+func (f logLevelFlag) Set(v string) error {
+	if err := f.level.UnmarshalText([]byte(v)); err != nil {
+		return errors.New("must be debug, info, warn or error")
 	}
 	return nil
 }

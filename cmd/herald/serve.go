@@ -31,12 +31,16 @@ func serve(ctx context.Context, cfg *serveConfig, logOut io.Writer) error {
 		return err
 	}
 	api := httpapi.New(httpapi.Config{
-		Store:           st,
-		Logger:          log.With("part", "http"),
-		LongPollTimeout: cfg.LongPollTimeout,
-		MaxBodyBytes:    cfg.MaxBodyBytes,
-		MaxReadBytes:    cfg.MaxReadBytes,
-		SSEMaxDuration:  cfg.SSEMaxDuration,
+		Store:            st,
+		Logger:           log.With("part", "http"),
+		LongPollTimeout:  cfg.LongPollTimeout,
+		MaxBodyBytes:     cfg.MaxBodyBytes,
+		MaxReadBytes:     cfg.MaxReadBytes,
+		SSEMaxDuration:   cfg.SSEMaxDuration,
+		MaxBufferedBytes: cfg.MaxBufferedBytes,
+		BodyReadTimeout:  cfg.BodyReadTimeout,
+		MinBodyRate:      cfg.MinBodyRate,
+		MaxConnections:   cfg.MaxConnections,
 	})
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
@@ -60,10 +64,13 @@ func serve(ctx context.Context, cfg *serveConfig, logOut io.Writer) error {
 		subs.Stop()
 		return errors.Join(err, ln.Close(), st.Close())
 	}
+	// No ReadTimeout: it would cut long-polls and SSE responses. Bodies
+	// get their own deadline from the handler (httpapi's body rules).
 	srv := &http.Server{
 		Handler:           api,
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    cfg.MaxHeaderBytes,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 
@@ -77,7 +84,7 @@ func serve(ctx context.Context, cfg *serveConfig, logOut io.Writer) error {
 	}()
 
 	serveErr := make(chan error, 1)
-	go func() { serveErr <- srv.Serve(ln) }()
+	go func() { serveErr <- srv.Serve(api.LimitListener(ln)) }()
 	api.SetReady(true)
 	log.Info("herald listening", "addr", ln.Addr().String(), "data_dir", cfg.DataDir, "version", buildVersion())
 
