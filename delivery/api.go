@@ -8,8 +8,10 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"reflect"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/heraldstreams/herald/auth"
 	"github.com/heraldstreams/herald/store"
@@ -195,22 +197,34 @@ func decodeStrict(body []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return jsonError(err)
+		return jsonError(err, reflect.TypeOf(v))
 	}
-	if dec.More() {
+	// Not dec.More: it reports false for a stray ']' or '}'.
+	if len(bytes.TrimSpace(body[dec.InputOffset():])) > 0 {
 		return badRequest(CodeInvalidJSON, "", "the body has data after the JSON value")
 	}
 	return nil
 }
 
-func jsonError(err error) error {
+// jsonError turns a decode error into the API's error, naming the field
+// (a JSON path) and what it must be as declared in target's type.
+func jsonError(err error, target reflect.Type) error {
 	var ve *ValidationError
 	if errors.As(err, &ve) {
 		return ve
 	}
 	var te *json.UnmarshalTypeError
 	if errors.As(err, &te) {
-		return badRequest(CodeInvalidJSON, te.Field, "%s must be a JSON %s", te.Field, te.Type.String())
+		field := jsonField(te.Field)
+		got, _, _ := strings.Cut(te.Value, " ") // "number 1.5": the kind of JSON value given
+		want := te.Type
+		if declared := fieldType(target, field); declared != nil {
+			want = declared // an array or object whose item is wrong: name the whole
+		}
+		if field == "" {
+			return badRequest(CodeInvalidJSON, "", "the body must be %s, not a JSON %s", describeType(want), got)
+		}
+		return badRequest(CodeInvalidJSON, field, "%s must be %s (found a JSON %s)", field, describeType(want), got)
 	}
 	msg := err.Error()
 	if field, ok := strings.CutPrefix(msg, "json: unknown field "); ok {
@@ -218,6 +232,81 @@ func jsonError(err error) error {
 		return badRequest(CodeUnknownField, field, "unknown field %q", field)
 	}
 	return badRequest(CodeInvalidJSON, "", "the body is not valid JSON: %s", strings.TrimPrefix(msg, "json: "))
+}
+
+// jsonField is the JSON path of a decode error's field without the Go
+// names of embedded structs (the API's JSON names are lower case).
+func jsonField(path string) string {
+	var out []string
+	for seg := range strings.SplitSeq(path, ".") {
+		if seg != "" && !unicode.IsUpper(rune(seg[0])) {
+			out = append(out, seg)
+		}
+	}
+	return strings.Join(out, ".")
+}
+
+// fieldType returns the declared type of the field at a JSON path (dot
+// separated) of t, looking into embedded structs, or nil.
+func fieldType(t reflect.Type, path string) reflect.Type {
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if path == "" || t == nil {
+		return t
+	}
+	name, rest, _ := strings.Cut(path, ".")
+	if t.Kind() != reflect.Struct {
+		return nil
+	}
+	for i := range t.NumField() {
+		f := t.Field(i)
+		tag, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		switch {
+		case f.Anonymous && tag == "":
+			if ft := fieldType(f.Type, path); ft != nil {
+				return ft
+			}
+		case tag == name || (tag == "" && f.Name == name):
+			if rest == "" {
+				return f.Type
+			}
+			return fieldType(f.Type, rest)
+		}
+	}
+	return nil
+}
+
+// describeType names what a Go type accepts in JSON, in the API user's
+// words.
+func describeType(t reflect.Type) string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "a whole number"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Slice, reflect.Array:
+		if t.Elem().Kind() == reflect.String {
+			return "an array of strings"
+		}
+		return "an array"
+	case reflect.Map:
+		if t.Elem().Kind() == reflect.String {
+			return "an object of string values"
+		}
+		return "an object"
+	case reflect.Struct:
+		return "a JSON object"
+	}
+	return "another kind of JSON value"
 }
 
 // checkQuery refuses query parameters the route does not know.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/heraldstreams/herald/store"
@@ -122,6 +123,10 @@ func (a *API) listEndpoints(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, err)
 		return
 	}
+	if c := q.Get("cursor"); c != "" && !isEndpointID(c) {
+		a.fail(w, r, badRequest(CodeInvalidParameter, "cursor", "cursor must be a next_cursor value of a previous page"))
+		return
+	}
 	eps, err := a.e.st.EndpointList(r.Context(), &store.EndpointListParams{After: q.Get("cursor"), Limit: limit + 1, Tenant: q.Get("tenant")})
 	if err != nil {
 		a.fail(w, r, err)
@@ -136,6 +141,21 @@ func (a *API) listEndpoints(w http.ResponseWriter, r *http.Request) {
 		out.Data = append(out.Data, a.endpointView(&eps[i], false))
 	}
 	writeJSON(w, http.StatusOK, out)
+}
+
+// isEndpointID reports whether s has the form of the ids CreateEndpoint
+// gives ("ep_" and 24 lower-case hex digits).
+func isEndpointID(s string) bool {
+	hex, ok := strings.CutPrefix(s, "ep_")
+	if !ok || len(hex) != 24 {
+		return false
+	}
+	for i := range len(hex) {
+		if c := hex[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 func parseLimit(s string) (int, error) {

@@ -140,6 +140,10 @@ type Engine struct {
 
 	randMu sync.Mutex
 	rand   io.Reader // guarded by randMu
+	// run names this engine's run in the id spans it creates: only the
+	// run that created a span extends it. runKey makes their nonces.
+	run    string
+	runKey [32]byte
 
 	ctx        context.Context // cancelled by Stop: no new claim or match
 	cancel     context.CancelFunc
@@ -222,6 +226,14 @@ func NewEngine(cfg EngineConfig) (*Engine, error) {
 		global:    make(chan struct{}, cfg.GlobalMaxInFlight),
 		freed:     make(chan struct{}),
 		rand:      cfg.Rand,
+	}
+	run, err := e.newID("")
+	if err != nil {
+		return nil, err
+	}
+	e.run = run
+	if _, err := io.ReadFull(cfg.Rand, e.runKey[:]); err != nil {
+		return nil, fmt.Errorf("delivery: random key: %w", err)
 	}
 	m, err := newEngineMetrics(cfg.Registerer, cfg.Store)
 	if err != nil {

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 	"sync"
 	"time"
 
@@ -154,21 +153,32 @@ type wireMessage struct {
 	Tenant    json.RawMessage `json:"tenant"`
 }
 
-// parseMessage reads one stream message as an event, or returns nil when
-// it is not one (not an object, or no valid string type). Missing ids are
-// derived from the stream and position, so they are stable across
-// restarts and replays; a missing timestamp is now.
-func parseMessage(raw []byte, st *store.Stream, pos int64, now time.Time) *parsedMessage {
+// eventIDs names events appended without an id (*pageIDs).
+type eventIDs interface {
+	id(ctx context.Context, pos int64) (string, error)
+}
+
+// parseMessage reads one stream message, at position pos of the stream
+// at path, as an event, or returns nil when it is not one (not an object,
+// or no valid string type). A message without a valid id is named by ids,
+// so its id is stable across restarts and replays (and unique across
+// installations, see store.EventIDSpan); a missing timestamp is now. The
+// error is ids' only.
+func parseMessage(ctx context.Context, raw []byte, path string, pos int64, ids eventIDs, now time.Time) (*parsedMessage, error) {
 	var w wireMessage
 	if err := json.Unmarshal(raw, &w); err != nil {
-		return nil
+		return nil, nil
 	}
 	ev := &Event{}
 	if err := json.Unmarshal(w.Type, &ev.Type); err != nil || ValidateEventType(ev.Type) != nil {
-		return nil
+		return nil, nil
 	}
 	if json.Unmarshal(w.ID, &ev.ID) != nil || ValidateEventID(ev.ID) != nil {
-		ev.ID = "evt_" + strconv.FormatInt(st.ID, 10) + "_" + strconv.FormatInt(pos, 10)
+		id, err := ids.id(ctx, pos)
+		if err != nil {
+			return nil, err
+		}
+		ev.ID = id
 	}
 	ev.Timestamp = now.UTC()
 	var ts string
@@ -181,16 +191,16 @@ func parseMessage(raw []byte, st *store.Stream, pos int64, now time.Time) *parse
 	if len(w.Data) > 0 {
 		ev.Data = w.Data
 	}
-	m := &parsedMessage{target: NewTarget(ev, st.Path)}
+	m := &parsedMessage{target: NewTarget(ev, path)}
 	if len(w.Tenant) > 0 && json.Unmarshal(w.Tenant, &m.tenant) != nil {
 		m.tenant = ""
 	}
 	body, err := ev.Body()
 	if err != nil {
-		return nil
+		return nil, nil
 	}
 	m.body = body
-	return m
+	return m, nil
 }
 
 // receives reports whether the endpoint receives the message.
@@ -291,6 +301,7 @@ func (e *Engine) matchPage(ctx context.Context, path string, eps []*liveEndpoint
 		next = from + int64(len(data))
 	}
 	var deliveries []store.Delivery
+	ids := e.newPageIDs(st.ID, from, next)
 	for pos := from; len(data) > 0; {
 		i := bytes.IndexByte(data, '\n')
 		raw := data[:i]
@@ -304,7 +315,10 @@ func (e *Engine) matchPage(ctx context.Context, path string, eps []*liveEndpoint
 				continue
 			}
 			if !parsed {
-				m, parsed = parseMessage(raw, st, msgPos, now), true
+				if m, err = parseMessage(ctx, raw, path, msgPos, ids, now); err != nil {
+					return false, err
+				}
+				parsed = true
 			}
 			if m == nil || !ms.le.receives(m) {
 				continue
@@ -312,7 +326,7 @@ func (e *Engine) matchPage(ctx context.Context, path string, eps []*liveEndpoint
 			deliveries = append(deliveries, e.newDelivery(ms.le, m, msgPos, now))
 		}
 	}
-	params := &store.DeliveryEnqueueParams{Stream: path, Deliveries: deliveries, Now: now}
+	params := &store.DeliveryEnqueueParams{Stream: path, Spans: ids.writes, Deliveries: deliveries, Now: now}
 	for _, ms := range states {
 		pos := max(next, ms.start)
 		if ms.found && ms.cursor.StreamID == st.ID && ms.cursor.Position == pos {
@@ -323,7 +337,7 @@ func (e *Engine) matchPage(ctx context.Context, path string, eps []*liveEndpoint
 			StreamID: st.ID, Position: pos,
 		})
 	}
-	if len(params.Cursors) == 0 && len(deliveries) == 0 {
+	if len(params.Cursors) == 0 && len(deliveries) == 0 && len(params.Spans) == 0 {
 		return false, nil
 	}
 	hand := e.leaseFresh(states, deliveries, now)

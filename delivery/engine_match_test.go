@@ -1,31 +1,40 @@
 package delivery
 
 import (
+	"context"
 	"encoding/json"
+	"strconv"
 	"testing"
 	"time"
-
-	"github.com/heraldstreams/herald/store"
 )
 
+// fixedIDs names an event "assigned_<pos>".
+type fixedIDs struct{}
+
+func (fixedIDs) id(_ context.Context, pos int64) (string, error) {
+	return "assigned_" + strconv.FormatInt(pos, 10), nil
+}
+
 func TestParseMessage(t *testing.T) {
-	st := &store.Stream{ID: 7, Path: "/s"}
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	for _, c := range []struct {
 		raw, wantID, wantType, wantData, wantTenant string
 		wantTS                                      time.Time
 	}{
-		{raw: `{"type":"a.b"}`, wantID: "evt_7_40", wantType: "a.b", wantData: "null", wantTS: now},
+		{raw: `{"type":"a.b"}`, wantID: "assigned_40", wantType: "a.b", wantData: "null", wantTS: now},
 		{raw: `{"id":"x1","type":"a.b","timestamp":"2025-05-05T00:00:00Z","data":{"k":[1,2]},"tenant":"t"}`,
 			wantID: "x1", wantType: "a.b", wantData: `{"k":[1,2]}`, wantTenant: "t", wantTS: time.Date(2025, 5, 5, 0, 0, 0, 0, time.UTC)},
-		{raw: `{"id":"has space","type":"a.b","timestamp":"yesterday","extra":1}`, wantID: "evt_7_40", wantType: "a.b", wantData: "null", wantTS: now},
+		{raw: `{"id":"has space","type":"a.b","timestamp":"yesterday","extra":1}`, wantID: "assigned_40", wantType: "a.b", wantData: "null", wantTS: now},
 		{raw: `{"type":"a..b"}`},
 		{raw: `{"type":3}`},
 		{raw: `{"data":{}}`},
 		{raw: `[1,2]`},
 		{raw: `"a.b"`},
 	} {
-		m := parseMessage([]byte(c.raw), st, 40, now)
+		m, err := parseMessage(context.Background(), []byte(c.raw), "/s", 40, fixedIDs{}, now)
+		if err != nil {
+			t.Fatal(err)
+		}
 		if c.wantType == "" {
 			if m != nil {
 				t.Errorf("%s: parsed as an event %+v", c.raw, m.target.Event)
@@ -50,10 +59,12 @@ func FuzzParseMessage(f *testing.F) {
 		`{"type":"a.b","data":"\u2028<>&"}`, `{"type":["a"]}`, `{`, `null`, `{"type":"a.b","tenant":5}`} {
 		f.Add([]byte(s))
 	}
-	st := &store.Stream{ID: 1, Path: "/f"}
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	f.Fuzz(func(t *testing.T, raw []byte) {
-		m := parseMessage(raw, st, 0, now)
+		m, err := parseMessage(context.Background(), raw, "/f", 0, fixedIDs{}, now)
+		if err != nil {
+			t.Fatal(err)
+		}
 		if m == nil {
 			return
 		}

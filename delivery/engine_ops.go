@@ -62,7 +62,7 @@ func (e *Engine) CreateEndpoint(ctx context.Context, p *CreateEndpointParams) (*
 		if secret, err = e.newSecret(); err != nil {
 			return nil, err
 		}
-	} else if _, err := ParseSecret(secret); err != nil {
+	} else if err := ValidateSecret(secret); err != nil {
 		return nil, err
 	}
 	id, err := e.newID("ep_")
@@ -368,11 +368,12 @@ func (e *Engine) replayStream(ctx context.Context, le *liveEndpoint, path string
 		from = max(from, p.From)
 	}
 	var batch []store.Delivery
-	flush := func() error {
-		if len(batch) == 0 {
+	// flush enqueues the batch with the id spans its ids came from.
+	flush := func(spans []store.EventIDSpanWrite) error {
+		if len(batch) == 0 && len(spans) == 0 {
 			return nil
 		}
-		out, err := e.st.DeliveryEnqueue(ctx, &store.DeliveryEnqueueParams{Stream: path, Deliveries: batch, Replay: true, Now: now})
+		out, err := e.st.DeliveryEnqueue(ctx, &store.DeliveryEnqueueParams{Stream: path, Spans: spans, Deliveries: batch, Replay: true, Now: now})
 		if err != nil {
 			return err
 		}
@@ -380,6 +381,7 @@ func (e *Engine) replayStream(ctx context.Context, le *liveEndpoint, path string
 		batch = batch[:0]
 		return nil
 	}
+	conflicts := 0
 	for from < end {
 		r, err := e.st.StreamRead(ctx, &store.StreamReadParams{Path: path, From: from, MaxBytes: matchPage, Now: now, Internal: true})
 		if err != nil {
@@ -389,9 +391,16 @@ func (e *Engine) replayStream(ctx context.Context, le *liveEndpoint, path string
 		if len(data) == 0 {
 			break
 		}
+		page := int64(len(data))
+		ids := e.newPageIDs(st.ID, from, min(from+page, end))
+		kept := len(batch)
+		truncated := false
 		for pos := from; len(data) > 0 && pos < end; {
 			i := bytes.IndexByte(data, '\n')
-			m := parseMessage(data[:i], st, pos, now)
+			m, err := parseMessage(ctx, data[:i], path, pos, ids, now)
+			if err != nil {
+				return err
+			}
 			msgPos := pos
 			data, pos = data[i+1:], pos+int64(i+1)
 			if m == nil || !le.receives(m) || m.target.Event.Timestamp.Before(p.Since) {
@@ -399,18 +408,30 @@ func (e *Engine) replayStream(ctx context.Context, le *liveEndpoint, path string
 			}
 			batch = append(batch, e.newDelivery(le, m, msgPos, now))
 			if res.Queued+len(batch) >= MaxReplayEvents {
-				res.Truncated = true
-				return flush()
-			}
-			if len(batch) >= replayEnqueueBatch {
-				if err := flush(); err != nil {
-					return err
-				}
+				truncated = true
+				break
 			}
 		}
-		from += int64(len(r.Data[:bytes.LastIndexByte(r.Data, '\n')+1]))
+		// New spans are stored with the deliveries named from them, before
+		// the next page reads the spans again.
+		if len(ids.writes) > 0 || truncated || len(batch) >= replayEnqueueBatch {
+			err := flush(ids.writes)
+			if errors.Is(err, store.ErrCursorConflict) && conflicts < casAttempts {
+				conflicts++ // the matcher named this page first: do it again
+				batch = batch[:kept]
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			if truncated {
+				res.Truncated = true
+				return nil
+			}
+		}
+		from += page
 	}
-	return flush()
+	return flush(nil)
 }
 
 // PublishParams are the inputs of Publish.

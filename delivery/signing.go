@@ -45,6 +45,20 @@ func GenerateSecret(random io.Reader) (string, error) {
 	return SecretPrefix + base64.StdEncoding.EncodeToString(key), nil
 }
 
+// ValidateSecret checks a secret an owner gives: ParseSecret's rules, in
+// canonical form only. The base64 decoder skips line breaks, so without
+// this a secret with CR or LF would be stored and shown back as given.
+func ValidateSecret(secret string) error {
+	key, err := ParseSecret(secret)
+	if err != nil {
+		return err
+	}
+	if SecretPrefix+base64.StdEncoding.EncodeToString(key) != secret {
+		return invalid(CodeInvalidSecret, "secret", "the part after whsec_ must be standard base64 without spaces, line breaks or other characters")
+	}
+	return nil
+}
+
 // ParseSecret returns the HMAC key of a secret: "whsec_" then the standard
 // base64 (padded) of 24 to 64 bytes. Errors are *ValidationError with
 // CodeInvalidSecret.

@@ -219,3 +219,21 @@ func FuzzParseSecret(f *testing.F) {
 		}
 	})
 }
+
+// An owner's secret is taken only in canonical form: the base64 decoder
+// would skip line breaks, which must never be stored or shown back.
+func TestValidateSecret(t *testing.T) {
+	good, err := GenerateSecret(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ValidateSecret(good); err != nil {
+		t.Fatalf("a generated secret: %v", err)
+	}
+	for _, bad := range []string{good + "\n", good[:10] + "\r\n" + good[10:], good[:10] + "\r" + good[10:], " " + good, "whsec_", good[:len(good)-1]} {
+		var ve *ValidationError
+		if err := ValidateSecret(bad); !errors.As(err, &ve) || ve.Code != CodeInvalidSecret {
+			t.Errorf("ValidateSecret(%q) = %v, want %s", bad, err, CodeInvalidSecret)
+		}
+	}
+}

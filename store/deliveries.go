@@ -60,14 +60,19 @@ type DeliveryStore interface {
 
 	// DeliveryCursors returns the cursors of every endpoint on a stream.
 	DeliveryCursors(ctx context.Context, params *DeliveryCursorsParams) ([]DeliveryCursor, error)
+	// EventIDSpans returns the id spans of a stream (see EventIDSpan)
+	// that end at or after From and start before To, by Start.
+	EventIDSpans(ctx context.Context, params *EventIDSpansParams) ([]EventIDSpan, error)
 	// DeliveryEnqueue inserts deliveries and advances cursors in one
-	// transaction. A delivery whose (EndpointID, EventID) exists is left as
+	// transaction, writing the id spans their event ids came from first. A delivery whose (EndpointID, EventID) exists is left as
 	// it is, unless Replay is set and it is finished (delivered or
 	// exhausted): then it is pending again with a fresh schedule. A new
 	// delivery with a LeaseUntil is inserted leased until then and
 	// returned in Leased with its lease token. A cursor
 	// whose stored state is not the expected one fails the whole call
-	// with ErrCursorConflict and nothing is written.
+	// with ErrCursorConflict and nothing is written; so does a span that
+	// would overlap a stored one, or an extension of a span that is no
+	// longer as read.
 	DeliveryEnqueue(ctx context.Context, params *DeliveryEnqueueParams) (*DeliveryEnqueueResult, error)
 	// DeliveryClaim leases up to Limit due deliveries of one endpoint
 	// (pending or failed, NextAttemptAt at or before Now, no lease running
@@ -98,7 +103,8 @@ type DeliveryStore interface {
 	DeliveryRetry(ctx context.Context, params *DeliveryRetryParams) (*Delivery, error)
 	// DeliveryPrune removes finished deliveries (with their attempts),
 	// and published event ids, older than params.Before; at most
-	// params.Limit deliveries per call. It returns how many deliveries it
+	// params.Limit deliveries per call. It also removes the id spans of
+	// up to params.Limit streams that no longer exist. It returns how many deliveries it
 	// removed.
 	DeliveryPrune(ctx context.Context, params *DeliveryPruneParams) (int, error)
 	// DeliveryBacklog returns, per endpoint ID, how many deliveries are
@@ -199,6 +205,35 @@ type DeliveryCursor struct {
 	Position   int64
 }
 
+// EventIDSpan names the events of a range of a stream's positions,
+// [Start, End), that were appended without an id: the event whose message
+// starts at position p gets "evt_<Nonce>_<p>". Nonce is random and stored,
+// so an id is the same at every match, replay and restart, differs from
+// every other installation's, and a restored backup names the positions
+// appended after it anew (they fall in a new span). Only the process run
+// that created a span (Run) extends it; a span of an empty Nonce names
+// events the way Herald did before spans ("evt_<StreamID>_<p>").
+type EventIDSpan struct {
+	StreamID   int64
+	Start, End int64
+	Nonce      string
+	Run        string
+}
+
+// EventIDSpansParams are the inputs of EventIDSpans.
+type EventIDSpansParams struct {
+	StreamID int64
+	From, To int64
+}
+
+// EventIDSpanWrite is a span to store: inserted when ExtendFrom is 0, or
+// the stored span at Span.Start of the same Run and End ExtendFrom grown
+// to Span.End.
+type EventIDSpanWrite struct {
+	Span       EventIDSpan
+	ExtendFrom int64
+}
+
 // Delivery is one event for one endpoint.
 type Delivery struct {
 	// ID is assigned by the store when the delivery is inserted
@@ -284,7 +319,10 @@ type CursorAdvance struct {
 
 // DeliveryEnqueueParams are the inputs of DeliveryEnqueue.
 type DeliveryEnqueueParams struct {
-	Stream     string
+	Stream string
+	// Spans are the id spans the deliveries' event ids came from that are
+	// not stored yet.
+	Spans      []EventIDSpanWrite
 	Cursors    []CursorAdvance
 	Deliveries []Delivery
 	Replay     bool

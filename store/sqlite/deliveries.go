@@ -53,6 +53,67 @@ func (s *Store) DeliveryCursors(ctx context.Context, params *store.DeliveryCurso
 	return out, rows.Err()
 }
 
+// EventIDSpans implements store.DeliveryStore.
+func (s *Store) EventIDSpans(ctx context.Context, params *store.EventIDSpansParams) ([]store.EventIDSpan, error) {
+	stmt, err := s.readerStmt(ctx, `SELECT start_pos, end_pos, nonce, run FROM event_id_spans
+		WHERE stream_id = ? AND start_pos < ? AND end_pos >= ? ORDER BY start_pos`)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := stmt.QueryContext(ctx, params.StreamID, params.To, params.From)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: read id spans: %w", err)
+	}
+	var out []store.EventIDSpan
+	for rows.Next() {
+		sp := store.EventIDSpan{StreamID: params.StreamID}
+		if err := rows.Scan(&sp.Start, &sp.End, &sp.Nonce, &sp.Run); err != nil {
+			return nil, errors.Join(fmt.Errorf("sqlite: read id spans: %w", err), rows.Close())
+		}
+		out = append(out, sp)
+	}
+	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+		return nil, fmt.Errorf("sqlite: read id spans: %w", err)
+	}
+	return out, nil
+}
+
+// writeSpan stores one id span, or fails with ErrCursorConflict when it
+// would overlap a stored span or the span to extend is not as read.
+func (s *Store) writeSpan(b *batch, w *store.EventIDSpanWrite) error {
+	sp := w.Span
+	from := sp.Start
+	if w.ExtendFrom > 0 {
+		from = w.ExtendFrom
+	}
+	var overlap int
+	err := s.wconn.QueryRowContext(b.ctx, `SELECT count(*) FROM event_id_spans
+		WHERE stream_id = ? AND start_pos < ? AND end_pos > ?`, sp.StreamID, sp.End, from).Scan(&overlap)
+	if err != nil {
+		return fmt.Errorf("read id spans: %w", err)
+	}
+	if overlap > 0 || sp.End <= from {
+		return ruleError{store.ErrCursorConflict}
+	}
+	var r sql.Result
+	if w.ExtendFrom > 0 {
+		r, err = b.exec(`UPDATE event_id_spans SET end_pos = ? WHERE stream_id = ? AND start_pos = ? AND end_pos = ? AND run = ?`,
+			sp.End, sp.StreamID, sp.Start, w.ExtendFrom, sp.Run)
+	} else {
+		r, err = b.exec(`INSERT INTO event_id_spans (stream_id, start_pos, end_pos, nonce, run) VALUES (?, ?, ?, ?, ?)
+			ON CONFLICT (stream_id, start_pos) DO NOTHING`, sp.StreamID, sp.Start, sp.End, sp.Nonce, sp.Run)
+	}
+	if err != nil {
+		return fmt.Errorf("write id span: %w", err)
+	}
+	if n, err := r.RowsAffected(); err != nil {
+		return err
+	} else if n == 0 {
+		return ruleError{store.ErrCursorConflict}
+	}
+	return nil
+}
+
 // DeliveryEnqueue implements store.DeliveryStore.
 func (s *Store) DeliveryEnqueue(ctx context.Context, params *store.DeliveryEnqueueParams) (*store.DeliveryEnqueueResult, error) {
 	res := &store.DeliveryEnqueueResult{}
@@ -62,6 +123,11 @@ func (s *Store) DeliveryEnqueue(ctx context.Context, params *store.DeliveryEnque
 	}
 	err := write(ctx, func(b *batch) error {
 		res.Queued = 0
+		for i := range params.Spans {
+			if err := s.writeSpan(b, &params.Spans[i]); err != nil {
+				return err
+			}
+		}
 		for _, c := range params.Cursors {
 			var r sql.Result
 			var err error
@@ -477,6 +543,12 @@ func (s *Store) DeliveryPrune(ctx context.Context, params *store.DeliveryPrunePa
 		removed = int(n)
 		if _, err := b.exec(`DELETE FROM published_events WHERE created_at < ?`, before); err != nil {
 			return fmt.Errorf("prune event ids: %w", err)
+		}
+		// Id spans go with their stream (a stream id is never used again
+		// in one database).
+		if _, err := b.exec(`DELETE FROM event_id_spans WHERE stream_id IN (SELECT DISTINCT s.stream_id FROM event_id_spans s
+			WHERE NOT EXISTS (SELECT 1 FROM streams t WHERE t.id = s.stream_id) LIMIT ?)`, limit); err != nil {
+			return fmt.Errorf("prune id spans: %w", err)
 		}
 		return nil
 	})
