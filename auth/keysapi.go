@@ -65,25 +65,26 @@ func NewKeysAPI(cfg KeysAPIConfig) *KeysAPI {
 	return &KeysAPI{cfg: cfg}
 }
 
-// Mounter mounts handlers (httpapi.Server and *http.ServeMux implement
-// it).
+// Mounter mounts a handler at a net/http ServeMux pattern behind the
+// access rule it declares; the mounter enforces the rule and records the
+// principal in the request context (httpapi.Server implements it).
 type Mounter interface {
-	Handle(pattern string, h http.Handler)
+	Handle(pattern string, rule Rule, h http.Handler)
 }
 
-// Mount registers the routes on m, each behind Require(admin).
+// Mount registers the routes on m, each behind the admin scope.
 func (k *KeysAPI) Mount(m Mounter) {
 	admin := Rule{Scope: ScopeAdmin}
-	m.Handle("POST "+KeysPrefix, k.cfg.Auth.Require(admin, http.HandlerFunc(k.create)))
-	m.Handle("GET "+KeysPrefix, k.cfg.Auth.Require(admin, http.HandlerFunc(k.list)))
-	m.Handle("GET "+KeysPrefix+"/{id}", k.cfg.Auth.Require(admin, http.HandlerFunc(k.get)))
-	m.Handle("DELETE "+KeysPrefix+"/{id}", k.cfg.Auth.Require(admin, http.HandlerFunc(k.delete)))
+	m.Handle("POST "+KeysPrefix, admin, http.HandlerFunc(k.create))
+	m.Handle("GET "+KeysPrefix, admin, http.HandlerFunc(k.list))
+	m.Handle("GET "+KeysPrefix+"/{id}", admin, http.HandlerFunc(k.get))
+	m.Handle("DELETE "+KeysPrefix+"/{id}", admin, http.HandlerFunc(k.delete))
 }
 
 // Handler returns a mux serving only the key API.
 func (k *KeysAPI) Handler() http.Handler {
 	mux := http.NewServeMux()
-	k.Mount(mux)
+	k.Mount(ServeMux{Mux: mux, Auth: k.cfg.Auth})
 	return mux
 }
 

@@ -34,7 +34,7 @@ func keysServer(t *testing.T) *httptest.Server {
 		t.Fatal(err)
 	}
 	mux := http.NewServeMux()
-	auth.NewKeysAPI(auth.KeysAPIConfig{Auth: a, Store: st}).Mount(mux)
+	auth.NewKeysAPI(auth.KeysAPIConfig{Auth: a, Store: st}).Mount(auth.ServeMux{Mux: mux, Auth: a})
 	mux.Handle("GET /streams/", a.Require(auth.Rule{Scope: auth.ScopeStreamsRead, StreamPath: func(r *http.Request) string {
 		return strings.TrimPrefix(r.URL.Path, "/streams")
 	}}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

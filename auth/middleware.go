@@ -62,3 +62,16 @@ func (a *Authenticator) Check(r *http.Request, rule Rule) (*Principal, error) {
 	}
 	return p, nil
 }
+
+// ServeMux is a Mounter on a net/http ServeMux: each route behind Require
+// with its rule. It lets an API be served by a mux of one's own (tests,
+// embedding); Herald's server is httpapi.Server.
+type ServeMux struct {
+	Mux  *http.ServeMux
+	Auth *Authenticator
+}
+
+// Handle implements Mounter.
+func (m ServeMux) Handle(pattern string, rule Rule, h http.Handler) {
+	m.Mux.Handle(pattern, m.Auth.Require(rule, h))
+}

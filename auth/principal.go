@@ -16,7 +16,14 @@ const (
 	KindAdminKey Kind = "admin_key" // the bootstrap key (HERALD_ADMIN_KEY)
 	KindKey      Kind = "key"       // a stored API key
 	KindToken    Kind = "token"     // a platform JWT
+	// KindAnonymous is every request while access control is off
+	// (development on loopback, or --insecure-no-auth): it may do
+	// anything, as an admin may.
+	KindAnonymous Kind = "anonymous"
 )
+
+// Anonymous is the principal of every request while access control is off.
+var Anonymous = &Principal{ID: "anonymous", Kind: KindAnonymous, Scopes: []Scope{ScopeAdmin}, Admin: true, scopes: setOf([]Scope{ScopeAdmin})}
 
 // Principal is who a request acts as. It is immutable once built.
 type Principal struct {

@@ -13,6 +13,7 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/heraldstreams/herald/auth"
 	"github.com/heraldstreams/herald/store"
 )
 
@@ -33,31 +34,34 @@ type API struct {
 // NewAPI returns the API of an engine.
 func NewAPI(e *Engine) *API { return &API{e: e, log: e.log} }
 
-// Mounter mounts handlers (httpapi.Server implements it).
-type Mounter interface {
-	Handle(pattern string, h http.Handler)
-}
-
-// Mount registers every route on m.
-func (a *API) Mount(m Mounter) {
+// Mount registers every route on m, each behind the scope it needs..
+func (a *API) Mount(m auth.Mounter) {
+	var (
+		epRead   = auth.Rule{Scope: auth.ScopeEndpointsRead}
+		epWrite  = auth.Rule{Scope: auth.ScopeEndpointsWrite}
+		dlvRead  = auth.Rule{Scope: auth.ScopeDeliveriesRead}
+		dlvWrite = auth.Rule{Scope: auth.ScopeDeliveriesWrite}
+		publish  = auth.Rule{Scope: auth.ScopeEventsPublish}
+	)
 	for _, r := range []struct {
 		pattern string
+		rule    auth.Rule
 		fn      http.HandlerFunc
 	}{
-		{"POST " + APIPrefix + "endpoints", a.createEndpoint},
-		{"GET " + APIPrefix + "endpoints", a.listEndpoints},
-		{"GET " + APIPrefix + "endpoints/{id}", a.getEndpoint},
-		{"PATCH " + APIPrefix + "endpoints/{id}", a.patchEndpoint},
-		{"DELETE " + APIPrefix + "endpoints/{id}", a.deleteEndpoint},
-		{"POST " + APIPrefix + "endpoints/{id}/rotate-secret", a.rotateSecret},
-		{"POST " + APIPrefix + "endpoints/{id}/test", a.testEndpoint},
-		{"POST " + APIPrefix + "endpoints/{id}/replay", a.replay},
-		{"GET " + APIPrefix + "endpoints/{id}/deliveries", a.listDeliveries},
-		{"GET " + APIPrefix + "deliveries/{id}", a.getDelivery},
-		{"POST " + APIPrefix + "deliveries/{id}/retry", a.retryDelivery},
-		{"POST " + APIPrefix + "events", a.publish},
+		{"POST " + APIPrefix + "endpoints", epWrite, a.createEndpoint},
+		{"GET " + APIPrefix + "endpoints", epRead, a.listEndpoints},
+		{"GET " + APIPrefix + "endpoints/{id}", epRead, a.getEndpoint},
+		{"PATCH " + APIPrefix + "endpoints/{id}", epWrite, a.patchEndpoint},
+		{"DELETE " + APIPrefix + "endpoints/{id}", epWrite, a.deleteEndpoint},
+		{"POST " + APIPrefix + "endpoints/{id}/rotate-secret", epWrite, a.rotateSecret},
+		{"POST " + APIPrefix + "endpoints/{id}/test", epWrite, a.testEndpoint},
+		{"POST " + APIPrefix + "endpoints/{id}/replay", dlvWrite, a.replay},
+		{"GET " + APIPrefix + "endpoints/{id}/deliveries", dlvRead, a.listDeliveries},
+		{"GET " + APIPrefix + "deliveries/{id}", dlvRead, a.getDelivery},
+		{"POST " + APIPrefix + "deliveries/{id}/retry", dlvWrite, a.retryDelivery},
+		{"POST " + APIPrefix + "events", publish, a.publish},
 	} {
-		m.Handle(r.pattern, r.fn)
+		m.Handle(r.pattern, r.rule, r.fn)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/heraldstreams/herald/auth"
 	"io"
 	"log/slog"
 	"net/http"
@@ -167,7 +168,7 @@ func newRig(t *testing.T, tweak func(*EngineConfig)) *rig {
 		t.Fatal(err)
 	}
 	mux := http.NewServeMux()
-	NewAPI(r.e).Mount(mux)
+	NewAPI(r.e).Mount(auth.ServeMux{Mux: mux, Auth: auth.Off()})
 	r.api = mux
 	t.Cleanup(func() {
 		r.e.Stop(context.Background())

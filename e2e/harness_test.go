@@ -191,3 +191,7 @@ func (l *logTail) String() string {
 	}
 	return out.String()
 }
+
+// jsonBody is the header of a request with a JSON body: Herald's API
+// refuses others with 415.
+var jsonBody = map[string]string{"Content-Type": "application/json"}

@@ -157,7 +157,7 @@ func TestAnnouncedBodiesReserveNoMemory(t *testing.T) {
 		t.Fatal(err)
 	}
 	const conns = 300
-	req := "POST /big HTTP/1.1\r\nHost: herald\r\nContent-Type: text/plain\r\nContent-Length: 16777216\r\n\r\n"
+	req := "POST /big HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: text/plain\r\nContent-Length: 16777216\r\n\r\n"
 	flood := func() []net.Conn {
 		cs := make([]net.Conn, conns)
 		for i := range cs {
@@ -214,7 +214,7 @@ func TestBodyBudget(t *testing.T) {
 	// A slow upload holds most of the budget: 700 KiB of its 900 KiB.
 	slow := dialRaw(t, srv.base)
 	const total, sent = 900 << 10, 700 << 10
-	head := fmt.Sprintf("POST /s HTTP/1.1\r\nHost: herald\r\nContent-Type: application/octet-stream\r\nContent-Length: %d\r\n\r\n", total)
+	head := fmt.Sprintf("POST /s HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/octet-stream\r\nContent-Length: %d\r\n\r\n", total)
 	if _, err := io.WriteString(slow, head+strings.Repeat("a", sent)); err != nil {
 		t.Fatal(err)
 	}
@@ -262,7 +262,7 @@ func TestSlowBodiesAreCut(t *testing.T) {
 	// An append whose body stalls after one byte.
 	start := time.Now()
 	stalled := dialRaw(t, srv.base)
-	resp, body = rawRequest(t, stalled, "POST /s HTTP/1.1\r\nHost: herald\r\nContent-Type: application/octet-stream\r\nContent-Length: 100\r\n\r\nx", 10*time.Second)
+	resp, body = rawRequest(t, stalled, "POST /s HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/octet-stream\r\nContent-Length: 100\r\n\r\nx", 10*time.Second)
 	if resp.StatusCode != http.StatusRequestTimeout || errorCode(t, resp, body) != "BODY_TIMEOUT" {
 		t.Fatalf("stalled append = %d %s; want 408 BODY_TIMEOUT", resp.StatusCode, body)
 	}
@@ -272,7 +272,7 @@ func TestSlowBodiesAreCut(t *testing.T) {
 
 	// A stalled body on Herald's own API: the server ends the request.
 	api := dialRaw(t, srv.base)
-	if _, err := io.WriteString(api, "POST /_herald/v1/endpoints HTTP/1.1\r\nHost: herald\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"); err != nil {
+	if _, err := io.WriteString(api, "POST /_herald/v1/endpoints HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"); err != nil {
 		t.Fatal(err)
 	}
 	if err := api.SetReadDeadline(time.Now().Add(10 * time.Second)); err != nil {
@@ -336,7 +336,7 @@ func TestSlowBodiesAreCut(t *testing.T) {
 func TestConnectionCap(t *testing.T) {
 	const maxConns = 8
 	srv := startHerald(t, t.TempDir(), "--max-connections", strconv.Itoa(maxConns))
-	health := "GET /_herald/healthz HTTP/1.1\r\nHost: herald\r\n\r\n"
+	health := "GET /_herald/healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
 	// hold opens a keep-alive connection and proves Herald serves it. The
 	// readiness check's connection may still count for a moment after the
 	// client is done with it: a refused dial is tried again.
@@ -388,7 +388,7 @@ func TestConnectionCap(t *testing.T) {
 		t.Fatal(err)
 	}
 	scrape := hold()
-	resp, body := rawRequest(t, scrape, "GET /_herald/metrics HTTP/1.1\r\nHost: herald\r\n\r\n", 5*time.Second)
+	resp, body := rawRequest(t, scrape, "GET /_herald/metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", 5*time.Second)
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("metrics = %d", resp.StatusCode)
 	}
@@ -474,7 +474,7 @@ func TestReservedPrefixAliases(t *testing.T) {
 		"/%5fherald",
 	} {
 		c := dialRaw(t, srv.base)
-		resp, body := rawRequest(t, c, "GET "+path+" HTTP/1.1\r\nHost: herald\r\nConnection: close\r\n\r\n", 5*time.Second)
+		resp, body := rawRequest(t, c, "GET "+path+" HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n", 5*time.Second)
 		if resp.StatusCode != http.StatusBadRequest || errorCode(t, resp, body) != "NON_CANONICAL_PATH" {
 			t.Errorf("GET %s = %d %s; want 400 NON_CANONICAL_PATH", path, resp.StatusCode, body)
 		}
@@ -485,7 +485,7 @@ func TestReservedPrefixAliases(t *testing.T) {
 		t.Fatalf("GET /_herald/healthz = %d %s", resp.StatusCode, body)
 	}
 	c := dialRaw(t, srv.base)
-	resp, body := rawRequest(t, c, "PUT /a%5fb/%5fherald HTTP/1.1\r\nHost: herald\r\nContent-Length: 0\r\nConnection: close\r\n\r\n", 5*time.Second)
+	resp, body := rawRequest(t, c, "PUT /a%5fb/%5fherald HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\nConnection: close\r\n\r\n", 5*time.Second)
 	if resp.StatusCode != http.StatusCreated {
 		t.Fatalf("PUT /a%%5fb/%%5fherald = %d %s", resp.StatusCode, body)
 	}
@@ -494,7 +494,7 @@ func TestReservedPrefixAliases(t *testing.T) {
 	// refusal, not a redirect with an HTML body.
 	for _, path := range []string{"/_herald//healthz", "/_herald/./healthz", "/_herald/v1/../healthz"} {
 		c := dialRaw(t, srv.base)
-		resp, body := rawRequest(t, c, "GET "+path+" HTTP/1.1\r\nHost: herald\r\nConnection: close\r\n\r\n", 5*time.Second)
+		resp, body := rawRequest(t, c, "GET "+path+" HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n", 5*time.Second)
 		if resp.StatusCode != http.StatusBadRequest || errorCode(t, resp, body) != "NON_CANONICAL_PATH" {
 			t.Errorf("GET %s = %d %s; want 400 NON_CANONICAL_PATH", path, resp.StatusCode, body)
 		}

@@ -311,7 +311,7 @@ func TestConflictingRecreateIsConflictWhateverTheURL(t *testing.T) {
 		{"taken id, allowed URL", "sub", hook + "/other", http.StatusConflict, "SUBSCRIPTION_EXISTS"},
 		{"new id, refused URL", "fresh", "http://10.1.2.3/hook", http.StatusBadRequest, "WEBHOOK_URL_REFUSED"},
 	} {
-		resp, body := do(t, "PUT", srv.base+"/agents/*?subscription="+tc.id, nil, `{"webhook": "`+tc.webhook+`"}`)
+		resp, body := do(t, "PUT", srv.base+"/agents/*?subscription="+tc.id, jsonBody, `{"webhook": "`+tc.webhook+`"}`)
 		var e struct {
 			Error struct {
 				Code string `json:"code"`
@@ -321,7 +321,7 @@ func TestConflictingRecreateIsConflictWhateverTheURL(t *testing.T) {
 			t.Errorf("%s: %d %s, want %d %s", tc.name, resp.StatusCode, body, tc.status, tc.code)
 		}
 	}
-	resp, body := do(t, "PUT", srv.base+"/agents/*?subscription=sub", nil, `{"webhook": "`+hook+`"}`)
+	resp, body := do(t, "PUT", srv.base+"/agents/*?subscription=sub", jsonBody, `{"webhook": "`+hook+`"}`)
 	if resp.StatusCode != http.StatusOK || strings.Contains(body, "webhook_secret") {
 		t.Errorf("identical re-create: %d %s", resp.StatusCode, body)
 	}

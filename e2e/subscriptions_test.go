@@ -39,7 +39,7 @@ func freeAddr(t *testing.T) string {
 // createSubscription creates a subscription and returns its secret.
 func createSubscription(t *testing.T, base, pattern, id, hook string) string {
 	t.Helper()
-	resp, body := do(t, "PUT", base+pattern+"?subscription="+id, nil, `{"webhook": "`+hook+`"}`)
+	resp, body := do(t, "PUT", base+pattern+"?subscription="+id, jsonBody, `{"webhook": "`+hook+`"}`)
 	if resp.StatusCode != http.StatusCreated {
 		t.Fatalf("create subscription: %d %s", resp.StatusCode, body)
 	}

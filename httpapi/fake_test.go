@@ -109,6 +109,9 @@ func newTestServer(f *fakeStore, cfg Config) *Server {
 }
 
 // do serves one request and returns the recorded response.
+// jsonHeader is the header of a request with a JSON body.
+var jsonHeader = map[string]string{"Content-Type": "application/json"}
+
 func do(s http.Handler, method, target string, body io.Reader, headers map[string]string) *httptest.ResponseRecorder {
 	r := httptest.NewRequest(method, target, body)
 	for k, v := range headers {

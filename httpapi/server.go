@@ -17,6 +17,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/heraldstreams/herald/auth"
 	"github.com/heraldstreams/herald/store"
 )
 
@@ -72,6 +75,21 @@ type Config struct {
 	MaxConnections int
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
+	// Auth checks every request's credential against its route's rule;
+	// auth.Off() when nil (development: every request may do anything).
+	Auth *auth.Authenticator
+	// AuditLogger receives one record per change made through Herald's
+	// API (who, which route, the outcome); Logger when nil.
+	AuditLogger *slog.Logger
+	// AllowedOrigins are the browser origins, besides Herald's own, that
+	// may call Herald's API and the subscription routes across origins
+	// ("*" for any). Stream routes answer every origin, as the protocol
+	// asks (a browser client still needs a credential).
+	AllowedOrigins []string
+	// AllowedHosts, when set, are the only Host names served (any port);
+	// others get 421. It closes DNS rebinding against a Herald on
+	// loopback.
+	AllowedHosts []string
 }
 
 // Server is the HTTP handler of the Durable Streams protocol and Herald's
@@ -97,6 +115,15 @@ type Server struct {
 	maxConnections  int64
 	connsOpen       atomic.Int64
 	connsRefused    atomic.Int64
+
+	// Access control (access.go).
+	auth           *auth.Authenticator
+	audit          *slog.Logger
+	allowedOrigins []string
+	allowedHosts   []string
+	authFailures   *prometheus.CounterVec
+	routesMu       sync.Mutex
+	routes         []Route
 
 	// mux routes the reserved prefixes (Herald's API and callbacks).
 	mux           *http.ServeMux
@@ -126,8 +153,16 @@ func New(cfg Config) *Server {
 		bodyReadTimeout: cfg.BodyReadTimeout,
 		minBodyRate:     cfg.MinBodyRate,
 		maxConnections:  int64(cfg.MaxConnections),
-		mux:             http.NewServeMux(),
-		shutdown:        make(chan struct{}),
+		auth:            cfg.Auth,
+		audit:           cfg.AuditLogger,
+		allowedOrigins:  cfg.AllowedOrigins,
+		allowedHosts:    cfg.AllowedHosts,
+		authFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "herald_auth_failures_total",
+			Help: "Requests refused by access control, by error code (UNAUTHENTICATED, INVALID_KEY, KEY_EXPIRED, FORBIDDEN, AUTH_UNAVAILABLE).",
+		}, []string{"code"}),
+		mux:      http.NewServeMux(),
+		shutdown: make(chan struct{}),
 	}
 	s.bodies.limit = cfg.MaxBufferedBytes
 	if s.bodies.limit <= 0 {
@@ -163,25 +198,17 @@ func New(cfg Config) *Server {
 	if s.now == nil {
 		s.now = time.Now
 	}
+	if s.auth == nil {
+		s.auth = auth.Off()
+	}
+	if s.audit == nil {
+		s.audit = s.log
+	}
 	s.ready.Store(true)
-	s.mux.HandleFunc("GET "+HeraldPrefix+"healthz", s.healthz)
-	s.mux.HandleFunc("GET "+HeraldPrefix+"readyz", s.readyz)
+	public := auth.Rule{Public: true}
+	s.Handle("GET "+HeraldPrefix+"healthz", public, http.HandlerFunc(s.healthz))
+	s.Handle("GET "+HeraldPrefix+"readyz", public, http.HandlerFunc(s.readyz))
 	return s
-}
-
-// Handle mounts h at pattern, a net/http ServeMux pattern (an optional
-// method, then a path) whose path lies under /_herald/ or /callback/. It
-// panics on any other pattern, as ServeMux does on a bad one: stream paths
-// belong to the protocol. Mount routes before serving.
-func (s *Server) Handle(pattern string, h http.Handler) {
-	path := pattern
-	if i := strings.IndexByte(pattern, ' '); i >= 0 {
-		path = strings.TrimLeft(pattern[i+1:], " ")
-	}
-	if !strings.HasPrefix(path, HeraldPrefix) && !strings.HasPrefix(path, CallbackPrefix) {
-		panic("httpapi: Handle pattern " + pattern + " is not under " + HeraldPrefix + " or " + CallbackPrefix)
-	}
-	s.mux.Handle(pattern, h)
 }
 
 // HandleSubscriptions sets the handler of subscription requests: requests
@@ -216,31 +243,55 @@ var (
 	valAllowOrigin = []string{"*"}
 	valExpose      = []string{"Stream-Next-Offset, Stream-Cursor, Stream-Up-To-Date, Stream-Closed, Stream-TTL, Stream-Expires-At, Stream-SSE-Data-Encoding, Producer-Epoch, Producer-Seq, Producer-Expected-Seq, Producer-Received-Seq, ETag, Location, Content-Type"}
 	valAllowMethod = []string{"GET, HEAD, POST, PUT, DELETE, OPTIONS"}
+	valPreflight   = []string{"GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS"}
 	valAllowHeader = []string{"Content-Type, If-None-Match, Stream-TTL, Stream-Expires-At, Stream-Seq, Stream-Closed, Stream-Forked-From, Stream-Fork-Offset, Stream-Fork-Sub-Offset, Producer-Id, Producer-Epoch, Producer-Seq, Authorization"}
 	valMaxAge      = []string{"86400"}
+	valVaryOrigin  = []string{"Origin"}
 )
 
 // ServeHTTP implements http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
-	// Browser security headers on every response (PROTOCOL 12.7), and
-	// CORS so that browser clients on other origins can use streams.
+	// Browser security headers on every response (PROTOCOL 12.7).
 	h["X-Content-Type-Options"] = valNosniff
 	h["Cross-Origin-Resource-Policy"] = valCORP
-	if _, cors := r.Header["Origin"]; cors {
-		// Browsers send Origin on cross-origin requests; other clients
-		// (servers, SDKs, long-polls by the thousand) skip the bytes.
-		h["Access-Control-Allow-Origin"] = valAllowOrigin
-		h["Access-Control-Expose-Headers"] = valExpose
+	if !s.hostAllowed(r.Host) {
+		s.fail(w, r, errHostNotAllowed)
+		return
 	}
 
 	path := r.URL.Path
-	if isReserved(path) {
-		s.serveGuarded(w, r, s.serveReserved)
-		return
+	reserved := isReserved(path)
+	sub := !reserved && isSubscriptionRequest(r)
+	if origin, cors := r.Header["Origin"]; cors {
+		// Browsers send Origin on cross-origin requests; other clients
+		// (servers, SDKs, long-polls by the thousand) skip all of this.
+		if !reserved && !sub {
+			// Streams answer any origin, as the protocol asks: a page
+			// still needs a credential, which a browser never adds on
+			// its own (Herald sets no cookie).
+			h["Access-Control-Allow-Origin"] = valAllowOrigin
+			h["Access-Control-Expose-Headers"] = valExpose
+		} else if len(origin) > 0 && s.originAllowed(origin[0], r.Host) {
+			h["Access-Control-Allow-Origin"] = origin
+			h["Vary"] = valVaryOrigin
+		} else {
+			s.fail(w, r, errOriginNotAllowed)
+			return
+		}
 	}
-	if r.Method != http.MethodOptions && isSubscriptionRequest(r) {
-		s.serveGuarded(w, r, s.serveSubscriptionRequest)
+
+	if reserved || sub {
+		if r.Method == http.MethodOptions {
+			s.preflight(w, r)
+			return
+		}
+		// Herald's API reads its bodies itself, under the body rules.
+		if reserved {
+			s.serveGuarded(w, r, s.serveReserved)
+		} else {
+			s.serveGuarded(w, r, s.serveSubscriptionRequest)
+		}
 		return
 	}
 
@@ -259,6 +310,22 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
+	var rule *auth.Rule
+	switch r.Method {
+	case http.MethodGet, http.MethodHead:
+		rule = &streamRoutes[0].Rule
+	case http.MethodPost, http.MethodPut, http.MethodDelete:
+		rule = &streamRoutes[2].Rule
+	default:
+		h["Allow"] = valAllowMethod
+		s.fail(w, r, errMethodNotAllowed)
+		return
+	}
+	if s.auth.Enabled() {
+		if _, ok := s.authorize(w, r, *rule); !ok {
+			return
+		}
+	}
 	switch r.Method {
 	case http.MethodGet:
 		s.read(w, r, path)
@@ -270,9 +337,6 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.create(w, r, path, &body)
 	case http.MethodDelete:
 		s.delete(w, r, path)
-	default:
-		h["Allow"] = valAllowMethod
-		s.fail(w, r, errMethodNotAllowed)
 	}
 }
 
@@ -302,6 +366,10 @@ func (s *Server) serveReserved(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, errNonCanonicalPath)
 		return
 	}
+	if !strings.HasPrefix(r.URL.Path, CallbackPrefix) && !jsonOrNoBody(r) {
+		s.fail(w, r, errNotJSON)
+		return
+	}
 	if _, pattern := s.mux.Handler(r); pattern != "" {
 		s.mux.ServeHTTP(w, r) // routes again, setting Request.PathValue
 		return
@@ -309,22 +377,54 @@ func (s *Server) serveReserved(w http.ResponseWriter, r *http.Request) {
 	s.fail(w, r, errReservedPath)
 }
 
-// serveSubscriptionRequest serves a request for the subscription API.
+// serveSubscriptionRequest serves a request for the subscription API,
+// authorized by the rule of its route.
 func (s *Server) serveSubscriptionRequest(w http.ResponseWriter, r *http.Request) {
-	if hp := s.subscriptions.Load(); hp != nil {
-		(*hp).ServeHTTP(w, r)
+	hp := s.subscriptions.Load()
+	if hp == nil {
+		s.fail(w, r, errSubscriptionsUnavailable)
 		return
 	}
-	s.fail(w, r, errSubscriptionsUnavailable)
+	if !jsonOrNoBody(r) {
+		s.fail(w, r, errNotJSON)
+		return
+	}
+	rule := subscriptionRoutes[0].Rule // PUT and DELETE change
+	if !isChange(r.Method) {
+		rule = subscriptionRoutes[1].Rule
+	}
+	p, ok := s.authorize(w, r, rule)
+	if !ok {
+		return
+	}
+	r = r.WithContext(auth.NewContext(r.Context(), p))
+	if isChange(r.Method) {
+		s.audited(w, r, p, *hp)
+		return
+	}
+	(*hp).ServeHTTP(w, r)
 }
 
-// preflight answers a CORS preflight request.
+// jsonOrNoBody reports whether r has no body or a JSON one. Herald's API
+// takes JSON only: a form or text/plain body, which a browser sends
+// cross-site without asking, is refused. Callbacks are exempt: their token
+// is never sent by a browser on its own, and consumers written to the
+// callback API may omit the header.
+func jsonOrNoBody(r *http.Request) bool {
+	return !hasBody(r) || isJSON(r.Header.Get("Content-Type"))
+}
+
+// preflight answers a CORS preflight request (its origin was checked).
 func (s *Server) preflight(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
-	h["Access-Control-Allow-Methods"] = valAllowMethod
+	if _, cors := r.Header["Origin"]; !cors {
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	h["Access-Control-Allow-Methods"] = valPreflight
 	if req := r.Header.Get("Access-Control-Request-Headers"); req != "" {
-		// Allow what the browser asks for: Herald has no header a
-		// cross-origin client must not send.
+		// Allow what the browser asks for: the origin is allowed, and
+		// Herald has no header such a client must not send.
 		h.Set("Access-Control-Allow-Headers", req)
 	} else {
 		h["Access-Control-Allow-Headers"] = valAllowHeader

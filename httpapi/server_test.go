@@ -2,9 +2,11 @@ package httpapi
 
 import (
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
+	"github.com/heraldstreams/herald/auth"
 	"github.com/heraldstreams/herald/store"
 )
 
@@ -12,13 +14,10 @@ func TestSecurityAndCORSHeadersOnEveryResponse(t *testing.T) {
 	f := &fakeStore{t: t, get: func(*store.StreamGetParams) (*store.Stream, error) { return nil, store.ErrNotFound }}
 	s := newTestServer(f, Config{})
 	for _, c := range []struct{ method, target string }{
-		{"HEAD", "/v1/missing"},           // store error
-		{"GET", "/v1/a/../b"},             // request error
-		{"PUT", "/_herald/nothing"},       // reserved path
-		{"GET", "/_herald/healthz"},       // Herald's own API
-		{"PATCH", "/v1/s"},                // unknown method
-		{"OPTIONS", "/v1/s"},              // preflight
-		{"GET", "/v1/s?subscription=abc"}, // subscription API
+		{"HEAD", "/v1/missing"}, // store error
+		{"GET", "/v1/a/../b"},   // request error
+		{"PATCH", "/v1/s"},      // unknown method
+		{"OPTIONS", "/v1/s"},    // preflight
 	} {
 		// A browser's cross-origin request carries Origin: CORS headers.
 		w := do(s, c.method, c.target, nil, map[string]string{"Origin": "https://app.example"})
@@ -37,6 +36,87 @@ func TestSecurityAndCORSHeadersOnEveryResponse(t *testing.T) {
 		}
 		if h.Get("Access-Control-Expose-Headers") != "" {
 			t.Errorf("%s %s without Origin: CORS headers sent: %v", c.method, c.target, h)
+		}
+	}
+}
+
+// Herald's own API and the subscription routes answer no CORS wildcard:
+// a foreign origin is refused, Herald's own origin and the configured ones
+// are echoed.
+func TestManagementRoutesRefuseForeignOrigins(t *testing.T) {
+	f := &fakeStore{t: t, get: func(*store.StreamGetParams) (*store.Stream, error) { return nil, store.ErrNotFound }}
+	s := newTestServer(f, Config{AllowedOrigins: []string{"https://console.example"}})
+	s.HandleSubscriptions(http.NotFoundHandler())
+	for _, target := range []string{"/_herald/nothing", "/_herald/healthz", "/v1/s?subscription=abc", "/callback/x"} {
+		for _, method := range []string{"GET", "PUT", "OPTIONS"} {
+			w := do(s, method, target, nil, map[string]string{"Origin": "https://evil.example"})
+			if w.Code != http.StatusForbidden || errorCode(t, w) != "ORIGIN_NOT_ALLOWED" || w.Header().Get("Access-Control-Allow-Origin") != "" {
+				t.Errorf("%s %s from a foreign origin: %d %v", method, target, w.Code, w.Header())
+			}
+			if h := w.Header(); h.Get("X-Content-Type-Options") != "nosniff" {
+				t.Errorf("%s %s: security headers missing: %v", method, target, h)
+			}
+		}
+		for _, origin := range []string{"https://console.example", "http://example.com"} { // configured; the server's own (httptest's Host)
+			w := do(s, "OPTIONS", target, nil, map[string]string{"Origin": origin, "Access-Control-Request-Method": "PATCH"})
+			if w.Code != http.StatusNoContent || w.Header().Get("Access-Control-Allow-Origin") != origin || w.Header().Get("Vary") != "Origin" ||
+				!strings.Contains(w.Header().Get("Access-Control-Allow-Methods"), "PATCH") {
+				t.Errorf("preflight %s from %s: %d %v", target, origin, w.Code, w.Header())
+			}
+		}
+	}
+}
+
+// Herald's API takes JSON bodies only: a text/plain or form POST, which a
+// browser sends cross-site without a preflight, is 415.
+func TestManagementBodiesMustBeJSON(t *testing.T) {
+	s := newTestServer(&fakeStore{t: t}, Config{})
+	s.Handle("POST /_herald/v1/things", auth.Rule{Scope: auth.ScopeAdmin}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusCreated)
+	}))
+	for ct, want := range map[string]int{
+		"":                                  http.StatusUnsupportedMediaType,
+		"text/plain":                        http.StatusUnsupportedMediaType,
+		"application/x-www-form-urlencoded": http.StatusUnsupportedMediaType,
+		"multipart/form-data; boundary=x":   http.StatusUnsupportedMediaType,
+		"application/json":                  http.StatusCreated,
+		"application/json; charset=utf-8":   http.StatusCreated,
+		"application/merge-patch+json":      http.StatusCreated,
+	} {
+		w := do(s, "POST", "/_herald/v1/things", strings.NewReader(`{}`), map[string]string{"Content-Type": ct})
+		if w.Code != want {
+			t.Errorf("Content-Type %q: status %d, want %d: %s", ct, w.Code, want, w.Body)
+		}
+		if want == http.StatusUnsupportedMediaType && errorCode(t, w) != "UNSUPPORTED_MEDIA_TYPE" {
+			t.Errorf("Content-Type %q: code %s", ct, errorCode(t, w))
+		}
+	}
+	// No body, no Content-Type needed.
+	if w := do(s, "POST", "/_herald/v1/things", nil, nil); w.Code != http.StatusCreated {
+		t.Errorf("empty POST: %d", w.Code)
+	}
+}
+
+// With --allowed-hosts, another Host (a rebound DNS name) is refused on
+// every route.
+func TestAllowedHosts(t *testing.T) {
+	s := newTestServer(&fakeStore{t: t, get: func(*store.StreamGetParams) (*store.Stream, error) { return nil, store.ErrNotFound }},
+		Config{AllowedHosts: []string{"localhost", "127.0.0.1", "::1"}})
+	for host, ok := range map[string]bool{
+		"localhost:4437": true, "LOCALHOST": true, "127.0.0.1:1": true, "[::1]:4437": true, "localhost.": true,
+		"evil.example": false, "evil.example:4437": false, "127.0.0.2": false, "": false,
+	} {
+		for target, method := range map[string]string{"/v1/s": "HEAD", "/_herald/healthz": "GET"} {
+			r := httptest.NewRequest(method, target, nil)
+			r.Host = host
+			w := httptest.NewRecorder()
+			s.ServeHTTP(w, r)
+			if refused := w.Code == http.StatusMisdirectedRequest; refused == ok {
+				t.Errorf("Host %q %s: status %d", host, target, w.Code)
+			}
+			if !ok && method == "GET" && errorCode(t, w) != "HOST_NOT_ALLOWED" {
+				t.Errorf("Host %q: code %s", host, errorCode(t, w))
+			}
 		}
 	}
 }
@@ -69,10 +149,10 @@ func TestUnknownMethod(t *testing.T) {
 
 func TestReservedPaths(t *testing.T) {
 	s := newTestServer(&fakeStore{t: t}, Config{})
-	s.Handle("GET /_herald/v1/hello", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	s.Handle("GET /_herald/v1/hello", auth.Rule{Public: true}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusTeapot)
 	}))
-	s.Handle("POST /callback/{id}", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	s.Handle("POST /callback/{id}", auth.Rule{CallbackToken: true}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusAccepted)
 	}))
 	if w := do(s, "GET", "/_herald/v1/hello", nil, nil); w.Code != http.StatusTeapot {
@@ -99,7 +179,7 @@ func TestHandleRejectsStreamPaths(t *testing.T) {
 					t.Errorf("Handle(%q) did not panic", pattern)
 				}
 			}()
-			s.Handle(pattern, http.NotFoundHandler())
+			s.Handle(pattern, auth.Rule{Public: true}, http.NotFoundHandler())
 		}()
 	}
 }

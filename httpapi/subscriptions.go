@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/heraldstreams/herald/auth"
 	"github.com/heraldstreams/herald/glob"
 	"github.com/heraldstreams/herald/subscription"
 	"github.com/heraldstreams/herald/webhook"
@@ -40,7 +41,8 @@ func (s *Server) MountSubscriptions(svc SubscriptionService) {
 	s.HandleSubscriptions(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.serveSubscriptions(w, r, svc)
 	}))
-	s.Handle("POST "+CallbackPrefix+"{consumer_id}", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	// A callback carries its own credential, the consumer's token.
+	s.Handle("POST "+CallbackPrefix+"{consumer_id}", auth.Rule{CallbackToken: true}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		serveCallback(w, r, svc, s)
 	}))
 }

@@ -74,7 +74,7 @@ func TestSubscriptionCreate(t *testing.T) {
 	}}
 	s := subscriptionServer(t, f)
 	body := `{"webhook": "https://hooks.example/h", "description": "d"}`
-	w := do(s, http.MethodPut, "/agents/%2A?subscription=s1", strings.NewReader(body), nil)
+	w := do(s, http.MethodPut, "/agents/%2A?subscription=s1", strings.NewReader(body), jsonHeader)
 	if w.Code != http.StatusCreated {
 		t.Fatalf("status %d: %s", w.Code, w.Body)
 	}
@@ -86,7 +86,7 @@ func TestSubscriptionCreate(t *testing.T) {
 		t.Fatalf("body %s: %v", w.Body, err)
 	}
 	created = false
-	w = do(s, http.MethodPut, "/agents/*?subscription=s1", strings.NewReader(body), nil)
+	w = do(s, http.MethodPut, "/agents/*?subscription=s1", strings.NewReader(body), jsonHeader)
 	if w.Code != http.StatusOK || strings.Contains(w.Body.String(), "webhook_secret") {
 		t.Fatalf("idempotent create: %d %s", w.Code, w.Body)
 	}
@@ -122,7 +122,7 @@ func TestSubscriptionErrors(t *testing.T) {
 				list: func(string) ([]subscription.Subscription, error) { return nil, tc.err },
 				del:  func(string, string) error { return tc.err },
 			}
-			w := do(subscriptionServer(t, f), tc.method, tc.path, strings.NewReader(tc.body), nil)
+			w := do(subscriptionServer(t, f), tc.method, tc.path, strings.NewReader(tc.body), jsonHeader)
 			expectError(t, w, tc.status, tc.code)
 			if tc.err == nil && f.callCount != 0 {
 				t.Errorf("the service was called: %s", f.lastCall)

@@ -24,7 +24,7 @@ func TestServeDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.Addr != ":4437" || cfg.DataDir != "./data" || cfg.LongPollTimeout != 30*time.Second ||
+	if cfg.Addr != "127.0.0.1:4437" || cfg.Access.enabled() || cfg.DataDir != "./data" || cfg.LongPollTimeout != 30*time.Second ||
 		cfg.MaxBodyBytes != 16<<20 || cfg.LogLevel != slog.LevelInfo || cfg.LogFormat != "text" ||
 		cfg.MaxBufferedBytes != 128<<20 || cfg.BodyReadTimeout != 10*time.Second || cfg.MinBodyRate != 16<<10 ||
 		cfg.MaxConnections != 10000 || cfg.MaxHeaderBytes != 64<<10 {

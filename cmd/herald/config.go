@@ -48,13 +48,15 @@ type serveConfig struct {
 	PublicURL         string
 	// Event delivery (seeds 002-004).
 	Delivery deliveryConfig
+	// Access control.
+	Access accessConfig
 }
 
 func parseServeFlags(args []string, stderr io.Writer, env func(string) (string, bool)) (*serveConfig, error) {
 	cfg := &serveConfig{}
 	fs := flag.NewFlagSet("herald serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&cfg.Addr, "addr", ":4437", "address to listen on")
+	fs.StringVar(&cfg.Addr, "addr", "127.0.0.1:4437", "address to listen on (beyond loopback, access control must be on, or --insecure-no-auth given)")
 	fs.StringVar(&cfg.DataDir, "data-dir", "./data", "directory of the embedded store (created if missing)")
 	fs.DurationVar(&cfg.LongPollTimeout, "long-poll-timeout", 30*time.Second, "how long a long-poll read waits for data before it answers 204")
 	fs.Int64Var(&cfg.MaxBodyBytes, "max-body-bytes", 16<<20, "largest create or append body accepted (larger: 413)")
@@ -74,6 +76,7 @@ func parseServeFlags(args []string, stderr io.Writer, env func(string) (string, 
 	fs.StringVar(&cfg.TokenKeys, "token-keys", "", "callback token keys, <id>:<base64 secret> separated by commas, the first signing (default: a key made at first start and kept in the database, encrypted)")
 	fs.StringVar(&cfg.PublicURL, "public-url", "", "base URL consumers reach Herald at, for the callback URL in wakes (default: http://localhost:<port>)")
 	cfg.Delivery.addFlags(fs)
+	cfg.Access.addFlags(fs)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: herald serve [flags]\n\nRuns Herald. Each flag may also be set as HERALD_<FLAG_NAME> (e.g. HERALD_DATA_DIR).\n\nFlags:\n")
 		fs.PrintDefaults()
@@ -93,6 +96,9 @@ func parseServeFlags(args []string, stderr io.Writer, env func(string) (string, 
 	// The key-encryption key is an environment variable only: a flag's
 	// value is visible to every user in the process list.
 	cfg.KEK, _ = env(kekEnv)
+	if err := cfg.Access.readSecrets(env); err != nil {
+		return nil, err
+	}
 	return cfg, cfg.validate()
 }
 
@@ -153,6 +159,7 @@ func (c *serveConfig) validate() error {
 		problems = append(problems, "--log-format must be text or json")
 	}
 	problems = append(problems, c.Delivery.problems()...)
+	problems = append(problems, c.Access.problems()...)
 	if len(problems) > 0 {
 		return fmt.Errorf("%w: %s", errUsage, strings.Join(problems, "; "))
 	}

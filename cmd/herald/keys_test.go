@@ -34,7 +34,7 @@ func keysHerald(t *testing.T) string {
 		t.Fatal(err)
 	}
 	mux := http.NewServeMux()
-	auth.NewKeysAPI(auth.KeysAPIConfig{Auth: a, Store: st}).Mount(mux)
+	auth.NewKeysAPI(auth.KeysAPIConfig{Auth: a, Store: st}).Mount(auth.ServeMux{Mux: mux, Auth: a})
 	mux.Handle("GET /probe", a.Require(auth.Rule{Scope: auth.ScopeStreamsRead}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {})))
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/heraldstreams/herald/auth"
 	"github.com/heraldstreams/herald/httpapi"
 	"github.com/heraldstreams/herald/reaper"
 	"github.com/heraldstreams/herald/store/sqlite"
@@ -30,9 +31,24 @@ func serve(ctx context.Context, cfg *serveConfig, logOut io.Writer) error {
 	if err != nil {
 		return err
 	}
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return errors.Join(fmt.Errorf("listen on %s: %w", cfg.Addr, err), st.Close())
+	}
+	if err := cfg.Access.checkListen(ln.Addr()); err != nil {
+		return errors.Join(err, ln.Close(), st.Close())
+	}
+	authn, jwtv, err := cfg.Access.newAuthenticator(ctx, st, ln.Addr(), log.With("part", "auth"))
+	if err != nil {
+		return errors.Join(err, ln.Close(), st.Close())
+	}
+	if jwtv != nil {
+		defer jwtv.Close()
+	}
 	api := httpapi.New(httpapi.Config{
 		Store:            st,
 		Logger:           log.With("part", "http"),
+		AuditLogger:      log.With("part", "audit"),
 		LongPollTimeout:  cfg.LongPollTimeout,
 		MaxBodyBytes:     cfg.MaxBodyBytes,
 		MaxReadBytes:     cfg.MaxReadBytes,
@@ -41,17 +57,21 @@ func serve(ctx context.Context, cfg *serveConfig, logOut io.Writer) error {
 		BodyReadTimeout:  cfg.BodyReadTimeout,
 		MinBodyRate:      cfg.MinBodyRate,
 		MaxConnections:   cfg.MaxConnections,
+		Auth:             authn,
+		AllowedOrigins:   splitList(cfg.Access.AllowedOrigins),
+		AllowedHosts:     cfg.Access.allowedHosts(ln.Addr(), cfg.PublicURL),
 	})
-	ln, err := net.Listen("tcp", cfg.Addr)
-	if err != nil {
-		return errors.Join(fmt.Errorf("listen on %s: %w", cfg.Addr, err), st.Close())
-	}
 	metrics := prometheus.NewRegistry()
 	metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if err := api.RegisterMetrics(metrics); err != nil {
 		return errors.Join(fmt.Errorf("metrics: %w", err), ln.Close(), st.Close())
 	}
-	api.Handle("GET "+httpapi.HeraldPrefix+"metrics", promhttp.HandlerFor(metrics, promhttp.HandlerOpts{}))
+	metricsRule := auth.Rule{Scope: auth.ScopeAdmin}
+	if cfg.Access.PublicMetrics {
+		metricsRule = auth.Rule{Public: true}
+	}
+	api.Handle("GET "+httpapi.HeraldPrefix+"metrics", metricsRule, promhttp.HandlerFor(metrics, promhttp.HandlerOpts{}))
+	auth.NewKeysAPI(auth.KeysAPIConfig{Auth: authn, Store: st, Logger: log.With("part", "keys")}).Mount(api)
 	subs, err := startSubscriptions(ctx, subscriptionsParams{
 		Config: cfg, Store: st, TokenKeys: st, API: api, Metrics: metrics,
 		Logger: log.With("part", "subscriptions"), Listener: ln.Addr(),

@@ -1,0 +1,93 @@
+package main
+
+import (
+	"errors"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func tcpAddr(s string) net.Addr {
+	a, err := net.ResolveTCPAddr("tcp", s)
+	if err != nil {
+		panic(err)
+	}
+	return a
+}
+
+// Beyond loopback, access control must be on or explicitly waived.
+func TestListenBeyondLoopbackNeedsAccessControl(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		cfg  accessConfig
+		addr string
+		ok   bool
+	}{
+		{"loopback v4, auth off", accessConfig{}, "127.0.0.1:4437", true},
+		{"loopback v6, auth off", accessConfig{}, "[::1]:4437", true},
+		{"every interface, auth off", accessConfig{}, "0.0.0.0:4437", false},
+		{"every v6 interface, auth off", accessConfig{}, "[::]:4437", false},
+		{"private address, auth off", accessConfig{}, "10.1.2.3:4437", false},
+		{"every interface, admin key", accessConfig{AdminKey: testAdminKey}, "0.0.0.0:4437", true},
+		{"every interface, platform tokens", accessConfig{JWKSURL: "https://idp.example/jwks", JWTIssuer: "i", JWTAudience: "a"}, "0.0.0.0:4437", true},
+		{"every interface, waived", accessConfig{InsecureNoAuth: true}, "0.0.0.0:4437", true},
+	} {
+		err := c.cfg.checkListen(tcpAddr(c.addr))
+		if (err == nil) != c.ok {
+			t.Errorf("%s: err = %v", c.name, err)
+		}
+		if err != nil && (!errors.Is(err, errUsage) || !strings.Contains(err.Error(), "--insecure-no-auth")) {
+			t.Errorf("%s: the refusal does not say what to do: %v", c.name, err)
+		}
+	}
+}
+
+func TestAdminKeyFromEnvironmentOrFile(t *testing.T) {
+	cfg, err := parseServeFlags(nil, io.Discard, envOf(map[string]string{adminKeyEnv: testAdminKey}))
+	if err != nil || cfg.Access.AdminKey != testAdminKey || !cfg.Access.enabled() {
+		t.Fatalf("from the environment: %+v, %v", cfg, err)
+	}
+	file := filepath.Join(t.TempDir(), "admin.key")
+	if err := os.WriteFile(file, []byte(testAdminKey+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err = parseServeFlags([]string{"--admin-key-file", file}, io.Discard, noEnv)
+	if err != nil || cfg.Access.AdminKey != testAdminKey {
+		t.Fatalf("from a file: %+v, %v", cfg, err)
+	}
+	for name, c := range map[string]struct {
+		args []string
+		env  map[string]string
+	}{
+		"both":               {[]string{"--admin-key-file", file}, map[string]string{adminKeyEnv: testAdminKey}},
+		"too short":          {nil, map[string]string{adminKeyEnv: "short"}},
+		"missing":            {[]string{"--admin-key-file", filepath.Join(t.TempDir(), "none")}, nil},
+		"jwt without issuer": {[]string{"--jwt-jwks-url", "https://idp.example/jwks", "--jwt-audience", "herald"}, nil},
+		"bad origin":         {[]string{"--allowed-origins", "console.example"}, nil},
+	} {
+		if _, err := parseServeFlags(c.args, io.Discard, envOf(c.env)); !errors.Is(err, errUsage) {
+			t.Errorf("%s: err = %v, want a usage error", name, err)
+		}
+	}
+}
+
+func TestAllowedHostsDefaults(t *testing.T) {
+	c := accessConfig{}
+	if got := c.allowedHosts(tcpAddr("127.0.0.1:4437"), ""); !slices.Equal(got, []string{"localhost", "127.0.0.1", "::1"}) {
+		t.Errorf("loopback: %v", got)
+	}
+	if got := c.allowedHosts(tcpAddr("127.0.0.1:4437"), "https://tunnel.example:8443/"); !slices.Contains(got, "tunnel.example") {
+		t.Errorf("loopback with a public URL: %v", got)
+	}
+	if got := c.allowedHosts(tcpAddr("0.0.0.0:4437"), ""); got != nil {
+		t.Errorf("every interface: %v, want any host", got)
+	}
+	c.AllowedHosts = "herald.internal, herald.example"
+	if got := c.allowedHosts(tcpAddr("0.0.0.0:4437"), ""); !slices.Equal(got, []string{"herald.internal", "herald.example"}) {
+		t.Errorf("configured: %v", got)
+	}
+}

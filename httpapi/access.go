@@ -1,0 +1,243 @@
+package httpapi
+
+import (
+	"errors"
+	"log/slog"
+	"mime"
+	"net"
+	"net/http"
+	"strings"
+
+	"github.com/heraldstreams/herald/auth"
+	"github.com/heraldstreams/herald/glob"
+)
+
+// Route is one route Herald serves and the access rule it declares.
+// Routes lists them all, so a test can walk every route with every kind
+// of credential.
+type Route struct {
+	// Method and Pattern name the route. Routes mounted with Handle have
+	// a net/http ServeMux pattern; the stream and subscription routes,
+	// which live at any path, have "/{stream}" and "/{pattern}" with the
+	// query that selects them.
+	Method  string
+	Pattern string
+	// Rule is who may call it.
+	Rule auth.Rule
+}
+
+// The routes ServeHTTP dispatches itself (not through the mux). Stream
+// routes are limited by a credential's stream paths.
+var (
+	streamRoutes = []Route{
+		{http.MethodGet, "/{stream}", auth.Rule{Scope: auth.ScopeStreamsRead, StreamPath: requestPath}},
+		{http.MethodHead, "/{stream}", auth.Rule{Scope: auth.ScopeStreamsRead, StreamPath: requestPath}},
+		{http.MethodPost, "/{stream}", auth.Rule{Scope: auth.ScopeStreamsWrite, StreamPath: requestPath}},
+		{http.MethodPut, "/{stream}", auth.Rule{Scope: auth.ScopeStreamsWrite, StreamPath: requestPath}},
+		{http.MethodDelete, "/{stream}", auth.Rule{Scope: auth.ScopeStreamsWrite, StreamPath: requestPath}},
+	}
+	subscriptionRoutes = []Route{
+		{http.MethodPut, "/{pattern}?subscription={id}", auth.Rule{Scope: auth.ScopeSubscriptionsWrite, StreamPath: subscriptionPattern}},
+		{http.MethodGet, "/{pattern}?subscription={id}", auth.Rule{Scope: auth.ScopeSubscriptionsRead, StreamPath: subscriptionPattern}},
+		{http.MethodGet, "/{pattern}?subscriptions", auth.Rule{Scope: auth.ScopeSubscriptionsRead, StreamPath: subscriptionPattern}},
+		{http.MethodDelete, "/{pattern}?subscription={id}", auth.Rule{Scope: auth.ScopeSubscriptionsWrite, StreamPath: subscriptionPattern}},
+	}
+)
+
+// requestPath is the stream a stream route names: its path.
+func requestPath(r *http.Request) string { return r.URL.Path }
+
+// subscriptionPattern is what a subscription route names, for a
+// credential limited to stream paths: the pattern itself, only when it
+// has no wildcard (a literal path is checked like a stream). A pattern
+// with a wildcard may reach streams outside the credential's paths, so it
+// names nothing and the check fails closed.
+func subscriptionPattern(r *http.Request) string {
+	p := r.URL.Path
+	if g, err := glob.Compile(p); err != nil || !g.Literal() {
+		return ""
+	}
+	return p
+}
+
+// Handle mounts h at pattern, a net/http ServeMux pattern (an optional
+// method, then a path) under /_herald/ or /callback/, behind rule: the
+// request's credential is checked against it before h runs, and the
+// principal is in the request context (auth.FromContext). It panics on a
+// pattern elsewhere, as ServeMux does on a bad one: stream paths belong to
+// the protocol. Mount routes before serving.
+func (s *Server) Handle(pattern string, rule auth.Rule, h http.Handler) {
+	method, path := "", pattern
+	if i := strings.IndexByte(pattern, ' '); i >= 0 {
+		method, path = pattern[:i], strings.TrimLeft(pattern[i+1:], " ")
+	}
+	if !strings.HasPrefix(path, HeraldPrefix) && !strings.HasPrefix(path, CallbackPrefix) {
+		panic("httpapi: Handle pattern " + pattern + " is not under " + HeraldPrefix + " or " + CallbackPrefix)
+	}
+	if rule.Scope != "" {
+		if _, err := auth.ParseScope(string(rule.Scope)); err != nil {
+			panic("httpapi: route " + pattern + ": " + err.Error()) // a programming error, caught by any test of the route
+		}
+	}
+	s.routesMu.Lock()
+	s.routes = append(s.routes, Route{Method: method, Pattern: path, Rule: rule})
+	s.routesMu.Unlock()
+	s.mux.Handle(pattern, s.guard(rule, h))
+}
+
+// Routes returns every route the server serves with its access rule, the
+// stream and subscription routes included.
+func (s *Server) Routes() []Route {
+	s.routesMu.Lock()
+	defer s.routesMu.Unlock()
+	out := append([]Route(nil), streamRoutes...)
+	if s.subscriptions.Load() != nil {
+		out = append(out, subscriptionRoutes...)
+	}
+	return append(out, s.routes...)
+}
+
+// guard checks a mounted route's rule, then records the principal and
+// audits the change.
+func (s *Server) guard(rule auth.Rule, h http.Handler) http.Handler {
+	if rule.Public || rule.CallbackToken {
+		return h
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p, ok := s.authorize(w, r, rule)
+		if !ok {
+			return
+		}
+		r = r.WithContext(auth.NewContext(r.Context(), p))
+		if isChange(r.Method) {
+			s.audited(w, r, p, h)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// authorize checks r's credential against rule; on failure it answers
+// (401 or 403 with a JSON code), counts the failure and returns false.
+func (s *Server) authorize(w http.ResponseWriter, r *http.Request, rule auth.Rule) (*auth.Principal, bool) {
+	p, err := s.auth.Check(r, rule)
+	if err != nil {
+		var ae *auth.Error
+		code := "INTERNAL"
+		if errors.As(err, &ae) {
+			code = ae.Code
+		}
+		s.authFailures.WithLabelValues(code).Inc()
+		s.log.LogAttrs(r.Context(), slog.LevelInfo, "access refused",
+			slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.String("code", code))
+		auth.WriteError(w, r, err)
+		return nil, false
+	}
+	return p, true
+}
+
+// isChange reports whether a request with this method may change state.
+func isChange(method string) bool {
+	return method != http.MethodGet && method != http.MethodHead && method != http.MethodOptions
+}
+
+// audited serves a change and logs it with who made it and its outcome:
+// the audit trail of the management API.
+func (s *Server) audited(w http.ResponseWriter, r *http.Request, p *auth.Principal, h http.Handler) {
+	sw := &statusWriter{ResponseWriter: w}
+	h.ServeHTTP(sw, r)
+	route := r.Pattern
+	if route == "" {
+		route = r.Method + " " + r.URL.Path
+	}
+	s.audit.LogAttrs(r.Context(), slog.LevelInfo, "audit",
+		slog.String("principal", p.ID), slog.String("kind", string(p.Kind)), slog.String("tenant", p.Tenant),
+		slog.String("route", route), slog.String("path", r.URL.Path), slog.Int("status", sw.status()))
+}
+
+// statusWriter remembers the status a handler wrote.
+type statusWriter struct {
+	http.ResponseWriter
+	code int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.code == 0 {
+		w.code = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.code == 0 {
+		w.code = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the connection.
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+func (w *statusWriter) status() int {
+	if w.code == 0 {
+		return http.StatusOK
+	}
+	return w.code
+}
+
+// Errors of the browser checks.
+var (
+	errHostNotAllowed   = &apiError{http.StatusMisdirectedRequest, "HOST_NOT_ALLOWED", "this Host is not one Herald serves (see --allowed-hosts)"}
+	errOriginNotAllowed = &apiError{http.StatusForbidden, "ORIGIN_NOT_ALLOWED", "cross-origin requests to Herald's API are allowed only from the origins in --allowed-origins"}
+	errNotJSON          = &apiError{http.StatusUnsupportedMediaType, "UNSUPPORTED_MEDIA_TYPE", "the request body must be JSON: Content-Type: application/json"}
+)
+
+// hostAllowed reports whether the request's Host names this server: any
+// host when no list is configured, else one of the list (port ignored,
+// case-insensitive). With a list, a web page on another name that
+// resolves to Herald's address (DNS rebinding) is refused.
+func (s *Server) hostAllowed(host string) bool {
+	if len(s.allowedHosts) == 0 {
+		return true
+	}
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.TrimPrefix(strings.TrimSuffix(host, "]"), "["), ".")
+	for _, a := range s.allowedHosts {
+		if strings.EqualFold(a, host) {
+			return true
+		}
+	}
+	return false
+}
+
+// originAllowed reports whether a browser origin may call Herald's own
+// API: the server's own origin (a page Herald serves) or one of the
+// configured origins.
+func (s *Server) originAllowed(origin, host string) bool {
+	if origin == "http://"+host || origin == "https://"+host {
+		return true
+	}
+	for _, a := range s.allowedOrigins {
+		if a == "*" || strings.EqualFold(a, origin) {
+			return true
+		}
+	}
+	return false
+}
+
+// hasBody reports whether a request carries a body.
+func hasBody(r *http.Request) bool {
+	return r.ContentLength != 0 && r.Body != nil && r.Body != http.NoBody
+}
+
+// isJSON reports whether a Content-Type is JSON (application/json or a
+// +json type).
+func isJSON(contentType string) bool {
+	mt, _, err := mime.ParseMediaType(contentType)
+	if err != nil {
+		return false
+	}
+	return mt == "application/json" || strings.HasSuffix(mt, "+json")
+}
