@@ -32,9 +32,22 @@ type ConsumerConfig struct {
 	// Secret is the subscription's webhook secret: ServeHTTP refuses
 	// wakes whose Webhook-Signature it does not verify.
 	Secret string
-	// Process handles one batch. An error stops the wake without acking
-	// the batch; the next wake resumes from the last ack.
+	// Process handles one batch. A batch is the unit of retry: on success
+	// it is acked, on error it is not, and neither is anything after it in
+	// the same stream; the consumer's other streams are still read. The
+	// wake then ends as RetryBackoff describes, and the next wake reads
+	// the stream again from the failed batch. Process must be idempotent:
+	// delivery is at least once.
 	Process func(ctx context.Context, b Batch) error
+	// RetryBackoff is how long a wake that failed (Process returned an
+	// error, or a read or an ack failed) waits before it says done. The
+	// consumer stays LIVE meanwhile, so Herald does not wake it, and the
+	// done makes Herald wake it again at once with a new epoch, from the
+	// last ack: a failing batch is retried about every RetryBackoff plus
+	// the time a wake takes, never faster. Waits of more than
+	// keepAliveEvery send empty callbacks to keep the wake within
+	// Herald's 45 s liveness timeout. 0 means DefaultRetryBackoff.
+	RetryBackoff time.Duration
 	// StreamsURL is the base URL of the streams, such as
 	// "https://herald.example.com". "" takes the scheme and host of the
 	// wake's callback URL.
@@ -48,13 +61,25 @@ type ConsumerConfig struct {
 	Now func() time.Time
 }
 
+// DefaultRetryBackoff is the RetryBackoff of a ConsumerConfig that sets
+// none.
+const DefaultRetryBackoff = time.Second
+
+// keepAliveEvery is how often a consumer waiting out its RetryBackoff
+// sends an empty callback: a third of Herald's 45 s liveness timeout, so
+// one lost or slow callback does not let the wake lapse.
+const keepAliveEvery = 15 * time.Second
+
 // Consumer turns a wake into work: it claims the wake, reads each of the
 // consumer's streams from its acked offset with catch-up reads of the
 // Durable Streams protocol, hands every batch to Process, acks it, and
 // says done when all streams are read to their tail. Events that arrive
-// meanwhile make Herald wake it again.
+// meanwhile make Herald wake it again. A failure ends the wake the same
+// way, after RetryBackoff, so that Herald retries what was not acked.
 type Consumer struct {
 	cfg ConsumerConfig
+	// keepAlive is keepAliveEvery; tests shorten it.
+	keepAlive time.Duration
 }
 
 // NewConsumer returns a Consumer for cfg.
@@ -68,7 +93,10 @@ func NewConsumer(cfg ConsumerConfig) *Consumer {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Consumer{cfg: cfg}
+	if cfg.RetryBackoff <= 0 {
+		cfg.RetryBackoff = DefaultRetryBackoff
+	}
+	return &Consumer{cfg: cfg, keepAlive: keepAliveEvery}
 }
 
 // maxWakeBody bounds a wake notification body.
@@ -77,8 +105,12 @@ const maxWakeBody = 1 << 20
 // ServeHTTP is a webhook endpoint: it verifies the wake's signature
 // (401 when it does not verify), parses it (400), and handles it while
 // the request is open, as a serverless function does; it answers 200
-// once the wake is done or over. A processing error answers 500, and
-// Herald's retry of the same wake resumes from the last ack.
+// once the wake is done or over (fenced). A failure answers 500 once
+// HandleWake has ended the wake: Herald ignores the answer to a wake
+// that was already claimed, and retries the delivery of one that was not
+// (the claim itself failed). The RetryBackoff wait happens while Herald's
+// request is open, and Herald gives up on a request after 30 s: keep the
+// processing of a wake plus RetryBackoff under that, or use HandleWake.
 func (c *Consumer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	body, err := io.ReadAll(io.LimitReader(r.Body, maxWakeBody))
 	if err != nil {
@@ -107,6 +139,16 @@ func (c *Consumer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // tail, done. It returns an error wrapping ErrFenced when Herald ended the
 // wake (a newer wake, or the consumer was removed): stop then, another
 // invocation owns the work.
+//
+// After any other failure once the wake is claimed (Process, a read or an
+// ack failed), what succeeded is already acked; HandleWake waits
+// RetryBackoff, sending keep-alive callbacks on long waits, then says done
+// and returns the failure. The done leaves unacked events pending, so
+// Herald starts a new wake at once and the failed batch is read again. If
+// ctx ends during the wait, or the done fails, the wake is left LIVE and
+// Herald's 45 s liveness timeout retries it instead. A failure of the
+// claim itself is returned at once: the wake is still unclaimed, and
+// Herald retries its delivery when the webhook does not answer 2xx.
 func (c *Consumer) HandleWake(ctx context.Context, w *Wake) error {
 	cb := NewCallbackClient(w, c.cfg.HTTPClient)
 	// The first callback claims the wake and returns the current offsets.
@@ -116,15 +158,51 @@ func (c *Consumer) HandleWake(ctx context.Context, w *Wake) error {
 	}
 	base, err := c.streamsURL(w)
 	if err != nil {
-		return err
+		return c.endAfterFailure(ctx, cb, err)
 	}
+	var failed error
 	for _, s := range res.Streams {
-		if err := c.drain(ctx, cb, base, s); err != nil {
+		err := c.drain(ctx, cb, base, s)
+		if errors.Is(err, ErrFenced) {
 			return err
 		}
+		// A failing stream does not hold back the others.
+		failed = errors.Join(failed, err)
+	}
+	if failed != nil {
+		return c.endAfterFailure(ctx, cb, failed)
 	}
 	_, err = cb.Send(ctx, Callback{Done: true})
 	return err
+}
+
+// endAfterFailure ends a claimed wake that failed: it waits RetryBackoff
+// while the consumer stays LIVE, so Herald does not wake it, then says
+// done, which wakes it again at once because the failed events are still
+// unacked. Waiting before the done rather than after is what bounds the
+// retry rate of a batch that always fails. It returns cause, joined with
+// whatever kept it from ending the wake.
+func (c *Consumer) endAfterFailure(ctx context.Context, cb *CallbackClient, cause error) error {
+	c.cfg.Logger.Warn("wake failed; ending it for a retry", "after", c.cfg.RetryBackoff, "err", cause)
+	deadline := time.NewTimer(c.cfg.RetryBackoff)
+	defer deadline.Stop()
+	tick := time.NewTicker(c.keepAlive)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return errors.Join(cause, fmt.Errorf("client: the wake was not ended: %w", ctx.Err()))
+		case <-tick.C:
+			if _, err := cb.Send(ctx, Callback{}); err != nil {
+				return errors.Join(cause, err)
+			}
+		case <-deadline.C:
+			if _, err := cb.Send(ctx, Callback{Done: true}); err != nil {
+				return errors.Join(cause, err)
+			}
+			return cause
+		}
+	}
 }
 
 // drain reads one stream from its acked offset to its tail, processing

@@ -168,15 +168,113 @@ func TestConsumerStopsWhenFencedOrFailing(t *testing.T) {
 		t.Fatalf("went on after the fence: %d batches, %d callbacks", batches, len(f.calls))
 	}
 
-	// A processing error stops without acking the batch.
-	f2, srv2 := newFakeHerald(t)
+}
+
+// TestConsumerFailureEndsTheWakeAfterTheBackoff: a failing batch is not
+// acked, nor is the rest of its stream; the batches before it and the
+// other streams are; after RetryBackoff the wake is ended with done, so
+// Herald wakes the consumer again from the failed batch at once rather
+// than after its liveness timeout.
+func TestConsumerFailureEndsTheWakeAfterTheBackoff(t *testing.T) {
+	f, srv := newFakeHerald(t)
 	boom := errors.New("boom")
-	c = NewConsumer(ConsumerConfig{Process: func(context.Context, Batch) error { return boom }})
-	if err := c.HandleWake(context.Background(), wakeFor(srv2)); !errors.Is(err, boom) || errors.Is(err, ErrFenced) {
+	const backoff = 150 * time.Millisecond
+	var got []string
+	c := NewConsumer(ConsumerConfig{RetryBackoff: backoff, Process: func(_ context.Context, b Batch) error {
+		got = append(got, b.Stream+"@"+b.Offset)
+		if b.Stream == "/agents/a" && b.Offset == offsetOf(4) {
+			return boom
+		}
+		return nil
+	}})
+	var failedAt time.Time
+	f.reply = func(_ int, body map[string]any) (int, string) {
+		if failedAt.IsZero() && len(got) == 3 {
+			failedAt = time.Now() // the first callback after the failure
+		}
+		if body["done"] == true && time.Since(failedAt) < backoff {
+			t.Errorf("done %v after the failure, before the backoff of %v", time.Since(failedAt), backoff)
+		}
+		return 0, ""
+	}
+	err := c.HandleWake(context.Background(), wakeFor(srv))
+	if !errors.Is(err, boom) || errors.Is(err, ErrFenced) {
+		t.Fatalf("err = %v, want the processing error", err)
+	}
+	if want := []string{"/agents/a@-1", "/agents/a@" + offsetOf(4), "/tools/t@" + offsetOf(1)}; !slices.Equal(got, want) {
+		t.Fatalf("batches = %q, want %q", got, want)
+	}
+	wantCalls := []string{
+		`t0 {"epoch":3,"wake_id":"w_1"}`,
+		`t1 {"acks":[{"offset":"` + offsetOf(4) + `","path":"/agents/a"}],"epoch":3}`,
+		`t2 {"acks":[{"offset":"` + offsetOf(3) + `","path":"/tools/t"}],"epoch":3}`,
+		`t3 {"done":true,"epoch":3}`,
+	}
+	if !slices.Equal(f.calls, wantCalls) {
+		t.Fatalf("callbacks:\n%s\nwant:\n%s", strings.Join(f.calls, "\n"), strings.Join(wantCalls, "\n"))
+	}
+}
+
+// TestConsumerFailureKeepsTheWakeAlive: a backoff longer than the
+// keep-alive interval sends empty callbacks, so the wake does not lapse
+// into Herald's liveness timeout; a fenced keep-alive stops the wait.
+func TestConsumerFailureKeepsTheWakeAlive(t *testing.T) {
+	f, srv := newFakeHerald(t)
+	boom := errors.New("boom")
+	c := NewConsumer(ConsumerConfig{RetryBackoff: 200 * time.Millisecond, Process: func(context.Context, Batch) error { return boom }})
+	c.keepAlive = 30 * time.Millisecond
+	if err := c.HandleWake(context.Background(), wakeFor(srv)); !errors.Is(err, boom) {
 		t.Fatalf("err = %v", err)
 	}
-	if len(f2.calls) != 1 {
-		t.Fatalf("callbacks after a failed batch: %q", f2.calls)
+	// The claim, keep-alives, the done.
+	keepAlives := 0
+	for _, call := range f.calls[1 : len(f.calls)-1] {
+		if !strings.HasSuffix(call, ` {"epoch":3}`) {
+			t.Fatalf("not a keep-alive: %s", call)
+		}
+		keepAlives++
+	}
+	if keepAlives < 2 || !strings.HasSuffix(f.calls[len(f.calls)-1], ` {"done":true,"epoch":3}`) {
+		t.Fatalf("callbacks: %q", f.calls)
+	}
+
+	f, srv = newFakeHerald(t)
+	f.reply = func(n int, _ map[string]any) (int, string) {
+		if n == 2 {
+			return http.StatusGone, `{"ok":false,"error":{"code":"CONSUMER_GONE","message":"removed"}}`
+		}
+		return 0, ""
+	}
+	c = NewConsumer(ConsumerConfig{RetryBackoff: time.Hour, Process: func(context.Context, Batch) error { return boom }})
+	c.keepAlive = 10 * time.Millisecond
+	if err := c.HandleWake(context.Background(), wakeFor(srv)); !errors.Is(err, boom) || !errors.Is(err, ErrFenced) {
+		t.Fatalf("err = %v, want the failure and the fence", err)
+	}
+	if len(f.calls) != 2 {
+		t.Fatalf("callbacks after the fence: %q", f.calls)
+	}
+}
+
+// TestConsumerFailureWithoutContext: when the context ends during the
+// backoff the wake is left to Herald's liveness timeout: no done, which
+// would retry it sooner than the backoff.
+func TestConsumerFailureWithoutContext(t *testing.T) {
+	f, srv := newFakeHerald(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	boom := errors.New("boom")
+	c := NewConsumer(ConsumerConfig{RetryBackoff: time.Hour, Process: func(context.Context, Batch) error {
+		cancel()
+		return boom
+	}})
+	err := c.HandleWake(ctx, wakeFor(srv))
+	if !errors.Is(err, boom) || !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v", err)
+	}
+	for _, call := range f.calls {
+		if strings.Contains(call, "done") {
+			t.Fatalf("done without the backoff: %q", f.calls)
+		}
 	}
 }
 
@@ -250,5 +348,15 @@ func TestConsumerServeHTTP(t *testing.T) {
 	}
 	if w := post(sign("whsec_test", body, now), body); w.Code != http.StatusOK || len(f.calls) != 6 {
 		t.Fatalf("valid wake: %d, %d callbacks", w.Code, len(f.calls))
+	}
+
+	// A failed wake answers 500, after it was ended with done.
+	f.calls = nil
+	f.acked["/agents/a"] = "-1"
+	c.cfg.RetryBackoff = time.Millisecond
+	c.cfg.Process = func(context.Context, Batch) error { return errors.New("boom") }
+	if w := post(sign("whsec_test", body, now), body); w.Code != http.StatusInternalServerError ||
+		len(f.calls) == 0 || !strings.Contains(f.calls[len(f.calls)-1], `"done":true`) {
+		t.Fatalf("failed wake: %d, callbacks %q", w.Code, f.calls)
 	}
 }

@@ -5,7 +5,9 @@
 // has new events. The consumer verifies the signature, claims the wake,
 // reads each stream from its acked offset with plain Durable Streams
 // catch-up reads, prints every batch, acks it, and says done; then it
-// sleeps until the next wake.
+// sleeps until the next wake. A batch that fails is not acked: the
+// consumer waits -retry-backoff, says done, and Herald wakes it again at
+// once to read that batch again.
 //
 //	herald serve --webhook-allow-cidrs 127.0.0.0/8
 //	curl -X PUT 'http://localhost:4437/agents/*?subscription=example' \
@@ -41,6 +43,7 @@ func run(args []string) error {
 	listen := fs.String("listen", "127.0.0.1:8080", "address to serve the webhook on")
 	secret := fs.String("secret", os.Getenv("WEBHOOK_SECRET"), "the subscription's webhook_secret (default $WEBHOOK_SECRET)")
 	streams := fs.String("streams-url", "", "base URL to read streams from (default: the host of the wake's callback URL)")
+	backoff := fs.Duration("retry-backoff", client.DefaultRetryBackoff, "how long a failed wake waits before it ends, so that Herald retries it")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -50,9 +53,10 @@ func run(args []string) error {
 	log := slog.New(slog.NewTextHandler(os.Stdout, nil))
 
 	consumer := client.NewConsumer(client.ConsumerConfig{
-		Secret:     *secret,
-		StreamsURL: *streams,
-		Logger:     log,
+		Secret:       *secret,
+		StreamsURL:   *streams,
+		RetryBackoff: *backoff,
+		Logger:       log,
 		Process: func(ctx context.Context, b client.Batch) error {
 			// Real work goes here. It must be idempotent: delivery is
 			// at least once, and a crash before the ack repeats a batch.
