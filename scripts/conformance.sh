@@ -3,7 +3,11 @@
 # (@durable-streams/server-conformance-tests, pinned in conformance/) against
 # a freshly built Herald with an empty data directory.
 #
-# Usage: scripts/conformance.sh [vitest arguments, e.g. -t "SSE Mode"]
+# Usage: scripts/conformance.sh [--auth] [vitest arguments, e.g. -t "SSE Mode"]
+# --auth runs the server with access control on (an admin key in
+# HERALD_ADMIN_KEY) and the suite with a key limited to the stream scopes,
+# sent as a bearer header on every request; the run first checks that a
+# request without the key is refused.
 # Needs Go, Node.js (>= 18) and npm. Exits with vitest's status.
 # CONFORMANCE_RACE=1 builds the server with the race detector, which then
 # fails the run on any data race.
@@ -13,6 +17,11 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 long_poll_ms="${HERALD_LONG_POLL_TIMEOUT_MS:-2000}"
 work="$(mktemp -d)"
 server_pid=""
+auth=""
+if [[ "${1:-}" == "--auth" ]]; then
+	auth=1
+	shift
+fi
 
 cleanup() {
 	if [[ -n "$server_pid" ]] && kill -0 "$server_pid" 2>/dev/null; then
@@ -30,8 +39,13 @@ if [[ "${CONFORMANCE_RACE:-}" == 1 ]]; then
 fi
 (cd "$root" && go build ${build_flags[@]+"${build_flags[@]}"} -o "$work/herald" ./cmd/herald)
 
+admin_key=""
+if [[ -n "$auth" ]]; then
+	admin_key="$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')"
+fi
+
 # Port 0: the kernel picks a free port, which the server logs.
-"$work/herald" serve --addr 127.0.0.1:0 --data-dir "$work/data" \
+HERALD_ADMIN_KEY="$admin_key" "$work/herald" serve --addr 127.0.0.1:0 --data-dir "$work/data" \
 	--long-poll-timeout "${long_poll_ms}ms" --log-level info >"$work/server.log" 2>&1 &
 server_pid=$!
 
@@ -68,12 +82,33 @@ if [[ -z "$ready" ]]; then
 fi
 echo "conformance: herald is serving at $url" >&2
 
+key=""
+if [[ -n "$auth" ]]; then
+	# A key with the two stream scopes only, made with the admin key; the
+	# suite must pass with it, and a request without it must be refused.
+	key="$(node -e '
+		const [url, admin] = process.argv.slice(1);
+		(async () => {
+			const anon = await fetch(url + "/conformance-auth-probe");
+			if (anon.status !== 401) throw new Error("a request without a key got " + anon.status + ", want 401");
+			const res = await fetch(url + "/_herald/v1/keys", {
+				method: "POST",
+				headers: { Authorization: "Bearer " + admin, "Content-Type": "application/json" },
+				body: JSON.stringify({ scopes: ["streams:read", "streams:write"], description: "conformance" }),
+			});
+			if (res.status !== 201) throw new Error("creating a key: " + res.status + " " + await res.text());
+			process.stdout.write((await res.json()).key);
+		})().catch((e) => { console.error("conformance: " + e.message); process.exit(1); });
+	' "$url" "$admin_key")"
+	echo "conformance: access control is on; the suite sends a key with scopes streams:read, streams:write" >&2
+fi
+
 cd "$root/conformance"
 if [[ ! -d node_modules ]]; then
 	npm ci --no-audit --no-fund >&2
 fi
 status=0
-HERALD_URL="$url" HERALD_LONG_POLL_TIMEOUT_MS="$long_poll_ms" npx vitest run "$@" || status=$?
+HERALD_KEY="$key" HERALD_URL="$url" HERALD_LONG_POLL_TIMEOUT_MS="$long_poll_ms" npx vitest run "$@" || status=$?
 if grep -q "WARNING: DATA RACE" "$work/server.log"; then
 	echo "conformance: the server reported a data race" >&2
 	status=1

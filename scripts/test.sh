@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs Herald's whole test suite: formatting, vet, the Go tests with the race
 # detector (unit, storage suite, end-to-end with the real binary) and the
-# official Durable Streams conformance suite against `herald serve`.
+# official Durable Streams conformance suite against `herald serve`, once
+# in the development mode and once with access control on.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -17,5 +18,8 @@ go vet ./...
 echo "== go test -race"
 go test -race -count=1 -timeout 15m ./...
 
-echo "== conformance"
+echo "== conformance (development mode: access control off)"
 scripts/conformance.sh
+
+echo "== conformance (access control on: a stream-scoped key on every request)"
+scripts/conformance.sh --auth
