@@ -72,6 +72,13 @@ func startHerald(t *testing.T, dataDir string, extra ...string) *server {
 // startHeraldBinary is startHerald with a herald binary of the caller's.
 func startHeraldBinary(t *testing.T, bin, dataDir string, extra ...string) *server {
 	t.Helper()
+	return startHeraldEnv(t, bin, nil, dataDir, extra...)
+}
+
+// startHeraldEnv is startHeraldBinary with environment variables
+// ("NAME=value") added to the process's.
+func startHeraldEnv(t *testing.T, bin string, env []string, dataDir string, extra ...string) *server {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -82,6 +89,9 @@ func startHeraldBinary(t *testing.T, bin, dataDir string, extra ...string) *serv
 	}
 	args := append([]string{"serve", "--addr", addr, "--data-dir", dataDir, "--long-poll-timeout", "2s"}, extra...)
 	cmd := exec.Command(bin, args...)
+	if env != nil {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	logs := &logTail{}
 	cmd.Stdout = logs
 	cmd.Stderr = logs
