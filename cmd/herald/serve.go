@@ -16,34 +16,49 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/heraldstreams/herald/auth"
+	"github.com/heraldstreams/herald/delivery"
 	"github.com/heraldstreams/herald/httpapi"
 	"github.com/heraldstreams/herald/reaper"
 	"github.com/heraldstreams/herald/store/sqlite"
+	"github.com/heraldstreams/herald/subscription"
 )
 
-// serve runs Herald until ctx ends (SIGINT or SIGTERM), then shuts down
-// gracefully: it stops taking requests, ends live reads cleanly, lets
-// in-flight appends finish, and flushes and closes the store.
-func serve(ctx context.Context, cfg *serveConfig, logOut io.Writer) error {
-	log := newLogger(cfg, logOut)
+// app is one Herald server's parts: its store, its listener, the HTTP API
+// and the engines mounted on it. newApp builds it; serve runs it.
+type app struct {
+	log   *slog.Logger
+	st    *sqlite.Store
+	ln    net.Listener
+	api   *httpapi.Server
+	jwtv  *auth.JWTVerifier
+	subs  *subscription.Engine
+	deliv *delivery.Engine
+}
+
+// newApp opens the store, listens on cfg.Addr and mounts every route. On
+// error nothing is left open.
+func newApp(ctx context.Context, cfg *serveConfig, log *slog.Logger) (*app, error) {
 	st, err := openStore(ctx, kekSource{Keys: cfg.KEK, File: cfg.KEKFile, DataDir: cfg.DataDir},
 		sqlite.Config{Dir: cfg.DataDir, Logger: log.With("part", "store")})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
-		return errors.Join(fmt.Errorf("listen on %s: %w", cfg.Addr, err), st.Close())
+		return nil, errors.Join(fmt.Errorf("listen on %s: %w", cfg.Addr, err), st.Close())
 	}
 	if err := cfg.Access.checkListen(ln.Addr()); err != nil {
-		return errors.Join(err, ln.Close(), st.Close())
+		return nil, errors.Join(err, ln.Close(), st.Close())
 	}
 	authn, jwtv, err := cfg.Access.newAuthenticator(ctx, st, ln.Addr(), log.With("part", "auth"))
 	if err != nil {
-		return errors.Join(err, ln.Close(), st.Close())
+		return nil, errors.Join(err, ln.Close(), st.Close())
 	}
-	if jwtv != nil {
-		defer jwtv.Close()
+	fail := func(err error) (*app, error) {
+		if jwtv != nil {
+			jwtv.Close()
+		}
+		return nil, errors.Join(err, ln.Close(), st.Close())
 	}
 	api := httpapi.New(httpapi.Config{
 		Store:            st,
@@ -64,7 +79,7 @@ func serve(ctx context.Context, cfg *serveConfig, logOut io.Writer) error {
 	metrics := prometheus.NewRegistry()
 	metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if err := api.RegisterMetrics(metrics); err != nil {
-		return errors.Join(fmt.Errorf("metrics: %w", err), ln.Close(), st.Close())
+		return fail(fmt.Errorf("metrics: %w", err))
 	}
 	metricsRule := auth.Rule{Scope: auth.ScopeAdmin}
 	if cfg.Access.PublicMetrics {
@@ -77,13 +92,43 @@ func serve(ctx context.Context, cfg *serveConfig, logOut io.Writer) error {
 		Logger: log.With("part", "subscriptions"), Listener: ln.Addr(),
 	})
 	if err != nil {
-		return errors.Join(fmt.Errorf("webhook subscriptions: %w", err), ln.Close(), st.Close())
+		return fail(fmt.Errorf("webhook subscriptions: %w", err))
 	}
 	deliv, err := startDelivery(ctx, deliveryParams{Config: cfg, Store: st, API: api, Metrics: metrics, Logger: log.With("part", "delivery")})
 	if err != nil {
 		subs.Stop()
-		return errors.Join(err, ln.Close(), st.Close())
+		return fail(err)
 	}
+	return &app{log: log, st: st, ln: ln, api: api, jwtv: jwtv, subs: subs, deliv: deliv}, nil
+}
+
+// stop stops the engines and closes the store, once the HTTP server has
+// stopped serving: callbacks in flight have finished, and in-flight
+// deliveries finish and are recorded within timeout.
+func (a *app) stop(timeout time.Duration) error {
+	a.subs.Stop()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	a.deliv.Stop(ctx)
+	cancel()
+	if a.jwtv != nil {
+		a.jwtv.Close()
+	}
+	if err := a.st.Close(); err != nil {
+		return fmt.Errorf("close store: %w", err)
+	}
+	return nil
+}
+
+// serve runs Herald until ctx ends (SIGINT or SIGTERM), then shuts down
+// gracefully: it stops taking requests, ends live reads cleanly, lets
+// in-flight appends finish, and flushes and closes the store.
+func serve(ctx context.Context, cfg *serveConfig, logOut io.Writer) error {
+	log := newLogger(cfg, logOut)
+	a, err := newApp(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	api, st, ln := a.api, a.st, a.ln
 	// No ReadTimeout: it would cut long-polls and SSE responses. Bodies
 	// get their own deadline from the handler (httpapi's body rules).
 	srv := &http.Server{
@@ -127,12 +172,8 @@ func serve(ctx context.Context, cfg *serveConfig, logOut io.Writer) error {
 	}
 	stopServices()
 	services.Wait()
-	subs.Stop() // after the HTTP server (callbacks in flight finish), before the store
-	stopCtx, cancelStop := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
-	deliv.Stop(stopCtx) // in-flight deliveries finish and are recorded
-	cancelStop()
-	if err := st.Close(); err != nil {
-		errs = append(errs, fmt.Errorf("close store: %w", err))
+	if err := a.stop(cfg.ShutdownTimeout); err != nil {
+		errs = append(errs, err)
 	}
 	if len(errs) == 0 {
 		log.Info("stopped")
