@@ -2,10 +2,12 @@ package delivery
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -13,10 +15,17 @@ import (
 
 // Limits of a field filter.
 const (
-	MaxFilterBytes      = 16 << 10
+	MaxFilterBytes = 16 << 10
+	// MaxFilterConditions bounds the conditions of a whole filter, nested
+	// ones included.
 	MaxFilterConditions = 32
 	MaxFilterPathDepth  = 16
 	MaxFilterListValues = 256
+	// MaxFilterNesting bounds how deep and / or / not nest.
+	MaxFilterNesting = 8
+	// MaxFilterRegexBytes bounds a regex pattern. Patterns are RE2, so a
+	// match takes time linear in the field's length whatever the pattern.
+	MaxFilterRegexBytes = 512
 )
 
 // Operators of the field filter syntax.
@@ -26,6 +35,21 @@ const (
 	OpIn     = "in"
 	OpNin    = "nin"
 	OpExists = "exists"
+	OpGt     = "gt"
+	OpGte    = "gte"
+	OpLt     = "lt"
+	OpLte    = "lte"
+	OpPrefix = "prefix"
+	OpRegex  = "regex"
+)
+
+// Combinators of the field filter syntax: keys of a filter object beside
+// the paths (a path starts with id, type, timestamp or data, so they
+// cannot collide).
+const (
+	CombAnd = "and"
+	CombOr  = "or"
+	CombNot = "not"
 )
 
 // FieldFilter is a compiled field filter on the event envelope. The syntax
@@ -36,7 +60,13 @@ const (
 //	  "data.status":   {"in": ["open", "held"]},    membership
 //	  "data.region":   {"nin": ["eu"]},             non-membership
 //	  "data.priority": {"ne": 0},                   inequality
-//	  "data.trace":    {"exists": true}             presence
+//	  "data.trace":    {"exists": true},            presence
+//	  "data.amount":   {"gte": 100, "lt": 1000},    order: numbers, or strings
+//	  "type":          {"prefix": "invoice."},      string prefix
+//	  "data.email":    {"regex": "@example\\.com$"}, RE2 regular expression
+//	  "or":  [{"data.tier": "gold"}, {"data.amount": {"gt": 5000}}],
+//	  "and": [{...}, {...}],                        every nested filter holds
+//	  "not": {"data.test": true}                    the nested filter does not hold
 //	}
 //
 // Keys are dot paths into the event {"id","type","timestamp","data"}: the
@@ -44,13 +74,26 @@ const (
 // ("data.items.0.sku"). Keys containing a dot cannot be addressed.
 //
 // A bare array is refused as ambiguous: {"in": [...]} tests membership,
-// {"eq": [...]} compares with an array. An operator object may combine operators ({"ne": 0, "exists": true}); all
-// must hold. To compare with a literal object use {"eq": {...}}. Values are
-// any JSON and compare by JSON value: numbers numerically (1 equals 1.0),
-// objects and arrays deeply. A missing field is equal to nothing (so "ne"
-// and "nin" hold for it); a field set to null equals null.
+// {"eq": [...]} compares with an array. An operator object may combine
+// operators ({"ne": 0, "exists": true}); all must hold. To compare with a
+// literal object use {"eq": {...}}. Values are any JSON and compare by
+// JSON value: numbers numerically (1 equals 1.0), objects and arrays
+// deeply. A missing field is equal to nothing (so "ne" and "nin" hold for
+// it); a field set to null equals null. The order operators compare a
+// number with a number and a string with a string (byte order, which is
+// time order for RFC 3339 timestamps in one zone); any other field, or a
+// missing one, fails them. "prefix" and "regex" hold only for strings.
 type FieldFilter struct {
-	conds []fieldCondition // sorted by path
+	root filterNode
+}
+
+// filterNode is one filter object: its conditions, and its nested
+// filters.
+type filterNode struct {
+	conds []fieldCondition // sorted by path; all must hold
+	and   []filterNode     // all must hold
+	or    []filterNode     // one must hold, when there are any
+	not   *filterNode      // must not hold
 }
 
 type fieldCondition struct {
@@ -61,9 +104,11 @@ type fieldCondition struct {
 
 type fieldOp struct {
 	name   string
-	value  any   // eq, ne
-	list   []any // in, nin
-	exists bool  // exists
+	value  any            // eq, ne, gt, gte, lt, lte; the pattern of regex
+	list   []any          // in, nin
+	exists bool           // exists
+	prefix string         // prefix
+	re     *regexp.Regexp // regex
 }
 
 // ParseFieldFilter validates and compiles a field filter. Empty input, JSON
@@ -90,19 +135,71 @@ func ParseFieldFilter(raw []byte) (*FieldFilter, error) {
 	if len(obj) == 0 {
 		return nil, nil
 	}
-	if len(obj) > MaxFilterConditions {
-		return nil, invalid(CodeInvalidFilter, "filter", "%d conditions, over the limit of %d", len(obj), MaxFilterConditions)
+	p := filterParser{}
+	root, err := p.node(obj, "filter", 0)
+	if err != nil {
+		return nil, err
 	}
-	f := &FieldFilter{}
-	for path, cond := range obj {
-		c, err := parseCondition(path, cond)
-		if err != nil {
-			return nil, err
+	return &FieldFilter{root: root}, nil
+}
+
+// filterParser counts the conditions of the whole filter as it parses.
+type filterParser struct {
+	conditions int
+}
+
+func (p *filterParser) node(obj map[string]any, field string, depth int) (filterNode, error) {
+	var n filterNode
+	for key, arg := range obj {
+		switch key {
+		case CombAnd, CombOr:
+			list, ok := arg.([]any)
+			if !ok || len(list) == 0 {
+				return n, invalid(CodeInvalidFilter, field+"."+key, "%q takes a non-empty array of filter objects", key)
+			}
+			for i, sub := range list {
+				child, err := p.nested(sub, fmt.Sprintf("%s.%s.%d", field, key, i), depth)
+				if err != nil {
+					return n, err
+				}
+				if key == CombAnd {
+					n.and = append(n.and, child)
+				} else {
+					n.or = append(n.or, child)
+				}
+			}
+		case CombNot:
+			child, err := p.nested(arg, field+"."+key, depth)
+			if err != nil {
+				return n, err
+			}
+			n.not = &child
+		default:
+			p.conditions++
+			if p.conditions > MaxFilterConditions {
+				return n, invalid(CodeInvalidFilter, "filter", "over the limit of %d conditions", MaxFilterConditions)
+			}
+			c, err := parseCondition(key, arg)
+			if err != nil {
+				return n, err
+			}
+			n.conds = append(n.conds, c)
 		}
-		f.conds = append(f.conds, c)
 	}
-	slices.SortFunc(f.conds, func(a, b fieldCondition) int { return strings.Compare(a.path, b.path) })
-	return f, nil
+	slices.SortFunc(n.conds, func(a, b fieldCondition) int { return strings.Compare(a.path, b.path) })
+	return n, nil
+}
+
+// nested parses a filter object inside and / or / not.
+func (p *filterParser) nested(v any, field string, depth int) (filterNode, error) {
+	if depth+1 > MaxFilterNesting {
+		return filterNode{}, invalid(CodeInvalidFilter, field, "and / or / not nest deeper than %d", MaxFilterNesting)
+	}
+	obj, ok := v.(map[string]any)
+	if !ok || len(obj) == 0 {
+		return filterNode{}, invalid(CodeInvalidFilter, field, "a nested filter is a JSON object with at least one condition")
+	}
+	return p.node(obj, field, depth+1)
 }
 
 func parseCondition(path string, cond any) (fieldCondition, error) {
@@ -119,7 +216,7 @@ func parseCondition(path string, cond any) (fieldCondition, error) {
 	switch segs[0] {
 	case "id", "type", "timestamp", "data":
 	default:
-		return fieldCondition{}, invalid(CodeInvalidFilter, field, "path must start with id, type, timestamp or data (\"data.%s\"?)", path)
+		return fieldCondition{}, invalid(CodeInvalidFilter, field, "path must start with id, type, timestamp or data (\"data.%s\"?), or be and, or, not", path)
 	}
 	if segs[0] != "data" && len(segs) > 1 {
 		return fieldCondition{}, invalid(CodeInvalidFilter, field, "%s is a string and has no fields", segs[0])
@@ -137,35 +234,69 @@ func parseCondition(path string, cond any) (fieldCondition, error) {
 		return fieldCondition{}, invalid(CodeInvalidFilter, field, "empty operator object; use {\"eq\": {}} to match an empty object")
 	}
 	for name, arg := range opsObj {
-		op := fieldOp{name: name}
-		switch name {
-		case OpEq, OpNe:
-			op.value = arg
-		case OpIn, OpNin:
-			list, ok := arg.([]any)
-			if !ok {
-				return fieldCondition{}, invalid(CodeInvalidFilter, field, "%q takes an array of values", name)
-			}
-			if len(list) == 0 {
-				return fieldCondition{}, invalid(CodeInvalidFilter, field, "%q needs at least one value", name)
-			}
-			if len(list) > MaxFilterListValues {
-				return fieldCondition{}, invalid(CodeInvalidFilter, field, "%q has %d values, over the limit of %d", name, len(list), MaxFilterListValues)
-			}
-			op.list = list
-		case OpExists:
-			b, ok := arg.(bool)
-			if !ok {
-				return fieldCondition{}, invalid(CodeInvalidFilter, field, "\"exists\" takes true or false")
-			}
-			op.exists = b
-		default:
-			return fieldCondition{}, invalid(CodeInvalidFilter, field, "unknown operator %q (known: eq, ne, in, nin, exists)", name)
+		op, err := parseOp(field, name, arg)
+		if err != nil {
+			return fieldCondition{}, err
 		}
 		c.ops = append(c.ops, op)
 	}
 	slices.SortFunc(c.ops, func(a, b fieldOp) int { return strings.Compare(a.name, b.name) })
 	return c, nil
+}
+
+func parseOp(field, name string, arg any) (fieldOp, error) {
+	op := fieldOp{name: name}
+	switch name {
+	case OpEq, OpNe:
+		op.value = arg
+	case OpIn, OpNin:
+		list, ok := arg.([]any)
+		if !ok {
+			return op, invalid(CodeInvalidFilter, field, "%q takes an array of values", name)
+		}
+		if len(list) == 0 {
+			return op, invalid(CodeInvalidFilter, field, "%q needs at least one value", name)
+		}
+		if len(list) > MaxFilterListValues {
+			return op, invalid(CodeInvalidFilter, field, "%q has %d values, over the limit of %d", name, len(list), MaxFilterListValues)
+		}
+		op.list = list
+	case OpExists:
+		b, ok := arg.(bool)
+		if !ok {
+			return op, invalid(CodeInvalidFilter, field, "\"exists\" takes true or false")
+		}
+		op.exists = b
+	case OpGt, OpGte, OpLt, OpLte:
+		switch arg.(type) {
+		case json.Number, string:
+			op.value = arg
+		default:
+			return op, invalid(CodeInvalidFilter, field, "%q takes a number or a string", name)
+		}
+	case OpPrefix:
+		str, ok := arg.(string)
+		if !ok {
+			return op, invalid(CodeInvalidFilter, field, "\"prefix\" takes a string")
+		}
+		op.prefix = str
+	case OpRegex:
+		str, ok := arg.(string)
+		if !ok {
+			return op, invalid(CodeInvalidFilter, field, "\"regex\" takes a string")
+		}
+		if len(str) > MaxFilterRegexBytes {
+			return op, invalid(CodeInvalidFilter, field, "regex is %d bytes, over the limit of %d", len(str), MaxFilterRegexBytes)
+		}
+		re, err := regexp.Compile(str)
+		if err != nil {
+			return op, &ValidationError{Code: CodeInvalidFilter, Field: field, Message: "regex is not a valid RE2 expression: " + strings.TrimPrefix(err.Error(), "error parsing regexp: "), Err: err}
+		}
+		op.value, op.re = str, re
+	default:
+		return op, invalid(CodeInvalidFilter, field, "unknown operator %q (known: eq, ne, in, nin, exists, gt, gte, lt, lte, prefix, regex)", name)
+	}
+	return op, nil
 }
 
 // MarshalJSON writes the filter in canonical form: every condition as an
@@ -174,31 +305,54 @@ func (f *FieldFilter) MarshalJSON() ([]byte, error) {
 	if f == nil {
 		return []byte("null"), nil
 	}
-	out := make(map[string]map[string]any, len(f.conds))
-	for _, c := range f.conds {
+	return json.Marshal(f.root.canonical())
+}
+
+func (n *filterNode) canonical() map[string]any {
+	out := make(map[string]any, len(n.conds)+3)
+	for _, c := range n.conds {
 		ops := make(map[string]any, len(c.ops))
 		for _, op := range c.ops {
 			switch op.name {
-			case OpEq, OpNe:
-				ops[op.name] = op.value
 			case OpIn, OpNin:
 				ops[op.name] = op.list
 			case OpExists:
 				ops[op.name] = op.exists
+			case OpPrefix:
+				ops[op.name] = op.prefix
+			default:
+				ops[op.name] = op.value
 			}
 		}
 		out[c.path] = ops
 	}
-	return json.Marshal(out)
+	for key, list := range map[string][]filterNode{CombAnd: n.and, CombOr: n.or} {
+		if len(list) == 0 {
+			continue
+		}
+		subs := make([]any, len(list))
+		for i := range list {
+			subs[i] = list[i].canonical()
+		}
+		out[key] = subs
+	}
+	if n.not != nil {
+		out[CombNot] = n.not.canonical()
+	}
+	return out
 }
 
-// Match reports whether every condition holds for doc, the event as a
-// decoded JSON object (see Target).
+// Match reports whether the filter holds for doc, the event as a decoded
+// JSON object (see Target).
 func (f *FieldFilter) Match(doc map[string]any) bool {
 	if f == nil {
 		return true
 	}
-	for _, c := range f.conds {
+	return f.root.holds(doc)
+}
+
+func (n *filterNode) holds(doc map[string]any) bool {
+	for _, c := range n.conds {
 		v, found := lookup(doc, c.segs)
 		for _, op := range c.ops {
 			if !op.holds(v, found) {
@@ -206,7 +360,23 @@ func (f *FieldFilter) Match(doc map[string]any) bool {
 			}
 		}
 	}
-	return true
+	for i := range n.and {
+		if !n.and[i].holds(doc) {
+			return false
+		}
+	}
+	if n.not != nil && n.not.holds(doc) {
+		return false
+	}
+	if len(n.or) == 0 {
+		return true
+	}
+	for i := range n.or {
+		if n.or[i].holds(doc) {
+			return true
+		}
+	}
+	return false
 }
 
 func (op fieldOp) holds(v any, found bool) bool {
@@ -221,8 +391,52 @@ func (op fieldOp) holds(v any, found bool) bool {
 		return !found || !containsJSON(op.list, v)
 	case OpExists:
 		return found == op.exists
+	case OpGt, OpGte, OpLt, OpLte:
+		if !found {
+			return false
+		}
+		c, ok := jsonCompare(v, op.value)
+		if !ok {
+			return false
+		}
+		switch op.name {
+		case OpGt:
+			return c > 0
+		case OpGte:
+			return c >= 0
+		case OpLt:
+			return c < 0
+		default:
+			return c <= 0
+		}
+	case OpPrefix:
+		str, ok := v.(string)
+		return found && ok && strings.HasPrefix(str, op.prefix)
+	case OpRegex:
+		str, ok := v.(string)
+		return found && ok && op.re.MatchString(str)
 	}
 	return false
+}
+
+// jsonCompare orders two numbers or two strings; ok is false for any
+// other pair.
+func jsonCompare(a, b any) (c int, ok bool) {
+	switch x := a.(type) {
+	case json.Number:
+		y, isNum := b.(json.Number)
+		if !isNum {
+			return 0, false
+		}
+		return compareNumbers(x, y)
+	case string:
+		y, isStr := b.(string)
+		if !isStr {
+			return 0, false
+		}
+		return strings.Compare(x, y), true
+	}
+	return 0, false
 }
 
 // lookup follows a path through decoded JSON.
@@ -299,23 +513,31 @@ func jsonEqual(a, b any) bool {
 	return false
 }
 
-// numbersEqual compares JSON numbers exactly when both are integers that fit
-// in int64, else as float64.
+// numbersEqual reports whether two JSON numbers are equal (see
+// compareNumbers).
 func numbersEqual(a, b json.Number) bool {
 	if a == b {
 		return true
 	}
+	c, ok := compareNumbers(a, b)
+	return ok && c == 0
+}
+
+// compareNumbers orders JSON numbers: exactly when both are integers that
+// fit in int64, else as float64 (a number beyond float64's range is an
+// infinity). ok is false for a string that is not a number.
+func compareNumbers(a, b json.Number) (int, bool) {
 	ai, aErr := strconv.ParseInt(string(a), 10, 64)
 	bi, bErr := strconv.ParseInt(string(b), 10, 64)
 	if aErr == nil && bErr == nil {
-		return ai == bi
+		return cmp.Compare(ai, bi), true
 	}
 	af, aErr := strconv.ParseFloat(string(a), 64)
 	bf, bErr := strconv.ParseFloat(string(b), 64)
 	if (aErr != nil && !errors.Is(aErr, strconv.ErrRange)) || (bErr != nil && !errors.Is(bErr, strconv.ErrRange)) {
-		return false
+		return 0, false
 	}
-	return af == bf
+	return cmp.Compare(af, bf), true
 }
 
 // decodeJSON decodes one JSON value with numbers kept as json.Number and

@@ -58,6 +58,34 @@ func TestFieldFilterMatch(t *testing.T) {
 		{`{"data.meta.region": "eu", "data.agent_id": "a2"}`, false},
 		{`{"data.meta.region.x": {"exists": false}}`, true},
 		{`{"data.priority": {"ne": 0, "exists": true}}`, true},
+		{`{"data.priority": {"gt": 1}}`, true},
+		{`{"data.priority": {"gt": 2}}`, false},
+		{`{"data.priority": {"gte": 2.0}}`, true},
+		{`{"data.priority": {"lt": 2.5, "gt": 1.5}}`, true},
+		{`{"data.priority": {"lte": 1}}`, false},
+		{`{"data.ratio": {"lt": 1, "gte": 0.5}}`, true},
+		{`{"data.priority": {"gt": "1"}}`, false},
+		{`{"data.status": {"gt": "a", "lt": "p"}}`, true},
+		{`{"data.status": {"gte": "p"}}`, false},
+		{`{"data.missing": {"lt": 10}}`, false},
+		{`{"data.none": {"lt": 10}}`, false},
+		{`{"timestamp": {"gte": "2026-01-01T00:00:00Z", "lt": "2026-02-01T00:00:00Z"}}`, true},
+		{`{"type": {"prefix": "agent."}}`, true},
+		{`{"type": {"prefix": "agent.x"}}`, false},
+		{`{"data.priority": {"prefix": "2"}}`, false},
+		{`{"data.meta.region": {"regex": "^(eu|uk)$"}}`, true},
+		{`{"data.meta.region": {"regex": "^us"}}`, false},
+		{`{"data.missing": {"regex": ".*"}}`, false},
+		{`{"data.tags": {"regex": "x"}}`, false},
+		{`{"or": [{"data.status": "closed"}, {"data.priority": {"gte": 2}}]}`, true},
+		{`{"or": [{"data.status": "closed"}, {"data.priority": {"gt": 2}}]}`, false},
+		{`{"and": [{"data.status": "open"}, {"data.flag": true}]}`, true},
+		{`{"and": [{"data.status": "open"}, {"data.flag": false}]}`, false},
+		{`{"not": {"data.status": "open"}}`, false},
+		{`{"not": {"data.status": "closed"}}`, true},
+		{`{"data.agent_id": "a1", "or": [{"data.tags.0": "x"}, {"data.tags.0": "z"}], "not": {"data.none": {"exists": false}}}`, true},
+		{`{"data.agent_id": "a2", "or": [{"data.tags.0": "x"}]}`, false},
+		{`{"not": {"or": [{"data.status": "closed"}, {"not": {"data.flag": true}}]}}`, true},
 		{`{"data.priority": {"ne": 2, "exists": true}}`, false},
 		{`{"type": "agent.updated"}`, true},
 		{`{"id": {"in": ["evt_1"]}}`, true},
@@ -111,7 +139,20 @@ func TestFieldFilterRefuses(t *testing.T) {
 		{`{"agent_id": 1}`, "filter.agent_id", "must start with"},
 		{`{"type.x": 1}`, "filter.type.x", "no fields"},
 		{`{"data.a": {}}`, "filter.data.a", "empty operator object"},
-		{`{"data.a": {"gt": 1}}`, "filter.data.a", "unknown operator"},
+		{`{"data.a": {"like": 1}}`, "filter.data.a", "unknown operator"},
+		{`{"data.a": {"gt": true}}`, "filter.data.a", "number or a string"},
+		{`{"data.a": {"lte": [1]}}`, "filter.data.a", "number or a string"},
+		{`{"data.a": {"prefix": 1}}`, "filter.data.a", "takes a string"},
+		{`{"data.a": {"regex": "(a"}}`, "filter.data.a", "not a valid RE2"},
+		{`{"data.a": {"regex": "(?=a)"}}`, "filter.data.a", "not a valid RE2"},
+		{`{"data.a": {"regex": "` + strings.Repeat("a", MaxFilterRegexBytes+1) + `"}}`, "filter.data.a", "over the limit"},
+		{`{"or": []}`, "filter.or", "non-empty array"},
+		{`{"and": {"data.a": 1}}`, "filter.and", "non-empty array"},
+		{`{"or": [{"data.a": 1}, {}]}`, "filter.or.1", "at least one condition"},
+		{`{"not": 1}`, "filter.not", "at least one condition"},
+		{`{"not": {"data.a": {"bad": 1}}}`, "filter.data.a", "unknown operator"},
+		{`{"andd": [{"data.a": 1}]}`, "filter.andd", "must start with"},
+		{`{"not": ` + strings.Repeat(`{"not": `, MaxFilterNesting) + `{"data.a": 1}` + strings.Repeat("}", MaxFilterNesting+1), "", "nest deeper"},
 		{`{"data.a": {"eq": 1, "like": "x"}}`, "filter.data.a", "unknown operator"},
 		{`{"data.a": {"in": "x"}}`, "filter.data.a", "array"},
 		{`{"data.a": {"in": []}}`, "filter.data.a", "at least one"},
@@ -162,12 +203,41 @@ func TestFieldFilterCanonicalForm(t *testing.T) {
 	if want := `{"data.a":{"eq":"x"},"data.b":{"exists":true,"nin":[1]}}`; string(b) != want {
 		t.Fatalf("canonical = %s, want %s", b, want)
 	}
+	f, err = ParseFieldFilter([]byte(`{"or": [{"type": {"prefix": "a."}}, {"data.n": {"lt": 3, "gte": 1}}], "not": {"data.e": {"regex": "^x"}}, "and": [{"id": "e"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, err = json.Marshal(f); err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"and":[{"id":{"eq":"e"}}],"not":{"data.e":{"regex":"^x"}},"or":[{"type":{"prefix":"a."}},{"data.n":{"gte":1,"lt":3}}]}`; string(b) != want {
+		t.Fatalf("canonical = %s, want %s", b, want)
+	}
+}
+
+// TestFieldFilterConditionsCountAcrossNesting: the condition limit holds
+// for the whole filter, so nesting cannot multiply the work of a match.
+func TestFieldFilterConditionsCountAcrossNesting(t *testing.T) {
+	var subs []string
+	for i := range MaxFilterConditions + 1 {
+		subs = append(subs, `{"data.k`+strings.Repeat("x", i)+`": 1}`)
+	}
+	raw := `{"or": [` + strings.Join(subs, ",") + `]}`
+	if _, err := ParseFieldFilter([]byte(raw)); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("%d nested conditions = %v, want refused", len(subs), err)
+	}
+	raw = `{"or": [` + strings.Join(subs[:MaxFilterConditions], ",") + `]}`
+	if _, err := ParseFieldFilter([]byte(raw)); err != nil {
+		t.Fatalf("%d nested conditions = %v, want accepted", MaxFilterConditions, err)
+	}
 }
 
 func FuzzParseFieldFilter(f *testing.F) {
 	for _, s := range []string{
 		`{"data.agent_id": "a1"}`, `{"data.status": {"in": ["x","y"]}}`, `{"data.n": {"ne": 1, "exists": true}}`,
 		`{"data.items.0.sku": {"nin": [1.5, null, {"a": []}]}}`, `{"type": "a"}`, `{"data.a": {"gt": 1}}`, `null`, `[]`,
+		`{"data.n": {"gte": 1, "lt": "z"}}`, `{"type": {"prefix": "a."}}`, `{"data.status": {"regex": "^(x|y)+$"}}`,
+		`{"or": [{"data.n": 1}, {"not": {"type": "a.b"}}], "and": [{"id": {"exists": true}}]}`,
 	} {
 		f.Add([]byte(s))
 	}

@@ -103,7 +103,7 @@ func TestCompileFiltersRefuses(t *testing.T) {
 		{&FiltersParams{EventTypes: []string{"a", "*.b"}}, CodeInvalidEventTypePattern, "event_types[1]"},
 		{&FiltersParams{Streams: []string{"/ok/**", "/bad["}, CompileStream: compilePrefixGlob}, CodeInvalidStreamPattern, "streams[1]"},
 		{&FiltersParams{Streams: []string{}, CompileStream: compilePrefixGlob}, CodeInvalidStreamPattern, "streams"},
-		{&FiltersParams{Filter: json.RawMessage(`{"data.a": {"gt": 1}}`)}, CodeInvalidFilter, "filter.data.a"},
+		{&FiltersParams{Filter: json.RawMessage(`{"data.a": {"like": 1}}`)}, CodeInvalidFilter, "filter.data.a"},
 	}
 	for i, tc := range cases {
 		_, err := CompileFilters(tc.p)

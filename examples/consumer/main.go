@@ -10,7 +10,7 @@
 // once to read that batch again.
 //
 //	herald serve --webhook-allow-cidrs 127.0.0.0/8
-//	curl -X PUT 'http://localhost:4437/agents/*?subscription=example' \
+//	curl -X PUT 'http://localhost:4437/agents/*?subscription=example' -H 'Content-Type: application/json' \
 //	     -d '{"webhook": "http://127.0.0.1:8080/webhook"}'
 //	consumer -listen 127.0.0.1:8080 -secret whsec_...
 //	curl -X PUT http://localhost:4437/agents/task-1 -H 'Content-Type: text/plain' -d 'hello'
