@@ -107,12 +107,7 @@ func (a *API) listDeliveries(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p.Limit = limit + 1
-	ctx := r.Context()
-	if _, err := a.e.st.EndpointGet(ctx, p.EndpointID); err != nil {
-		a.fail(w, r, err)
-		return
-	}
-	ds, err := a.e.st.DeliveryList(ctx, p)
+	ds, err := a.e.st.DeliveryList(r.Context(), p)
 	if err != nil {
 		a.fail(w, r, err)
 		return
@@ -204,6 +199,10 @@ func (a *API) publish(w http.ResponseWriter, r *http.Request) {
 	}
 	ev, err := ParseEvent(rest, &ParseEventParams{Now: a.e.now(), MaxBytes: a.e.cfg.MaxEventBytes})
 	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	if tenant, err = stampTenant(r.Context(), tenant); err != nil {
 		a.fail(w, r, err)
 		return
 	}
