@@ -98,6 +98,9 @@ type apiError struct {
 
 func (e *apiError) Error() string { return e.message }
 
+// errBadCursor: a list's cursor is not a next_cursor value it gave.
+var errBadCursor = badRequest(CodeInvalidParameter, "cursor", "cursor must be a next_cursor value of a previous page")
+
 func badRequest(code Code, field, format string, args ...any) *apiError {
 	return &apiError{http.StatusBadRequest, code, field, fmt.Sprintf(format, args...)}
 }

@@ -128,7 +128,7 @@ func (a *API) listEndpoints(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if c := q.Get("cursor"); c != "" && !isEndpointID(c) {
-		a.fail(w, r, badRequest(CodeInvalidParameter, "cursor", "cursor must be a next_cursor value of a previous page"))
+		a.fail(w, r, errBadCursor)
 		return
 	}
 	// A credential of a tenant lists its own tenant's endpoints whatever

@@ -278,3 +278,28 @@ func errorCodeOf(body string) string {
 	}
 	return e.Error.Code
 }
+
+// The key list refuses a cursor no list gave, as the delivery lists do,
+// and follows one it gave.
+func TestKeyListRefusesJunkCursor(t *testing.T) {
+	k := startKeyed(t, t.TempDir())
+	k.newKey("acme")
+	k.newKey("acme")
+	for _, c := range []string{"junk", "3", "ABCDEFGHIJKLMNOP", "abcdefghijklmnopq", "%00"} {
+		resp, out := k.call(tenantAdminKey, "GET", "/_herald/v1/keys?cursor="+c, "", nil)
+		if code := apiError(t, "keys cursor "+c, resp, out, http.StatusBadRequest); code != "" && code != "INVALID_PARAMETER" {
+			t.Errorf("keys cursor %s: code %q", c, code)
+		}
+	}
+	var page struct {
+		Data       []struct{ ID string }
+		NextCursor *string `json:"next_cursor"`
+	}
+	if resp, out := k.call(tenantAdminKey, "GET", "/_herald/v1/keys?limit=1", "", &page); resp.StatusCode != http.StatusOK || page.NextCursor == nil {
+		t.Fatalf("first page: %d %s", resp.StatusCode, out)
+	}
+	first := page.Data[0].ID
+	if resp, out := k.call(tenantAdminKey, "GET", "/_herald/v1/keys?limit=1&cursor="+*page.NextCursor, "", &page); resp.StatusCode != http.StatusOK || len(page.Data) != 1 || page.Data[0].ID == first {
+		t.Fatalf("next page: %d %s", resp.StatusCode, out)
+	}
+}
