@@ -55,14 +55,22 @@ func ParseKey(key string) (id string, ok bool) {
 		return "", false
 	}
 	id, secret, found := strings.Cut(rest, "_")
-	if !found || len(id) != idEncoding.EncodedLen(idBytes) || len(secret) != base64.RawURLEncoding.EncodedLen(secretBytes) {
+	if !found || !IsKeyID(id) || len(secret) != base64.RawURLEncoding.EncodedLen(secretBytes) {
 		return "", false
 	}
-	for i := 0; i < len(id); i++ {
-		c := id[i]
-		if !('a' <= c && c <= 'z' || '2' <= c && c <= '7') {
-			return "", false
+	return id, true
+}
+
+// IsKeyID reports whether s has the shape of a key id (16 lower-case
+// base32 characters).
+func IsKeyID(s string) bool {
+	if len(s) != idEncoding.EncodedLen(idBytes) {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !('a' <= c && c <= 'z' || '2' <= c && c <= '7') {
+			return false
 		}
 	}
-	return id, true
+	return true
 }

@@ -330,6 +330,12 @@ func (k *KeysAPI) list(w http.ResponseWriter, r *http.Request) {
 		}
 		limit = n
 	}
+	// A cursor is the id of the last key of a page: anything else is a
+	// mistake of the caller, not an empty page.
+	if c := q.Get("cursor"); c != "" && !IsKeyID(c) {
+		k.fail(w, r, badRequest("INVALID_PARAMETER", "cursor", "cursor must be a next_cursor value of a previous page"))
+		return
+	}
 	tenant := q.Get("tenant")
 	if err := validTenant(tenant); err != nil {
 		k.fail(w, r, err)

@@ -206,6 +206,9 @@ func TestKeysAPIRefusesBadInput(t *testing.T) {
 		{"GET", "/_herald/v1/keys?limit=0", ``, 400, "INVALID_PARAMETER", "limit"},
 		{"GET", "/_herald/v1/keys?limit=abc", ``, 400, "INVALID_PARAMETER", "limit"},
 		{"GET", "/_herald/v1/keys?sort=id", ``, 400, "UNKNOWN_PARAMETER", "sort"},
+		{"GET", "/_herald/v1/keys?cursor=junk", ``, 400, "INVALID_PARAMETER", "cursor"},
+		{"GET", "/_herald/v1/keys?cursor=ABCDEFGHIJKLMNOP", ``, 400, "INVALID_PARAMETER", "cursor"},
+		{"GET", "/_herald/v1/keys?cursor=" + strings.Repeat("a", 17), ``, 400, "INVALID_PARAMETER", "cursor"},
 		{"GET", "/_herald/v1/keys/nope", ``, 404, "KEY_NOT_FOUND", ""},
 	} {
 		status, body := call(t, srv, tc.method, tc.path, adminKey, tc.body)

@@ -34,7 +34,9 @@ type API struct {
 // NewAPI returns the API of an engine.
 func NewAPI(e *Engine) *API { return &API{e: e, log: e.log} }
 
-// Mount registers every route on m, each behind the scope it needs..
+// Mount registers every route on m, each behind the scope it needs and,
+// for a route with an {id}, the check that the caller's tenant may see
+// what it names (see visibleEndpoint).
 func (a *API) Mount(m auth.Mounter) {
 	var (
 		epRead   = auth.Rule{Scope: auth.ScopeEndpointsRead}
@@ -46,22 +48,26 @@ func (a *API) Mount(m auth.Mounter) {
 	for _, r := range []struct {
 		pattern string
 		rule    auth.Rule
+		owner   owner
 		fn      http.HandlerFunc
 	}{
-		{"POST " + APIPrefix + "endpoints", epWrite, a.createEndpoint},
-		{"GET " + APIPrefix + "endpoints", epRead, a.listEndpoints},
-		{"GET " + APIPrefix + "endpoints/{id}", epRead, a.getEndpoint},
-		{"PATCH " + APIPrefix + "endpoints/{id}", epWrite, a.patchEndpoint},
-		{"DELETE " + APIPrefix + "endpoints/{id}", epWrite, a.deleteEndpoint},
-		{"POST " + APIPrefix + "endpoints/{id}/rotate-secret", epWrite, a.rotateSecret},
-		{"POST " + APIPrefix + "endpoints/{id}/test", epWrite, a.testEndpoint},
-		{"POST " + APIPrefix + "endpoints/{id}/replay", dlvWrite, a.replay},
-		{"GET " + APIPrefix + "endpoints/{id}/deliveries", dlvRead, a.listDeliveries},
-		{"GET " + APIPrefix + "deliveries/{id}", dlvRead, a.getDelivery},
-		{"POST " + APIPrefix + "deliveries/{id}/retry", dlvWrite, a.retryDelivery},
-		{"POST " + APIPrefix + "events", publish, a.publish},
+		{"POST " + APIPrefix + "endpoints", epWrite, ownsNothing, a.createEndpoint},
+		{"GET " + APIPrefix + "endpoints", epRead, ownsNothing, a.listEndpoints},
+		{"GET " + APIPrefix + "endpoints/{id}", epRead, ownsEndpoint, a.getEndpoint},
+		{"PATCH " + APIPrefix + "endpoints/{id}", epWrite, ownsEndpoint, a.patchEndpoint},
+		{"DELETE " + APIPrefix + "endpoints/{id}", epWrite, ownsEndpoint, a.deleteEndpoint},
+		{"POST " + APIPrefix + "endpoints/{id}/rotate-secret", epWrite, ownsEndpoint, a.rotateSecret},
+		{"POST " + APIPrefix + "endpoints/{id}/test", epWrite, ownsEndpoint, a.testEndpoint},
+		{"POST " + APIPrefix + "endpoints/{id}/replay", dlvWrite, ownsEndpoint, a.replay},
+		{"GET " + APIPrefix + "endpoints/{id}/deliveries", dlvRead, ownsEndpoint, a.listDeliveries},
+		{"GET " + APIPrefix + "deliveries/{id}", dlvRead, ownsDelivery, a.getDelivery},
+		{"POST " + APIPrefix + "deliveries/{id}/retry", dlvWrite, ownsDelivery, a.retryDelivery},
+		{"POST " + APIPrefix + "events", publish, ownsNothing, a.publish},
 	} {
-		m.Handle(r.pattern, r.rule, r.fn)
+		if strings.Contains(r.pattern, "{id}") != (r.owner != ownsNothing) {
+			panic("delivery: route " + r.pattern + ": an {id} route must say what the id names, and only one") // a programming error
+		}
+		m.Handle(r.pattern, r.rule, a.owned(r.owner, r.fn))
 	}
 }
 
@@ -91,6 +97,9 @@ type apiError struct {
 }
 
 func (e *apiError) Error() string { return e.message }
+
+// errBadCursor: a list's cursor is not a next_cursor value it gave.
+var errBadCursor = badRequest(CodeInvalidParameter, "cursor", "cursor must be a next_cursor value of a previous page")
 
 func badRequest(code Code, field, format string, args ...any) *apiError {
 	return &apiError{http.StatusBadRequest, code, field, fmt.Sprintf(format, args...)}

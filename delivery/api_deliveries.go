@@ -2,8 +2,8 @@ package delivery
 
 import (
 	"encoding/json"
+	"errors"
 	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/heraldstreams/herald/protocol"
@@ -93,26 +93,18 @@ func (a *API) listDeliveries(w http.ResponseWriter, r *http.Request) {
 			*f.dst = t
 		}
 	}
-	if c := q.Get("cursor"); c != "" {
-		n, err := strconv.ParseInt(c, 10, 64)
-		if err != nil || n <= 0 {
-			a.fail(w, r, badRequest(CodeInvalidParameter, "cursor", "cursor must be a next_cursor value of a previous page"))
-			return
-		}
-		p.BeforeSeq = n
-	}
+	// A cursor is the id of the last delivery of a page.
+	p.Before = q.Get("cursor")
 	limit, err := parseLimit(q.Get("limit"))
 	if err != nil {
 		a.fail(w, r, err)
 		return
 	}
 	p.Limit = limit + 1
-	ctx := r.Context()
-	if _, err := a.e.st.EndpointGet(ctx, p.EndpointID); err != nil {
-		a.fail(w, r, err)
-		return
+	ds, err := a.e.st.DeliveryList(r.Context(), p)
+	if errors.Is(err, store.ErrInvalidCursor) {
+		err = errBadCursor
 	}
-	ds, err := a.e.st.DeliveryList(ctx, p)
 	if err != nil {
 		a.fail(w, r, err)
 		return
@@ -120,8 +112,7 @@ func (a *API) listDeliveries(w http.ResponseWriter, r *http.Request) {
 	out := listDeliveriesJSON{Data: []deliveryJSON{}}
 	for i := range ds {
 		if i == limit {
-			c := strconv.FormatInt(ds[i-1].Seq, 10)
-			out.NextCursor = &c
+			out.NextCursor = &ds[i-1].ID
 			break
 		}
 		out.Data = append(out.Data, deliveryView(&ds[i]))
@@ -204,6 +195,10 @@ func (a *API) publish(w http.ResponseWriter, r *http.Request) {
 	}
 	ev, err := ParseEvent(rest, &ParseEventParams{Now: a.e.now(), MaxBytes: a.e.cfg.MaxEventBytes})
 	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	if tenant, err = stampTenant(r.Context(), tenant); err != nil {
 		a.fail(w, r, err)
 		return
 	}

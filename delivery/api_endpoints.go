@@ -94,6 +94,10 @@ func (a *API) createEndpoint(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, err)
 		return
 	}
+	if req.Tenant, err = stampTenant(r.Context(), req.Tenant); err != nil {
+		a.fail(w, r, err)
+		return
+	}
 	active := true
 	if req.Active != nil {
 		active = *req.Active
@@ -124,10 +128,20 @@ func (a *API) listEndpoints(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if c := q.Get("cursor"); c != "" && !isEndpointID(c) {
-		a.fail(w, r, badRequest(CodeInvalidParameter, "cursor", "cursor must be a next_cursor value of a previous page"))
+		a.fail(w, r, errBadCursor)
 		return
 	}
-	eps, err := a.e.st.EndpointList(r.Context(), &store.EndpointListParams{After: q.Get("cursor"), Limit: limit + 1, Tenant: q.Get("tenant")})
+	// A credential of a tenant lists its own tenant's endpoints whatever
+	// ?tenant says.
+	tenant, err := tenantOf(r.Context())
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	if tenant == "" {
+		tenant = q.Get("tenant")
+	}
+	eps, err := a.e.st.EndpointList(r.Context(), &store.EndpointListParams{After: q.Get("cursor"), Limit: limit + 1, Tenant: tenant})
 	if err != nil {
 		a.fail(w, r, err)
 		return
@@ -174,7 +188,7 @@ func (a *API) getEndpoint(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, err)
 		return
 	}
-	ep, err := a.e.st.EndpointGet(r.Context(), pathID(r))
+	ep, err := a.visibleEndpoint(r.Context(), pathID(r))
 	if err != nil {
 		a.fail(w, r, err)
 		return
@@ -212,7 +226,7 @@ func (a *API) patchEndpoint(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	id := pathID(r)
 	for range 3 {
-		cur, err := a.e.st.EndpointGet(ctx, id)
+		cur, err := a.visibleEndpoint(ctx, id)
 		if err != nil {
 			a.fail(w, r, err)
 			return
@@ -241,6 +255,10 @@ func (a *API) patchEndpoint(w http.ResponseWriter, r *http.Request) {
 		}
 		var req endpointRequest
 		if err := decodeStrict(full, &req); err != nil {
+			a.fail(w, r, err)
+			return
+		}
+		if req.Tenant, err = stampTenant(ctx, req.Tenant); err != nil {
 			a.fail(w, r, err)
 			return
 		}

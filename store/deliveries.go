@@ -126,6 +126,7 @@ var (
 	ErrEndpointConflict = errors.New("store: endpoint changed since it was read")
 	ErrCursorConflict   = errors.New("store: delivery cursor moved since it was read")
 	ErrDeliveryNotFound = errors.New("store: delivery not found")
+	ErrInvalidCursor    = errors.New("store: not a cursor of this list")
 )
 
 // Delivery statuses.
@@ -392,10 +393,11 @@ type DeliveryListParams struct {
 	// Since and Until bound CreatedAt (zero: unbounded): Since <=
 	// CreatedAt < Until.
 	Since, Until time.Time
-	// BeforeSeq pages: only deliveries with Seq < BeforeSeq (0: from the
-	// newest).
-	BeforeSeq int64
-	Limit     int
+	// Before pages: only deliveries inserted before the delivery of this
+	// ID ("": from the newest). An ID the store did not give is
+	// ErrInvalidCursor.
+	Before string
+	Limit  int
 }
 
 // DeliveryRetryParams are the inputs of DeliveryRetry.

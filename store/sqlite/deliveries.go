@@ -8,8 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/heraldstreams/herald/store"
@@ -18,7 +16,7 @@ import (
 const deliveryColumns = `seq, endpoint_id, event_id, event_type, stream, position, status, attempts, round_attempts,
 	next_attempt_at, last_status_code, last_error, created_at, updated_at, finished_at`
 
-func scanDelivery(row interface{ Scan(...any) error }, body bool) (store.Delivery, error) {
+func (s *Store) scanDelivery(row interface{ Scan(...any) error }, body bool) (store.Delivery, error) {
 	var d store.Delivery
 	var next, created, updated, finished int64
 	dst := []any{&d.Seq, &d.EndpointID, &d.EventID, &d.EventType, &d.Stream, &d.Position, &d.Status, &d.Attempts,
@@ -29,7 +27,7 @@ func scanDelivery(row interface{ Scan(...any) error }, body bool) (store.Deliver
 	if err := row.Scan(dst...); err != nil {
 		return d, err
 	}
-	d.ID = deliveryID(d.Seq)
+	d.ID = s.ids.id(d.Seq)
 	d.NextAttemptAt = fromNanos(next)
 	d.CreatedAt, d.UpdatedAt, d.FinishedAt = fromNanos(created), fromNanos(updated), fromNanos(finished)
 	return d, nil
@@ -162,7 +160,7 @@ func (s *Store) DeliveryEnqueue(ctx context.Context, params *store.DeliveryEnque
 					// Leased before the commit makes the row visible, so
 					// no claim can take it first; undone if the batch fails
 					// (its seq would be used again).
-					d.Seq, d.ID, d.Status = seq, deliveryID(seq), store.DeliveryPending
+					d.Seq, d.ID, d.Status = seq, s.ids.id(seq), store.DeliveryPending
 					d.CreatedAt, d.UpdatedAt = fromNanos(now), fromNanos(now)
 					d.LeaseToken = s.leases.add(d.EndpointID, seq, nanos(d.LeaseUntil))
 					res.Leased = append(res.Leased, d)
@@ -246,7 +244,7 @@ func (s *Store) readClaimed(ctx context.Context, taken map[int64]int64) ([]store
 	}
 	var out []store.Delivery
 	for rows.Next() {
-		d, err := scanDelivery(rows, true)
+		d, err := s.scanDelivery(rows, true)
 		if err != nil {
 			return nil, errors.Join(fmt.Errorf("sqlite: claim: %w", err), rows.Close())
 		}
@@ -348,7 +346,7 @@ func (s *Store) DeliveryComplete(ctx context.Context, params *store.DeliveryComp
 		res.HealthVersion = params.ExpectHealthVersion + 1
 		var recorded []store.DeliveryResult
 		for _, dr := range params.Results {
-			seq, ok := parseDeliveryID(dr.DeliveryID)
+			seq, ok := s.ids.seq(dr.DeliveryID)
 			if !ok || !s.leases.holds(params.EndpointID, seq, dr.LeaseToken) {
 				continue // the lease ended: another claim may own it now
 			}
@@ -383,7 +381,7 @@ func (s *Store) DeliveryComplete(ctx context.Context, params *store.DeliveryComp
 		}
 		b.afterRun = append(b.afterRun, func() {
 			for _, dr := range recorded {
-				seq, _ := parseDeliveryID(dr.DeliveryID)
+				seq, _ := s.ids.seq(dr.DeliveryID)
 				s.leases.release(params.EndpointID, seq, dr.LeaseToken)
 			}
 		})
@@ -397,11 +395,11 @@ func (s *Store) DeliveryComplete(ctx context.Context, params *store.DeliveryComp
 
 // DeliveryGet implements store.DeliveryStore.
 func (s *Store) DeliveryGet(ctx context.Context, id string) (*store.Delivery, error) {
-	seq, ok := parseDeliveryID(id)
+	seq, ok := s.ids.seq(id)
 	if !ok {
 		return nil, store.ErrDeliveryNotFound
 	}
-	d, err := scanDelivery(s.reader.QueryRowContext(ctx, `SELECT `+deliveryColumns+`, body FROM deliveries WHERE seq = ?`, seq), true)
+	d, err := s.scanDelivery(s.reader.QueryRowContext(ctx, `SELECT `+deliveryColumns+`, body FROM deliveries WHERE seq = ?`, seq), true)
 	if isNoRows(err) {
 		return nil, store.ErrDeliveryNotFound
 	}
@@ -424,9 +422,13 @@ func (s *Store) withLease(d *store.Delivery) {
 func (s *Store) DeliveryList(ctx context.Context, params *store.DeliveryListParams) ([]store.Delivery, error) {
 	q := `SELECT ` + deliveryColumns + ` FROM deliveries WHERE endpoint_id = ?`
 	args := []any{params.EndpointID}
-	if params.BeforeSeq > 0 {
+	if params.Before != "" {
+		seq, ok := s.ids.seq(params.Before)
+		if !ok {
+			return nil, store.ErrInvalidCursor
+		}
 		q += ` AND seq < ?`
-		args = append(args, params.BeforeSeq)
+		args = append(args, seq)
 	}
 	if params.Status != "" {
 		q += ` AND status = ?`
@@ -456,7 +458,7 @@ func (s *Store) DeliveryList(ctx context.Context, params *store.DeliveryListPara
 	defer rows.Close()
 	var out []store.Delivery
 	for rows.Next() {
-		d, err := scanDelivery(rows, false)
+		d, err := s.scanDelivery(rows, false)
 		if err != nil {
 			return nil, fmt.Errorf("sqlite: list deliveries: %w", err)
 		}
@@ -468,7 +470,7 @@ func (s *Store) DeliveryList(ctx context.Context, params *store.DeliveryListPara
 
 // DeliveryAttempts implements store.DeliveryStore.
 func (s *Store) DeliveryAttempts(ctx context.Context, deliveryID string) ([]store.DeliveryAttempt, error) {
-	seq, ok := parseDeliveryID(deliveryID)
+	seq, ok := s.ids.seq(deliveryID)
 	if !ok {
 		return nil, nil
 	}
@@ -495,13 +497,13 @@ func (s *Store) DeliveryAttempts(ctx context.Context, deliveryID string) ([]stor
 // DeliveryRetry implements store.DeliveryStore.
 func (s *Store) DeliveryRetry(ctx context.Context, params *store.DeliveryRetryParams) (*store.Delivery, error) {
 	var out store.Delivery
-	seq, ok := parseDeliveryID(params.ID)
+	seq, ok := s.ids.seq(params.ID)
 	if !ok {
 		return nil, store.ErrDeliveryNotFound
 	}
 	err := s.write(ctx, func(b *batch) error {
 		var err error
-		out, err = scanDelivery(s.wconn.QueryRowContext(b.ctx, `UPDATE deliveries SET status = 'pending', round_attempts = 0,
+		out, err = s.scanDelivery(s.wconn.QueryRowContext(b.ctx, `UPDATE deliveries SET status = 'pending', round_attempts = 0,
 			next_attempt_at = ?1, finished_at = 0, updated_at = ?1 WHERE seq = ?2 RETURNING `+deliveryColumns,
 			nanos(params.Now), seq), false)
 		if isNoRows(err) {
@@ -619,18 +621,4 @@ func (s *Store) EventPublish(ctx context.Context, params *store.EventPublishPara
 		return nil, err
 	}
 	return res, nil
-}
-
-// deliveryID is the public id of the delivery with this seq.
-func deliveryID(seq int64) string { return "dlv_" + strconv.FormatInt(seq, 10) }
-
-// parseDeliveryID returns the seq of a delivery id, ok false when the id
-// cannot be one.
-func parseDeliveryID(id string) (int64, bool) {
-	rest, ok := strings.CutPrefix(id, "dlv_")
-	if !ok || rest == "" || rest[0] == '0' || rest[0] == '+' || rest[0] == '-' {
-		return 0, false
-	}
-	seq, err := strconv.ParseInt(rest, 10, 64)
-	return seq, err == nil && seq > 0
 }

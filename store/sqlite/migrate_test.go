@@ -17,32 +17,13 @@ import (
 // order, with their offsets, and is still found by stream.
 func TestMigrationMovesMembershipsIntoTheConsumer(t *testing.T) {
 	ctx := context.Background()
-	dir := t.TempDir()
-	db, err := sql.Open("sqlite", "file:"+filepath.Join(dir, "herald.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn, err := db.Conn(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := migrate(ctx, conn, "0005_consumers_state"); err != nil {
-		t.Fatal(err)
-	}
-	for _, q := range []string{
+	dir := storeAt(t, "0005_consumers_state",
 		`INSERT INTO consumers (id, subscription_id, primary_stream, state, epoch, version) VALUES
 			('s:%2Fa', 's', '/a', 'IDLE', 3, 7), ('s:%2Fb', 's', '/b', 'LIVE', 1, 2), ('s:%2Fc', 's', '/c', 'IDLE', 0, 1)`,
 		`INSERT INTO consumer_streams (consumer_id, path, acked, notified, ord) VALUES
 			('s:%2Fa', '/z', 'z1', '', 1), ('s:%2Fa', '/a', 'a1', 'a2', 0), ('s:%2Fa', '/x', 'x1', 'x1', 2),
 			('s:%2Fb', '/b', 'b1', '', 0)`,
-	} {
-		if _, err := conn.ExecContext(ctx, q); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := errors.Join(conn.Close(), db.Close()); err != nil {
-		t.Fatal(err)
-	}
+	)
 
 	s := openStore(t, Config{Dir: dir})
 	want := map[string][]store.ConsumerStream{
@@ -83,25 +64,8 @@ func TestMigrationMovesMembershipsIntoTheConsumer(t *testing.T) {
 // upgrade (they carry none); new consumers store theirs.
 func TestMigrationKeepsConsumersWithoutIncarnation(t *testing.T) {
 	ctx := context.Background()
-	dir := t.TempDir()
-	db, err := sql.Open("sqlite", "file:"+filepath.Join(dir, "herald.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn, err := db.Conn(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := migrate(ctx, conn, "0009_keys"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := conn.ExecContext(ctx, `INSERT INTO consumers (id, subscription_id, primary_stream, state, epoch, wake_id, paths, cursors, version)
-		VALUES ('s:%2Fa', 's', '/a', 'LIVE', 4, 'w_4', '["/a"]', '[["a1","a2"]]', 9)`); err != nil {
-		t.Fatal(err)
-	}
-	if err := errors.Join(conn.Close(), db.Close()); err != nil {
-		t.Fatal(err)
-	}
+	dir := storeAt(t, "0009_keys", `INSERT INTO consumers (id, subscription_id, primary_stream, state, epoch, wake_id, paths, cursors, version)
+		VALUES ('s:%2Fa', 's', '/a', 'LIVE', 4, 'w_4', '["/a"]', '[["a1","a2"]]', 9)`)
 
 	s := openStore(t, Config{Dir: dir})
 	c, err := s.ConsumerGet(ctx, "s:%2Fa")
@@ -119,4 +83,31 @@ func TestMigrationKeepsConsumersWithoutIncarnation(t *testing.T) {
 	if c, err := s.ConsumerGet(ctx, "s:%2Fb"); err != nil || c.Incarnation != "i_b" {
 		t.Fatalf("new consumer: %+v, %v", c, err)
 	}
+}
+
+// storeAt makes a data directory whose database has the migrations up to
+// and including until, then the statements run on it, and returns it.
+func storeAt(t *testing.T, until string, statements ...string) string {
+	t.Helper()
+	ctx := context.Background()
+	dir := t.TempDir()
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(dir, "herald.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = migrate(ctx, conn, until)
+	for _, q := range statements {
+		if err != nil {
+			break
+		}
+		_, err = conn.ExecContext(ctx, q)
+	}
+	if err := errors.Join(err, conn.Close(), db.Close()); err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }

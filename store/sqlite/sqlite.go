@@ -74,6 +74,8 @@ type Store struct {
 	syncFull bool
 	// leases are the delivery leases (see leaseBook).
 	leases *leaseBook
+	// ids names deliveries (see deliveryIDs).
+	ids *deliveryIDs
 	// walFrames is the WAL's size in frames at the last checkpoint.
 	walFrames atomic.Int64
 	reader    *sql.DB
@@ -197,6 +199,9 @@ func (s *Store) open(ctx context.Context) error {
 		return err
 	}
 	if err := s.prepareSecrets(ctx); err != nil {
+		return err
+	}
+	if err := s.loadDeliveryIDs(ctx); err != nil {
 		return err
 	}
 	// The committer never checkpoints (that would stall every append

@@ -2,7 +2,9 @@ package storetest
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -434,9 +436,14 @@ func testDeliveryListRetryPrune(t *testing.T, f Factory) {
 	if err != nil || fmt.Sprint(eventIDs(page1)) != "[e4 e3 e2]" || page1[0].Body != nil {
 		t.Fatalf("page 1 = %v, %v", eventIDs(page1), err)
 	}
-	page2, err := s.DeliveryList(ctx, &store.DeliveryListParams{EndpointID: "ep", Limit: 3, BeforeSeq: page1[2].Seq})
+	page2, err := s.DeliveryList(ctx, &store.DeliveryListParams{EndpointID: "ep", Limit: 3, Before: page1[2].ID})
 	if err != nil || fmt.Sprint(eventIDs(page2)) != "[e1 e0]" {
 		t.Fatalf("page 2 = %v, %v", eventIDs(page2), err)
+	}
+	for _, junk := range []string{"1", "dlv_1", page1[2].ID + "0", strings.ToUpper(page1[2].ID)} {
+		if _, err := s.DeliveryList(ctx, &store.DeliveryListParams{EndpointID: "ep", Before: junk}); !errors.Is(err, store.ErrInvalidCursor) {
+			t.Fatalf("cursor %q: %v, want ErrInvalidCursor", junk, err)
+		}
 	}
 	odd, _ := s.DeliveryList(ctx, &store.DeliveryListParams{EndpointID: "ep", EventType: "t.odd"})
 	dead, _ := s.DeliveryList(ctx, &store.DeliveryListParams{EndpointID: "ep", Status: store.DeliveryExhausted})
