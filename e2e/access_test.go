@@ -145,3 +145,54 @@ func TestStreamRoutesWithAccessControl(t *testing.T) {
 		}
 	}
 }
+
+// TestTenantKeysCannotWriteAnotherTenantsEvents: the delivery engine
+// takes an event's tenant from its JSON message, so a key of a tenant may
+// not append (or create with) a message naming another tenant, however the
+// member name is spelt; nothing of a refused request is stored.
+func TestTenantKeysCannotWriteAnotherTenantsEvents(t *testing.T) {
+	t.Parallel()
+	s := startHeraldEnv(t, heraldBinary(t), []string{"HERALD_ADMIN_KEY=" + e2eAdminKey}, t.TempDir())
+	hdr := map[string]string{"Authorization": "Bearer " + e2eAdminKey, "Content-Type": "application/json"}
+	resp, out := do(t, "POST", s.base+"/_herald/v1/keys", hdr, `{"scopes":["streams:read","streams:write"],"tenant":"acme"}`)
+	var k struct{ Key string }
+	if resp.StatusCode != http.StatusCreated || json.Unmarshal([]byte(out), &k) != nil {
+		t.Fatalf("create key: %d %s", resp.StatusCode, out)
+	}
+	acme := map[string]string{"Authorization": "Bearer " + k.Key, "Content-Type": "application/json"}
+
+	if resp, out := do(t, "PUT", s.base+"/events-acme", acme, `[{"type":"a","tenant":"blob"}]`); resp.StatusCode != http.StatusForbidden || !strings.Contains(out, "TENANT_FORBIDDEN") {
+		t.Fatalf("create with another tenant's event: %d %s", resp.StatusCode, out)
+	}
+	if resp, out := do(t, "PUT", s.base+"/events-acme", acme, `[{"type":"a","tenant":"acme"}]`); resp.StatusCode != http.StatusCreated {
+		t.Fatalf("create with its own tenant's event: %d %s", resp.StatusCode, out)
+	}
+	for _, c := range []struct {
+		body string
+		want int
+	}{
+		{`{"type":"a","tenant":"blob"}`, http.StatusForbidden},
+		{`{"type":"a","TENANT":"blob"}`, http.StatusForbidden},
+		{`{"type":"a","tena\u006et":"blob"}`, http.StatusForbidden},
+		{`{"type":"a","tenant":7}`, http.StatusForbidden},
+		{`[{"type":"b","tenant":"acme"},{"type":"c","tenant":"blob"}]`, http.StatusForbidden},
+		{`{"type":"d","tenant":"acme"}`, http.StatusNoContent},
+		{`{"type":"e"}`, http.StatusNoContent},
+		{`{"type":"f","tenant":null}`, http.StatusNoContent},
+		{`"not an object"`, http.StatusNoContent},
+	} {
+		resp, out := do(t, "POST", s.base+"/events-acme", acme, c.body)
+		if resp.StatusCode != c.want || (c.want == http.StatusForbidden && !strings.Contains(out, "TENANT_FORBIDDEN")) {
+			t.Errorf("append %s: %d %s, want %d", c.body, resp.StatusCode, out, c.want)
+		}
+	}
+	// The admin key writes any tenant.
+	if resp, out := do(t, "POST", s.base+"/events-acme", hdr, `{"type":"g","tenant":"blob"}`); resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("admin append: %d %s", resp.StatusCode, out)
+	}
+	resp, out = do(t, "GET", s.base+"/events-acme?offset=-1", acme, "")
+	want := `[{"type":"a","tenant":"acme"},{"type":"d","tenant":"acme"},{"type":"e"},{"type":"f","tenant":null},"not an object",{"type":"g","tenant":"blob"}]`
+	if resp.StatusCode != http.StatusOK || out != want {
+		t.Fatalf("stream holds %d %s, want %s", resp.StatusCode, out, want)
+	}
+}

@@ -1,6 +1,8 @@
 package httpapi
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"mime"
@@ -240,4 +242,44 @@ func isJSON(contentType string) bool {
 		return false
 	}
 	return mt == "application/json" || strings.HasSuffix(mt, "+json")
+}
+
+// errTenantForbidden: a credential of one tenant wrote a JSON message that
+// names another.
+var errTenantForbidden = &apiError{http.StatusForbidden, "TENANT_FORBIDDEN", "a credential of a tenant cannot write a message whose \"tenant\" names another tenant"}
+
+// checkTenant enforces the tenant boundary on stream writes. The delivery
+// engine takes an event's tenant from the "tenant" member of its JSON
+// message, so a credential of a tenant may write messages that name its
+// own tenant or none, never another's: otherwise a raw append would reach
+// another tenant's endpoints. framed is JSON-mode data, one message a
+// line. Only writers with a tenant pay for the check.
+func checkTenant(framed []byte, tenant string) error {
+	if tenant == "" {
+		return nil
+	}
+	for len(framed) > 0 {
+		msg, rest, _ := bytes.Cut(framed, []byte{'\n'})
+		framed = rest
+		// Decoded exactly as the engine decodes it: encoding/json matches
+		// member names case-insensitively and after unescaping, so no
+		// byte search can stand in for it.
+		if len(msg) == 0 || msg[0] != '{' {
+			continue
+		}
+		var m struct {
+			Tenant json.RawMessage `json:"tenant"`
+		}
+		if err := json.Unmarshal(msg, &m); err != nil {
+			return errTenantForbidden // valid JSON, so only a wrong type gets here
+		}
+		if len(m.Tenant) == 0 || string(m.Tenant) == "null" {
+			continue
+		}
+		var named string
+		if json.Unmarshal(m.Tenant, &named) != nil || named != tenant {
+			return errTenantForbidden
+		}
+	}
+	return nil
 }

@@ -11,7 +11,7 @@ import (
 // create handles PUT: create a stream, a closed stream or a fork, or
 // confirm an identical one (PROTOCOL 4.2, 5.1).
 // d is the body deadline ServeHTTP armed.
-func (s *Server) create(w http.ResponseWriter, r *http.Request, path string, d *bodyDeadline) {
+func (s *Server) create(w http.ResponseWriter, r *http.Request, path string, d *bodyDeadline, tenant string) {
 	params, err := s.createParams(r, path)
 	if err != nil {
 		s.fail(w, r, err)
@@ -37,6 +37,9 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, path string, d *
 		}
 		if protocol.IsJSON(ct) {
 			params.Data, params.Messages, err = protocol.FrameJSON(body, true)
+			if err == nil {
+				err = checkTenant(params.Data, tenant)
+			}
 			if err != nil {
 				s.fail(w, r, err)
 				return

@@ -321,10 +321,15 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, errMethodNotAllowed)
 		return
 	}
+	// tenant is the writer's tenant, whose JSON messages may name no
+	// other (see checkTenant).
+	tenant := ""
 	if s.auth.Enabled() {
-		if _, ok := s.authorize(w, r, *rule); !ok {
+		p, ok := s.authorize(w, r, *rule)
+		if !ok {
 			return
 		}
+		tenant = p.Tenant
 	}
 	switch r.Method {
 	case http.MethodGet:
@@ -332,9 +337,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case http.MethodHead:
 		s.head(w, r, path)
 	case http.MethodPost:
-		s.append(w, r, path, &body)
+		s.append(w, r, path, &body, tenant)
 	case http.MethodPut:
-		s.create(w, r, path, &body)
+		s.create(w, r, path, &body, tenant)
 	case http.MethodDelete:
 		s.delete(w, r, path)
 	}

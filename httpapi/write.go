@@ -13,8 +13,9 @@ import (
 // optional idempotent-producer and Stream-Seq checks (PROTOCOL 5.2, 5.2.1,
 // 5.3). The rules themselves run in the store, through
 // protocol.DecideAppend, atomically with the write.
-// d is the body deadline ServeHTTP armed.
-func (s *Server) append(w http.ResponseWriter, r *http.Request, path string, d *bodyDeadline) {
+// d is the body deadline ServeHTTP armed; tenant is the writer's tenant
+// ("" for none), which JSON messages may not contradict.
+func (s *Server) append(w http.ResponseWriter, r *http.Request, path string, d *bodyDeadline, tenant string) {
 	hdr := r.Header
 	closed, _ := header(hdr, hdrStreamClosed)
 	var ph protocol.ProducerHeaders
@@ -59,6 +60,10 @@ func (s *Server) append(w http.ResponseWriter, r *http.Request, path string, d *
 		if protocol.IsJSON(params.ContentType) {
 			if params.Data, params.Messages, err = protocol.FrameJSON(body, false); err != nil {
 				s.failAppend(w, r, &params, err)
+				return
+			}
+			if err := checkTenant(params.Data, tenant); err != nil {
+				s.fail(w, r, err)
 				return
 			}
 		} else {
