@@ -30,6 +30,7 @@ func (s *Server) RegisterMetrics(reg prometheus.Registerer) error {
 		gauge("herald_http_body_buffered_bytes", "Bytes of request bodies held in memory now (charged to the body budget).", s.bodies.used.Load),
 		counter("herald_http_body_budget_refusals_total", "Requests refused with 503 because the body budget was spent.", s.bodies.refusals.Load),
 		counter("herald_http_bodies_cut_total", "Request bodies cut with 408 because they arrived too slowly.", s.bodiesCut.Load),
+		s.authFailures,
 	)
 	for _, c := range cs {
 		if err := reg.Register(c); err != nil {

@@ -52,7 +52,11 @@ type matrix struct {
 
 const matrixTenant, otherTenant = "tenant-a", "tenant-b"
 
-func newMatrix(t *testing.T) *matrix {
+func newMatrix(t *testing.T) *matrix { return newMatrixLogging(t, io.Discard) }
+
+// newMatrixLogging is newMatrix with the server's log (text) written to
+// logs.
+func newMatrixLogging(t *testing.T, logs io.Writer) *matrix {
 	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if _, err := io.Copy(io.Discard, r.Body); err != nil {
 			w.WriteHeader(http.StatusBadRequest)
@@ -67,7 +71,7 @@ func newMatrix(t *testing.T) *matrix {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	a, err := newApp(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	a, err := newApp(ctx, cfg, slog.New(slog.NewTextHandler(logs, nil)))
 	if err != nil {
 		cancel()
 		t.Fatal(err)
