@@ -35,7 +35,7 @@ func TestEngineWakesOnNewEventsOnly(t *testing.T) {
 			t.Fatalf("%d wakes before any new event", n)
 		}
 
-		// A new event wakes it, with every field of the seed's payload.
+		// A new event wakes it, with every field of the wake request.
 		r.appendData("/agents/old", "de")
 		synctest.Wait()
 		w := hook.wakes()
@@ -179,7 +179,7 @@ func TestEngineCallbacks(t *testing.T) {
 		tok := wake.Token
 		tail := protocol.FormatOffset(5)
 
-		// Errors of the seed's table; none changes the consumer.
+		// Errors of the callback error table; none changes the consumer.
 		before := r.consumer(id)
 		r.wantCallbackError(id, "", `{"epoch": 1}`, CodeTokenInvalid)
 		r.wantCallbackError(id, "not.a.token", `{"epoch": 1}`, CodeTokenInvalid)
