@@ -11,7 +11,7 @@ import (
 	"sync"
 )
 
-// Callback error codes (seed 000, "Error Responses").
+// Callback error codes (docs/subscriptions.md, Errors).
 const (
 	CodeInvalidRequest = "INVALID_REQUEST"
 	CodeTokenExpired   = "TOKEN_EXPIRED"

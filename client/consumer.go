@@ -239,7 +239,8 @@ var errStreamMissing = errors.New("client: stream not found")
 // maxBatch bounds the data of one catch-up read.
 const maxBatch = 64 << 20
 
-// read is one catch-up read (PROTOCOL 5.6): GET {base}{path}?offset=...
+// read is one catch-up read (docs/protocol.md, Catch-up reads): GET
+// {base}{path}?offset=...
 func (c *Consumer) read(ctx context.Context, base, path, offset string) (Batch, bool, error) {
 	u := base + escapePath(path) + "?offset=" + url.QueryEscape(offset)
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)

@@ -15,8 +15,8 @@ const secret = "whsec_abc123def456"
 
 var signedAt = time.Unix(1704067200, 0)
 
-// sig computes a header the way the seed describes it, independently of
-// the code under test.
+// sig computes a header the way docs/subscriptions.md describes it,
+// independently of the code under test.
 func sig(secret string, ts int64, body string) string {
 	mac := hmac.New(sha256.New, []byte(secret))
 	mac.Write([]byte(strconv.FormatInt(ts, 10) + "." + body))

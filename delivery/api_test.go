@@ -196,8 +196,9 @@ func TestAPIEndpointLifecycle(t *testing.T) {
 	})
 }
 
-// Seed 002's verification challenge: an endpoint that echoes the
-// challenge is created; one that does not is refused with nothing stored.
+// The verification challenge (docs/delivery.md, Endpoints): an endpoint that
+// echoes the challenge is created; one that does not is refused with nothing
+// stored.
 func TestAPIVerificationChallenge(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRig(t, nil)

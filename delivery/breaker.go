@@ -6,7 +6,7 @@ import (
 )
 
 // DefaultBreakerThreshold is how many consecutive failed attempts disable an
-// endpoint (seeds 002 and 004).
+// endpoint (docs/delivery.md, Circuit breaker).
 const DefaultBreakerThreshold = 10
 
 // maxHealthErrorLen caps the last error kept in Health.

@@ -44,9 +44,9 @@ type CreateEndpointParams struct {
 	Active bool
 	// Secret is the signing secret; one is generated when "".
 	Secret string
-	// Verify sends a challenge first (seed 002): the endpoint must answer
-	// 2xx with {"challenge": "<the challenge>"}, else ErrVerificationFailed
-	// and nothing is stored.
+	// Verify sends a challenge first (docs/delivery.md, Endpoints): the
+	// endpoint must answer 2xx with {"challenge": "<the challenge>"}, else
+	// ErrVerificationFailed and nothing is stored.
 	Verify bool
 }
 

@@ -1,5 +1,5 @@
-// Package delivery holds the pure rules of Herald's event delivery (seeds
-// 002, 003 and 004): the event envelope, endpoint configuration and its
+// Package delivery holds the pure rules of Herald's event delivery
+// (docs/delivery.md): the event envelope, endpoint configuration and its
 // validation, event-type and field filters, the retry schedule and
 // Retry-After, the circuit breaker, and Standard Webhooks signing. Nothing
 // here does I/O or reads a clock: time comes in as a parameter, and

@@ -9,7 +9,7 @@ import (
 const MaxEventTypePatterns = 100
 
 // ValidateEventTypePattern checks one event_types entry. Three forms exist
-// (seed 002):
+// (docs/delivery.md, Endpoints):
 //
 //   - every event type
 //     scenario.*            every type that starts with "scenario." at any

@@ -87,7 +87,7 @@ func FuzzEventTypePattern(f *testing.F) {
 			return
 		}
 		got := tf.Match(typ)
-		// The seed 002 definition, written independently.
+		// The definition of docs/delivery.md, Endpoints, written independently.
 		var want bool
 		switch {
 		case pattern == "*":

@@ -14,7 +14,7 @@ import (
 const (
 	// MaxScheduleEntries bounds the attempts of one delivery.
 	MaxScheduleEntries = 20
-	// MaxScheduleStep bounds one step of a schedule (seed 003 goes to 72 h).
+	// MaxScheduleStep bounds one step of a schedule (three days).
 	MaxScheduleStep = 72 * time.Hour
 	// MaxRetryAfter bounds how far a Retry-After header can push the next
 	// attempt.
@@ -33,8 +33,9 @@ const maxParsedRetryAfter = 365 * 24 * time.Hour
 // seconds, as strings or numbers: ["0", "5s", "5m"] or [0, 5, 300].
 type Schedule []time.Duration
 
-// DefaultSchedule is seed 004's: immediately, then 5 s, 5 min, 30 min, 2 h,
-// 8 h and 24 h after each failure; seven attempts over about 34.5 hours.
+// DefaultSchedule is docs/delivery.md's (Retries): immediately, then 5 s, 5
+// min, 30 min, 2 h, 8 h and 24 h after each failure; seven attempts over
+// about 34.5 hours.
 func DefaultSchedule() Schedule {
 	return Schedule{0, 5 * time.Second, 5 * time.Minute, 30 * time.Minute, 2 * time.Hour, 8 * time.Hour, 24 * time.Hour}
 }

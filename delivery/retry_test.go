@@ -122,7 +122,7 @@ func TestNextAttempt(t *testing.T) {
 }
 
 func TestNextAttemptWalksTheWholeSchedule(t *testing.T) {
-	// Seed 004: seven attempts over about 34.5 hours, then exhausted.
+	// The default: seven attempts over about 34.5 hours, then exhausted.
 	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	start := at
 	attempts := 0

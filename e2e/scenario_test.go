@@ -60,7 +60,7 @@ var scnRows = []string{
 }
 
 // TestScenario drives the real binary through every row of the consumer
-// transition table of the webhook subscription specification and checks
+// transition table of docs/subscriptions.md and checks
 // its safety (S1-S8) and liveness (L1-L3) properties: first a fixed walk
 // that visits each row, then seeded random walks of appends, acks,
 // subscribes, unsubscribes, keep-alives and dones. After every step it

@@ -18,15 +18,15 @@ import (
 )
 
 // The helpers of scenario_test.go: a webhook receiver that answers as it
-// is told, a model of one consumer as the webhook subscription
-// specification defines it, and the checks that compare Herald's state,
+// is told, a model of one consumer as docs/subscriptions.md
+// defines it, and the checks that compare Herald's state,
 // read over HTTP, with the model.
 
 // scnLatency bounds how long a scenario waits for an effect that is due
 // now (a wake, a state change).
 const scnLatency = 10 * time.Second
 
-// Consumer states as the specification names them.
+// Consumer states as docs/subscriptions.md names them.
 const (
 	scnIdle    = "IDLE"
 	scnWaking  = "WAKING"

@@ -1,5 +1,5 @@
 // Package glob compiles and matches the stream-path patterns of webhook
-// subscriptions (seed 000, "Glob Patterns"):
+// subscriptions (docs/subscriptions.md, Patterns):
 //
 //   - a pattern starts with '/' and is a list of '/'-separated segments;
 //   - `*` matches exactly one non-empty path segment;

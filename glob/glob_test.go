@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// The examples of seed 000's "Glob Patterns" table, and the rules under it.
+// The pattern rules of docs/subscriptions.md, Patterns, with examples.
 func TestMatchSeedExamples(t *testing.T) {
 	tests := []struct {
 		pattern string
@@ -240,8 +240,9 @@ func refMatch(pat []string, path string) bool {
 	return rec(pat, strings.Split(path[1:], "/"))
 }
 
-// tokensOf splits a valid pattern into segments the way the seed describes
-// them, independently of Compile: %2A in any case is '*'.
+// tokensOf splits a valid pattern into segments the way
+// docs/subscriptions.md describes them, independently of Compile: %2A in any
+// case is '*'.
 func tokensOf(t testing.TB, pattern string) []string {
 	t.Helper()
 	r := strings.NewReplacer("%2A", "*", "%2a", "*")

@@ -9,10 +9,10 @@ import (
 	"github.com/heraldstreams/herald/subscription"
 )
 
-// serveCallback serves POST /callback/{consumer_id} (seed 000, "Callback
-// API"). Every response is JSON: the success body with "ok", "token" and
-// "streams", or the seed's error body {"ok": false, "error": {"code",
-// "message"}, "token"} with the status of the seed's table.
+// serveCallback serves POST /callback/{consumer_id} (docs/subscriptions.md,
+// The callback API). Every response is JSON: the success body with "ok",
+// "token" and "streams", or the error body {"ok": false, "error": {"code",
+// "message"}, "token"} with the status of its error table.
 func serveCallback(w http.ResponseWriter, r *http.Request, svc SubscriptionService, log errorLogger) {
 	fail := func(err error) {
 		token := ""

@@ -46,7 +46,7 @@ var (
 // errorTable maps every sentinel error of the protocol and store packages
 // to one status and code. The create status overrides status for PUT,
 // where a soft-deleted path or fork source is a conflict, not a 410
-// (PROTOCOL 4.2).
+// (docs/protocol.md, Delete).
 var errorTable = []struct {
 	err          error
 	status       int
@@ -87,7 +87,7 @@ type errorDetail struct {
 }
 
 // fail writes the error response for err, with the headers the protocol
-// requires for some of them (PROTOCOL 5.2, 5.2.1).
+// requires for some of them (docs/protocol.md, Append).
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	h := w.Header()
 	status, code, msg := http.StatusInternalServerError, errInternal.code, errInternal.message

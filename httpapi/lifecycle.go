@@ -9,7 +9,7 @@ import (
 )
 
 // create handles PUT: create a stream, a closed stream or a fork, or
-// confirm an identical one (PROTOCOL 4.2, 5.1).
+// confirm an identical one (docs/protocol.md, Create and Forks).
 // d is the body deadline ServeHTTP armed.
 func (s *Server) create(w http.ResponseWriter, r *http.Request, path string, d *bodyDeadline, tenant string) {
 	params, err := s.createParams(r, path)
@@ -113,7 +113,7 @@ func (s *Server) createParams(r *http.Request, path string) (*store.StreamCreate
 				return nil, err
 			}
 			// The default anchor is the source's tail, past which there
-			// is nothing to refine (PROTOCOL 4.2).
+			// is nothing to refine (docs/protocol.md, Forks).
 			if sub > 0 && !hasForkOffset {
 				return nil, errForkHeaders
 			}
@@ -141,7 +141,7 @@ func forkSourceError(err error) error {
 }
 
 // head handles HEAD: the stream's metadata, without resetting its TTL
-// (PROTOCOL 5.5).
+// (docs/protocol.md, Metadata).
 func (s *Server) head(w http.ResponseWriter, r *http.Request, path string) {
 	st, err := s.store.StreamGet(r.Context(), &store.StreamGetParams{Path: path, Now: s.now()})
 	if err != nil {
@@ -164,7 +164,7 @@ func (s *Server) head(w http.ResponseWriter, r *http.Request, path string) {
 	w.WriteHeader(http.StatusOK)
 }
 
-// delete handles DELETE (PROTOCOL 5.4).
+// delete handles DELETE (docs/protocol.md, Delete).
 func (s *Server) delete(w http.ResponseWriter, r *http.Request, path string) {
 	if err := s.store.StreamDelete(r.Context(), &store.StreamDeleteParams{Path: path, Now: s.now()}); err != nil {
 		s.fail(w, r, err)

@@ -8,9 +8,10 @@ import (
 	"github.com/heraldstreams/herald/store"
 )
 
-// longPoll handles GET ?live=long-poll (PROTOCOL 5.7): answer at once when
-// there is data or the stream is closed at the offset; otherwise wait for
-// the stream's next change, up to the long-poll timeout.
+// longPoll handles GET ?live=long-poll (docs/protocol.md, Live reads:
+// long-poll): answer at once when there is data or the stream is closed at
+// the offset; otherwise wait for the stream's next change, up to the
+// long-poll timeout.
 //
 // Waiting never misses an append: the notifier's wait channel is taken
 // before the state is read, so a change after the read closes a channel
@@ -28,8 +29,9 @@ func (s *Server) longPoll(w http.ResponseWriter, r *http.Request, req readReques
 	defer timeout.Stop()
 	notifier := s.store.Notifier()
 
-	// The first read resets a sliding TTL as the request begins (PROTOCOL
-	// 5.1) and learns the stream's ID, which the wait needs.
+	// The first read resets a sliding TTL as the request begins
+	// (docs/protocol.md, Expiry) and learns the stream's ID, which the wait
+	// needs.
 	var (
 		id   int64
 		wait <-chan struct{}
@@ -47,7 +49,7 @@ func (s *Server) longPoll(w http.ResponseWriter, r *http.Request, req readReques
 		}
 		from = res.Next
 		if st.Closed && from >= st.Tail {
-			// Closed at the tail: EOF at once, never a wait (PROTOCOL 5.7).
+			// Closed at the tail: EOF at once, never a wait.
 			s.writeNoData(w, from, true, "")
 			return
 		}
@@ -88,10 +90,10 @@ func (s *Server) writeNoData(w http.ResponseWriter, tail int64, closed bool, cur
 	w.WriteHeader(http.StatusNoContent)
 }
 
-// sse handles GET ?live=sse (PROTOCOL 5.8): catch up from the offset as
-// data events, each followed by a control event, then follow the stream
-// until it closes, the client leaves, the server shuts down or
-// SSEMaxDuration passes.
+// sse handles GET ?live=sse (docs/protocol.md, Server-Sent Events): catch up
+// from the offset as data events, each followed by a control event, then
+// follow the stream until it closes, the client leaves, the server shuts
+// down or SSEMaxDuration passes.
 func (s *Server) sse(w http.ResponseWriter, r *http.Request, req readRequest) {
 	from, res, ok := s.firstRead(w, r, req)
 	if !ok {
@@ -155,7 +157,7 @@ func (s *Server) sse(w http.ResponseWriter, r *http.Request, req readRequest) {
 		}
 		if eof {
 			// Clients must not reconnect after streamClosed; the
-			// connection ends here (PROTOCOL 5.8).
+			// connection ends here.
 			return
 		}
 		from = res.Next

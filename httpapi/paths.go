@@ -6,8 +6,8 @@ import (
 	"unicode/utf8"
 )
 
-// maxPathBytes bounds a stream path (PROTOCOL 12.2: keep URL components
-// within limits).
+// maxPathBytes bounds a stream path (docs/protocol.md,
+// Streams and paths).
 const maxPathBytes = 1024
 
 // isReserved reports whether path lies under a prefix where no stream
@@ -43,7 +43,7 @@ func isClean(path string) bool {
 
 // validateStreamPath checks a request's decoded path (and its escaped form,
 // "" when it has none) as a stream path: absolute, valid UTF-8, at most
-// maxPathBytes, with no empty, "." or ".." segment (PROTOCOL 12.2: no path
+// maxPathBytes, with no empty, "." or ".." segment (no path
 // traversal), no control character and no encoded slash (which would make
 // one segment look like two once decoded).
 func validateStreamPath(path, rawPath string) error {

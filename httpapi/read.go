@@ -19,7 +19,7 @@ type readRequest struct {
 	cursor string
 }
 
-// read handles GET: catch-up, long-poll or SSE (PROTOCOL 5.6-5.8, 8).
+// read handles GET: catch-up, long-poll or SSE (docs/protocol.md).
 func (s *Server) read(w http.ResponseWriter, r *http.Request, path string) {
 	q := r.URL.Query()
 	req := readRequest{path: path, offset: protocol.Offset{Kind: protocol.OffsetKindStart}, cursor: q.Get("cursor")}
@@ -80,7 +80,7 @@ func (s *Server) readAt(r *http.Request, path string, from int64) (*store.Stream
 	return s.store.StreamRead(r.Context(), &store.StreamReadParams{Path: path, From: from, MaxBytes: s.maxReadBytes, Now: s.now()})
 }
 
-// catchUp handles a GET without live (PROTOCOL 5.6).
+// catchUp handles a GET without live (docs/protocol.md, Catch-up reads).
 // firstRead resolves the request's offset and reads from it; on an error
 // it has answered the request and returns false.
 func (s *Server) firstRead(w http.ResponseWriter, r *http.Request, req readRequest) (int64, *store.StreamReadResult, bool) {
@@ -104,7 +104,8 @@ func (s *Server) catchUp(w http.ResponseWriter, r *http.Request, req readRequest
 	}
 	if req.offset.Kind == protocol.OffsetKindNow {
 		// offset=now skips every existing message: an empty, uncacheable
-		// answer at the tail (PROTOCOL 8), whatever the read found.
+		// answer at the tail (docs/protocol.md, Catch-up reads), whatever
+		// the read found.
 		st := &res.Stream
 		h := w.Header()
 		h.Set(hdrContentType, st.ContentType)
@@ -198,13 +199,15 @@ func writeBody(w http.ResponseWriter, status int, body []byte) {
 	_, _ = w.Write(body)
 }
 
-// cacheMaxAge is how long caches may keep catch-up data (PROTOCOL 10.1).
+// cacheMaxAge is how long caches may keep catch-up data (docs/protocol.md,
+// Caching, cursors and ETags).
 const cacheMaxAge = 60 * time.Second
 
 // cacheControl is the Cache-Control of a read response. Data, and the
 // closure signal, never change at a given offset, so they are cacheable
-// (PROTOCOL 10.1), but no longer than the stream lives. An empty answer at
-// the tail of an open stream changes with the next append: never cached.
+// (docs/protocol.md, Caching, cursors and ETags), but no longer than the
+// stream lives. An empty answer at the tail of an open stream changes with
+// the next append: never cached.
 func cacheControl(st *store.Stream, stable bool, now time.Time) string {
 	if !stable {
 		return "no-store"
@@ -221,8 +224,9 @@ func cacheControl(st *store.Stream, stable bool, now time.Time) string {
 	return "public, max-age=60, stale-while-revalidate=300"
 }
 
-// cursor is the Stream-Cursor of a live response (PROTOCOL 10.1), with a
-// random jitter of 1 to 3600 seconds in case the client is ahead.
+// cursor is the Stream-Cursor of a live response (docs/protocol.md, Caching,
+// cursors and ETags), with a random jitter of 1 to 3600 seconds in case the
+// client is ahead.
 func (s *Server) cursor(client string) string {
 	jitter := time.Duration(1+rand.Int64N(int64(protocol.MaxCursorJitter/time.Second))) * time.Second
 	return protocol.NextCursor(s.now(), client, jitter)

@@ -1,9 +1,9 @@
-// Package httpapi serves the Durable Streams protocol (PROTOCOL.md sections
-// 4, 5, 8-12) over HTTP on top of a store.Store, plus Herald's own health
-// endpoints. Streams live at any path except the reserved prefixes
-// /_herald/ (Herald's API, where other parts mount routes with Handle) and
-// /callback/; requests that carry ?subscription or ?subscriptions, or a
-// __ds path segment, go to the subscription handler.
+// Package httpapi serves the Durable Streams protocol (docs/protocol.md)
+// over HTTP on top of a store.Store, plus Herald's own health endpoints.
+// Streams live at any path except the reserved prefixes /_herald/ (Herald's
+// API, where other parts mount routes with Handle) and /callback/; requests
+// that carry ?subscription or ?subscriptions, or a __ds path segment, go to
+// the subscription handler.
 //
 // Every protocol rule comes from the protocol package; every storage error
 // maps to one status and JSON code in errors.go.
@@ -55,7 +55,7 @@ type Config struct {
 	// (at least one stored chunk is returned whatever its size).
 	MaxReadBytes int
 	// SSEMaxDuration is how long an SSE response stays open before Herald
-	// ends it so the client reconnects (PROTOCOL 10.2).
+	// ends it so the client reconnects (docs/protocol.md, Server-Sent Events).
 	SSEMaxDuration time.Duration
 	// SSEKeepAlive is how often an idle SSE response gets a comment line
 	// so that proxies do not cut it (default 15s).
@@ -213,7 +213,7 @@ func New(cfg Config) *Server {
 
 // HandleSubscriptions sets the handler of subscription requests: requests
 // on a stream path that carry a subscription or subscriptions query
-// parameter, and requests whose path has a __ds segment (PROTOCOL 6).
+// parameter, and requests whose path has a __ds segment (docs/subscriptions.md).
 // Until one is set, such requests get a 404 with code
 // SUBSCRIPTIONS_UNAVAILABLE.
 func (s *Server) HandleSubscriptions(h http.Handler) {
@@ -252,7 +252,8 @@ var (
 // ServeHTTP implements http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
-	// Browser security headers on every response (PROTOCOL 12.7).
+	// Browser security headers on every response (docs/protocol.md, Streams
+	// and paths).
 	h["X-Content-Type-Options"] = valNosniff
 	h["Cross-Origin-Resource-Policy"] = valCORP
 	if !s.hostAllowed(r.Host) {

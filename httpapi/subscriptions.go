@@ -14,7 +14,7 @@ import (
 	"github.com/heraldstreams/herald/webhook"
 )
 
-// SubscriptionService runs webhook subscriptions (seed 000);
+// SubscriptionService runs webhook subscriptions (docs/subscriptions.md);
 // *subscription.Engine implements it. MountSubscriptions serves it.
 type SubscriptionService interface {
 	CreateSubscription(ctx context.Context, p *subscription.CreateSubscriptionParams) (*subscription.CreateSubscriptionResult, error)
@@ -27,8 +27,8 @@ type SubscriptionService interface {
 // maxSubscriptionBody caps a subscription create or callback body.
 const maxSubscriptionBody = 1 << 20
 
-// MountSubscriptions serves the subscription API of seed 000 on s with
-// svc:
+// MountSubscriptions serves the subscription API of docs/subscriptions.md on
+// s with svc:
 //
 //	PUT    /{pattern}?subscription={id}   create (201 with the secret, 200 when identical)
 //	GET    /{pattern}?subscriptions       list by pattern; /** lists all
@@ -185,7 +185,7 @@ func bearerToken(h string) string {
 }
 
 // callbackConsumerID returns the raw, still percent-encoded consumer id of
-// a callback URL: decoding first would turn %2F into '/' (seed 000).
+// a callback URL: decoding first would turn %2F into '/'.
 func callbackConsumerID(r *http.Request) (string, error) {
 	raw := strings.TrimPrefix(r.URL.EscapedPath(), CallbackPrefix)
 	if raw == "" || strings.Contains(raw, "/") {

@@ -218,9 +218,10 @@ func TestCallbackErrors(t *testing.T) {
 }
 
 // FuzzCallbackRoute sends arbitrary callback paths, Authorization headers
-// and bodies through the route to a service that runs the real consumer
-// id and body parsers: every answer is JSON with a status of the seed's
-// table, and the consumer id reaches the service still encoded.
+// and bodies through the route to a service that runs the real consumer id
+// and body parsers: every answer is JSON with a status of
+// docs/subscriptions.md's table, and the consumer id reaches the service
+// still encoded.
 func FuzzCallbackRoute(f *testing.F) {
 	f.Add("my-sub:%2Fagents%2Ftask-1", "Bearer abc", `{"epoch": 1, "wake_id": "w_1", "done": true}`)
 	f.Add("s:%2Fa%2F%252F", "bearer  x ", `{"epoch": 2, "acks": [{"path": "/a", "offset": "-1"}]}`)

@@ -10,8 +10,8 @@ import (
 )
 
 // append handles POST: append data, close the stream, or both, with
-// optional idempotent-producer and Stream-Seq checks (PROTOCOL 5.2, 5.2.1,
-// 5.3). The rules themselves run in the store, through
+// optional idempotent-producer and Stream-Seq checks (docs/protocol.md,
+// Append). The rules themselves run in the store, through
 // protocol.DecideAppend, atomically with the write.
 // d is the body deadline ServeHTTP armed; tenant is the writer's tenant
 // ("" for none), which JSON messages may not contradict.
@@ -41,8 +41,8 @@ func (s *Server) append(w http.ResponseWriter, r *http.Request, path string, d *
 	}
 	defer s.releaseBody(body)
 	if len(body) == 0 {
-		// An empty body only closes (PROTOCOL 5.2); its Content-Type, if
-		// any, is ignored.
+		// An empty body only closes (docs/protocol.md, Closing a stream);
+		// its Content-Type, if any, is ignored.
 		if !params.Close {
 			s.failAppend(w, r, &params, errEmptyAppend)
 			return
@@ -86,7 +86,7 @@ func (s *Server) append(w http.ResponseWriter, r *http.Request, path string, d *
 		h.Set(hdrProducerEpoch, strconv.FormatInt(res.ProducerEpoch, 10))
 		h.Set(hdrProducerSeq, strconv.FormatInt(res.ProducerSeq, 10))
 		// New data from a producer is 200; a duplicate or a close-only
-		// request is 204 (PROTOCOL 5.2.1).
+		// request is 204 (docs/protocol.md, Idempotent producers).
 		if res.Outcome == store.Appended {
 			status = http.StatusOK
 		}
@@ -95,10 +95,10 @@ func (s *Server) append(w http.ResponseWriter, r *http.Request, path string, d *
 }
 
 // failAppend answers an append whose request is invalid (reqErr) with the
-// error a client needs most, following the precedence of PROTOCOL 5.2: a
-// missing or soft-deleted stream, then a closed stream (so the client sees
-// Stream-Closed), then a content type that differs from the stream's, then
-// reqErr itself. Only failing requests pay for the lookup.
+// error a client needs most, following the precedence of docs/protocol.md,
+// Append: a missing or soft-deleted stream, then a closed stream (so the
+// client sees Stream-Closed), then a content type that differs from the
+// stream's, then reqErr itself. Only failing requests pay for the lookup.
 func (s *Server) failAppend(w http.ResponseWriter, r *http.Request, params *store.StreamAppendParams, reqErr error) {
 	st, err := s.store.StreamGet(r.Context(), &store.StreamGetParams{Path: params.Path, Now: params.Now})
 	switch {

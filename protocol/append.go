@@ -42,10 +42,11 @@ type AppendDecision struct {
 	ProducerChanged bool
 }
 
-// DecideAppend applies PROTOCOL 5.2 and 5.2.1 to one append: closure first,
-// then content type, then producer epoch and sequence, then Stream-Seq. It is
-// pure; backends call it inside the transaction that applies its decision,
-// so every backend enforces the same rules.
+// DecideAppend applies the append rules of docs/protocol.md (Append,
+// Idempotent producers) to one append: closure first, then content type,
+// then producer epoch and sequence, then Stream-Seq. It is pure; backends
+// call it inside the transaction that applies its decision, so every backend
+// enforces the same rules.
 func DecideAppend(st AppendState, req AppendRequest) (AppendDecision, error) {
 	var d AppendDecision
 	p := req.Producer

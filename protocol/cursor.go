@@ -5,14 +5,16 @@ import (
 	"time"
 )
 
-// CursorEpoch is the origin of long-poll cursor intervals (PROTOCOL 10.1).
+// CursorEpoch is the origin of long-poll cursor intervals (docs/protocol.md,
+// Caching, cursors and ETags).
 var CursorEpoch = time.Date(2024, 10, 9, 0, 0, 0, 0, time.UTC)
 
-// CursorInterval is the length of one cursor interval (PROTOCOL 10.1).
+// CursorInterval is the length of one cursor interval (docs/protocol.md,
+// Caching, cursors and ETags).
 const CursorInterval = 20 * time.Second
 
 // MaxCursorJitter is the largest jitter added when a client's cursor is not
-// behind the current interval (PROTOCOL 10.1: 1 to 3600 seconds).
+// behind the current interval (1 to 3600 seconds).
 const MaxCursorJitter = time.Hour
 
 // NextCursor returns the Stream-Cursor for a live response at now, given the

@@ -5,12 +5,12 @@ import (
 	"strings"
 )
 
-// ETag returns the entity tag of a read response (PROTOCOL 10.1): the
-// stream's internal ID, the start and end positions of the response, and
-// ":c" when the response carries the closure signal, so a stream closed
-// after a read never gets a 304 that hides the closure. The tag is quoted
-// as HTTP requires. Stream IDs are unique for the life of the store, so a
-// stream re-created at the same path never matches an old tag.
+// ETag returns the entity tag of a read response (docs/protocol.md, Caching,
+// cursors and ETags): the stream's internal ID, the start and end positions
+// of the response, and ":c" when the response carries the closure signal, so
+// a stream closed after a read never gets a 304 that hides the closure. The
+// tag is quoted as HTTP requires. Stream IDs are unique for the life of the
+// store, so a stream re-created at the same path never matches an old tag.
 func ETag(streamID, start, end int64, closed bool) string {
 	b := make([]byte, 0, 48)
 	b = append(b, '"')

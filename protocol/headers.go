@@ -54,16 +54,17 @@ func CheckHeaderLength(name, value string) error {
 }
 
 // MaxSafeInteger is 2^53-1, the largest producer epoch or sequence number
-// (PROTOCOL 5.2.1: JavaScript clients must represent it exactly).
+// (docs/protocol.md, Idempotent producers: JavaScript clients must represent
+// it exactly).
 const MaxSafeInteger = 1<<53 - 1
 
 // maxTTLSeconds bounds Stream-TTL so that it converts to a time.Duration
 // without overflow (about 292 years).
 const maxTTLSeconds = int64(1<<63-1) / int64(time.Second)
 
-// ParseTTL parses Stream-TTL (PROTOCOL 5.1): a non-negative decimal number
-// of seconds with no sign, no leading zeros (except "0"), no decimal point
-// and no exponent.
+// ParseTTL parses Stream-TTL (docs/protocol.md, Expiry): a non-negative
+// decimal number of seconds with no sign, no leading zeros (except "0"), no
+// decimal point and no exponent.
 func ParseTTL(s string) (time.Duration, error) {
 	v, ok := parseCanonicalUint(s)
 	if !ok || v > maxTTLSeconds {
@@ -102,7 +103,7 @@ type Expiry struct {
 
 // ParseExpiry parses the Stream-TTL and Stream-Expires-At headers of a
 // create request; hasTTL and hasExpires say whether each header was
-// present. Both present is ErrTTLAndExpiresAt (PROTOCOL 5.1 lets a server
+// present. Both present is ErrTTLAndExpiresAt (the protocol lets a server
 // reject it; Herald does, so there is no precedence rule to remember).
 func ParseExpiry(ttl string, hasTTL bool, expiresAt string, hasExpires bool) (Expiry, error) {
 	var e Expiry
@@ -119,8 +120,8 @@ func ParseExpiry(ttl string, hasTTL bool, expiresAt string, hasExpires bool) (Ex
 }
 
 // ParseClosed reports whether a Stream-Closed header value asks to close:
-// only "true", in any case, counts (PROTOCOL 4.1); every other value is as
-// if the header were absent.
+// only "true", in any case, counts (docs/protocol.md, Closing a stream);
+// every other value is as if the header were absent.
 func ParseClosed(v string) bool {
 	return len(v) == 4 && strings.EqualFold(v, "true")
 }
@@ -132,9 +133,10 @@ type ProducerHeaders struct {
 	HasID, HasEpoch, HasSeq bool
 }
 
-// ParseProducer validates the producer headers (PROTOCOL 5.2.1): all three
-// or none, a non-empty id of at most MaxHeaderValueBytes, and decimal
-// integers from 0 to 2^53-1. It returns nil when none is present.
+// ParseProducer validates the producer headers (docs/protocol.md, Idempotent
+// producers): all three or none, a non-empty id of at most
+// MaxHeaderValueBytes, and decimal integers from 0 to 2^53-1. It returns nil
+// when none is present.
 func ParseProducer(h ProducerHeaders) (*store.Producer, error) {
 	if !h.HasID && !h.HasEpoch && !h.HasSeq {
 		return nil, nil
@@ -189,11 +191,11 @@ func parseDecimal(s string) (int64, bool) {
 }
 
 // DefaultContentType is the content type of a stream created without one
-// (PROTOCOL 5.1).
+// (docs/protocol.md, Create).
 const DefaultContentType = "application/octet-stream"
 
-// ContentTypeJSON is the content type with JSON-mode semantics (PROTOCOL
-// 9.1).
+// ContentTypeJSON is the content type with JSON-mode semantics
+// (docs/protocol.md, JSON mode).
 const ContentTypeJSON = "application/json"
 
 // NormalizeContentType reduces a Content-Type header to the form streams
@@ -240,7 +242,7 @@ func IsJSON(contentType string) bool { return contentType == ContentTypeJSON }
 
 // IsText reports whether SSE carries a stream of this normalized content
 // type as UTF-8 text (text/* and application/json); every other type is
-// base64-encoded (PROTOCOL 5.8).
+// base64-encoded (docs/protocol.md, Server-Sent Events).
 func IsText(contentType string) bool {
 	return strings.HasPrefix(contentType, "text/") || contentType == ContentTypeJSON
 }

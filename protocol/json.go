@@ -7,21 +7,21 @@ import (
 	"unicode/utf8"
 )
 
-// Errors of JSON mode (PROTOCOL 9.1). Each is a 400 Bad Request.
+// Errors of JSON mode (docs/protocol.md, JSON mode). Each is a 400 Bad Request.
 var (
 	// ErrInvalidJSON: the body is not one valid UTF-8 JSON value.
 	ErrInvalidJSON = errors.New("protocol: body is not valid JSON")
 	// ErrEmptyJSONArray: an append body is the empty array, which carries
-	// no message (PROTOCOL 9.1.3).
+	// no message.
 	ErrEmptyJSONArray = errors.New("protocol: an append must not be an empty JSON array")
 )
 
 // FrameJSON turns the body of a JSON-mode request into the framed form the
 // store keeps: each message compacted and followed by '\n'. A top-level
 // array is flattened exactly one level, each element becoming a message
-// (PROTOCOL 9.1.2); any other value is one message. An empty array is
-// ErrEmptyJSONArray unless allowEmptyArray (a create may start empty; an
-// append may not), in which case it frames to zero messages.
+// (docs/protocol.md, JSON mode); any other value is one message. An empty
+// array is ErrEmptyJSONArray unless allowEmptyArray (a create may start
+// empty; an append may not), in which case it frames to zero messages.
 //
 // Compacted JSON never contains a raw newline (newlines inside strings are
 // escaped), so '\n' is an unambiguous message terminator.

@@ -1,5 +1,5 @@
 // Package protocol holds the pure rules of the Durable Streams protocol
-// (PROTOCOL.md sections 4, 5, 8-10): offsets, header values, JSON framing,
+// (docs/protocol.md): offsets, header values, JSON framing,
 // long-poll cursors, ETags, SSE encoding and the append decision. It knows
 // nothing of HTTP handlers or storage engines; httpapi and the store
 // backends ask it.
@@ -10,8 +10,8 @@ import (
 	"strconv"
 )
 
-// Offset sentinels a client may send (PROTOCOL 8). Herald never produces
-// them as real offsets.
+// Offset sentinels a client may send (docs/protocol.md, Offsets). Herald
+// never produces them as real offsets.
 const (
 	// OffsetStart is the sentinel for the beginning of a stream.
 	OffsetStart = "-1"

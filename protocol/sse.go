@@ -5,8 +5,8 @@ import (
 	"encoding/json"
 )
 
-// SSEEncoding says how SSE data events carry a stream's bytes (PROTOCOL
-// 5.8).
+// SSEEncoding says how SSE data events carry a stream's bytes
+// (docs/protocol.md, Server-Sent Events).
 type SSEEncoding int
 
 const (
@@ -30,7 +30,8 @@ func SSEEncodingFor(contentType string) SSEEncoding {
 	}
 }
 
-// SSEControl is the payload of an SSE control event (PROTOCOL 5.8).
+// SSEControl is the payload of an SSE control event (docs/protocol.md,
+// Server-Sent Events).
 type SSEControl struct {
 	StreamNextOffset string `json:"streamNextOffset"`
 	// StreamCursor is omitted once the stream is closed: clients must not

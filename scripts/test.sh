@@ -3,8 +3,24 @@
 # detector (unit, storage suite, end-to-end with the real binary) and the
 # official Durable Streams conformance suite against `herald serve`, once
 # in the development mode and once with access control on.
+# Needs Go, Node.js 18 or later and npm; says which is missing before it
+# starts.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+# missing prints what to install and stops.
+missing() {
+  echo "scripts/test.sh: $1 (needed by $2); install it and run again" >&2
+  exit 1
+}
+command -v go >/dev/null 2>&1 || missing "Go is not on PATH" "the Go tests"
+command -v node >/dev/null 2>&1 || missing "Node.js 18 or later is not on PATH" "the conformance suite"
+node_major=$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || true)
+case $node_major in '' | *[!0-9]*) node_major=0 ;; esac
+if [ "$node_major" -lt 18 ]; then
+  missing "Node.js 18 or later is required, $(node --version 2>/dev/null || echo 'an unknown version') is installed" "the conformance suite"
+fi
+command -v npm >/dev/null 2>&1 || missing "npm is not on PATH" "the conformance suite"
 
 echo "== gofmt"
 unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './conformance/node_modules/*'))

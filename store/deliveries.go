@@ -7,7 +7,7 @@ import (
 )
 
 // DeliveryStore is the part of the contract that keeps event delivery
-// (seeds 002-004): endpoints, per-(endpoint, stream) cursors, deliveries
+// (docs/delivery.md): endpoints, per-(endpoint, stream) cursors, deliveries
 // and their attempts, and the ids of events published through the API.
 // Every Store implements it.
 //

@@ -147,7 +147,8 @@ type StreamCreateResult struct {
 	Created bool
 }
 
-// Producer identifies one idempotent producer request (PROTOCOL 5.2.1).
+// Producer identifies one idempotent producer request (docs/protocol.md,
+// Idempotent producers).
 type Producer struct {
 	ID    string
 	Epoch int64

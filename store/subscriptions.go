@@ -7,8 +7,8 @@ import (
 )
 
 // SubscriptionStore is the part of the contract that keeps webhook
-// subscriptions (seed 000) and their consumer instances. Every Store
-// implements it.
+// subscriptions (docs/subscriptions.md) and their consumer instances.
+// Every Store implements it.
 //
 // Consumers change by compare-and-set: ConsumerUpdate and ConsumerDelete
 // take the Version the caller read and fail with ErrConsumerConflict when
@@ -76,7 +76,7 @@ var (
 	ErrConsumerConflict     = errors.New("store: consumer changed since it was read")
 )
 
-// Subscription is a stored webhook subscription (seed 000).
+// Subscription is a stored webhook subscription (docs/subscriptions.md).
 type Subscription struct {
 	ID          string
 	Pattern     string // canonical glob pattern

@@ -22,9 +22,9 @@ type CallbackCheck struct {
 	RequestErr error
 }
 
-// CheckCallback is the order in which a callback is refused (the webhook
-// subscription specification's error responses), in one place: the first rule that applies decides,
-// and nil means the request may be applied.
+// CheckCallback is the order in which a callback is refused
+// (docs/subscriptions.md, Errors), in one place: the first rule that applies
+// decides, and nil means the request may be applied.
 //
 //  1. 401 TOKEN_INVALID    no token, or one that is malformed, signed with
 //     an unknown key or not signed right, or issued for another consumer;
@@ -81,9 +81,9 @@ func CheckCallback(c *CallbackCheck) error {
 	return nil
 }
 
-// callback applies one callback request (seed 000, "Callback API"). The
-// request is atomic: every check runs before anything changes, and Decide
-// returns the consumer unchanged on error. The steps, in order:
+// callback applies one callback request (docs/subscriptions.md, The callback
+// API). The request is atomic: every check runs before anything changes, and
+// Decide returns the consumer unchanged on error. The steps, in order:
 //
 //  1. CheckCallback: token, epoch, wake id;
 //  2. subscribe: new streams start at their current tail (lazily at
@@ -98,7 +98,7 @@ func CheckCallback(c *CallbackCheck) error {
 // A callback of the current epoch that finds the consumer IDLE (its cycle
 // ended by done or by the liveness timeout, and no new wake began) is
 // accepted without changing the state, so a retried request succeeds as
-// the seed requires ("All operations are idempotent").
+// docs/subscriptions.md promises (callbacks are idempotent).
 func (m *Machine) callback(c *Consumer, cb Callback, now time.Time) ([]Effect, error) {
 	req := cb.Request
 	if err := CheckCallback(&CallbackCheck{Token: cb.Token, TokenErr: cb.TokenErr, Consumer: c, Request: req, RequestErr: cb.RequestErr}); err != nil {

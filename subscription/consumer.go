@@ -1,9 +1,9 @@
-// Package subscription holds the pure core of webhook subscriptions (seed
-// 000): the consumer state machine as a function of (consumer, event, now)
-// returning the next consumer and its effects as data, the offsets and
-// pending-work rules, consumer ids, wake ids and webhook secrets, the wire
-// types of the wake notification and the callback API, callback tokens and
-// their keyring, and the Webhook-Signature header.
+// Package subscription holds the pure core of webhook subscriptions
+// (docs/subscriptions.md): the consumer state machine as a function of
+// (consumer, event, now) returning the next consumer and its effects as
+// data, the offsets and pending-work rules, consumer ids, wake ids and
+// webhook secrets, the wire types of the wake notification and the callback
+// API, callback tokens and their keyring, and the Webhook-Signature header.
 //
 // Nothing here does I/O: the engine that stores consumers, sends wakes and
 // fires timers calls Machine.Decide and runs the effects it returns. Every
@@ -17,7 +17,7 @@ import (
 	"time"
 )
 
-// Timings fixed by seed 000.
+// Timings of docs/subscriptions.md, Timings.
 const (
 	// WakingTimeout is how long a consumer may stay WAKING after a webhook
 	// is sent before the attempt counts as failed and is retried.
@@ -36,11 +36,12 @@ const (
 // consumer cannot grow its row and every wake payload without limit.
 const MaxConsumerStreams = 1024
 
-// State is a consumer's lifecycle state. Its values are the names the seed
-// uses, so a store can keep them readable in a text column.
+// State is a consumer's lifecycle state. Its values are the names
+// docs/subscriptions.md uses, so a store can keep them readable in a text
+// column.
 type State string
 
-// Consumer states (seed 000, "State Machine").
+// Consumer states (docs/subscriptions.md, The state machine).
 const (
 	// StateIdle: nothing in flight; pending work wakes the consumer.
 	StateIdle State = "IDLE"
@@ -121,7 +122,7 @@ type NewConsumerParams struct {
 	Incarnation string
 	// StartOffset is the primary stream's acked offset at creation. For a
 	// stream that existed before the subscription it is the stream's tail
-	// (seed 000, "Existing Streams": wake only on new events); for a
+	// (docs/subscriptions.md, Consumers: wake only on new events); for a
 	// stream created after the subscription it is OffsetStart, since all
 	// of its events are new. "" means OffsetStart.
 	StartOffset string

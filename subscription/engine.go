@@ -104,13 +104,13 @@ type EngineConfig struct {
 	ExclusiveStore bool
 }
 
-// Engine runs webhook subscriptions (seed 000): it spawns consumers for
-// streams that match subscriptions, feeds the state machine with stream
-// tails, webhook results, callbacks and timers, persists every transition
-// by compare-and-set, and runs the effects (signed wake POSTs, timers,
-// removal). Appends never wait for it: it learns of them from the store's
-// tail-change feed and catches what the feed drops through the timer sweep
-// and a reconciliation at start.
+// Engine runs webhook subscriptions (docs/subscriptions.md): it spawns
+// consumers for streams that match subscriptions, feeds the state machine
+// with stream tails, webhook results, callbacks and timers, persists every
+// transition by compare-and-set, and runs the effects (signed wake POSTs,
+// timers, removal). Appends never wait for it: it learns of them from the
+// store's tail-change feed and catches what the feed drops through the timer
+// sweep and a reconciliation at start.
 type Engine struct {
 	st      EngineStore
 	sender  WebhookSender

@@ -12,7 +12,7 @@ import (
 )
 
 // AllPattern is the pattern whose list request lists every subscription
-// (seed 000: GET /**?subscriptions) and whose get and delete requests
+// (GET /**?subscriptions) and whose get and delete requests
 // name a subscription by id alone.
 const AllPattern = "/**"
 
@@ -35,7 +35,7 @@ type CreateSubscriptionResult struct {
 
 // CreateSubscription creates a subscription, or confirms an identical
 // one. The streams that already match get IDLE consumers that wake only on
-// new events (seed 000, "Existing Streams"). Errors, in this order:
+// new events (docs/subscriptions.md, Consumers). Errors, in this order:
 // ErrInvalidSubscriptionID, glob.ErrInvalidPattern, ErrInvalidRequest (no
 // webhook), ErrSubscriptionExists (whatever the webhook URL),
 // webhook.ErrURLRefused (the SSRF policy refused the webhook).
@@ -107,8 +107,8 @@ func (e *Engine) CreateSubscription(ctx context.Context, p *CreateSubscriptionPa
 
 // existingConsumer returns the store's Spawn for a new subscription: a
 // stream that already exists and matches gets an IDLE consumer acked to
-// its tail, which wakes only for new events (seed 000, "Existing
-// Streams"). r supplies the consumers' incarnation ids.
+// its tail, which wakes only for new events (docs/subscriptions.md,
+// Consumers). r supplies the consumers' incarnation ids.
 func existingConsumer(id string, pat *glob.Pattern, r io.Reader) func(*store.Stream) (store.Consumer, bool) {
 	return func(s *store.Stream) (store.Consumer, bool) {
 		if !pat.Match(s.Path) {
@@ -224,10 +224,10 @@ func (e *CallbackError) Error() string { return e.Err.Error() }
 // Unwrap returns Err.
 func (e *CallbackError) Unwrap() error { return e.Err }
 
-// Callback processes one callback request (seed 000, "Callback API"):
-// token, body, then the state machine, atomically and serially per
-// consumer. A failed request changes nothing. Callback errors come as a
-// *CallbackError; any other error is a server fault.
+// Callback processes one callback request (docs/subscriptions.md, The
+// callback API): token, body, then the state machine, atomically and
+// serially per consumer. A failed request changes nothing. Callback errors
+// come as a *CallbackError; any other error is a server fault.
 func (e *Engine) Callback(ctx context.Context, p *CallbackParams) (*CallbackResponse, error) {
 	resp, err := e.callback(ctx, p)
 	code := "OK"

@@ -28,7 +28,7 @@ func (s *createHookStore) SubscriptionCreate(ctx context.Context, p *store.Subsc
 // committed a new subscription, whose creation a worker processed before
 // the engine cached the subscription, still gets its consumer and wakes;
 // a stream that existed before gets an IDLE consumer at its tail and no
-// wake (seed 000, "Existing Streams").
+// wake (docs/subscriptions.md, Consumers).
 func TestEngineCreateSubscriptionWindow(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		hook := &receiver{}

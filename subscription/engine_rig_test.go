@@ -284,7 +284,7 @@ func (r *rig) mustCallback(id, token string, body string) *CallbackResponse {
 	return resp
 }
 
-// wantCallbackError checks that a callback fails with the seed's code.
+// wantCallbackError checks that a callback fails with the documented code.
 func (r *rig) wantCallbackError(id, token, body, code string) *CallbackError {
 	r.t.Helper()
 	_, err := r.callback(id, token, body)

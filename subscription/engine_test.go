@@ -35,7 +35,7 @@ func TestEngineWakesOnNewEventsOnly(t *testing.T) {
 			t.Fatalf("%d wakes before any new event", n)
 		}
 
-		// A new event wakes it, with every field of the seed's payload.
+		// A new event wakes it, with every field of the wake request.
 		r.appendData("/agents/old", "de")
 		synctest.Wait()
 		w := hook.wakes()
@@ -179,7 +179,7 @@ func TestEngineCallbacks(t *testing.T) {
 		tok := wake.Token
 		tail := protocol.FormatOffset(5)
 
-		// Errors of the seed's table; none changes the consumer.
+		// Errors of the callback error table; none changes the consumer.
 		before := r.consumer(id)
 		r.wantCallbackError(id, "", `{"epoch": 1}`, CodeTokenInvalid)
 		r.wantCallbackError(id, "not.a.token", `{"epoch": 1}`, CodeTokenInvalid)
@@ -277,7 +277,7 @@ func TestEngineRemovesConsumers(t *testing.T) {
 		r.subscribe("sub2", "/agents/**")
 		r.createStream("/agents/a", "x")
 		r.createStream("/agents/b", "x")
-		r.createStream("/shared/s", "")
+		r.createStream("/common/s", "")
 		synctest.Wait()
 		a, b := ConsumerID("sub", "/agents/a"), ConsumerID("sub", "/agents/b")
 		tokA, tokB := "", ""
@@ -293,10 +293,10 @@ func TestEngineRemovesConsumers(t *testing.T) {
 		if len(hook.wakes()) != 4 {
 			t.Fatalf("got %d wakes, want 4", len(hook.wakes()))
 		}
-		r.mustCallback(b, tokB, body(CallbackRequest{Epoch: 1, Subscribe: []string{"/shared/s"}}))
+		r.mustCallback(b, tokB, body(CallbackRequest{Epoch: 1, Subscribe: []string{"/common/s"}}))
 
 		// Deleting a secondary stream drops it from the consumer.
-		r.deleteStream("/shared/s")
+		r.deleteStream("/common/s")
 		synctest.Wait()
 		if c := r.consumer(b); len(c.Streams) != 1 || c.Streams[0].Path != "/agents/b" {
 			t.Fatalf("consumer after its secondary was deleted: %+v", c)
@@ -428,8 +428,8 @@ func TestEngineMembershipsFollowCallbacks(t *testing.T) {
 		r := newRig(t, dir, hook)
 		defer r.close()
 		r.subscribe("sub", "/agents/*")
-		r.createStream("/shared/s", "")
-		r.appendData("/shared/s", "before anyone listens")
+		r.createStream("/common/s", "")
+		r.appendData("/common/s", "before anyone listens")
 		r.createStream("/agents/a", "x")
 		synctest.Wait()
 		id := ConsumerID("sub", "/agents/a")
@@ -438,23 +438,23 @@ func TestEngineMembershipsFollowCallbacks(t *testing.T) {
 		synctest.Wait()
 		w := hook.wakes()
 		last := w[len(w)-1].Payload
-		resp := r.mustCallback(id, last.Token, body(CallbackRequest{Epoch: last.Epoch, Subscribe: []string{"/shared/s"},
+		resp := r.mustCallback(id, last.Token, body(CallbackRequest{Epoch: last.Epoch, Subscribe: []string{"/common/s"},
 			Acks: []StreamOffset{{Path: "/agents/a", Offset: protocol.FormatOffset(2)}}}))
 		r.mustCallback(id, resp.Token, body(CallbackRequest{Epoch: last.Epoch, Done: true}))
 		synctest.Wait()
 		n := len(hook.wakes())
 
-		r.appendData("/shared/s", "for the new listener")
+		r.appendData("/common/s", "for the new listener")
 		synctest.Wait()
 		w = hook.wakes()
-		if len(w) != n+1 || !slices.Equal(w[n].Payload.TriggeredBy, []string{"/shared/s"}) {
+		if len(w) != n+1 || !slices.Equal(w[n].Payload.TriggeredBy, []string{"/common/s"}) {
 			t.Fatalf("wakes after an event on the subscribed stream: %+v", w[n:])
 		}
 		p := w[n].Payload
-		resp = r.mustCallback(id, p.Token, body(CallbackRequest{Epoch: p.Epoch, Unsubscribe: []string{"/shared/s"}, Done: true}))
+		resp = r.mustCallback(id, p.Token, body(CallbackRequest{Epoch: p.Epoch, Unsubscribe: []string{"/common/s"}, Done: true}))
 		synctest.Wait()
 		n = len(hook.wakes())
-		r.appendData("/shared/s", "nobody listens")
+		r.appendData("/common/s", "nobody listens")
 		synctest.Wait()
 		if got := len(hook.wakes()); got != n {
 			t.Fatalf("%d wakes after unsubscribing", got-n)

@@ -12,9 +12,9 @@ import (
 )
 
 // TestEngineRetryLadder: a webhook that keeps failing is retried with the
-// seed's backoff (retries 1-10: min(2^n x 100 ms, 30 s) + up to 1 s;
-// 11+: 60 s + up to 5 s), with the same epoch and wake id every time (S2),
-// each signed again.
+// backoff of docs/subscriptions.md (retries 1-10: min(2^n x 100 ms, 30 s) +
+// up to 1 s; 11+: 60 s + up to 5 s), with the same epoch and wake id every
+// time (S2), each signed again.
 func TestEngineRetryLadder(t *testing.T) {
 	dir := t.TempDir()
 	synctest.Test(t, func(t *testing.T) {

@@ -5,7 +5,7 @@ import (
 	"net/http"
 )
 
-// Callback errors (seed 000, "Error Responses"). Decide, ParseCallbackRequest
+// Callback errors (docs/subscriptions.md, Errors). Decide, ParseCallbackRequest
 // and Keyring.Verify return them wrapped with a message that says what was
 // wrong; CallbackErrorStatus maps each to its HTTP status and code.
 var (
@@ -29,7 +29,7 @@ var (
 	// engine returns it when it finds no consumer for a callback.
 	ErrConsumerGone = errors.New("subscription: consumer gone")
 	// ErrBodyTooLarge: the callback body exceeds the server's limit. The
-	// specification's table has no entry for it; the HTTP layer refuses
+	// error table lists it apart; the HTTP layer refuses
 	// such a body before reading past the limit.
 	ErrBodyTooLarge = errors.New("subscription: callback body too large")
 )
@@ -46,7 +46,7 @@ const (
 	CodeBodyTooLarge   = "PAYLOAD_TOO_LARGE"
 )
 
-// callbackErrors is the seed's error table, in one place, and the 413 of
+// callbackErrors is the callback error table, in one place, and the 413 of
 // an oversized body.
 var callbackErrors = []struct {
 	err    error

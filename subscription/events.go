@@ -114,7 +114,7 @@ type ArmTimer struct {
 // RemoveReason says why a consumer is removed.
 type RemoveReason string
 
-// The reasons a consumer is removed (seed 000, "Garbage Collection").
+// The reasons a consumer is removed (docs/subscriptions.md, Consumers).
 const (
 	RemovedPrimaryDeleted      RemoveReason = "primary_stream_deleted"
 	RemovedSubscriptionDeleted RemoveReason = "subscription_deleted"

@@ -16,7 +16,7 @@ import (
 const (
 	subID = "agent-handler"
 	pA    = "/agents/task-1"     // primary stream
-	pB    = "/shared/task-1"     // secondary stream
+	pB    = "/common/task-1"     // secondary stream
 	pC    = "/tools/task-1"      // a stream that does not exist yet
 	pD    = "/scratch/task-1/d0" // another secondary
 )

@@ -29,10 +29,10 @@ func ValidateSubscriptionID(id string) error {
 	return nil
 }
 
-// ValidateStreamPath checks that path can name a stream: it starts with
-// '/', is valid UTF-8 and holds no control byte. It does not check that the
-// stream exists (seed 000: subscribing to a stream that does not exist yet
-// is allowed).
+// ValidateStreamPath checks that path can name a stream: it starts with '/',
+// is valid UTF-8 and holds no control byte. It does not check that the
+// stream exists (docs/subscriptions.md: subscribing to a stream that does
+// not exist yet is allowed).
 func ValidateStreamPath(path string) error {
 	if !strings.HasPrefix(path, "/") {
 		return fmt.Errorf("%w: %q must start with '/'", ErrInvalidStreamPath, path)
@@ -54,9 +54,9 @@ func unreserved(c byte) bool {
 		c == '-' || c == '.' || c == '_' || c == '~'
 }
 
-// ConsumerID returns "{subscription_id}:{url_encoded_stream_path}" (seed
-// 000, "Consumer Instance"). Every byte of the path outside the RFC 3986
-// unreserved set is percent-encoded with upper-case hex, so '/' becomes
+// ConsumerID returns "{subscription_id}:{url_encoded_stream_path}"
+// (docs/subscriptions.md, Consumers). Every byte of the path outside the RFC
+// 3986 unreserved set is percent-encoded with upper-case hex, so '/' becomes
 // %2F and the id is one URL path segment:
 //
 //	ConsumerID("my-sub", "/agents/task-123") == "my-sub:%2Fagents%2Ftask-123"
@@ -80,7 +80,7 @@ func ConsumerID(subscriptionID, streamPath string) string {
 }
 
 // ParseConsumerID is the inverse of ConsumerID. It takes the raw,
-// still percent-encoded segment of a callback URL (seed 000: decoding %2F
+// still percent-encoded segment of a callback URL (decoding %2F
 // first would break the lookup). It accepts lower-case hex and needlessly
 // encoded unreserved characters; ConsumerID(sub, path) gives the canonical
 // id to look up. Errors wrap ErrInvalidConsumerID.

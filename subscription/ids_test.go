@@ -10,7 +10,7 @@ import (
 
 func TestConsumerID(t *testing.T) {
 	tests := []struct{ sub, path, want string }{
-		// The seed's example.
+		// The example of docs/subscriptions.md.
 		{"my-sub", "/agents/task-123", "my-sub:%2Fagents%2Ftask-123"},
 		{"s", "/a b/ü", "s:%2Fa%20b%2F%C3%BC"},
 		{"s", "/a:b/%2F", "s:%2Fa%3Ab%2F%252F"},

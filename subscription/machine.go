@@ -8,9 +8,9 @@ import (
 	"time"
 )
 
-// Machine is the consumer state machine of seed 000. Decide is a pure
-// function of its arguments and of the bytes read from Rand; a Machine
-// holds no state and is safe for concurrent use if Rand is.
+// Machine is the consumer state machine of docs/subscriptions.md. Decide is
+// a pure function of its arguments and of the bytes read from Rand; a
+// Machine holds no state and is safe for concurrent use if Rand is.
 type Machine struct {
 	// Rand is the source of wake ids and retry jitter; crypto/rand.Reader
 	// when nil. Tests pass a seeded reader to get reproducible decisions.
@@ -31,7 +31,7 @@ func (m *Machine) rand() io.Reader {
 // ErrInvalidOffset, ErrInvalidRequest, ErrTokenInvalid) for a Callback, or
 // a failure to read Rand.
 //
-// The transitions (seed 000, "State Transitions"):
+// The transitions (docs/subscriptions.md, The state machine):
 //
 //	IDLE   → WAKING  pending work (TailsChanged, Tick, after any event):
 //	                 epoch++, new wake id, SendWake, ArmTimer(waking)
@@ -274,7 +274,7 @@ func (m *Machine) retryDelay(n int) (time.Duration, error) {
 	return base + jitter, nil
 }
 
-// RetryBackoff is the retry schedule of seed 000 ("Retry Schedule"): retry
+// RetryBackoff is the retry schedule of docs/subscriptions.md (Retries): retry
 // n (the delivery after n failed attempts) waits base plus a jitter of up
 // to maxJitter.
 //

@@ -6,9 +6,9 @@ import (
 	"time"
 )
 
-// Every row of seed 000's "State Transitions" table, and the rules around
-// it that are not callbacks (see callback_test.go) or timers (see
-// timers_test.go).
+// Every row of the state machine table of docs/subscriptions.md, and the
+// rules around it that are not callbacks (see callback_test.go) or timers
+// (see timers_test.go).
 func TestTransitions(t *testing.T) {
 	t1 := t0.Add(time.Second)
 	wokenIdle := with(idle(), func(c *Consumer) { // idle() woken at t1 by pA at 12

@@ -5,18 +5,18 @@ import (
 	"strings"
 )
 
-// OffsetStart is the offset sentinel for "nothing processed yet" (seed 000,
-// "Offset Semantics"), the "-1" of PROTOCOL.md section 8.
+// OffsetStart is the offset sentinel for "nothing processed yet"
+// (docs/subscriptions.md, Consumers), the "-1" of docs/protocol.md, Offsets.
 const OffsetStart = "-1"
 
-// maxOffsetLength bounds an offset token (PROTOCOL 8: "under 256
-// characters").
+// maxOffsetLength bounds an offset token (the protocol keeps offsets
+// under 256 characters).
 const maxOffsetLength = 256
 
 // validOffsetSyntax reports whether s can be an offset at all: OffsetStart
-// or a non-empty token of printable ASCII without the characters PROTOCOL 8
-// forbids (',', '&', '=', '?', '/'). Whether it is an offset of a given
-// stream is checked against that stream's tail.
+// or a non-empty token of printable ASCII without the characters the
+// protocol forbids in offsets (',', '&', '=', '?', '/'). Whether it is an
+// offset of a given stream is checked against that stream's tail.
 func validOffsetSyntax(s string) bool {
 	if s == OffsetStart {
 		return true
@@ -75,7 +75,7 @@ func (m *Machine) checkAck(path, off, tail string) error {
 }
 
 // PendingWork reports whether any subscribed stream has events beyond its
-// acked offset (seed 000, "Pending Work"):
+// acked offset (docs/subscriptions.md, Consumers):
 //
 //	any(tail[path] > acked[path] for path in subscribed_streams)
 func (m *Machine) PendingWork(c *Consumer, tails Tails) bool {

@@ -13,7 +13,7 @@ import (
 const SignatureHeader = "Webhook-Signature"
 
 // SignatureHeaderValue signs a wake notification body for the header
-// SignatureHeader (seed 000, "Webhook Signature Verification"):
+// SignatureHeader (docs/subscriptions.md, The signature):
 //
 //	t=<unix seconds>,sha256=<hex HMAC-SHA256(secret, "<t>.<body>")>
 //

@@ -186,7 +186,7 @@ func TestTimers(t *testing.T) {
 	})
 }
 
-// The retry schedule of seed 000, exactly.
+// The retry schedule of docs/subscriptions.md, exactly.
 func TestRetryBackoff(t *testing.T) {
 	ms := time.Millisecond
 	tests := []struct {

@@ -18,7 +18,7 @@ import (
 	"github.com/heraldstreams/herald/internal/jsontext"
 )
 
-// Callback token timings (seed 000, "Callback Tokens").
+// Callback token timings (docs/subscriptions.md, Tokens).
 const (
 	// TokenTTL is the lifetime of a callback token.
 	TokenTTL = time.Hour

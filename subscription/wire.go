@@ -19,8 +19,8 @@ type StreamOffset struct {
 	Offset string `json:"offset"`
 }
 
-// WakePayload is the body of a wake notification (seed 000, "Wake-up
-// Notification").
+// WakePayload is the body of a wake notification (docs/subscriptions.md,
+// The wake request).
 type WakePayload struct {
 	ConsumerID    string         `json:"consumer_id"`
 	Epoch         int64          `json:"epoch"`
@@ -71,8 +71,8 @@ func (w *WakePayload) AppendJSON(dst []byte) []byte {
 	return append(dst, '}')
 }
 
-// CallbackRequest is the body of a callback (seed 000, "Callback API").
-// Use ParseCallbackRequest to read one.
+// CallbackRequest is the body of a callback (docs/subscriptions.md, The
+// callback API). Use ParseCallbackRequest to read one.
 type CallbackRequest struct {
 	Epoch       int64          `json:"epoch"`
 	WakeID      string         `json:"wake_id,omitempty"`
@@ -123,9 +123,9 @@ func NewErrorResponse(err error, token string) (status int, resp ErrorResponse, 
 	return status, ErrorResponse{Error: ErrorDetail{Code: code, Message: err.Error()}, Token: token}, true
 }
 
-// Subscription is the subscription resource of the HTTP API (seed 000,
-// "Subscription HTTP API"). WebhookSecret is set only in the response to
-// the request that created the subscription.
+// Subscription is the subscription resource of the HTTP API
+// (docs/subscriptions.md, Subscriptions). WebhookSecret is set only in the
+// response to the request that created the subscription.
 type Subscription struct {
 	SubscriptionID string `json:"subscription_id"`
 	Pattern        string `json:"pattern"`
@@ -185,7 +185,7 @@ func decodeStrict(body []byte, v any) error {
 // Unknown fields are refused rather than ignored because the cost of
 // ignoring one is silent: a consumer that misspells "acks" or "done" would
 // get 200 while its progress is lost or it stays LIVE, and the error tells
-// it at once. A field added by a later version of the seed is a deliberate
+// it at once. A field added to docs/subscriptions.md is a deliberate
 // change of this function.
 func ParseCallbackRequest(body []byte) (CallbackRequest, error) {
 	var b callbackBody
@@ -242,7 +242,7 @@ func ParseCreateRequest(body []byte) (CreateRequest, error) {
 
 // ParseWebhookResponse reads a webhook's 2xx response body. Only a JSON
 // object whose "done" is true is a synchronous done; an empty body, other
-// JSON, or text is a plain 2xx (the seed makes the body optional, so it
+// JSON, or text is a plain 2xx (the body is optional, so it
 // is read leniently).
 func ParseWebhookResponse(body []byte) WebhookResponse {
 	var r struct {

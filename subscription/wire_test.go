@@ -10,7 +10,7 @@ import (
 	"testing"
 )
 
-// The JSON field names of seed 000, exactly.
+// The JSON field names of docs/subscriptions.md, exactly.
 func TestWireFieldNames(t *testing.T) {
 	tests := []struct {
 		name string
@@ -82,7 +82,7 @@ func TestWireFieldNames(t *testing.T) {
 }
 
 func TestParseCallbackRequest(t *testing.T) {
-	// The seed's example.
+	// The example of docs/subscriptions.md.
 	req, err := ParseCallbackRequest([]byte(`{
 		"epoch": 7,
 		"wake_id": "w_f8a3b2c1",
@@ -180,7 +180,7 @@ func TestParseWebhookResponse(t *testing.T) {
 	}
 }
 
-// The seed's error table, exactly.
+// The callback error table, exactly.
 func TestCallbackErrorStatus(t *testing.T) {
 	tests := []struct {
 		err    error

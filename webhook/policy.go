@@ -81,7 +81,8 @@ func (e *RefusedError) Is(target error) bool { return target == ErrURLRefused }
 // Unwrap returns the underlying error, if any.
 func (e *RefusedError) Unwrap() error { return e.Err }
 
-// maxURLLength bounds a destination URL (seed 003 stores 2048 characters).
+// maxURLLength bounds a destination URL (2048 characters, a common limit of
+// browsers and proxies).
 const maxURLLength = 2048
 
 // refusedRange is one range Herald refuses by default.

@@ -42,11 +42,11 @@ type serveConfig struct {
 	// directory); KEK is HERALD_KEK, keys given directly, which win.
 	KEKFile string
 	KEK     string
-	// Webhook subscriptions (seed 000).
+	// Webhook subscriptions (docs/subscriptions.md).
 	WebhookAllowCIDRs string
 	TokenKeys         string
 	PublicURL         string
-	// Event delivery (seeds 002-004).
+	// Event delivery (docs/delivery.md).
 	Delivery deliveryConfig
 	// Access control.
 	Access accessConfig

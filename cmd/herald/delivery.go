@@ -15,7 +15,7 @@ import (
 	"github.com/heraldstreams/herald/webhook"
 )
 
-// deliveryConfig is the configuration of event delivery (seeds 002-004).
+// deliveryConfig is the configuration of event delivery (docs/delivery.md).
 type deliveryConfig struct {
 	RetrySchedule       string
 	BreakerThreshold    int

@@ -1,5 +1,5 @@
 // Command consumer is an example webhook consumer for Herald's
-// subscriptions: the Go counterpart of the serverless function in seed 001.
+// subscriptions: a Go consumer of the kind docs/subscriptions.md describes.
 //
 // Herald POSTs a signed wake to /webhook when one of the consumer's streams
 // has new events. The consumer verifies the signature, claims the wake,

@@ -192,7 +192,8 @@ func (b *batch) resolveFork(e *entry, p *store.StreamCreateParams) error {
 			pos = anchor + p.ForkSubOffset
 		}
 	}
-	// PROTOCOL 4.2: a fork with no expiry of its own inherits the source's.
+	// docs/protocol.md, Forks: a fork with no expiry of its own inherits the
+	// source's.
 	inherit := p.TTL == 0 && p.ExpiresAt.IsZero()
 	if inherit {
 		e.ttl = srcStream.TTL
@@ -218,7 +219,7 @@ type ruleError struct{ err error }
 func (r ruleError) Error() string { return r.err.Error() }
 
 // sameConfig reports whether a create request matches an existing stream
-// (PROTOCOL 5.1: content type, TTL/expiry, closure, fork origin).
+// (docs/protocol.md, Create: content type, TTL/expiry, closure, fork origin).
 func sameConfig(e *entry, p *store.StreamCreateParams) bool {
 	st := e.stream()
 	if p.ForkSource != "" {

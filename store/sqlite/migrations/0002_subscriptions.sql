@@ -1,5 +1,5 @@
--- Webhook subscriptions (seed 000), their consumer instances and the
--- streams each consumer is subscribed to. Every deadline is a column;
+-- Webhook subscriptions (docs/subscriptions.md), their consumer instances
+-- and the streams each consumer is subscribed to. Every deadline is a column;
 -- due_at is the earliest armed one, indexed for the timer sweep.
 CREATE TABLE subscriptions (
     id          TEXT    PRIMARY KEY,

@@ -1,4 +1,4 @@
--- Event delivery (seeds 002-004): endpoints, per-(endpoint, stream)
+-- Event delivery (docs/delivery.md): endpoints, per-(endpoint, stream)
 -- cursors, deliveries (one per endpoint and event), their attempts, and
 -- the ids of events published through the API. Times are unix ns, 0 =
 -- none; list-valued configuration is JSON text.
