@@ -7,6 +7,7 @@ import (
 
 	"github.com/heraldstreams/herald/internal/secretbox"
 	"github.com/heraldstreams/herald/store"
+	"github.com/heraldstreams/herald/store/internal/codec"
 )
 
 // secretColumns are the columns that hold secrets. Each value is sealed
@@ -221,7 +222,7 @@ func (s *Store) TokenKeyInit(ctx context.Context, params *store.TokenKeyInitPara
 		}
 		for i, k := range params.Keys {
 			if _, err := b.exec(`INSERT INTO token_keys (id, secret, ord, created_at) VALUES (?, ?, ?, ?)`,
-				k.ID, sealed[i], i, nanos(params.Now)); err != nil {
+				k.ID, sealed[i], i, codec.Nanos(params.Now)); err != nil {
 				return fmt.Errorf("insert token key: %w", err)
 			}
 		}
@@ -254,7 +255,7 @@ func (s *Store) tokenKeys(ctx context.Context) ([]store.TokenKey, error) {
 		if k.Secret, err = base64.RawURLEncoding.DecodeString(plain); err != nil {
 			return nil, fmt.Errorf("sqlite: token key %s: %w", k.ID, err)
 		}
-		k.CreatedAt = fromNanos(created)
+		k.CreatedAt = codec.FromNanos(created)
 		out = append(out, k)
 	}
 	if err := rows.Err(); err != nil {
@@ -265,7 +266,7 @@ func (s *Store) tokenKeys(ctx context.Context) ([]store.TokenKey, error) {
 
 // openEndpointSecrets opens the secret columns of an endpoint row as
 // scanned: the secrets in ep, the headers' JSON in r.
-func (s *Store) openEndpointSecrets(ep *store.Endpoint, r *endpointRow) error {
+func (s *Store) openEndpointSecrets(ep *store.Endpoint, r *codec.EndpointRow) error {
 	var err error
 	if ep.Secret, err = s.openText(ep.Secret, "endpoints", ep.ID, "secret"); err != nil {
 		return err
@@ -273,6 +274,6 @@ func (s *Store) openEndpointSecrets(ep *store.Endpoint, r *endpointRow) error {
 	if ep.PreviousSecret, err = s.openText(ep.PreviousSecret, "endpoints", ep.ID, "previous_secret"); err != nil {
 		return err
 	}
-	r.headers, err = s.openText(r.headers, "endpoints", ep.ID, "headers")
+	r.Headers, err = s.openText(r.Headers, "endpoints", ep.ID, "headers")
 	return err
 }

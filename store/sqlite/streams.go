@@ -7,6 +7,7 @@ import (
 
 	"github.com/heraldstreams/herald/protocol"
 	"github.com/heraldstreams/herald/store"
+	"github.com/heraldstreams/herald/store/internal/codec"
 )
 
 // StreamCreate implements store.Store.
@@ -91,8 +92,8 @@ func (o *createOp) apply(b *batch) error {
 		path:        ownPath(p.Path),
 		contentType: internContentType(p.ContentType),
 		ttl:         p.TTL,
-		accessedAt:  nanos(p.Now),
-		createdAt:   nanos(p.Now),
+		accessedAt:  codec.Nanos(p.Now),
+		createdAt:   codec.Nanos(p.Now),
 		closed:      p.Closed,
 	}
 	if !p.ExpiresAt.IsZero() {
@@ -110,7 +111,7 @@ func (o *createOp) apply(b *batch) error {
 	}
 	st := e.stream()
 	res, err := b.s.stmts.insertStream.ExecContext(b.ctx, st.Path, st.ContentType, st.Tail, st.Closed,
-		int64(st.TTL.Seconds()), nanos(st.ExpiresAt), e.accessedAt, e.createdAt,
+		int64(st.TTL.Seconds()), codec.Nanos(st.ExpiresAt), e.accessedAt, e.createdAt,
 		nullID(e.sourceID()), st.ForkSource, st.ForkPosition, st.ForkOffset, st.ForkSubOffset)
 	if err != nil {
 		return fmt.Errorf("insert stream: %w", err)
@@ -266,7 +267,7 @@ func (o *appendOp) apply(b *batch) error {
 	if p.Seq != "" {
 		ne.lastSeq = p.Seq
 	}
-	ne.accessedAt = nanos(p.Now)
+	ne.accessedAt = codec.Nanos(p.Now)
 	if d.ProducerChanged {
 		if err := b.setProducer(ne, p.Producer.ID, *d.Producer); err != nil {
 			return fmt.Errorf("write producer: %w", err)
