@@ -133,9 +133,7 @@ func internContentType(ct string) string {
 // string it came from (a request line, which is larger).
 func ownPath(p string) string { return strings.Clone(p) }
 
-const streamColumns = `id, path, content_type, tail, closed, closed_by_id, closed_by_epoch, closed_by_seq,
-	ttl_seconds, expires_at, accessed_at, created_at, fork_source_id, fork_source_path, fork_position,
-	fork_offset, fork_sub_offset, last_seq, soft_deleted`
+const streamColumns = codec.StreamColumns
 
 func scanEntry(row interface{ Scan(...any) error }) (*entry, error) {
 	var (

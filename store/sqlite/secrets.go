@@ -10,34 +10,15 @@ import (
 	"github.com/heraldstreams/herald/store/internal/codec"
 )
 
-// secretColumns are the columns that hold secrets. Each value is sealed
-// with Config.Box, bound to its table, its row's id and its column, so a
-// value copied to another row or column does not open there. Callers of
-// the store see plain values: sealing is this package's business.
-var secretColumns = []struct{ table, column string }{
-	{"endpoints", "secret"},
-	{"endpoints", "previous_secret"},
-	// The custom headers' JSON object, sealed whole: their values are
-	// often credentials of the receiver.
-	{"endpoints", "headers"},
-	{"subscriptions", "secret"},
-	{"token_keys", "secret"},
-}
+// secretColumns are the columns that hold secrets (see
+// codec.SecretColumns), sealed with Config.Box.
+var secretColumns = codec.SecretColumns
 
 // kekCheck is the secret_meta row holding the key-encryption key check.
-const kekCheck = "kek_check"
+const kekCheck = codec.KEKCheck
 
 // SecretStats says what Open did to the secret columns.
-type SecretStats struct {
-	// Sealed counts plaintext values Open encrypted (a store written
-	// before secrets were encrypted, or without a Box).
-	Sealed int
-	// Rewrapped counts values Open moved from an older key-encryption key
-	// to the current one.
-	Rewrapped int
-	// KeyID is the id of the key that seals; "" without a Box.
-	KeyID string
-}
+type SecretStats = codec.SecretStats
 
 // SecretStats reports what Open did to the secret columns.
 func (s *Store) SecretStats() SecretStats { return s.secretStats }
@@ -110,7 +91,7 @@ func (s *Store) prepareSecrets(ctx context.Context) error {
 	}
 	err = execTx(ctx, s.wconn, func() error {
 		for _, c := range secretColumns {
-			if err := s.resealColumn(ctx, box, c.table, c.column); err != nil {
+			if err := s.resealColumn(ctx, box, c.Table, c.Column); err != nil {
 				return err
 			}
 		}
@@ -166,26 +147,19 @@ func (s *Store) resealColumn(ctx context.Context, box *secretbox.Box, table, col
 			if err := rows.Scan(&id, &v); err != nil {
 				return err
 			}
-			if !secretbox.IsSealed(v) {
-				sealed, err := box.SealText(v, table, id, column)
-				if err != nil {
-					return err
-				}
-				changes = append(changes, change{id, sealed})
-				s.secretStats.Sealed++
-				continue
-			}
-			if kid, err := secretbox.KeyID(v); err == nil && kid == box.CurrentKeyID() {
-				continue
-			}
-			moved, changed, err := box.Rewrap(v, secretbox.Binding(table, id, column))
+			out, did, err := box.Reseal(v, table, id, column)
 			if err != nil {
-				return fmt.Errorf("%s.%s of %q: %w", table, column, id, err)
+				return err
 			}
-			if changed {
-				changes = append(changes, change{id, moved})
+			switch did {
+			case secretbox.Sealed:
+				s.secretStats.Sealed++
+			case secretbox.Rewrapped:
 				s.secretStats.Rewrapped++
+			default:
+				continue
 			}
+			changes = append(changes, change{id, out})
 		}
 		return rows.Err()
 	}()

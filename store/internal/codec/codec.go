@@ -53,6 +53,12 @@ func ParseDeliveryID(id string) (int64, bool) {
 	return seq, err == nil && seq > 0
 }
 
+// StreamColumns are the columns of a stream's metadata, in the order
+// backends scan them.
+const StreamColumns = `id, path, content_type, tail, closed, closed_by_id, closed_by_epoch, closed_by_seq,
+	ttl_seconds, expires_at, accessed_at, created_at, fork_source_id, fork_source_path, fork_position,
+	fork_offset, fork_sub_offset, last_seq, soft_deleted`
+
 // SubscriptionColumns are the columns ScanSubscription reads.
 const SubscriptionColumns = `id, pattern, webhook, secret, description, created_at`
 
@@ -284,4 +290,33 @@ func nonNil(v []string) []string {
 		return []string{}
 	}
 	return v
+}
+
+// SecretColumns are the columns that hold secrets. Each value is sealed
+// with the store's secretbox.Box, bound to its table, its row's id and its
+// column, so a value copied to another row or column does not open there.
+// Callers of a store see plain values: sealing is the backend's business.
+var SecretColumns = []struct{ Table, Column string }{
+	{"endpoints", "secret"},
+	{"endpoints", "previous_secret"},
+	// The custom headers' JSON object, sealed whole: their values are
+	// often credentials of the receiver.
+	{"endpoints", "headers"},
+	{"subscriptions", "secret"},
+	{"token_keys", "secret"},
+}
+
+// KEKCheck is the secret_meta row holding the key-encryption key check.
+const KEKCheck = "kek_check"
+
+// SecretStats says what opening a store did to the secret columns.
+type SecretStats struct {
+	// Sealed counts plaintext values encrypted (a store written before
+	// secrets were encrypted, or without a Box).
+	Sealed int
+	// Rewrapped counts values moved from an older key-encryption key to
+	// the current one.
+	Rewrapped int
+	// KeyID is the id of the key that seals; "" without a Box.
+	KeyID string
 }
