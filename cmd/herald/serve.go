@@ -17,7 +17,9 @@ import (
 
 	"github.com/heraldstreams/herald/auth"
 	"github.com/heraldstreams/herald/httpapi"
+	"github.com/heraldstreams/herald/internal/secretbox"
 	"github.com/heraldstreams/herald/reaper"
+	"github.com/heraldstreams/herald/store/postgres"
 	"github.com/heraldstreams/herald/store/sqlite"
 )
 
@@ -26,8 +28,21 @@ import (
 // in-flight appends finish, and flushes and closes the store.
 func serve(ctx context.Context, cfg *serveConfig, logOut io.Writer) error {
 	log := newLogger(cfg, logOut)
-	st, err := openStore(ctx, kekSource{Keys: cfg.KEK, File: cfg.KEKFile, DataDir: cfg.DataDir},
-		sqlite.Config{Dir: cfg.DataDir, Logger: log.With("part", "store")})
+	st, err := openStore(ctx, kekSource{Keys: cfg.KEK, File: cfg.KEKFile, DataDir: cfg.DataDir}, func(box *secretbox.Box) (heraldStore, error) {
+		storeLog := log.With("part", "store")
+		if cfg.Store == "postgres" {
+			st, err := postgres.Open(ctx, cfg.PostgresURL, postgres.Options{Logger: storeLog, Box: box})
+			if err != nil {
+				return nil, err
+			}
+			return st, nil
+		}
+		st, err := sqlite.Open(ctx, sqlite.Config{Dir: cfg.DataDir, Logger: storeLog, Box: box})
+		if err != nil {
+			return nil, err
+		}
+		return st, nil
+	})
 	if err != nil {
 		return err
 	}
