@@ -198,17 +198,3 @@ func (s *Store) TokenKeyInit(ctx context.Context, params *store.TokenKeyInitPara
 	}
 	return out, nil
 }
-
-// openEndpointSecrets opens the secret columns of an endpoint row as
-// scanned: the secrets in ep, the headers' JSON in r.
-func (s *Store) openEndpointSecrets(ep *store.Endpoint, r *codec.EndpointRow) error {
-	var err error
-	if ep.Secret, err = s.openText(ep.Secret, "endpoints", ep.ID, "secret"); err != nil {
-		return err
-	}
-	if ep.PreviousSecret, err = s.openText(ep.PreviousSecret, "endpoints", ep.ID, "previous_secret"); err != nil {
-		return err
-	}
-	r.Headers, err = s.openText(r.Headers, "endpoints", ep.ID, "headers")
-	return err
-}

@@ -14,29 +14,11 @@ var _ store.DeliveryStore = (*Store)(nil)
 const endpointColumns = codec.EndpointColumns
 
 func (s *Store) encodeEndpoint(ep *store.Endpoint) (codec.EndpointRow, error) {
-	r, err := codec.EncodeEndpoint(ep)
-	if err != nil {
-		return r, err
-	}
-	if r.Headers, err = s.sealText(r.Headers, "endpoints", ep.ID, "headers"); err != nil {
-		return r, err
-	}
-	if r.Secret, err = s.sealText(ep.Secret, "endpoints", ep.ID, "secret"); err != nil {
-		return r, err
-	}
-	r.PreviousSecret, err = s.sealText(ep.PreviousSecret, "endpoints", ep.ID, "previous_secret")
-	return r, err
+	return codec.SealEndpoint(ep, s.sealText)
 }
 
 func (s *Store) scanEndpoint(row codec.Row) (store.Endpoint, error) {
-	ep, r, err := codec.ScanEndpoint(row)
-	if err != nil {
-		return ep, err
-	}
-	if err := s.openEndpointSecrets(&ep, &r); err != nil {
-		return ep, err
-	}
-	return ep, codec.DecodeEndpoint(&ep, &r)
+	return codec.OpenEndpoint(row, s.openText)
 }
 
 // EndpointCreate implements store.DeliveryStore.

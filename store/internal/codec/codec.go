@@ -320,3 +320,42 @@ type SecretStats struct {
 	// KeyID is the id of the key that seals; "" without a Box.
 	KeyID string
 }
+
+// SecretFunc seals or opens one secret of a table's row and column.
+type SecretFunc func(value, table, row, column string) (string, error)
+
+// SealEndpoint encodes an endpoint's list-valued columns and seals its
+// secret columns (the headers' JSON among them) with seal.
+func SealEndpoint(ep *store.Endpoint, seal SecretFunc) (EndpointRow, error) {
+	r, err := EncodeEndpoint(ep)
+	if err != nil {
+		return r, err
+	}
+	if r.Headers, err = seal(r.Headers, "endpoints", ep.ID, "headers"); err != nil {
+		return r, err
+	}
+	if r.Secret, err = seal(ep.Secret, "endpoints", ep.ID, "secret"); err != nil {
+		return r, err
+	}
+	r.PreviousSecret, err = seal(ep.PreviousSecret, "endpoints", ep.ID, "previous_secret")
+	return r, err
+}
+
+// OpenEndpoint scans an endpoint row, opens its secret columns with open
+// and decodes it.
+func OpenEndpoint(row Row, open SecretFunc) (store.Endpoint, error) {
+	ep, r, err := ScanEndpoint(row)
+	if err != nil {
+		return ep, err
+	}
+	if ep.Secret, err = open(ep.Secret, "endpoints", ep.ID, "secret"); err != nil {
+		return ep, err
+	}
+	if ep.PreviousSecret, err = open(ep.PreviousSecret, "endpoints", ep.ID, "previous_secret"); err != nil {
+		return ep, err
+	}
+	if r.Headers, err = open(r.Headers, "endpoints", ep.ID, "headers"); err != nil {
+		return ep, err
+	}
+	return ep, DecodeEndpoint(&ep, &r)
+}
