@@ -237,8 +237,16 @@ func isTokenChar(c byte) bool {
 	return strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0
 }
 
-// IsJSON reports whether a normalized content type is JSON mode.
-func IsJSON(contentType string) bool { return contentType == ContentTypeJSON }
+// IsJSON reports whether a content type is JSON mode. It is meant for
+// normalized types, and tolerates others: parameters, surrounding space and
+// case are ignored, so every backend and handler answers alike.
+func IsJSON(contentType string) bool {
+	if contentType == ContentTypeJSON {
+		return true
+	}
+	mt, _, _ := strings.Cut(contentType, ";")
+	return strings.EqualFold(strings.TrimSpace(mt), ContentTypeJSON)
+}
 
 // IsText reports whether SSE carries a stream of this normalized content
 // type as UTF-8 text (text/* and application/json); every other type is

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Runs Herald's whole test suite: formatting, vet, the Go tests with the race
-# detector (unit, storage suite, end-to-end with the real binary) and the
-# official Durable Streams conformance suite against `herald serve`, once
-# in the development mode and once with access control on.
+# detector (unit, storage suite on SQLite and on a throwaway PostgreSQL,
+# end-to-end with the real binary) and the official Durable Streams
+# conformance suite against `herald serve`, once in the development mode
+# and once with access control on.
 # Needs Go, Node.js 18 or later and npm; says which is missing before it
 # starts.
 set -euo pipefail
@@ -30,6 +31,12 @@ fi
 
 echo "== go vet"
 go vet ./...
+
+echo "== postgres"
+# A throwaway PostgreSQL for the Postgres backend's tests, stopped at exit.
+source scripts/postgres.sh
+trap herald_postgres_stop EXIT
+echo "HERALD_TEST_POSTGRES_URL=$HERALD_TEST_POSTGRES_URL"
 
 echo "== go test -race"
 go test -race -count=1 -timeout 15m ./...

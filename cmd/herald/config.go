@@ -23,8 +23,12 @@ const defaultMaxHeaderBytes = 64 << 10
 
 // serveConfig is everything `herald serve` is configured with.
 type serveConfig struct {
-	Addr            string
-	DataDir         string
+	Addr    string
+	DataDir string
+	// Store is the storage backend, "sqlite" (in DataDir) or "postgres"
+	// (at PostgresURL, shared by replicas).
+	Store           string
+	PostgresURL     string
 	LongPollTimeout time.Duration
 	MaxBodyBytes    int64
 	MaxReadBytes    int
@@ -58,6 +62,8 @@ func parseServeFlags(args []string, stderr io.Writer, env func(string) (string, 
 	fs.SetOutput(stderr)
 	fs.StringVar(&cfg.Addr, "addr", "127.0.0.1:4437", "address to listen on (beyond loopback, access control must be on, or --insecure-no-auth given)")
 	fs.StringVar(&cfg.DataDir, "data-dir", "./data", "directory of the embedded store (created if missing)")
+	fs.StringVar(&cfg.Store, "store", "sqlite", "storage backend: sqlite (the embedded store in --data-dir) or postgres (--postgres-url, which several replicas can share)")
+	fs.StringVar(&cfg.PostgresURL, "postgres-url", "", "PostgreSQL connection URL of --store postgres, e.g. postgres://user@host:5432/herald (a password is better given as HERALD_POSTGRES_URL or in ~/.pgpass)")
 	fs.DurationVar(&cfg.LongPollTimeout, "long-poll-timeout", 30*time.Second, "how long a long-poll read waits for data before it answers 204")
 	fs.Int64Var(&cfg.MaxBodyBytes, "max-body-bytes", 16<<20, "largest create or append body accepted (larger: 413)")
 	fs.IntVar(&cfg.MaxReadBytes, "max-read-bytes", 4<<20, "most data returned by one catch-up read or SSE event")
@@ -106,6 +112,14 @@ func (c *serveConfig) validate() error {
 	var problems []string
 	if c.DataDir == "" {
 		problems = append(problems, "--data-dir must not be empty")
+	}
+	switch {
+	case c.Store != "sqlite" && c.Store != "postgres":
+		problems = append(problems, fmt.Sprintf("--store must be sqlite or postgres, not %q", c.Store))
+	case c.Store == "postgres" && c.PostgresURL == "":
+		problems = append(problems, "--store postgres needs --postgres-url (or HERALD_POSTGRES_URL)")
+	case c.Store == "sqlite" && c.PostgresURL != "":
+		problems = append(problems, "--postgres-url is set but --store is sqlite: add --store postgres")
 	}
 	if c.LongPollTimeout <= 0 {
 		problems = append(problems, "--long-poll-timeout must be positive")

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 
 	"github.com/heraldstreams/herald/internal/secretbox"
+	"github.com/heraldstreams/herald/store"
 	"github.com/heraldstreams/herald/store/sqlite"
 )
 
@@ -63,12 +64,19 @@ func (k kekSource) describe() string {
 	return kekEnv
 }
 
-// openStore opens the embedded store with its secrets encrypted under the
-// configured key-encryption keys; the key file is created with a new key
-// on first start. A wrong key is refused by the store at open, and a key
-// file this start created for it is not kept (it could never open the
-// data, and would be mistaken for the right one later).
-func openStore(ctx context.Context, src kekSource, cfg sqlite.Config) (*sqlite.Store, error) {
+// heraldStore is what herald serve needs of a storage backend.
+type heraldStore interface {
+	store.Store
+	store.TokenKeyStore
+}
+
+// openStore opens a store with its secrets encrypted under the
+// configured key-encryption keys: open opens the backend with the Box made
+// of them. The key file is created with a new key on first start. A wrong
+// key is refused by the store at open, and a key file this start created
+// for it is not kept (it could never open the data, and would be mistaken
+// for the right one later).
+func openStore(ctx context.Context, src kekSource, open func(box *secretbox.Box) (heraldStore, error)) (heraldStore, error) {
 	path, err := src.path()
 	if err != nil {
 		return nil, err
@@ -83,10 +91,11 @@ func openStore(ctx context.Context, src kekSource, cfg sqlite.Config) (*sqlite.S
 	if err != nil {
 		return nil, fmt.Errorf("key-encryption key: %w", err)
 	}
-	if cfg.Box, err = secretbox.New(keys); err != nil {
+	box, err := secretbox.New(keys)
+	if err != nil {
 		return nil, fmt.Errorf("key-encryption key: %w", err)
 	}
-	st, err := sqlite.Open(ctx, cfg)
+	st, err := open(box)
 	if errors.Is(err, secretbox.ErrWrongKey) {
 		err = fmt.Errorf("%w (keys from %s)", err, src.describe())
 		if !existed {

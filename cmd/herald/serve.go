@@ -18,7 +18,9 @@ import (
 	"github.com/heraldstreams/herald/auth"
 	"github.com/heraldstreams/herald/delivery"
 	"github.com/heraldstreams/herald/httpapi"
+	"github.com/heraldstreams/herald/internal/secretbox"
 	"github.com/heraldstreams/herald/reaper"
+	"github.com/heraldstreams/herald/store/postgres"
 	"github.com/heraldstreams/herald/store/sqlite"
 	"github.com/heraldstreams/herald/subscription"
 )
@@ -27,7 +29,7 @@ import (
 // and the engines mounted on it. newApp builds it; serve runs it.
 type app struct {
 	log   *slog.Logger
-	st    *sqlite.Store
+	st    heraldStore
 	ln    net.Listener
 	api   *httpapi.Server
 	jwtv  *auth.JWTVerifier
@@ -38,8 +40,21 @@ type app struct {
 // newApp opens the store, listens on cfg.Addr and mounts every route. On
 // error nothing is left open.
 func newApp(ctx context.Context, cfg *serveConfig, log *slog.Logger) (*app, error) {
-	st, err := openStore(ctx, kekSource{Keys: cfg.KEK, File: cfg.KEKFile, DataDir: cfg.DataDir},
-		sqlite.Config{Dir: cfg.DataDir, Logger: log.With("part", "store")})
+	st, err := openStore(ctx, kekSource{Keys: cfg.KEK, File: cfg.KEKFile, DataDir: cfg.DataDir}, func(box *secretbox.Box) (heraldStore, error) {
+		storeLog := log.With("part", "store")
+		if cfg.Store == "postgres" {
+			st, err := postgres.Open(ctx, cfg.PostgresURL, postgres.Options{Logger: storeLog, Box: box})
+			if err != nil {
+				return nil, err
+			}
+			return st, nil
+		}
+		st, err := sqlite.Open(ctx, sqlite.Config{Dir: cfg.DataDir, Logger: storeLog, Box: box})
+		if err != nil {
+			return nil, err
+		}
+		return st, nil
+	})
 	if err != nil {
 		return nil, err
 	}

@@ -11,26 +11,21 @@ import (
 	"time"
 
 	"github.com/heraldstreams/herald/store"
+	"github.com/heraldstreams/herald/store/internal/codec"
 )
 
-const deliveryColumns = `seq, endpoint_id, event_id, event_type, stream, position, status, attempts, round_attempts,
-	next_attempt_at, last_status_code, last_error, created_at, updated_at, finished_at`
+const deliveryColumns = codec.DeliveryColumns
 
-func (s *Store) scanDelivery(row interface{ Scan(...any) error }, body bool) (store.Delivery, error) {
-	var d store.Delivery
-	var next, created, updated, finished int64
-	dst := []any{&d.Seq, &d.EndpointID, &d.EventID, &d.EventType, &d.Stream, &d.Position, &d.Status, &d.Attempts,
-		&d.RoundAttempts, &next, &d.LastStatusCode, &d.LastError, &created, &updated, &finished}
-	if body {
-		dst = append(dst, &d.Body)
+// scanDelivery scans a row of deliveryColumns, and the body after them
+// when asked.
+func (s *Store) scanDelivery(row codec.Row, body bool) (store.Delivery, error) {
+	if !body {
+		return codec.ScanDelivery(s.ids, row)
 	}
-	if err := row.Scan(dst...); err != nil {
-		return d, err
-	}
-	d.ID = s.ids.id(d.Seq)
-	d.NextAttemptAt = fromNanos(next)
-	d.CreatedAt, d.UpdatedAt, d.FinishedAt = fromNanos(created), fromNanos(updated), fromNanos(finished)
-	return d, nil
+	var b []byte
+	d, err := codec.ScanDelivery(s.ids, row, &b)
+	d.Body = b
+	return d, err
 }
 
 // DeliveryCursors implements store.DeliveryStore.
@@ -146,7 +141,7 @@ func (s *Store) DeliveryEnqueue(ctx context.Context, params *store.DeliveryEnque
 				return ruleError{store.ErrCursorConflict}
 			}
 		}
-		now := nanos(params.Now)
+		now := codec.Nanos(params.Now)
 		res.Leased = res.Leased[:0]
 		for _, d := range params.Deliveries {
 			seq, err := b.insertDelivery(&d, now)
@@ -160,9 +155,9 @@ func (s *Store) DeliveryEnqueue(ctx context.Context, params *store.DeliveryEnque
 					// Leased before the commit makes the row visible, so
 					// no claim can take it first; undone if the batch fails
 					// (its seq would be used again).
-					d.Seq, d.ID, d.Status = seq, s.ids.id(seq), store.DeliveryPending
-					d.CreatedAt, d.UpdatedAt = fromNanos(now), fromNanos(now)
-					d.LeaseToken = s.leases.add(d.EndpointID, seq, nanos(d.LeaseUntil))
+					d.Seq, d.ID, d.Status = seq, s.ids.ID(seq), store.DeliveryPending
+					d.CreatedAt, d.UpdatedAt = codec.FromNanos(now), codec.FromNanos(now)
+					d.LeaseToken = s.leases.add(d.EndpointID, seq, codec.Nanos(d.LeaseUntil))
 					res.Leased = append(res.Leased, d)
 					b.onAbort = append(b.onAbort, func() { s.leases.release(d.EndpointID, seq, d.LeaseToken) })
 				}
@@ -170,7 +165,7 @@ func (s *Store) DeliveryEnqueue(ctx context.Context, params *store.DeliveryEnque
 			if n == 0 && params.Replay {
 				r, err := b.exec(`UPDATE deliveries SET status = 'pending', round_attempts = 0, next_attempt_at = ?, finished_at = 0,
 					updated_at = ? WHERE endpoint_id = ? AND event_id = ? AND status IN ('delivered', 'exhausted')`,
-					nanos(d.NextAttemptAt), now, d.EndpointID, d.EventID)
+					codec.Nanos(d.NextAttemptAt), now, d.EndpointID, d.EventID)
 				if err != nil {
 					return fmt.Errorf("replay delivery: %w", err)
 				}
@@ -195,7 +190,7 @@ func (b *batch) insertDelivery(d *store.Delivery, now int64) (int64, error) {
 	r, err := b.exec(`INSERT INTO deliveries (endpoint_id, event_id, event_type, stream, position, body, status,
 		next_attempt_at, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?)
 		ON CONFLICT (endpoint_id, event_id) DO NOTHING`,
-		d.EndpointID, d.EventID, d.EventType, d.Stream, d.Position, d.Body, nanos(d.NextAttemptAt), now, now)
+		d.EndpointID, d.EventID, d.EventType, d.Stream, d.Position, d.Body, codec.Nanos(d.NextAttemptAt), now, now)
 	if err != nil {
 		return 0, fmt.Errorf("insert delivery: %w", err)
 	}
@@ -263,7 +258,7 @@ const nextDueSQL = `SELECT min(next_attempt_at) FROM deliveries
 // DeliveryClaim implements store.DeliveryStore. It only reads: the leases
 // are in memory.
 func (s *Store) DeliveryClaim(ctx context.Context, params *store.DeliveryClaimParams) (*store.DeliveryClaimResult, error) {
-	now := nanos(params.Now)
+	now := codec.Nanos(params.Now)
 	res := &store.DeliveryClaimResult{}
 	n, leaseEnd := s.leases.active(params.EndpointID, now)
 	if params.Limit > 0 {
@@ -287,7 +282,7 @@ func (s *Store) DeliveryClaim(ctx context.Context, params *store.DeliveryClaimPa
 		if err := errors.Join(rows.Err(), rows.Close()); err != nil {
 			return nil, fmt.Errorf("sqlite: claim: %w", err)
 		}
-		until := nanos(params.Now.Add(params.Lease))
+		until := codec.Nanos(params.Now.Add(params.Lease))
 		taken := s.leases.take(params.EndpointID, seqs, params.Limit, until, now)
 		if len(taken) > 0 {
 			ds, err := s.readClaimed(ctx, taken)
@@ -296,7 +291,7 @@ func (s *Store) DeliveryClaim(ctx context.Context, params *store.DeliveryClaimPa
 				return nil, err
 			}
 			for _, d := range ds {
-				d.LeaseToken, d.LeaseUntil = taken[d.Seq], fromNanos(until)
+				d.LeaseToken, d.LeaseUntil = taken[d.Seq], codec.FromNanos(until)
 				res.Deliveries = append(res.Deliveries, d)
 				delete(taken, d.Seq)
 			}
@@ -316,9 +311,9 @@ func (s *Store) DeliveryClaim(ctx context.Context, params *store.DeliveryClaimPa
 	}
 	switch {
 	case next.Valid && (leaseEnd == 0 || next.Int64 < leaseEnd):
-		res.NextDueAt = fromNanos(next.Int64)
+		res.NextDueAt = codec.FromNanos(next.Int64)
 	case leaseEnd != 0:
-		res.NextDueAt = fromNanos(leaseEnd)
+		res.NextDueAt = codec.FromNanos(leaseEnd)
 	}
 	slices.SortFunc(res.Deliveries, func(a, b store.Delivery) int { return cmp.Compare(a.Seq, b.Seq) })
 	return res, nil
@@ -327,13 +322,13 @@ func (s *Store) DeliveryClaim(ctx context.Context, params *store.DeliveryClaimPa
 // DeliveryComplete implements store.DeliveryStore.
 func (s *Store) DeliveryComplete(ctx context.Context, params *store.DeliveryCompleteParams) (*store.DeliveryCompleteResult, error) {
 	res := &store.DeliveryCompleteResult{}
-	now := nanos(params.Now)
+	now := codec.Nanos(params.Now)
 	h := params.Health
 	err := s.writeRelaxed(ctx, func(b *batch) error {
 		res.Applied = 0
 		r, err := b.exec(`UPDATE endpoints SET consecutive_failures = ?, last_success_at = ?, last_failure_at = ?, last_error = ?,
 			disabled_at = ?, disabled_reason = ?, health_version = health_version + 1 WHERE id = ? AND health_version = ?`,
-			h.ConsecutiveFailures, nanos(h.LastSuccessAt), nanos(h.LastFailureAt), h.LastError, nanos(h.DisabledAt), h.DisabledReason,
+			h.ConsecutiveFailures, codec.Nanos(h.LastSuccessAt), codec.Nanos(h.LastFailureAt), h.LastError, codec.Nanos(h.DisabledAt), h.DisabledReason,
 			params.EndpointID, params.ExpectHealthVersion)
 		if err != nil {
 			return fmt.Errorf("update endpoint health: %w", err)
@@ -346,7 +341,7 @@ func (s *Store) DeliveryComplete(ctx context.Context, params *store.DeliveryComp
 		res.HealthVersion = params.ExpectHealthVersion + 1
 		var recorded []store.DeliveryResult
 		for _, dr := range params.Results {
-			seq, ok := s.ids.seq(dr.DeliveryID)
+			seq, ok := s.ids.Seq(dr.DeliveryID)
 			if !ok || !s.leases.holds(params.EndpointID, seq, dr.LeaseToken) {
 				continue // the lease ended: another claim may own it now
 			}
@@ -357,7 +352,7 @@ func (s *Store) DeliveryComplete(ctx context.Context, params *store.DeliveryComp
 			r, err := b.exec(`UPDATE deliveries SET status = ?, attempts = attempts + 1, round_attempts = round_attempts + 1,
 				next_attempt_at = ?, last_status_code = ?, last_error = ?, updated_at = ?, finished_at = ?
 				WHERE seq = ? AND endpoint_id = ? AND status IN ('pending', 'failed')`,
-				dr.Status, nanos(dr.NextAttemptAt), dr.Attempt.StatusCode, dr.Attempt.Error, now, finished,
+				dr.Status, codec.Nanos(dr.NextAttemptAt), dr.Attempt.StatusCode, dr.Attempt.Error, now, finished,
 				seq, params.EndpointID)
 			if err != nil {
 				return fmt.Errorf("complete delivery: %w", err)
@@ -374,14 +369,14 @@ func (s *Store) DeliveryComplete(ctx context.Context, params *store.DeliveryComp
 				body = []byte{}
 			}
 			if _, err := b.exec(`INSERT INTO delivery_attempts (delivery_seq, at, status_code, response_body, latency_ns, error)
-				VALUES (?, ?, ?, ?, ?, ?)`, seq, nanos(a.At), a.StatusCode, body, int64(a.Latency), a.Error); err != nil {
+				VALUES (?, ?, ?, ?, ?, ?)`, seq, codec.Nanos(a.At), a.StatusCode, body, int64(a.Latency), a.Error); err != nil {
 				return fmt.Errorf("insert attempt: %w", err)
 			}
 			res.Applied++
 		}
 		b.afterRun = append(b.afterRun, func() {
 			for _, dr := range recorded {
-				seq, _ := s.ids.seq(dr.DeliveryID)
+				seq, _ := s.ids.Seq(dr.DeliveryID)
 				s.leases.release(params.EndpointID, seq, dr.LeaseToken)
 			}
 		})
@@ -395,7 +390,7 @@ func (s *Store) DeliveryComplete(ctx context.Context, params *store.DeliveryComp
 
 // DeliveryGet implements store.DeliveryStore.
 func (s *Store) DeliveryGet(ctx context.Context, id string) (*store.Delivery, error) {
-	seq, ok := s.ids.seq(id)
+	seq, ok := s.ids.Seq(id)
 	if !ok {
 		return nil, store.ErrDeliveryNotFound
 	}
@@ -414,7 +409,7 @@ func (s *Store) DeliveryGet(ctx context.Context, id string) (*store.Delivery, er
 // not used).
 func (s *Store) withLease(d *store.Delivery) {
 	if l, ok := s.leases.get(d.EndpointID, d.Seq); ok {
-		d.LeaseToken, d.LeaseUntil = l.token, fromNanos(l.until)
+		d.LeaseToken, d.LeaseUntil = l.token, codec.FromNanos(l.until)
 	}
 }
 
@@ -423,7 +418,7 @@ func (s *Store) DeliveryList(ctx context.Context, params *store.DeliveryListPara
 	q := `SELECT ` + deliveryColumns + ` FROM deliveries WHERE endpoint_id = ?`
 	args := []any{params.EndpointID}
 	if params.Before != "" {
-		seq, ok := s.ids.seq(params.Before)
+		seq, ok := s.ids.Seq(params.Before)
 		if !ok {
 			return nil, store.ErrInvalidCursor
 		}
@@ -440,11 +435,11 @@ func (s *Store) DeliveryList(ctx context.Context, params *store.DeliveryListPara
 	}
 	if !params.Since.IsZero() {
 		q += ` AND created_at >= ?`
-		args = append(args, nanos(params.Since))
+		args = append(args, codec.Nanos(params.Since))
 	}
 	if !params.Until.IsZero() {
 		q += ` AND created_at < ?`
-		args = append(args, nanos(params.Until))
+		args = append(args, codec.Nanos(params.Until))
 	}
 	q += ` ORDER BY seq DESC`
 	if params.Limit > 0 {
@@ -470,7 +465,7 @@ func (s *Store) DeliveryList(ctx context.Context, params *store.DeliveryListPara
 
 // DeliveryAttempts implements store.DeliveryStore.
 func (s *Store) DeliveryAttempts(ctx context.Context, deliveryID string) ([]store.DeliveryAttempt, error) {
-	seq, ok := s.ids.seq(deliveryID)
+	seq, ok := s.ids.Seq(deliveryID)
 	if !ok {
 		return nil, nil
 	}
@@ -488,7 +483,7 @@ func (s *Store) DeliveryAttempts(ctx context.Context, deliveryID string) ([]stor
 		if err := rows.Scan(&a.ID, &at, &a.StatusCode, &a.ResponseBody, &latency, &a.Error); err != nil {
 			return nil, fmt.Errorf("sqlite: list attempts: %w", err)
 		}
-		a.At, a.Latency = fromNanos(at), time.Duration(latency)
+		a.At, a.Latency = codec.FromNanos(at), time.Duration(latency)
 		out = append(out, a)
 	}
 	return out, rows.Err()
@@ -497,7 +492,7 @@ func (s *Store) DeliveryAttempts(ctx context.Context, deliveryID string) ([]stor
 // DeliveryRetry implements store.DeliveryStore.
 func (s *Store) DeliveryRetry(ctx context.Context, params *store.DeliveryRetryParams) (*store.Delivery, error) {
 	var out store.Delivery
-	seq, ok := s.ids.seq(params.ID)
+	seq, ok := s.ids.Seq(params.ID)
 	if !ok {
 		return nil, store.ErrDeliveryNotFound
 	}
@@ -505,7 +500,7 @@ func (s *Store) DeliveryRetry(ctx context.Context, params *store.DeliveryRetryPa
 		var err error
 		out, err = s.scanDelivery(s.wconn.QueryRowContext(b.ctx, `UPDATE deliveries SET status = 'pending', round_attempts = 0,
 			next_attempt_at = ?1, finished_at = 0, updated_at = ?1 WHERE seq = ?2 RETURNING `+deliveryColumns,
-			nanos(params.Now), seq), false)
+			codec.Nanos(params.Now), seq), false)
 		if isNoRows(err) {
 			return ruleError{store.ErrDeliveryNotFound}
 		}
@@ -528,7 +523,7 @@ func (s *Store) DeliveryPrune(ctx context.Context, params *store.DeliveryPrunePa
 	}
 	var removed int
 	err := s.write(ctx, func(b *batch) error {
-		before := nanos(params.Before)
+		before := codec.Nanos(params.Before)
 		if _, err := b.exec(`DELETE FROM delivery_attempts WHERE delivery_seq IN
 			(SELECT seq FROM deliveries WHERE finished_at > 0 AND finished_at < ? ORDER BY finished_at LIMIT ?)`, before, limit); err != nil {
 			return fmt.Errorf("prune attempts: %w", err)
@@ -611,7 +606,7 @@ func (s *Store) EventPublish(ctx context.Context, params *store.EventPublishPara
 			return ruleError{a.err}
 		}
 		if _, err := b.exec(`INSERT INTO published_events (event_id, stream, position, created_at) VALUES (?, ?, ?, ?)`,
-			params.EventID, params.Stream, a.res.Start, nanos(params.Now)); err != nil {
+			params.EventID, params.Stream, a.res.Start, codec.Nanos(params.Now)); err != nil {
 			return fmt.Errorf("record event id: %w", err)
 		}
 		res = &store.EventPublishResult{Stream: params.Stream, Position: a.res.Start}

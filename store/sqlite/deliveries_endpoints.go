@@ -2,96 +2,23 @@ package sqlite
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 
 	"github.com/heraldstreams/herald/store"
+	"github.com/heraldstreams/herald/store/internal/codec"
 )
 
 var _ store.DeliveryStore = (*Store)(nil)
 
-const endpointColumns = `id, url, event_types, streams, filter, description, tenant, active, rate_limit, max_in_flight,
-	ordering, retry_schedule, headers, secret, previous_secret, previous_secret_until,
-	consecutive_failures, last_success_at, last_failure_at, last_error, disabled_at, disabled_reason,
-	created_at, updated_at, version, health_version`
+const endpointColumns = codec.EndpointColumns
 
-// endpointRow holds the encoded list-valued columns of an endpoint, and
-// its secret columns as stored (sealed: see secretColumns).
-type endpointRow struct {
-	types, streams, schedule, headers string
-	secret, previousSecret            string
+func (s *Store) encodeEndpoint(ep *store.Endpoint) (codec.EndpointRow, error) {
+	return codec.SealEndpoint(ep, s.sealText)
 }
 
-func (s *Store) encodeEndpoint(ep *store.Endpoint) (endpointRow, error) {
-	var r endpointRow
-	var err error
-	enc := func(v any) string {
-		if err != nil {
-			return ""
-		}
-		var b []byte
-		b, err = json.Marshal(v)
-		return string(b)
-	}
-	sched := make([]int64, len(ep.RetrySchedule))
-	for i, d := range ep.RetrySchedule {
-		sched[i] = int64(d)
-	}
-	headers := ep.Headers
-	if headers == nil {
-		headers = map[string]string{}
-	}
-	r.types, r.streams, r.schedule, r.headers = enc(ep.EventTypes), enc(ep.Streams), enc(sched), enc(headers)
-	if err != nil {
-		return r, fmt.Errorf("encode endpoint: %w", err)
-	}
-	if r.headers, err = s.sealText(r.headers, "endpoints", ep.ID, "headers"); err != nil {
-		return r, err
-	}
-	if r.secret, err = s.sealText(ep.Secret, "endpoints", ep.ID, "secret"); err != nil {
-		return r, err
-	}
-	r.previousSecret, err = s.sealText(ep.PreviousSecret, "endpoints", ep.ID, "previous_secret")
-	return r, err
-}
-
-func (s *Store) scanEndpoint(row interface{ Scan(...any) error }) (store.Endpoint, error) {
-	var ep store.Endpoint
-	var r endpointRow
-	var prevUntil, lastOK, lastFail, disabled, created, updated int64
-	err := row.Scan(&ep.ID, &ep.URL, &r.types, &r.streams, &ep.Filter, &ep.Description, &ep.Tenant, &ep.Active,
-		&ep.RateLimit, &ep.MaxInFlight, &ep.Ordering, &r.schedule, &r.headers, &ep.Secret, &ep.PreviousSecret, &prevUntil,
-		&ep.Health.ConsecutiveFailures, &lastOK, &lastFail, &ep.Health.LastError, &disabled, &ep.Health.DisabledReason,
-		&created, &updated, &ep.Version, &ep.HealthVersion)
-	if err != nil {
-		return ep, err
-	}
-	if err := s.openEndpointSecrets(&ep, &r); err != nil {
-		return ep, err
-	}
-	ep.PreviousSecretUntil = fromNanos(prevUntil)
-	ep.Health.LastSuccessAt = fromNanos(lastOK)
-	ep.Health.LastFailureAt = fromNanos(lastFail)
-	ep.Health.DisabledAt = fromNanos(disabled)
-	ep.CreatedAt = fromNanos(created)
-	ep.UpdatedAt = fromNanos(updated)
-	var sched []int64
-	for _, f := range []struct {
-		raw string
-		dst any
-	}{{r.types, &ep.EventTypes}, {r.streams, &ep.Streams}, {r.schedule, &sched}, {r.headers, &ep.Headers}} {
-		if err := json.Unmarshal([]byte(f.raw), f.dst); err != nil {
-			return ep, fmt.Errorf("decode endpoint %s: %w", ep.ID, err)
-		}
-	}
-	if len(ep.Headers) == 0 {
-		ep.Headers = nil
-	}
-	for _, n := range sched {
-		ep.RetrySchedule = append(ep.RetrySchedule, time.Duration(n))
-	}
-	return ep, nil
+func (s *Store) scanEndpoint(row codec.Row) (store.Endpoint, error) {
+	return codec.OpenEndpoint(row, s.openText)
 }
 
 // EndpointCreate implements store.DeliveryStore.
@@ -114,9 +41,9 @@ func (s *Store) EndpointCreate(ctx context.Context, params *store.EndpointCreate
 		}
 		if _, err := b.exec(`INSERT INTO endpoints (`+endpointColumns+`) VALUES
 			(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, 0, 0, '', 0, '', ?, ?, 1, 1)`,
-			ep.ID, ep.URL, r.types, r.streams, ep.Filter, ep.Description, ep.Tenant, ep.Active, ep.RateLimit, ep.MaxInFlight,
-			ep.Ordering, r.schedule, r.headers, r.secret, r.previousSecret, nanos(ep.PreviousSecretUntil),
-			nanos(ep.CreatedAt), nanos(ep.UpdatedAt)); err != nil {
+			ep.ID, ep.URL, r.Types, r.Streams, ep.Filter, ep.Description, ep.Tenant, ep.Active, ep.RateLimit, ep.MaxInFlight,
+			ep.Ordering, r.Schedule, r.Headers, r.Secret, r.PreviousSecret, codec.Nanos(ep.PreviousSecretUntil),
+			codec.Nanos(ep.CreatedAt), codec.Nanos(ep.UpdatedAt)); err != nil {
 			return fmt.Errorf("insert endpoint: %w", err)
 		}
 		return b.snapshotCursors(ep.ID, params.Now)
@@ -219,8 +146,8 @@ func (s *Store) EndpointUpdate(ctx context.Context, params *store.EndpointUpdate
 			active = ?, rate_limit = ?, max_in_flight = ?, ordering = ?, retry_schedule = ?, headers = ?, secret = ?,
 			previous_secret = ?, previous_secret_until = ?, updated_at = ?, version = version + 1
 			WHERE id = ? AND version = ?`,
-			ep.URL, r.types, r.streams, ep.Filter, ep.Description, ep.Tenant, ep.Active, ep.RateLimit, ep.MaxInFlight,
-			ep.Ordering, r.schedule, r.headers, r.secret, r.previousSecret, nanos(ep.PreviousSecretUntil), nanos(params.Now),
+			ep.URL, r.Types, r.Streams, ep.Filter, ep.Description, ep.Tenant, ep.Active, ep.RateLimit, ep.MaxInFlight,
+			ep.Ordering, r.Schedule, r.Headers, r.Secret, r.PreviousSecret, codec.Nanos(ep.PreviousSecretUntil), codec.Nanos(params.Now),
 			ep.ID, params.ExpectVersion)
 		if err != nil {
 			return fmt.Errorf("update endpoint: %w", err)

@@ -10,6 +10,7 @@ import (
 	"unique"
 
 	"github.com/heraldstreams/herald/store"
+	"github.com/heraldstreams/herald/store/internal/codec"
 )
 
 // entry is the in-memory metadata of one stream. Once published in the
@@ -108,8 +109,8 @@ func (e *entry) stream() store.Stream {
 		Tail:        e.tail,
 		Closed:      e.closed,
 		TTL:         e.ttl,
-		AccessedAt:  fromNanos(e.accessedAt),
-		CreatedAt:   fromNanos(e.createdAt),
+		AccessedAt:  codec.FromNanos(e.accessedAt),
+		CreatedAt:   codec.FromNanos(e.createdAt),
 		LastSeq:     e.lastSeq,
 	}
 	if r := e.rare; r != nil {
@@ -132,24 +133,7 @@ func internContentType(ct string) string {
 // string it came from (a request line, which is larger).
 func ownPath(p string) string { return strings.Clone(p) }
 
-// nanos and fromNanos convert times to the INTEGER columns (0 is "none").
-func nanos(t time.Time) int64 {
-	if t.IsZero() {
-		return 0
-	}
-	return t.UnixNano()
-}
-
-func fromNanos(n int64) time.Time {
-	if n == 0 {
-		return time.Time{}
-	}
-	return time.Unix(0, n).UTC()
-}
-
-const streamColumns = `id, path, content_type, tail, closed, closed_by_id, closed_by_epoch, closed_by_seq,
-	ttl_seconds, expires_at, accessed_at, created_at, fork_source_id, fork_source_path, fork_position,
-	fork_offset, fork_sub_offset, last_seq, soft_deleted`
+const streamColumns = codec.StreamColumns
 
 func scanEntry(row interface{ Scan(...any) error }) (*entry, error) {
 	var (
@@ -169,7 +153,7 @@ func scanEntry(row interface{ Scan(...any) error }) (*entry, error) {
 	}
 	e.contentType = internContentType(contentType)
 	e.ttl = time.Duration(ttl) * time.Second
-	r.expiresAt = fromNanos(expires)
+	r.expiresAt = codec.FromNanos(expires)
 	r.sourceID = sourceID.Int64
 	if closedByID.Valid {
 		r.closedBy = &store.Producer{ID: closedByID.String, Epoch: closedByEpoch.Int64, Seq: closedBySeq.Int64}
@@ -241,7 +225,7 @@ func (s *Store) view(e *entry, now time.Time) (store.Stream, error) {
 		return store.Stream{}, store.ErrNotFound
 	}
 	st := e.stream()
-	st.AccessedAt = fromNanos(s.accessedAt(e))
+	st.AccessedAt = codec.FromNanos(s.accessedAt(e))
 	return st, nil
 }
 
@@ -254,7 +238,7 @@ func (s *Store) expired(e *entry, now time.Time) bool {
 	if e.ttl <= 0 {
 		return false
 	}
-	return !now.Before(fromNanos(s.accessedAt(e)).Add(e.ttl))
+	return !now.Before(codec.FromNanos(s.accessedAt(e)).Add(e.ttl))
 }
 
 // touch records a read-driven TTL renewal; the touch loop writes it.

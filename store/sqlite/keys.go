@@ -2,35 +2,17 @@ package sqlite
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 
 	"github.com/heraldstreams/herald/store"
+	"github.com/heraldstreams/herald/store/internal/codec"
 )
 
 var _ store.KeyStore = (*Store)(nil)
 
-const keyColumns = `id, hash, scopes, tenant, paths, description, expires_at, created_at`
+const keyColumns = codec.KeyColumns
 
-func scanKey(row interface{ Scan(...any) error }) (store.Key, error) {
-	var k store.Key
-	var scopes, paths string
-	var expires, created int64
-	if err := row.Scan(&k.ID, &k.Hash, &scopes, &k.Tenant, &paths, &k.Description, &expires, &created); err != nil {
-		return k, err
-	}
-	if err := json.Unmarshal([]byte(scopes), &k.Scopes); err != nil {
-		return k, fmt.Errorf("decode key %s scopes: %w", k.ID, err)
-	}
-	if err := json.Unmarshal([]byte(paths), &k.Paths); err != nil {
-		return k, fmt.Errorf("decode key %s paths: %w", k.ID, err)
-	}
-	if len(k.Paths) == 0 {
-		k.Paths = nil
-	}
-	k.ExpiresAt, k.CreatedAt = fromNanos(expires), fromNanos(created)
-	return k, nil
-}
+var scanKey = codec.ScanKey
 
 // KeyCreate implements store.KeyStore. It is a durable write: a key
 // answered to its creator works after a crash.
@@ -38,13 +20,9 @@ func (s *Store) KeyCreate(ctx context.Context, params *store.KeyCreateParams) (*
 	k := params.Key
 	k.CreatedAt = params.Now
 	k.Hash = append([]byte(nil), k.Hash...)
-	scopes, err := json.Marshal(nonNil(k.Scopes))
+	values, err := codec.KeyValues(&k)
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: encode key scopes: %w", err)
-	}
-	paths, err := json.Marshal(nonNil(k.Paths))
-	if err != nil {
-		return nil, fmt.Errorf("sqlite: encode key paths: %w", err)
+		return nil, fmt.Errorf("sqlite: %w", err)
 	}
 	err = s.writeChecked(ctx, func(b *batch) error {
 		var n int
@@ -54,8 +32,7 @@ func (s *Store) KeyCreate(ctx context.Context, params *store.KeyCreateParams) (*
 		if n > 0 {
 			return ruleError{store.ErrKeyExists}
 		}
-		if _, err := b.exec(`INSERT INTO api_keys (`+keyColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-			k.ID, k.Hash, string(scopes), k.Tenant, string(paths), k.Description, nanos(k.ExpiresAt), nanos(k.CreatedAt)); err != nil {
+		if _, err := b.exec(`INSERT INTO api_keys (`+keyColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, values...); err != nil {
 			return fmt.Errorf("insert key: %w", err)
 		}
 		return nil
@@ -64,13 +41,6 @@ func (s *Store) KeyCreate(ctx context.Context, params *store.KeyCreateParams) (*
 		return nil, err
 	}
 	return &k, nil
-}
-
-func nonNil(v []string) []string {
-	if v == nil {
-		return []string{}
-	}
-	return v
 }
 
 // KeyGet implements store.KeyStore.

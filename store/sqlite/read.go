@@ -96,8 +96,9 @@ func (r *rangeReader) read(ctx context.Context, e *entry, from, end int64) error
 }
 
 // chunkAt returns the stored chunk holding position pos of e (descending
-// into fork sources) and the chunk's start position. It runs on the writer
-// connection, inside the committer's transaction.
+// into fork sources) and the chunk's start position (nil at pos when no
+// chunk holds it). It runs on the writer connection, inside the
+// committer's transaction.
 func (s *Store) chunkAt(ctx context.Context, e *entry, pos int64) ([]byte, int64, error) {
 	for e.sourceID() != 0 && pos < e.forkPosition() {
 		src := s.byID[e.sourceID()]
@@ -110,7 +111,7 @@ func (s *Store) chunkAt(ctx context.Context, e *entry, pos int64) ([]byte, int64
 	var data []byte
 	err := s.stmts.chunksFrom.QueryRowContext(ctx, e.id, pos, pos+1).Scan(&start, &stop, &data)
 	if isNoRows(err) {
-		return nil, 0, ruleError{store.ErrForkSubOffset}
+		return nil, pos, nil // no data at pos: the sub-offset spans nothing
 	}
 	if err != nil {
 		return nil, 0, fmt.Errorf("sqlite: read chunk: %w", err)

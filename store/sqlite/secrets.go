@@ -7,36 +7,18 @@ import (
 
 	"github.com/heraldstreams/herald/internal/secretbox"
 	"github.com/heraldstreams/herald/store"
+	"github.com/heraldstreams/herald/store/internal/codec"
 )
 
-// secretColumns are the columns that hold secrets. Each value is sealed
-// with Config.Box, bound to its table, its row's id and its column, so a
-// value copied to another row or column does not open there. Callers of
-// the store see plain values: sealing is this package's business.
-var secretColumns = []struct{ table, column string }{
-	{"endpoints", "secret"},
-	{"endpoints", "previous_secret"},
-	// The custom headers' JSON object, sealed whole: their values are
-	// often credentials of the receiver.
-	{"endpoints", "headers"},
-	{"subscriptions", "secret"},
-	{"token_keys", "secret"},
-}
+// secretColumns are the columns that hold secrets (see
+// codec.SecretColumns), sealed with Config.Box.
+var secretColumns = codec.SecretColumns
 
 // kekCheck is the secret_meta row holding the key-encryption key check.
-const kekCheck = "kek_check"
+const kekCheck = codec.KEKCheck
 
 // SecretStats says what Open did to the secret columns.
-type SecretStats struct {
-	// Sealed counts plaintext values Open encrypted (a store written
-	// before secrets were encrypted, or without a Box).
-	Sealed int
-	// Rewrapped counts values Open moved from an older key-encryption key
-	// to the current one.
-	Rewrapped int
-	// KeyID is the id of the key that seals; "" without a Box.
-	KeyID string
-}
+type SecretStats = codec.SecretStats
 
 // SecretStats reports what Open did to the secret columns.
 func (s *Store) SecretStats() SecretStats { return s.secretStats }
@@ -109,7 +91,7 @@ func (s *Store) prepareSecrets(ctx context.Context) error {
 	}
 	err = execTx(ctx, s.wconn, func() error {
 		for _, c := range secretColumns {
-			if err := s.resealColumn(ctx, box, c.table, c.column); err != nil {
+			if err := s.resealColumn(ctx, box, c.Table, c.Column); err != nil {
 				return err
 			}
 		}
@@ -165,26 +147,19 @@ func (s *Store) resealColumn(ctx context.Context, box *secretbox.Box, table, col
 			if err := rows.Scan(&id, &v); err != nil {
 				return err
 			}
-			if !secretbox.IsSealed(v) {
-				sealed, err := box.SealText(v, table, id, column)
-				if err != nil {
-					return err
-				}
-				changes = append(changes, change{id, sealed})
-				s.secretStats.Sealed++
-				continue
-			}
-			if kid, err := secretbox.KeyID(v); err == nil && kid == box.CurrentKeyID() {
-				continue
-			}
-			moved, changed, err := box.Rewrap(v, secretbox.Binding(table, id, column))
+			out, did, err := box.Reseal(v, table, id, column)
 			if err != nil {
-				return fmt.Errorf("%s.%s of %q: %w", table, column, id, err)
+				return err
 			}
-			if changed {
-				changes = append(changes, change{id, moved})
+			switch did {
+			case secretbox.Sealed:
+				s.secretStats.Sealed++
+			case secretbox.Rewrapped:
 				s.secretStats.Rewrapped++
+			default:
+				continue
 			}
+			changes = append(changes, change{id, out})
 		}
 		return rows.Err()
 	}()
@@ -221,7 +196,7 @@ func (s *Store) TokenKeyInit(ctx context.Context, params *store.TokenKeyInitPara
 		}
 		for i, k := range params.Keys {
 			if _, err := b.exec(`INSERT INTO token_keys (id, secret, ord, created_at) VALUES (?, ?, ?, ?)`,
-				k.ID, sealed[i], i, nanos(params.Now)); err != nil {
+				k.ID, sealed[i], i, codec.Nanos(params.Now)); err != nil {
 				return fmt.Errorf("insert token key: %w", err)
 			}
 		}
@@ -254,25 +229,11 @@ func (s *Store) tokenKeys(ctx context.Context) ([]store.TokenKey, error) {
 		if k.Secret, err = base64.RawURLEncoding.DecodeString(plain); err != nil {
 			return nil, fmt.Errorf("sqlite: token key %s: %w", k.ID, err)
 		}
-		k.CreatedAt = fromNanos(created)
+		k.CreatedAt = codec.FromNanos(created)
 		out = append(out, k)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("sqlite: read token keys: %w", err)
 	}
 	return out, nil
-}
-
-// openEndpointSecrets opens the secret columns of an endpoint row as
-// scanned: the secrets in ep, the headers' JSON in r.
-func (s *Store) openEndpointSecrets(ep *store.Endpoint, r *endpointRow) error {
-	var err error
-	if ep.Secret, err = s.openText(ep.Secret, "endpoints", ep.ID, "secret"); err != nil {
-		return err
-	}
-	if ep.PreviousSecret, err = s.openText(ep.PreviousSecret, "endpoints", ep.ID, "previous_secret"); err != nil {
-		return err
-	}
-	r.headers, err = s.openText(r.headers, "endpoints", ep.ID, "headers")
-	return err
 }

@@ -234,7 +234,7 @@ func TestOpenRewrapsUnderTheNewKey(t *testing.T) {
 	}
 	// Every stored value names the new key.
 	for _, c := range secretColumns {
-		rows, err := s.reader.Query(`SELECT ` + c.column + ` FROM ` + c.table + ` WHERE ` + c.column + ` != ''`)
+		rows, err := s.reader.Query(`SELECT ` + c.Column + ` FROM ` + c.Table + ` WHERE ` + c.Column + ` != ''`)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -244,7 +244,7 @@ func TestOpenRewrapsUnderTheNewKey(t *testing.T) {
 				t.Fatal(err)
 			}
 			if id, err := secretbox.KeyID(v); err != nil || id != "new" {
-				t.Errorf("%s.%s sealed with %q, %v", c.table, c.column, id, err)
+				t.Errorf("%s.%s sealed with %q, %v", c.Table, c.Column, id, err)
 			}
 		}
 		if err := errors.Join(rows.Err(), rows.Close()); err != nil {

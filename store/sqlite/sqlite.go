@@ -28,6 +28,7 @@ import (
 	"github.com/heraldstreams/herald/internal/secretbox"
 	"github.com/heraldstreams/herald/protocol"
 	"github.com/heraldstreams/herald/store"
+	"github.com/heraldstreams/herald/store/internal/codec"
 	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
 )
 
@@ -74,8 +75,8 @@ type Store struct {
 	syncFull bool
 	// leases are the delivery leases (see leaseBook).
 	leases *leaseBook
-	// ids names deliveries (see deliveryIDs).
-	ids *deliveryIDs
+	// ids names deliveries (see codec.DeliveryIDs).
+	ids *codec.DeliveryIDs
 	// walFrames is the WAL's size in frames at the last checkpoint.
 	walFrames atomic.Int64
 	reader    *sql.DB

@@ -1,15 +1,13 @@
 package sqlite
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"mime"
-	"strings"
 
 	"github.com/heraldstreams/herald/protocol"
 	"github.com/heraldstreams/herald/store"
+	"github.com/heraldstreams/herald/store/internal/codec"
 )
 
 // StreamCreate implements store.Store.
@@ -48,15 +46,6 @@ func (s *Store) StreamDeleteExpired(ctx context.Context, params *store.StreamDel
 	return o.n, o.err
 }
 
-// isJSON reports whether a stream content type is JSON mode.
-func isJSON(contentType string) bool {
-	mt, _, err := mime.ParseMediaType(contentType)
-	if err != nil {
-		mt = strings.TrimSpace(strings.SplitN(contentType, ";", 2)[0])
-	}
-	return strings.EqualFold(mt, "application/json")
-}
-
 type createOp struct {
 	p    *store.StreamCreateParams
 	done chan struct{}
@@ -90,7 +79,7 @@ func (o *createOp) apply(b *batch) error {
 			o.err = err
 			return nil
 		default:
-			if !sameConfig(e, p) {
+			if !protocol.SameCreateConfig(&st, p) {
 				o.err = store.ErrStreamExists
 				return nil
 			}
@@ -103,8 +92,8 @@ func (o *createOp) apply(b *batch) error {
 		path:        ownPath(p.Path),
 		contentType: internContentType(p.ContentType),
 		ttl:         p.TTL,
-		accessedAt:  nanos(p.Now),
-		createdAt:   nanos(p.Now),
+		accessedAt:  codec.Nanos(p.Now),
+		createdAt:   codec.Nanos(p.Now),
 		closed:      p.Closed,
 	}
 	if !p.ExpiresAt.IsZero() {
@@ -122,7 +111,7 @@ func (o *createOp) apply(b *batch) error {
 	}
 	st := e.stream()
 	res, err := b.s.stmts.insertStream.ExecContext(b.ctx, st.Path, st.ContentType, st.Tail, st.Closed,
-		int64(st.TTL.Seconds()), nanos(st.ExpiresAt), e.accessedAt, e.createdAt,
+		int64(st.TTL.Seconds()), codec.Nanos(st.ExpiresAt), e.accessedAt, e.createdAt,
 		nullID(e.sourceID()), st.ForkSource, st.ForkPosition, st.ForkOffset, st.ForkSubOffset)
 	if err != nil {
 		return fmt.Errorf("insert stream: %w", err)
@@ -141,74 +130,41 @@ func (o *createOp) apply(b *batch) error {
 	return nil
 }
 
-// resolveFork fills e's fork fields from the source. A request that breaks
-// a rule gets a ruleError; any other error is a database failure.
+// resolveFork fills e's fork fields from the source by the protocol's
+// fork rules. A request that breaks a rule gets a ruleError; any other
+// error is a database failure.
 func (b *batch) resolveFork(e *entry, p *store.StreamCreateParams) error {
 	src := b.get(p.ForkSource)
 	srcStream, err := b.s.view(src, p.Now)
 	if err != nil {
-		if errors.Is(err, store.ErrStreamGone) {
-			err = store.ErrForkSourceGone
-		}
-		return ruleError{err}
+		return ruleError{protocol.ForkSourceError(err)}
 	}
-	if e.contentType == "" {
-		e.contentType = src.contentType
-	} else if e.contentType != srcStream.ContentType {
-		return ruleError{store.ErrContentTypeMismatch}
-	}
-	anchor := p.ForkOffset
-	if anchor < 0 {
-		anchor = srcStream.Tail
-	}
-	if anchor > srcStream.Tail {
-		return ruleError{store.ErrForkOffsetBeyondTail}
-	}
-	pos := anchor
-	if p.ForkSubOffset > 0 {
+	var readErr error
+	d, err := protocol.DecideFork(&srcStream, p, func(anchor int64) ([]byte, error) {
 		chunk, start, err := b.s.chunkAt(b.ctx, src, anchor)
 		if err != nil {
-			return err
+			readErr = err
+			return nil, err
 		}
-		rest := chunk[anchor-start:]
-		if isJSON(srcStream.ContentType) {
-			n := int64(0)
-			for i := 0; i < len(rest) && n < p.ForkSubOffset; {
-				j := bytes.IndexByte(rest[i:], '\n')
-				if j < 0 {
-					break
-				}
-				i += j + 1
-				n++
-				pos = anchor + int64(i)
-			}
-			if n < p.ForkSubOffset {
-				return ruleError{store.ErrForkSubOffset}
-			}
-		} else {
-			if p.ForkSubOffset > int64(len(rest)) {
-				return ruleError{store.ErrForkSubOffset}
-			}
-			pos = anchor + p.ForkSubOffset
-		}
+		return chunk[anchor-start:], nil
+	})
+	if readErr != nil {
+		return readErr
 	}
-	// docs/protocol.md, Forks: a fork with no expiry of its own inherits the
-	// source's.
-	inherit := p.TTL == 0 && p.ExpiresAt.IsZero()
-	if inherit {
-		e.ttl = srcStream.TTL
+	if err != nil {
+		return ruleError{err}
 	}
+	e.contentType = internContentType(d.ContentType)
+	e.ttl = d.TTL
 	e.setRare(func(r *entryRare) {
-		if inherit {
-			r.expiresAt = srcStream.ExpiresAt
-		}
+		r.expiresAt = d.ExpiresAt
 		r.sourceID = src.id
 		r.forkSource = src.path
-		r.forkOffset = anchor
+		r.forkOffset = d.Anchor
 		r.forkSubOffset = p.ForkSubOffset
-		r.forkPosition = pos
+		r.forkPosition = d.Position
 	})
-	e.tail = pos
+	e.tail = d.Position
 	return nil
 }
 
@@ -217,32 +173,6 @@ func (b *batch) resolveFork(e *entry, p *store.StreamCreateParams) error {
 type ruleError struct{ err error }
 
 func (r ruleError) Error() string { return r.err.Error() }
-
-// sameConfig reports whether a create request matches an existing stream
-// (docs/protocol.md, Create: content type, TTL/expiry, closure, fork origin).
-func sameConfig(e *entry, p *store.StreamCreateParams) bool {
-	st := e.stream()
-	if p.ForkSource != "" {
-		if st.ForkSource != p.ForkSource {
-			return false
-		}
-		if p.ForkOffset >= 0 && (p.ForkOffset != st.ForkOffset || p.ForkSubOffset != st.ForkSubOffset) {
-			return false
-		}
-		if p.ContentType != "" && p.ContentType != st.ContentType {
-			return false
-		}
-		if (p.TTL != 0 || !p.ExpiresAt.IsZero()) && (p.TTL != st.TTL || !p.ExpiresAt.Equal(st.ExpiresAt)) {
-			return false
-		}
-		return p.Closed == st.Closed
-	}
-	if st.ForkSource != "" {
-		return false
-	}
-	return p.ContentType == st.ContentType && p.TTL == st.TTL &&
-		p.ExpiresAt.Equal(st.ExpiresAt) && p.Closed == st.Closed
-}
 
 func (b *batch) insertChunk(e *entry, data []byte) error {
 	start := e.tail
@@ -337,7 +267,7 @@ func (o *appendOp) apply(b *batch) error {
 	if p.Seq != "" {
 		ne.lastSeq = p.Seq
 	}
-	ne.accessedAt = nanos(p.Now)
+	ne.accessedAt = codec.Nanos(p.Now)
 	if d.ProducerChanged {
 		if err := b.setProducer(ne, p.Producer.ID, *d.Producer); err != nil {
 			return fmt.Errorf("write producer: %w", err)

@@ -3,15 +3,14 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
 	"sort"
 	"strings"
 
-	"github.com/heraldstreams/herald/internal/jsontext"
 	"github.com/heraldstreams/herald/store"
+	"github.com/heraldstreams/herald/store/internal/codec"
 )
 
 var _ store.SubscriptionStore = (*Store)(nil)
@@ -40,16 +39,13 @@ func (s *Store) writerStmt(ctx context.Context, query string) (*sql.Stmt, error)
 	return st, nil
 }
 
-const subscriptionColumns = `id, pattern, webhook, secret, description, created_at`
+const subscriptionColumns = codec.SubscriptionColumns
 
-func (s *Store) scanSubscription(row interface{ Scan(...any) error }) (store.Subscription, error) {
-	var sub store.Subscription
-	var created int64
-	if err := row.Scan(&sub.ID, &sub.Pattern, &sub.Webhook, &sub.Secret, &sub.Description, &created); err != nil {
+func (s *Store) scanSubscription(row codec.Row) (store.Subscription, error) {
+	sub, err := codec.ScanSubscription(row)
+	if err != nil {
 		return sub, err
 	}
-	sub.CreatedAt = fromNanos(created)
-	var err error
 	sub.Secret, err = s.openText(sub.Secret, "subscriptions", sub.ID, "secret")
 	return sub, err
 }
@@ -76,7 +72,7 @@ func (s *Store) SubscriptionCreate(ctx context.Context, params *store.Subscripti
 		}
 		in.CreatedAt = params.Now
 		if _, err := b.exec(`INSERT INTO subscriptions (`+subscriptionColumns+`) VALUES (?, ?, ?, ?, ?, ?)`,
-			in.ID, in.Pattern, in.Webhook, sealed, in.Description, nanos(in.CreatedAt)); err != nil {
+			in.ID, in.Pattern, in.Webhook, sealed, in.Description, codec.Nanos(in.CreatedAt)); err != nil {
 			return fmt.Errorf("insert subscription: %w", err)
 		}
 		if err := b.spawnConsumers(params); err != nil {
@@ -214,12 +210,12 @@ func (b *batch) insertConsumers(cs []store.Consumer) ([]string, error) {
 
 // insertConsumer inserts c with its memberships unless its id exists.
 func (b *batch) insertConsumer(c *store.Consumer) (bool, error) {
-	paths, cursors := encodeMemberships(c.Streams)
+	paths, cursors := codec.EncodeMemberships(c.Streams)
 	res, err := b.exec(`INSERT INTO consumers (id, subscription_id, incarnation, primary_stream, state, epoch, wake_id, attempts,
 		waking_deadline, next_retry_at, liveness_deadline, failing_since, due_at, paths, cursors, version)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1) ON CONFLICT (id) DO NOTHING`,
 		c.ID, c.SubscriptionID, c.Incarnation, c.PrimaryStream, c.State, c.Epoch, c.WakeID, c.Attempts,
-		nanos(c.WakingDeadline), nanos(c.NextRetryAt), nanos(c.LivenessDeadline), nanos(c.FailingSince), nanos(c.DueAt), paths, cursors)
+		codec.Nanos(c.WakingDeadline), codec.Nanos(c.NextRetryAt), codec.Nanos(c.LivenessDeadline), codec.Nanos(c.FailingSince), codec.Nanos(c.DueAt), paths, cursors)
 	if err != nil {
 		return false, fmt.Errorf("insert consumer: %w", err)
 	}
@@ -265,14 +261,14 @@ func (b *batch) writePaths(id string, was, now []store.ConsumerStream) error {
 // changed, or changed its streams, whose index is then written too.
 func (s *Store) ConsumerUpdate(ctx context.Context, params *store.ConsumerUpdateParams) (int64, error) {
 	c := params.Consumer
-	paths, cursors := encodeMemberships(c.Streams)
+	paths, cursors := codec.EncodeMemberships(c.Streams)
 	const update = `UPDATE consumers SET state = ?, epoch = ?, wake_id = ?, attempts = ?, waking_deadline = ?,
 		next_retry_at = ?, liveness_deadline = ?, failing_since = ?, due_at = ?, paths = ?, cursors = ?, version = version + 1
 		WHERE id = ?`
 	// Room for the two compare-and-set arguments, so appending them does
 	// not copy the list.
-	args := append(make([]any, 0, 14), c.State, c.Epoch, c.WakeID, c.Attempts, nanos(c.WakingDeadline), nanos(c.NextRetryAt),
-		nanos(c.LivenessDeadline), nanos(c.FailingSince), nanos(c.DueAt), paths, cursors, c.ID)
+	args := append(make([]any, 0, 14), c.State, c.Epoch, c.WakeID, c.Attempts, codec.Nanos(c.WakingDeadline), codec.Nanos(c.NextRetryAt),
+		codec.Nanos(c.LivenessDeadline), codec.Nanos(c.FailingSince), codec.Nanos(c.DueAt), paths, cursors, c.ID)
 	err := s.writeChecked(ctx, func(b *batch) error {
 		res, err := b.exec(update+` AND version = ? AND paths = ?`, append(args, params.ExpectVersion, paths)...)
 		if err != nil {
@@ -317,7 +313,7 @@ func (b *batch) storedMemberships(id string, version int64) ([]store.ConsumerStr
 	case version != 0 && stored != version:
 		return nil, ruleError{store.ErrConsumerConflict}
 	}
-	return decodeMemberships(paths, cursors)
+	return codec.DecodeMemberships(paths, cursors)
 }
 
 // ConsumerDelete implements store.SubscriptionStore.
@@ -334,45 +330,7 @@ func (s *Store) ConsumerDelete(ctx context.Context, params *store.ConsumerDelete
 	})
 }
 
-// A consumer's memberships are stored as two JSON arrays in membership
-// order: paths, and cursors of [acked, notified] offsets (migration 0006).
-type cursorJSON [2]string
-
-func encodeMemberships(streams []store.ConsumerStream) (paths, cursors string) {
-	p := jsontext.AppendArray(make([]byte, 0, 2+len(streams)*32), len(streams), func(dst []byte, i int) []byte {
-		return jsontext.AppendString(dst, streams[i].Path)
-	})
-	c := jsontext.AppendArray(make([]byte, 0, 2+len(streams)*72), len(streams), func(dst []byte, i int) []byte {
-		dst = append(dst, '[')
-		dst = jsontext.AppendString(dst, streams[i].Acked)
-		dst = append(dst, ',')
-		dst = jsontext.AppendString(dst, streams[i].Notified)
-		return append(dst, ']')
-	})
-	return string(p), string(c)
-}
-
-func decodeMemberships(paths, cursors string) ([]store.ConsumerStream, error) {
-	var p []string
-	var c []cursorJSON
-	if err := errors.Join(json.Unmarshal([]byte(paths), &p), json.Unmarshal([]byte(cursors), &c)); err != nil {
-		return nil, fmt.Errorf("sqlite: decode memberships: %w", err)
-	}
-	if len(p) != len(c) {
-		return nil, fmt.Errorf("sqlite: decode memberships: %d paths but %d cursors", len(p), len(c))
-	}
-	if len(p) == 0 {
-		return nil, nil
-	}
-	out := make([]store.ConsumerStream, len(p))
-	for i := range p {
-		out[i] = store.ConsumerStream{Path: p[i], Acked: c[i][0], Notified: c[i][1]}
-	}
-	return out, nil
-}
-
-const consumerColumns = `c.id, c.subscription_id, c.incarnation, c.primary_stream, c.state, c.epoch, c.wake_id, c.attempts,
-	c.waking_deadline, c.next_retry_at, c.liveness_deadline, c.failing_since, c.due_at, c.version, c.paths, c.cursors`
+const consumerColumns = codec.ConsumerColumns
 
 // ConsumerGet implements store.SubscriptionStore.
 func (s *Store) ConsumerGet(ctx context.Context, id string) (*store.Consumer, error) {
@@ -393,7 +351,7 @@ func (s *Store) ConsumerListDue(ctx context.Context, params *store.ConsumerListD
 		limit = 1000
 	}
 	return s.queryConsumers(ctx, `c.id IN (SELECT id FROM consumers WHERE due_at > 0 AND due_at <= ? ORDER BY due_at LIMIT ?)`, `c.due_at, c.id`,
-		nanos(params.Now), limit)
+		codec.Nanos(params.Now), limit)
 }
 
 // ConsumerListByStream implements store.SubscriptionStore.
@@ -466,17 +424,9 @@ func (s *Store) queryConsumers(ctx context.Context, where, order string, args ..
 	}
 	var out []store.Consumer
 	for rows.Next() {
-		var c store.Consumer
-		var waking, retry, live, failing, due int64
-		var paths, cursors string
-		if err := rows.Scan(&c.ID, &c.SubscriptionID, &c.Incarnation, &c.PrimaryStream, &c.State, &c.Epoch, &c.WakeID, &c.Attempts,
-			&waking, &retry, &live, &failing, &due, &c.Version, &paths, &cursors); err != nil {
+		c, err := codec.ScanConsumer(rows)
+		if err != nil {
 			return nil, errors.Join(fmt.Errorf("sqlite: read consumers: %w", err), rows.Close())
-		}
-		c.WakingDeadline, c.NextRetryAt, c.LivenessDeadline = fromNanos(waking), fromNanos(retry), fromNanos(live)
-		c.FailingSince, c.DueAt = fromNanos(failing), fromNanos(due)
-		if c.Streams, err = decodeMemberships(paths, cursors); err != nil {
-			return nil, errors.Join(err, rows.Close())
 		}
 		out = append(out, c)
 	}

@@ -12,16 +12,16 @@ import (
 )
 
 func runDeliveries(t *testing.T, f Factory) {
-	t.Run("EndpointCRUD", func(t *testing.T) { testEndpointCRUD(t, f) })
-	t.Run("EndpointCursorsSnapshot", func(t *testing.T) { testEndpointCursorsSnapshot(t, f) })
-	t.Run("DeliveryEnqueueCAS", func(t *testing.T) { testDeliveryEnqueueCAS(t, f) })
-	t.Run("DeliveryClaimLease", func(t *testing.T) { testDeliveryClaimLease(t, f) })
-	t.Run("DeliveryEnqueueLeased", func(t *testing.T) { testDeliveryEnqueueLeased(t, f) })
-	t.Run("DeliveryOrderingStream", func(t *testing.T) { testDeliveryOrderingStream(t, f) })
-	t.Run("DeliveryCompleteHealth", func(t *testing.T) { testDeliveryCompleteHealth(t, f) })
-	t.Run("DeliveryListRetryPrune", func(t *testing.T) { testDeliveryListRetryPrune(t, f) })
-	t.Run("EventPublish", func(t *testing.T) { testEventPublish(t, f) })
-	t.Run("EventIDSpans", func(t *testing.T) { testEventIDSpans(t, f) })
+	run(t, f, "EndpointCRUD", testEndpointCRUD)
+	run(t, f, "EndpointCursorsSnapshot", testEndpointCursorsSnapshot)
+	run(t, f, "DeliveryEnqueueCAS", testDeliveryEnqueueCAS)
+	run(t, f, "DeliveryClaimLease", testDeliveryClaimLease)
+	run(t, f, "DeliveryEnqueueLeased", testDeliveryEnqueueLeased)
+	run(t, f, "DeliveryOrderingStream", testDeliveryOrderingStream)
+	run(t, f, "DeliveryCompleteHealth", testDeliveryCompleteHealth)
+	run(t, f, "DeliveryListRetryPrune", testDeliveryListRetryPrune)
+	run(t, f, "EventPublish", testEventPublish)
+	run(t, f, "EventIDSpans", testEventIDSpans)
 }
 
 func endpoint(id string) store.Endpoint {

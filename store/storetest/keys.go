@@ -12,9 +12,9 @@ import (
 )
 
 func runKeys(t *testing.T, f Factory) {
-	t.Run("KeyCRUD", func(t *testing.T) { testKeyCRUD(t, f) })
-	t.Run("KeyList", func(t *testing.T) { testKeyList(t, f) })
-	t.Run("KeyDurability", func(t *testing.T) { testKeyDurability(t, f) })
+	run(t, f, "KeyCRUD", testKeyCRUD)
+	run(t, f, "KeyList", testKeyList)
+	run(t, f, "KeyDurability", testKeyDurability)
 }
 
 func sameKey(a, b *store.Key) bool {

@@ -25,22 +25,40 @@ type Factory interface {
 	Reopen(t *testing.T, s store.Store) store.Store
 }
 
+// ParallelFactory is a Factory whose stores share nothing, so the suite's
+// tests may run in parallel (t.Parallel).
+type ParallelFactory interface {
+	Factory
+	Parallel() bool
+}
+
+// run runs one test of the suite, in parallel with the others when the
+// factory allows it.
+func run(t *testing.T, f Factory, name string, test func(*testing.T, Factory)) {
+	t.Run(name, func(t *testing.T) {
+		if p, ok := f.(ParallelFactory); ok && p.Parallel() {
+			t.Parallel()
+		}
+		test(t, f)
+	})
+}
+
 // t0 is the pinned "now" of the suite.
 var t0 = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 
 // Run runs the whole suite against the backend.
 func Run(t *testing.T, f Factory) {
-	t.Run("Create", func(t *testing.T) { testCreate(t, f) })
-	t.Run("AppendRead", func(t *testing.T) { testAppendRead(t, f) })
-	t.Run("Close", func(t *testing.T) { testClose(t, f) })
-	t.Run("Producers", func(t *testing.T) { testProducers(t, f) })
-	t.Run("StreamSeq", func(t *testing.T) { testStreamSeq(t, f) })
-	t.Run("Expiry", func(t *testing.T) { testExpiry(t, f) })
-	t.Run("Delete", func(t *testing.T) { testDelete(t, f) })
-	t.Run("Forks", func(t *testing.T) { testForks(t, f) })
-	t.Run("Notifier", func(t *testing.T) { testNotifier(t, f) })
-	t.Run("Concurrency", func(t *testing.T) { testConcurrency(t, f) })
-	t.Run("Durability", func(t *testing.T) { testDurability(t, f) })
+	run(t, f, "Create", testCreate)
+	run(t, f, "AppendRead", testAppendRead)
+	run(t, f, "Close", testClose)
+	run(t, f, "Producers", testProducers)
+	run(t, f, "StreamSeq", testStreamSeq)
+	run(t, f, "Expiry", testExpiry)
+	run(t, f, "Delete", testDelete)
+	run(t, f, "Forks", testForks)
+	run(t, f, "Notifier", testNotifier)
+	run(t, f, "Concurrency", testConcurrency)
+	run(t, f, "Durability", testDurability)
 	runSubscriptions(t, f)
 	runDeliveries(t, f)
 	runKeys(t, f)

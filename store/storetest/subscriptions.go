@@ -13,12 +13,12 @@ import (
 )
 
 func runSubscriptions(t *testing.T, f Factory) {
-	t.Run("SubscriptionCRUD", func(t *testing.T) { testSubscriptionCRUD(t, f) })
-	t.Run("ConsumerCAS", func(t *testing.T) { testConsumerCAS(t, f) })
-	t.Run("ConsumerQueries", func(t *testing.T) { testConsumerQueries(t, f) })
-	t.Run("ConsumerRace", func(t *testing.T) { testConsumerRace(t, f) })
-	t.Run("ConsumerReadsUnderLoad", func(t *testing.T) { testConsumerReadsUnderLoad(t, f) })
-	t.Run("StreamList", func(t *testing.T) { testStreamList(t, f) })
+	run(t, f, "SubscriptionCRUD", testSubscriptionCRUD)
+	run(t, f, "ConsumerCAS", testConsumerCAS)
+	run(t, f, "ConsumerQueries", testConsumerQueries)
+	run(t, f, "ConsumerRace", testConsumerRace)
+	run(t, f, "ConsumerReadsUnderLoad", testConsumerReadsUnderLoad)
+	run(t, f, "StreamList", testStreamList)
 }
 
 func consumer(id, sub, primary string, paths ...string) store.Consumer {

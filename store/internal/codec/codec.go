@@ -1,0 +1,346 @@
+// Package codec is the row shape that Herald's SQL backends share: the
+// column lists of their common tables, how values are encoded in them
+// (times as Unix nanoseconds, lists as JSON text) and the scanning of rows
+// whose columns are the same in every backend. A backend keeps its own
+// queries, transactions and sealing of secrets.
+package codec
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/heraldstreams/herald/internal/jsontext"
+	"github.com/heraldstreams/herald/store"
+)
+
+// Row is a row to scan: *sql.Row, *sql.Rows, pgx.Row and pgx.Rows are.
+type Row interface {
+	Scan(dest ...any) error
+}
+
+// Nanos converts a time to its column value, Unix nanoseconds (0 is
+// "none").
+func Nanos(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}
+
+// FromNanos converts a column value back (0 is the zero time).
+func FromNanos(n int64) time.Time {
+	if n == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, n).UTC()
+}
+
+// StreamColumns are the columns of a stream's metadata, in the order
+// backends scan them.
+const StreamColumns = `id, path, content_type, tail, closed, closed_by_id, closed_by_epoch, closed_by_seq,
+	ttl_seconds, expires_at, accessed_at, created_at, fork_source_id, fork_source_path, fork_position,
+	fork_offset, fork_sub_offset, last_seq, soft_deleted`
+
+// SubscriptionColumns are the columns ScanSubscription reads.
+const SubscriptionColumns = `id, pattern, webhook, secret, description, created_at`
+
+// ScanSubscription scans a subscription row; its secret as stored.
+func ScanSubscription(row Row) (store.Subscription, error) {
+	var sub store.Subscription
+	var created int64
+	if err := row.Scan(&sub.ID, &sub.Pattern, &sub.Webhook, &sub.Secret, &sub.Description, &created); err != nil {
+		return sub, err
+	}
+	sub.CreatedAt = FromNanos(created)
+	return sub, nil
+}
+
+// A consumer's memberships are stored as two JSON arrays in membership
+// order: paths, and cursors of [acked, notified] offsets.
+type cursorJSON [2]string
+
+// EncodeMemberships returns the paths and cursors columns of memberships.
+func EncodeMemberships(streams []store.ConsumerStream) (paths, cursors string) {
+	p := jsontext.AppendArray(make([]byte, 0, 2+len(streams)*32), len(streams), func(dst []byte, i int) []byte {
+		return jsontext.AppendString(dst, streams[i].Path)
+	})
+	c := jsontext.AppendArray(make([]byte, 0, 2+len(streams)*72), len(streams), func(dst []byte, i int) []byte {
+		dst = append(dst, '[')
+		dst = jsontext.AppendString(dst, streams[i].Acked)
+		dst = append(dst, ',')
+		dst = jsontext.AppendString(dst, streams[i].Notified)
+		return append(dst, ']')
+	})
+	return string(p), string(c)
+}
+
+// DecodeMemberships is the inverse of EncodeMemberships.
+func DecodeMemberships(paths, cursors string) ([]store.ConsumerStream, error) {
+	var p []string
+	var c []cursorJSON
+	if err := errors.Join(json.Unmarshal([]byte(paths), &p), json.Unmarshal([]byte(cursors), &c)); err != nil {
+		return nil, fmt.Errorf("decode memberships: %w", err)
+	}
+	if len(p) != len(c) {
+		return nil, fmt.Errorf("decode memberships: %d paths but %d cursors", len(p), len(c))
+	}
+	if len(p) == 0 {
+		return nil, nil
+	}
+	out := make([]store.ConsumerStream, len(p))
+	for i := range p {
+		out[i] = store.ConsumerStream{Path: p[i], Acked: c[i][0], Notified: c[i][1]}
+	}
+	return out, nil
+}
+
+// ConsumerColumns are the columns ScanConsumer reads, of consumers c.
+const ConsumerColumns = `c.id, c.subscription_id, c.incarnation, c.primary_stream, c.state, c.epoch, c.wake_id, c.attempts,
+	c.waking_deadline, c.next_retry_at, c.liveness_deadline, c.failing_since, c.due_at, c.version, c.paths, c.cursors`
+
+// ScanConsumer scans a consumer row with its memberships.
+func ScanConsumer(row Row) (store.Consumer, error) {
+	var c store.Consumer
+	var waking, retry, live, failing, due int64
+	var paths, cursors string
+	if err := row.Scan(&c.ID, &c.SubscriptionID, &c.Incarnation, &c.PrimaryStream, &c.State, &c.Epoch, &c.WakeID, &c.Attempts,
+		&waking, &retry, &live, &failing, &due, &c.Version, &paths, &cursors); err != nil {
+		return c, err
+	}
+	c.WakingDeadline, c.NextRetryAt, c.LivenessDeadline = FromNanos(waking), FromNanos(retry), FromNanos(live)
+	c.FailingSince, c.DueAt = FromNanos(failing), FromNanos(due)
+	var err error
+	c.Streams, err = DecodeMemberships(paths, cursors)
+	return c, err
+}
+
+// ConsumerValues are the values of a consumer's columns from state to
+// cursors, in the order of an insert or update: state, epoch, wake_id,
+// attempts, waking_deadline, next_retry_at, liveness_deadline,
+// failing_since, due_at, paths, cursors.
+func ConsumerValues(c *store.Consumer) []any {
+	paths, cursors := EncodeMemberships(c.Streams)
+	return []any{c.State, c.Epoch, c.WakeID, c.Attempts, Nanos(c.WakingDeadline), Nanos(c.NextRetryAt),
+		Nanos(c.LivenessDeadline), Nanos(c.FailingSince), Nanos(c.DueAt), paths, cursors}
+}
+
+// DeliveryColumns are the columns ScanDelivery reads (body last, when
+// asked for, is added by the caller).
+const DeliveryColumns = `seq, endpoint_id, event_id, event_type, stream, position, status, attempts, round_attempts,
+	next_attempt_at, last_status_code, last_error, created_at, updated_at, finished_at`
+
+// ScanDelivery scans a delivery row of DeliveryColumns, followed by the
+// extra destinations (the body, lease columns) the query selects, and
+// names it with ids.
+func ScanDelivery(ids *DeliveryIDs, row Row, extra ...any) (store.Delivery, error) {
+	var d store.Delivery
+	var next, created, updated, finished int64
+	dst := append([]any{&d.Seq, &d.EndpointID, &d.EventID, &d.EventType, &d.Stream, &d.Position, &d.Status, &d.Attempts,
+		&d.RoundAttempts, &next, &d.LastStatusCode, &d.LastError, &created, &updated, &finished}, extra...)
+	if err := row.Scan(dst...); err != nil {
+		return d, err
+	}
+	d.ID = ids.ID(d.Seq)
+	d.NextAttemptAt = FromNanos(next)
+	d.CreatedAt, d.UpdatedAt, d.FinishedAt = FromNanos(created), FromNanos(updated), FromNanos(finished)
+	return d, nil
+}
+
+// EndpointColumns are the columns ScanEndpoint reads.
+const EndpointColumns = `id, url, event_types, streams, filter, description, tenant, active, rate_limit, max_in_flight,
+	ordering, retry_schedule, headers, secret, previous_secret, previous_secret_until,
+	consecutive_failures, last_success_at, last_failure_at, last_error, disabled_at, disabled_reason,
+	created_at, updated_at, version, health_version`
+
+// EndpointRow holds the encoded list-valued columns of an endpoint, and
+// its secret columns as stored (sealed by the backend).
+type EndpointRow struct {
+	Types, Streams, Schedule, Headers string
+	Secret, PreviousSecret            string
+}
+
+// EncodeEndpoint encodes the list-valued columns of an endpoint; the
+// secret columns are left for the backend to seal.
+func EncodeEndpoint(ep *store.Endpoint) (EndpointRow, error) {
+	var r EndpointRow
+	var err error
+	enc := func(v any) string {
+		if err != nil {
+			return ""
+		}
+		var b []byte
+		b, err = json.Marshal(v)
+		return string(b)
+	}
+	sched := make([]int64, len(ep.RetrySchedule))
+	for i, d := range ep.RetrySchedule {
+		sched[i] = int64(d)
+	}
+	headers := ep.Headers
+	if headers == nil {
+		headers = map[string]string{}
+	}
+	r.Types, r.Streams, r.Schedule, r.Headers = enc(ep.EventTypes), enc(ep.Streams), enc(sched), enc(headers)
+	if err != nil {
+		return r, fmt.Errorf("encode endpoint: %w", err)
+	}
+	return r, nil
+}
+
+// ScanEndpoint scans an endpoint row. The secret columns come back as
+// stored: in ep.Secret and ep.PreviousSecret, and the headers' JSON in
+// the row, for the backend to open before DecodeEndpoint.
+func ScanEndpoint(row Row) (store.Endpoint, EndpointRow, error) {
+	var ep store.Endpoint
+	var r EndpointRow
+	var prevUntil, lastOK, lastFail, disabled, created, updated int64
+	err := row.Scan(&ep.ID, &ep.URL, &r.Types, &r.Streams, &ep.Filter, &ep.Description, &ep.Tenant, &ep.Active,
+		&ep.RateLimit, &ep.MaxInFlight, &ep.Ordering, &r.Schedule, &r.Headers, &ep.Secret, &ep.PreviousSecret, &prevUntil,
+		&ep.Health.ConsecutiveFailures, &lastOK, &lastFail, &ep.Health.LastError, &disabled, &ep.Health.DisabledReason,
+		&created, &updated, &ep.Version, &ep.HealthVersion)
+	if err != nil {
+		return ep, r, err
+	}
+	ep.PreviousSecretUntil = FromNanos(prevUntil)
+	ep.Health.LastSuccessAt = FromNanos(lastOK)
+	ep.Health.LastFailureAt = FromNanos(lastFail)
+	ep.Health.DisabledAt = FromNanos(disabled)
+	ep.CreatedAt = FromNanos(created)
+	ep.UpdatedAt = FromNanos(updated)
+	return ep, r, nil
+}
+
+// DecodeEndpoint decodes the list-valued columns of a scanned endpoint
+// (its headers opened).
+func DecodeEndpoint(ep *store.Endpoint, r *EndpointRow) error {
+	var sched []int64
+	for _, f := range []struct {
+		raw string
+		dst any
+	}{{r.Types, &ep.EventTypes}, {r.Streams, &ep.Streams}, {r.Schedule, &sched}, {r.Headers, &ep.Headers}} {
+		if err := json.Unmarshal([]byte(f.raw), f.dst); err != nil {
+			return fmt.Errorf("decode endpoint %s: %w", ep.ID, err)
+		}
+	}
+	if len(ep.Headers) == 0 {
+		ep.Headers = nil
+	}
+	for _, n := range sched {
+		ep.RetrySchedule = append(ep.RetrySchedule, time.Duration(n))
+	}
+	return nil
+}
+
+// KeyColumns are the columns ScanKey reads.
+const KeyColumns = `id, hash, scopes, tenant, paths, description, expires_at, created_at`
+
+// ScanKey scans an API key row.
+func ScanKey(row Row) (store.Key, error) {
+	var k store.Key
+	var scopes, paths string
+	var expires, created int64
+	if err := row.Scan(&k.ID, &k.Hash, &scopes, &k.Tenant, &paths, &k.Description, &expires, &created); err != nil {
+		return k, err
+	}
+	if err := json.Unmarshal([]byte(scopes), &k.Scopes); err != nil {
+		return k, fmt.Errorf("decode key %s scopes: %w", k.ID, err)
+	}
+	if err := json.Unmarshal([]byte(paths), &k.Paths); err != nil {
+		return k, fmt.Errorf("decode key %s paths: %w", k.ID, err)
+	}
+	if len(k.Paths) == 0 {
+		k.Paths = nil
+	}
+	k.ExpiresAt, k.CreatedAt = FromNanos(expires), FromNanos(created)
+	return k, nil
+}
+
+// KeyValues returns the values of KeyColumns for a new key, in order.
+func KeyValues(k *store.Key) ([]any, error) {
+	scopes, err := json.Marshal(nonNil(k.Scopes))
+	if err != nil {
+		return nil, fmt.Errorf("encode key scopes: %w", err)
+	}
+	paths, err := json.Marshal(nonNil(k.Paths))
+	if err != nil {
+		return nil, fmt.Errorf("encode key paths: %w", err)
+	}
+	return []any{k.ID, k.Hash, string(scopes), k.Tenant, string(paths), k.Description, Nanos(k.ExpiresAt), Nanos(k.CreatedAt)}, nil
+}
+
+func nonNil(v []string) []string {
+	if v == nil {
+		return []string{}
+	}
+	return v
+}
+
+// SecretColumns are the columns that hold secrets. Each value is sealed
+// with the store's secretbox.Box, bound to its table, its row's id and its
+// column, so a value copied to another row or column does not open there.
+// Callers of a store see plain values: sealing is the backend's business.
+var SecretColumns = []struct{ Table, Column string }{
+	{"endpoints", "secret"},
+	{"endpoints", "previous_secret"},
+	// The custom headers' JSON object, sealed whole: their values are
+	// often credentials of the receiver.
+	{"endpoints", "headers"},
+	{"subscriptions", "secret"},
+	{"token_keys", "secret"},
+}
+
+// KEKCheck is the secret_meta row holding the key-encryption key check.
+const KEKCheck = "kek_check"
+
+// SecretStats says what opening a store did to the secret columns.
+type SecretStats struct {
+	// Sealed counts plaintext values encrypted (a store written before
+	// secrets were encrypted, or without a Box).
+	Sealed int
+	// Rewrapped counts values moved from an older key-encryption key to
+	// the current one.
+	Rewrapped int
+	// KeyID is the id of the key that seals; "" without a Box.
+	KeyID string
+}
+
+// SecretFunc seals or opens one secret of a table's row and column.
+type SecretFunc func(value, table, row, column string) (string, error)
+
+// SealEndpoint encodes an endpoint's list-valued columns and seals its
+// secret columns (the headers' JSON among them) with seal.
+func SealEndpoint(ep *store.Endpoint, seal SecretFunc) (EndpointRow, error) {
+	r, err := EncodeEndpoint(ep)
+	if err != nil {
+		return r, err
+	}
+	if r.Headers, err = seal(r.Headers, "endpoints", ep.ID, "headers"); err != nil {
+		return r, err
+	}
+	if r.Secret, err = seal(ep.Secret, "endpoints", ep.ID, "secret"); err != nil {
+		return r, err
+	}
+	r.PreviousSecret, err = seal(ep.PreviousSecret, "endpoints", ep.ID, "previous_secret")
+	return r, err
+}
+
+// OpenEndpoint scans an endpoint row, opens its secret columns with open
+// and decodes it.
+func OpenEndpoint(row Row, open SecretFunc) (store.Endpoint, error) {
+	ep, r, err := ScanEndpoint(row)
+	if err != nil {
+		return ep, err
+	}
+	if ep.Secret, err = open(ep.Secret, "endpoints", ep.ID, "secret"); err != nil {
+		return ep, err
+	}
+	if ep.PreviousSecret, err = open(ep.PreviousSecret, "endpoints", ep.ID, "previous_secret"); err != nil {
+		return ep, err
+	}
+	if r.Headers, err = open(r.Headers, "endpoints", ep.ID, "headers"); err != nil {
+		return ep, err
+	}
+	return ep, DecodeEndpoint(&ep, &r)
+}

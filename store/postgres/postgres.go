@@ -1,0 +1,310 @@
+// Package postgres is Herald's PostgreSQL storage backend, for several
+// `herald serve` replicas sharing one database. Every method is one
+// transaction on a pgx connection pool; the rules come from package
+// protocol, as in every backend, and the truth is in the rows: a handle
+// keeps no stream metadata, producer state or lease in memory.
+//
+// Stream changes are announced with NOTIFY in the transaction that makes
+// them, so every replica's Notifier (a store.Hub fed by one LISTEN
+// connection) sees them in commit order.
+package postgres
+
+import (
+	"context"
+	"crypto/rand"
+	"embed"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"path"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/heraldstreams/herald/internal/secretbox"
+	"github.com/heraldstreams/herald/store"
+	"github.com/heraldstreams/herald/store/internal/codec"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+//go:embed migrations/*.sql
+var migrations embed.FS
+
+// Options configures Open.
+type Options struct {
+	Logger *slog.Logger
+	// Box encrypts the secret columns, as in the SQLite backend (see
+	// secretColumns): Open seals plaintext values and rewraps those of
+	// older keys, and refuses a Box that cannot open what was sealed
+	// before. Nil keeps secrets in plaintext (tests); a database whose
+	// secrets are encrypted does not open without a Box.
+	Box *secretbox.Box
+	// MaxConns bounds the connection pool (default: pgxpool's, or
+	// pool_max_conns in the URL).
+	MaxConns int32
+	// ConfigureConn, when set, adjusts every connection's configuration
+	// before use (tests set a search_path).
+	ConfigureConn func(*pgx.ConnConfig)
+}
+
+// Store is the PostgreSQL implementation of store.Store.
+//
+// What is per handle (per replica): the Hub that fans notifications out
+// to this process's waiters and listeners, and the LISTEN connection
+// feeding it. Everything else — stream metadata, producer state, TTL
+// renewals, delivery leases (lease_until, lease_token and lease_owner in
+// the deliveries rows, taken with FOR UPDATE SKIP LOCKED) — is in the
+// database and shared by every handle.
+type Store struct {
+	pool    *pgxpool.Pool
+	log     *slog.Logger
+	box     *secretbox.Box
+	hub     *store.Hub
+	channel string
+	// owner names this handle in the leases it takes and the
+	// notifications it sends.
+	owner string
+	// noteSeq numbers this handle's notifications; notes holds, until
+	// the listener receives each, the channel its writer waits on.
+	noteSeq     atomic.Uint64
+	notesMu     sync.Mutex
+	notes       map[uint64]chan struct{}
+	secretStats SecretStats
+	// ids names deliveries (see codec.DeliveryIDs); every handle reads
+	// the one key in id_keys.
+	ids *codec.DeliveryIDs
+
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+	closeMu sync.Mutex
+	closed  bool
+}
+
+var _ store.Store = (*Store)(nil)
+
+// Open connects to the database at url, applies the migrations not yet
+// applied (under an advisory lock, so replicas starting together apply
+// each once), prepares the secret columns and starts listening for
+// changes.
+func Open(ctx context.Context, url string, opts Options) (*Store, error) {
+	if url == "" {
+		return nil, errors.New("postgres: no database URL given")
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: parse database URL: %w", err)
+	}
+	if opts.MaxConns > 0 {
+		cfg.MaxConns = opts.MaxConns
+	}
+	if opts.ConfigureConn != nil {
+		opts.ConfigureConn(cfg.ConnConfig)
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: connect: %w", err)
+	}
+	owner := make([]byte, 8)
+	if _, err := rand.Read(owner); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("postgres: handle id: %w", err)
+	}
+	s := &Store{pool: pool, log: opts.Logger, box: opts.Box, hub: store.NewHub(), owner: hex.EncodeToString(owner),
+		notes: make(map[uint64]chan struct{})}
+	if err := s.open(ctx, cfg.ConnConfig); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *Store) open(ctx context.Context, connCfg *pgx.ConnConfig) error {
+	var schema string
+	if err := s.pool.QueryRow(ctx, `SELECT current_schema()`).Scan(&schema); err != nil {
+		return fmt.Errorf("postgres: connect: %w", err)
+	}
+	// One channel per schema: stores in other schemas of the database
+	// are other Heralds.
+	s.channel = "herald:" + schema
+	if err := s.migrate(ctx, schema); err != nil {
+		return err
+	}
+	if err := s.prepareSecrets(ctx); err != nil {
+		return err
+	}
+	if err := s.loadDeliveryIDs(ctx); err != nil {
+		return err
+	}
+	conn, err := s.relisten(ctx, connCfg)
+	if err != nil {
+		return fmt.Errorf("postgres: listen: %w", err)
+	}
+	lctx, cancel := context.WithCancel(context.Background())
+	s.cancel = cancel
+	s.wg.Add(1)
+	go s.listen(lctx, conn, connCfg)
+	return nil
+}
+
+// migrate applies the embedded numbered migrations not yet applied, in
+// one transaction holding an advisory lock of the schema: a replica that
+// starts meanwhile waits, then finds them applied.
+func (s *Store) migrate(ctx context.Context, schema string) error {
+	names, err := fs.Glob(migrations, "migrations/*.sql")
+	if err != nil {
+		return fmt.Errorf("postgres: list migrations: %w", err)
+	}
+	sort.Strings(names)
+	err = s.tx(ctx, func(tx *wtx) error {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext('herald migrations ' || $1))`, schema); err != nil {
+			return fmt.Errorf("lock: %w", err)
+		}
+		if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (version TEXT PRIMARY KEY, applied_at BIGINT NOT NULL)`); err != nil {
+			return fmt.Errorf("migrations table: %w", err)
+		}
+		for _, name := range names {
+			version := strings.TrimSuffix(path.Base(name), ".sql")
+			var n int
+			if err := tx.QueryRow(ctx, `SELECT count(*) FROM schema_migrations WHERE version = $1`, version).Scan(&n); err != nil {
+				return fmt.Errorf("read migrations: %w", err)
+			}
+			if n > 0 {
+				continue
+			}
+			body, err := migrations.ReadFile(name)
+			if err != nil {
+				return fmt.Errorf("read migration %s: %w", name, err)
+			}
+			if _, err := tx.Exec(ctx, string(body)); err != nil {
+				return fmt.Errorf("migration %s: %w", version, err)
+			}
+			if _, err := tx.Exec(ctx, `INSERT INTO schema_migrations (version, applied_at) VALUES ($1, $2)`, version, time.Now().UnixNano()); err != nil {
+				return fmt.Errorf("migration %s: %w", version, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("postgres: migrate: %w", err)
+	}
+	return nil
+}
+
+// maxTries bounds how often tx runs a transaction that lost a race
+// (a serialization failure, a deadlock, or a unique key another
+// transaction took first).
+const maxTries = 8
+
+// wtx is a write transaction: it remembers the notifications it sent, so
+// that tx can wait for them to come back (see notify).
+type wtx struct {
+	pgx.Tx
+	notes []uint64
+}
+
+// tx runs fn in a transaction and commits it, running it again when it
+// lost a race with another transaction. fn's own errors roll it back and
+// are returned as they are. When it commits, the changes it announced
+// have reached this handle's Notifier before tx returns.
+func (s *Store) tx(ctx context.Context, fn func(tx *wtx) error) error {
+	if err := s.usable(); err != nil {
+		return err
+	}
+	for try := 1; ; try++ {
+		w := &wtx{}
+		err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+			w.Tx = tx
+			return fn(w)
+		})
+		if err != nil {
+			s.forgetNotes(w.notes)
+			if try == maxTries || !retryable(err) {
+				return err
+			}
+			continue
+		}
+		s.awaitNotes(ctx, w.notes)
+		return nil
+	}
+}
+
+// retryable reports whether err is a lost race that a new transaction
+// may win.
+func retryable(err error) bool {
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) {
+		return false
+	}
+	switch pgErr.Code {
+	case "40001", "40P01", "23505": // serialization failure, deadlock, unique violation
+		return true
+	}
+	return false
+}
+
+// usable returns store.ErrClosedStore once Close began.
+func (s *Store) usable() error {
+	s.closeMu.Lock()
+	defer s.closeMu.Unlock()
+	if s.closed {
+		return store.ErrClosedStore
+	}
+	return nil
+}
+
+// isNoRows reports whether err is a query that found no row.
+func isNoRows(err error) bool { return errors.Is(err, pgx.ErrNoRows) }
+
+// Notifier implements store.Store.
+func (s *Store) Notifier() store.Notifier { return s.hub }
+
+// SecretStats reports what Open did to the secret columns.
+func (s *Store) SecretStats() SecretStats { return s.secretStats }
+
+// Close implements store.Store: it stops listening and closes the pool,
+// after the calls in flight return.
+func (s *Store) Close() error {
+	s.closeMu.Lock()
+	if s.closed {
+		s.closeMu.Unlock()
+		return nil
+	}
+	s.closed = true
+	s.closeMu.Unlock()
+	s.cancel()
+	s.wg.Wait()
+	s.pool.Close()
+	return nil
+}
+
+// loadDeliveryIDs reads the delivery id key, making it at the first start
+// that finds none; replicas starting together agree on the first key
+// written.
+func (s *Store) loadDeliveryIDs(ctx context.Context) error {
+	key := make([]byte, codec.DeliveryIDKeySize)
+	if _, err := rand.Read(key); err != nil {
+		return fmt.Errorf("postgres: delivery id key: %w", err)
+	}
+	if _, err := s.pool.Exec(ctx, `INSERT INTO id_keys (name, key) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING`,
+		codec.DeliveryIDKeyName, key); err != nil {
+		return fmt.Errorf("postgres: delivery id key: %w", err)
+	}
+	if err := s.pool.QueryRow(ctx, `SELECT key FROM id_keys WHERE name = $1`, codec.DeliveryIDKeyName).Scan(&key); err != nil {
+		return fmt.Errorf("postgres: delivery id key: %w", err)
+	}
+	ids, err := codec.NewDeliveryIDs(key)
+	if err != nil {
+		return fmt.Errorf("postgres: %w", err)
+	}
+	s.ids = ids
+	return nil
+}

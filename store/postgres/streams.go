@@ -1,0 +1,549 @@
+package postgres
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/heraldstreams/herald/protocol"
+	"github.com/heraldstreams/herald/store"
+	"github.com/heraldstreams/herald/store/internal/codec"
+	"github.com/jackc/pgx/v5"
+)
+
+// row is one stream's row: the contract's Stream and what only the
+// backend needs.
+type row struct {
+	store.Stream
+	sourceID    int64 // 0 when not a fork
+	closedBy    *store.Producer
+	softDeleted bool
+}
+
+// querier is a pool or a transaction.
+type querier interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}
+
+func scanRow(r codec.Row) (*row, error) {
+	var (
+		st                         row
+		closedByID                 sql.NullString
+		closedByEpoch, closedBySeq sql.NullInt64
+		sourceID                   sql.NullInt64
+		ttl, expires, acc, created int64
+	)
+	err := r.Scan(&st.ID, &st.Path, &st.ContentType, &st.Tail, &st.Closed, &closedByID, &closedByEpoch, &closedBySeq,
+		&ttl, &expires, &acc, &created, &sourceID, &st.ForkSource, &st.ForkPosition,
+		&st.ForkOffset, &st.ForkSubOffset, &st.LastSeq, &st.softDeleted)
+	if err != nil {
+		return nil, err
+	}
+	st.TTL = time.Duration(ttl) * time.Second
+	st.ExpiresAt, st.AccessedAt, st.CreatedAt = codec.FromNanos(expires), codec.FromNanos(acc), codec.FromNanos(created)
+	st.sourceID = sourceID.Int64
+	if closedByID.Valid {
+		st.closedBy = &store.Producer{ID: closedByID.String, Epoch: closedByEpoch.Int64, Seq: closedBySeq.Int64}
+	}
+	return &st, nil
+}
+
+// getRow reads the stream at path (nil when none); lock takes its row
+// lock for the transaction.
+func getRow(ctx context.Context, q querier, path string, lock bool) (*row, error) {
+	query := `SELECT ` + codec.StreamColumns + ` FROM streams WHERE path = $1`
+	if lock {
+		query += ` FOR UPDATE`
+	}
+	r, err := scanRow(q.QueryRow(ctx, query, path))
+	if isNoRows(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read stream: %w", err)
+	}
+	return r, nil
+}
+
+// getRowID reads the stream with an id (nil when none).
+func getRowID(ctx context.Context, q querier, id int64, lock bool) (*row, error) {
+	query := `SELECT ` + codec.StreamColumns + ` FROM streams WHERE id = $1`
+	if lock {
+		query += ` FOR UPDATE`
+	}
+	r, err := scanRow(q.QueryRow(ctx, query, id))
+	if isNoRows(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read stream: %w", err)
+	}
+	return r, nil
+}
+
+// view returns the stream as clients see it at now, or the error of a
+// missing, soft-deleted or expired one.
+func view(r *row, now time.Time) (store.Stream, error) {
+	switch {
+	case r == nil:
+		return store.Stream{}, store.ErrNotFound
+	case r.softDeleted:
+		return store.Stream{}, store.ErrStreamGone
+	case r.Expired(now):
+		return store.Stream{}, store.ErrNotFound
+	}
+	return r.Stream, nil
+}
+
+// StreamCreate implements store.Store.
+func (s *Store) StreamCreate(ctx context.Context, params *store.StreamCreateParams) (*store.StreamCreateResult, error) {
+	var res *store.StreamCreateResult
+	err := s.tx(ctx, func(tx *wtx) error {
+		var err error
+		res, err = s.create(ctx, tx, params)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// create creates a stream in tx (see StreamCreate).
+func (s *Store) create(ctx context.Context, tx *wtx, p *store.StreamCreateParams) (*store.StreamCreateResult, error) {
+	cur, err := getRow(ctx, tx, p.Path, true)
+	if err != nil {
+		return nil, err
+	}
+	if cur != nil {
+		st, err := view(cur, p.Now)
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			// Expired: clear it away, then create afresh (unless forks
+			// still hold it, which keeps the path taken).
+			if gone, err := s.deleteStream(ctx, tx, cur); err != nil {
+				return nil, err
+			} else if !gone {
+				return nil, store.ErrStreamGone
+			}
+		case err != nil:
+			return nil, err
+		case !protocol.SameCreateConfig(&st, p):
+			return nil, store.ErrStreamExists
+		default:
+			return &store.StreamCreateResult{Stream: st}, nil
+		}
+	}
+	st := store.Stream{Path: p.Path, ContentType: p.ContentType, TTL: p.TTL, ExpiresAt: p.ExpiresAt,
+		AccessedAt: p.Now, CreatedAt: p.Now, Closed: p.Closed}
+	var sourceID sql.NullInt64
+	if p.ForkSource != "" {
+		src, err := getRow(ctx, tx, p.ForkSource, true)
+		if err != nil {
+			return nil, err
+		}
+		srcStream, err := view(src, p.Now)
+		if err != nil {
+			return nil, protocol.ForkSourceError(err)
+		}
+		d, err := protocol.DecideFork(&srcStream, p, func(anchor int64) ([]byte, error) {
+			return chunkRest(ctx, tx, src, anchor)
+		})
+		if err != nil {
+			return nil, err
+		}
+		st.ContentType, st.TTL, st.ExpiresAt = d.ContentType, d.TTL, d.ExpiresAt
+		st.ForkSource, st.ForkOffset, st.ForkSubOffset, st.ForkPosition = src.Path, d.Anchor, p.ForkSubOffset, d.Position
+		st.Tail = d.Position
+		sourceID = sql.NullInt64{Int64: src.ID, Valid: true}
+	}
+	err = tx.QueryRow(ctx, `INSERT INTO streams (path, content_type, tail, closed, ttl_seconds, expires_at, accessed_at, created_at,
+		fork_source_id, fork_source_path, fork_position, fork_offset, fork_sub_offset)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) RETURNING id`,
+		st.Path, st.ContentType, st.Tail, st.Closed, int64(st.TTL.Seconds()), codec.Nanos(st.ExpiresAt),
+		codec.Nanos(st.AccessedAt), codec.Nanos(st.CreatedAt), sourceID, st.ForkSource, st.ForkPosition,
+		st.ForkOffset, st.ForkSubOffset).Scan(&st.ID)
+	if err != nil {
+		return nil, fmt.Errorf("insert stream: %w", err)
+	}
+	if len(p.Data) > 0 {
+		if err := insertChunk(ctx, tx, st.ID, st.Tail, p.Data); err != nil {
+			return nil, err
+		}
+		st.Tail += int64(len(p.Data))
+		if _, err := tx.Exec(ctx, `UPDATE streams SET tail = $2 WHERE id = $1`, st.ID, st.Tail); err != nil {
+			return nil, fmt.Errorf("write stream: %w", err)
+		}
+	}
+	if err := s.notify(ctx, tx, store.TailChange{StreamID: st.ID, Path: st.Path, Tail: st.Tail, Closed: st.Closed, Created: true}); err != nil {
+		return nil, err
+	}
+	return &store.StreamCreateResult{Stream: st, Created: true}, nil
+}
+
+func insertChunk(ctx context.Context, tx pgx.Tx, id, start int64, data []byte) error {
+	if _, err := tx.Exec(ctx, `INSERT INTO chunks (stream_id, start_pos, end_pos, data) VALUES ($1, $2, $3, $4)`,
+		id, start, start+int64(len(data)), data); err != nil {
+		return fmt.Errorf("insert chunk: %w", err)
+	}
+	return nil
+}
+
+// chunkRest returns the stored data of r from pos to the end of the chunk
+// holding it (descending into fork sources), nil when none holds it.
+func chunkRest(ctx context.Context, q querier, r *row, pos int64) ([]byte, error) {
+	for r.sourceID != 0 && pos < r.ForkPosition {
+		src, err := getRowID(ctx, q, r.sourceID, false)
+		if err != nil {
+			return nil, err
+		}
+		if src == nil {
+			return nil, fmt.Errorf("fork source %d of %s is missing", r.sourceID, r.Path)
+		}
+		r = src
+	}
+	var start int64
+	var data []byte
+	err := q.QueryRow(ctx, `SELECT start_pos, data FROM chunks WHERE stream_id = $1 AND end_pos > $2 AND start_pos <= $2
+		ORDER BY end_pos LIMIT 1`, r.ID, pos).Scan(&start, &data)
+	if isNoRows(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read chunk: %w", err)
+	}
+	return data[pos-start:], nil
+}
+
+// StreamAppend implements store.Store. The stream's row lock orders
+// concurrent appends; each commits on its own.
+func (s *Store) StreamAppend(ctx context.Context, params *store.StreamAppendParams) (*store.StreamAppendResult, error) {
+	var res *store.StreamAppendResult
+	err := s.tx(ctx, func(tx *wtx) error {
+		var err error
+		res, err = s.append(ctx, tx, params)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// append appends in tx (see StreamAppend).
+func (s *Store) append(ctx context.Context, tx *wtx, p *store.StreamAppendParams) (*store.StreamAppendResult, error) {
+	r, err := getRow(ctx, tx, p.Path, true)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := view(r, p.Now); err != nil {
+		return nil, err
+	}
+	var cur *protocol.ProducerState
+	if p.Producer != nil {
+		var ps protocol.ProducerState
+		err := tx.QueryRow(ctx, `SELECT epoch, last_seq FROM producers WHERE stream_id = $1 AND producer_id = $2`,
+			r.ID, p.Producer.ID).Scan(&ps.Epoch, &ps.LastSeq)
+		switch {
+		case err == nil:
+			cur = &ps
+		case !isNoRows(err):
+			return nil, fmt.Errorf("read producer: %w", err)
+		}
+	}
+	d, err := protocol.DecideAppend(protocol.AppendState{
+		ContentType: r.ContentType,
+		Closed:      r.Closed,
+		LastSeq:     r.LastSeq,
+		ClosedBy:    r.closedBy,
+		Producer:    cur,
+	}, protocol.AppendRequest{
+		ContentType: p.ContentType,
+		HasData:     len(p.Data) > 0,
+		Close:       p.Close,
+		Seq:         p.Seq,
+		Producer:    p.Producer,
+	})
+	if err != nil {
+		var ce *store.ClosedError
+		if errors.As(err, &ce) {
+			err = &store.ClosedError{Tail: r.Tail}
+		}
+		return nil, err
+	}
+	res := &store.StreamAppendResult{Outcome: d.Outcome, Start: r.Tail}
+	if d.Producer != nil {
+		res.ProducerEpoch, res.ProducerSeq = d.Producer.Epoch, d.Producer.LastSeq
+	}
+	if !d.Write && (!d.Close || r.Closed) {
+		// Duplicate, or closing a closed stream: nothing to write.
+		res.Stream = r.Stream
+		return res, nil
+	}
+	st := r.Stream
+	if d.Write {
+		if err := insertChunk(ctx, tx, st.ID, st.Tail, p.Data); err != nil {
+			return nil, err
+		}
+		st.Tail += int64(len(p.Data))
+	}
+	closedBy := r.closedBy
+	if d.Close {
+		st.Closed = true
+		if p.Producer != nil {
+			closedBy = p.Producer
+		}
+	}
+	if p.Seq != "" {
+		st.LastSeq = p.Seq
+	}
+	st.AccessedAt = p.Now
+	var byID sql.NullString
+	var byEpoch, bySeq sql.NullInt64
+	if closedBy != nil {
+		byID = sql.NullString{String: closedBy.ID, Valid: true}
+		byEpoch, bySeq = sql.NullInt64{Int64: closedBy.Epoch, Valid: true}, sql.NullInt64{Int64: closedBy.Seq, Valid: true}
+	}
+	if _, err := tx.Exec(ctx, `UPDATE streams SET tail = $2, closed = $3, closed_by_id = $4, closed_by_epoch = $5, closed_by_seq = $6,
+		accessed_at = $7, last_seq = $8 WHERE id = $1`,
+		st.ID, st.Tail, st.Closed, byID, byEpoch, bySeq, codec.Nanos(st.AccessedAt), st.LastSeq); err != nil {
+		return nil, fmt.Errorf("write stream: %w", err)
+	}
+	if d.ProducerChanged {
+		if _, err := tx.Exec(ctx, `INSERT INTO producers (stream_id, producer_id, epoch, last_seq) VALUES ($1, $2, $3, $4)
+			ON CONFLICT (stream_id, producer_id) DO UPDATE SET epoch = excluded.epoch, last_seq = excluded.last_seq`,
+			st.ID, p.Producer.ID, d.Producer.Epoch, d.Producer.LastSeq); err != nil {
+			return nil, fmt.Errorf("write producer: %w", err)
+		}
+	}
+	if err := s.notify(ctx, tx, store.TailChange{StreamID: st.ID, Path: st.Path, Tail: st.Tail, Closed: st.Closed}); err != nil {
+		return nil, err
+	}
+	res.Stream = st
+	return res, nil
+}
+
+// StreamGet implements store.Store.
+func (s *Store) StreamGet(ctx context.Context, params *store.StreamGetParams) (*store.Stream, error) {
+	if err := s.usable(); err != nil {
+		return nil, err
+	}
+	r, err := getRow(ctx, s.pool, params.Path, false)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: %w", err)
+	}
+	st, err := view(r, params.Now)
+	if err != nil {
+		return nil, err
+	}
+	return &st, nil
+}
+
+// StreamRead implements store.Store. The metadata and the data are read
+// in one snapshot; a read that is an access then renews a sliding TTL.
+func (s *Store) StreamRead(ctx context.Context, params *store.StreamReadParams) (*store.StreamReadResult, error) {
+	if err := s.usable(); err != nil {
+		return nil, err
+	}
+	var res *store.StreamReadResult
+	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+		r, err := getRow(ctx, tx, params.Path, false)
+		if err != nil {
+			return err
+		}
+		st, err := view(r, params.Now)
+		if err != nil {
+			return err
+		}
+		from := max(params.From, 0)
+		if from > st.Tail {
+			return store.ErrPositionBeyondTail
+		}
+		rr := &rangeReader{q: tx, max: params.MaxBytes}
+		if err := rr.read(ctx, r, from, st.Tail); err != nil {
+			return err
+		}
+		res = &store.StreamReadResult{Stream: st, Data: rr.out, Next: from + int64(len(rr.out))}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if !params.Internal && res.Stream.TTL > 0 {
+		if _, err := s.pool.Exec(ctx, `UPDATE streams SET accessed_at = $2 WHERE id = $1 AND accessed_at < $2`,
+			res.Stream.ID, codec.Nanos(params.Now)); err != nil {
+			return nil, fmt.Errorf("postgres: renew TTL: %w", err)
+		}
+	}
+	return res, nil
+}
+
+// rangeReader gathers data of a stream and its fork sources.
+type rangeReader struct {
+	q   querier
+	max int
+	out []byte
+}
+
+func (rr *rangeReader) full() bool { return rr.max > 0 && len(rr.out) >= rr.max }
+
+// read appends the data of [from, end) of r, descending into fork sources
+// below r's fork position.
+func (rr *rangeReader) read(ctx context.Context, r *row, from, end int64) error {
+	if fp := r.ForkPosition; from < fp && r.sourceID != 0 {
+		src, err := getRowID(ctx, rr.q, r.sourceID, false)
+		if err != nil {
+			return err
+		}
+		if src == nil {
+			return fmt.Errorf("postgres: fork source %d of %s is missing", r.sourceID, r.Path)
+		}
+		if err := rr.read(ctx, src, from, min(end, fp)); err != nil {
+			return err
+		}
+		if rr.full() {
+			return nil
+		}
+		from = fp
+	}
+	if from >= end {
+		return nil
+	}
+	rows, err := rr.q.Query(ctx, `SELECT start_pos, end_pos, data FROM chunks WHERE stream_id = $1 AND end_pos > $2 AND start_pos < $3 ORDER BY end_pos`,
+		r.ID, from, end)
+	if err != nil {
+		return fmt.Errorf("postgres: read chunks: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() && !rr.full() {
+		var start, stop int64
+		var data []byte
+		if err := rows.Scan(&start, &stop, &data); err != nil {
+			return fmt.Errorf("postgres: read chunks: %w", err)
+		}
+		lo, hi := max(from, start)-start, min(end, stop)-start
+		rr.out = append(rr.out, data[lo:hi]...)
+	}
+	return rows.Err()
+}
+
+// StreamDelete implements store.Store.
+func (s *Store) StreamDelete(ctx context.Context, params *store.StreamDeleteParams) error {
+	return s.tx(ctx, func(tx *wtx) error {
+		r, err := getRow(ctx, tx, params.Path, true)
+		if err != nil {
+			return err
+		}
+		if _, err := view(r, params.Now); err != nil {
+			return err
+		}
+		_, err = s.deleteStream(ctx, tx, r)
+		return err
+	})
+}
+
+// deleteStream soft-deletes a stream (locked by the caller) that forks
+// still reference, or removes it and then any soft-deleted source it was
+// the last reference of. gone reports whether r's row was removed.
+func (s *Store) deleteStream(ctx context.Context, tx *wtx, r *row) (gone bool, err error) {
+	first := true
+	for r != nil {
+		var forks int
+		if err := tx.QueryRow(ctx, `SELECT count(*) FROM streams WHERE fork_source_id = $1`, r.ID).Scan(&forks); err != nil {
+			return false, fmt.Errorf("count forks: %w", err)
+		}
+		change := store.TailChange{StreamID: r.ID, Path: r.Path, Tail: r.Tail, Closed: r.Closed, Deleted: true}
+		if forks > 0 {
+			if !r.softDeleted {
+				if _, err := tx.Exec(ctx, `UPDATE streams SET soft_deleted = true WHERE id = $1`, r.ID); err != nil {
+					return false, fmt.Errorf("soft-delete stream: %w", err)
+				}
+				if err := s.notify(ctx, tx, change); err != nil {
+					return false, err
+				}
+			}
+			return false, nil
+		}
+		for _, q := range []string{
+			`DELETE FROM chunks WHERE stream_id = $1`,
+			`DELETE FROM producers WHERE stream_id = $1`,
+			`DELETE FROM streams WHERE id = $1`,
+		} {
+			if _, err := tx.Exec(ctx, q, r.ID); err != nil {
+				return false, fmt.Errorf("delete stream: %w", err)
+			}
+		}
+		if !r.softDeleted {
+			if err := s.notify(ctx, tx, change); err != nil {
+				return false, err
+			}
+		}
+		gone = gone || first
+		first = false
+		// Cascade to a soft-deleted source that no fork needs any more.
+		if r.sourceID == 0 {
+			return gone, nil
+		}
+		src, err := getRowID(ctx, tx, r.sourceID, true)
+		if err != nil {
+			return false, err
+		}
+		if src == nil || !src.softDeleted {
+			return gone, nil
+		}
+		r = src
+	}
+	return gone, nil
+}
+
+// expiredSQL is the condition of a stream that expired at $1.
+const expiredSQL = `CASE WHEN expires_at > 0 THEN expires_at <= $1
+	WHEN ttl_seconds > 0 THEN accessed_at::numeric + ttl_seconds::numeric * 1000000000 <= $1
+	ELSE false END`
+
+// StreamDeleteExpired implements store.Store. Each stream is removed in
+// its own transaction, which checks again that it expired.
+func (s *Store) StreamDeleteExpired(ctx context.Context, params *store.StreamDeleteExpiredParams) (int, error) {
+	if err := s.usable(); err != nil {
+		return 0, err
+	}
+	limit := params.Limit
+	if limit <= 0 {
+		limit = 1000
+	}
+	rows, err := s.pool.Query(ctx, `SELECT path FROM streams WHERE NOT soft_deleted AND (expires_at > 0 OR ttl_seconds > 0)
+		AND `+expiredSQL+` ORDER BY id LIMIT $2`, codec.Nanos(params.Now), limit)
+	if err != nil {
+		return 0, fmt.Errorf("postgres: find expired streams: %w", err)
+	}
+	paths, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return 0, fmt.Errorf("postgres: find expired streams: %w", err)
+	}
+	n := 0
+	for _, p := range paths {
+		var deleted bool
+		err := s.tx(ctx, func(tx *wtx) error {
+			deleted = false
+			r, err := getRow(ctx, tx, p, true)
+			if err != nil || r == nil || r.softDeleted || !r.Expired(params.Now) {
+				return err
+			}
+			if _, err := s.deleteStream(ctx, tx, r); err != nil {
+				return err
+			}
+			deleted = true
+			return nil
+		})
+		if err != nil {
+			return n, fmt.Errorf("postgres: delete expired stream: %w", err)
+		}
+		if deleted {
+			n++
+		}
+	}
+	return n, nil
+}
