@@ -230,6 +230,10 @@ func (f *matrixFixtures) request(rt httpapi.Route) (matrixRequest, bool) {
 		}
 	case "/{pattern}?subscriptions":
 		r.path = f.stream + "?subscriptions"
+	case "/_herald/v1/subscriptions/{id}/consumers":
+		r.path = "/_herald/v1/subscriptions/" + f.sub + "/consumers"
+	case "/_herald/v1/consumers/{consumer_id}":
+		r.path = "/_herald/v1/consumers/" + f.consumerID
 	case "/callback/{consumer_id}":
 		r.path, r.body = "/callback/"+f.consumerID, `{"epoch":1}`
 	case "/_herald/v1/keys":
