@@ -16,14 +16,15 @@ const endpointsUsage = `Manage the endpoints a running Herald delivers events to
 Usage:
   herald endpoints ls [--tenant T]
   herald endpoints get ID
-  herald endpoints create --url URL [--event-type TYPE ...] [--stream PATTERN ...] [--tenant T] [--description TEXT]
-  herald endpoints update ID [--url URL] [--event-type TYPE ...] [--stream PATTERN ...] [--description TEXT]
+  herald endpoints create --webhook URL [--event-type TYPE ...] [--stream PATTERN ...] [--tenant T] [--description TEXT]
+  herald endpoints update ID [--webhook URL] [--event-type TYPE ...] [--stream PATTERN ...] [--description TEXT]
   herald endpoints pause ID          (deliveries wait until resume)
   herald endpoints resume ID         (also re-enables an endpoint the breaker disabled)
   herald endpoints rotate-secret ID  (the old secret keeps signing for the overlap)
   herald endpoints test ID           (sends a signed herald.test event now)
   herald endpoints rm ID
 
+--webhook is the endpoint's URL (--url is Herald's, as in every command).
 create and rotate-secret print the signing secret, which Herald shows only then.
 
 ` + commonFlagsUsage
@@ -149,7 +150,7 @@ func endpointFields(c *apiClient) func() map[string]any {
 		u, tenant, description string
 		eventTypes, streams    listFlag
 	)
-	c.fs.StringVar(&u, "url", "", "the URL events are POSTed to")
+	c.fs.StringVar(&u, "webhook", "", "the URL events are POSTed to")
 	c.fs.Var(&eventTypes, "event-type", "an event type (*, prefix.* or exact) it receives (repeat for more)")
 	c.fs.Var(&streams, "stream", "a stream pattern it sources events from (repeat for more)")
 	c.fs.StringVar(&description, "description", "", "what the endpoint is for")
@@ -157,9 +158,9 @@ func endpointFields(c *apiClient) func() map[string]any {
 	return func() map[string]any {
 		set := setFlags(c.fs)
 		body := map[string]any{}
-		for name, v := range map[string]any{"url": u, "description": description, "tenant": tenant} {
+		for name, v := range map[string]any{"webhook": u, "description": description, "tenant": tenant} {
 			if set[name] {
-				body[name] = v
+				body[strings.Replace(name, "webhook", "url", 1)] = v
 			}
 		}
 		if set["event-type"] {
@@ -218,10 +219,10 @@ func endpointsAction(c *apiClient, sub string) (*action, bool) {
 		return one(http.MethodPost, "/rotate-secret", nil), true
 	case "create":
 		body := endpointFields(c)
-		return &action{args: "--url URL", run: func(ctx context.Context, _ []string) error {
+		return &action{args: "--webhook URL", run: func(ctx context.Context, _ []string) error {
 			b := body()
 			if b["url"] == nil || b["url"] == "" {
-				return fmt.Errorf("%w: --url is required", errUsage)
+				return fmt.Errorf("%w: --webhook is required", errUsage)
 			}
 			var ep endpointOut
 			raw, err := c.fetch(ctx, http.MethodPost, endpointsPath, b, &ep)
@@ -232,7 +233,7 @@ func endpointsAction(c *apiClient, sub string) (*action, bool) {
 		}}, true
 	case "update":
 		body := endpointFields(c)
-		return &action{args: "ID [--url URL] [--event-type TYPE ...] [--stream PATTERN ...] [--description TEXT]", min: 1, max: 1,
+		return &action{args: "ID [--webhook URL] [--event-type TYPE ...] [--stream PATTERN ...] [--description TEXT]", min: 1, max: 1,
 			run: func(ctx context.Context, args []string) error {
 				b := body()
 				if len(b) == 0 {

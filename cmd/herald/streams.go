@@ -42,12 +42,12 @@ const (
 
 // streamOut is what the streams command shows of a stream or a read.
 type streamOut struct {
-	Path        string            `json:"path"`
-	ContentType string            `json:"content_type,omitempty"`
-	Created     *bool             `json:"created,omitempty"`
-	NextOffset  string            `json:"next_offset,omitempty"`
-	Messages    []json.RawMessage `json:"messages,omitempty"`
-	Data        *string           `json:"data,omitempty"`
+	Path        string             `json:"path"`
+	ContentType string             `json:"content_type,omitempty"`
+	Created     *bool              `json:"created,omitempty"`
+	NextOffset  string             `json:"next_offset,omitempty"`
+	Messages    *[]json.RawMessage `json:"messages,omitempty"` // a JSON stream's read
+	Data        *string            `json:"data,omitempty"`     // another stream's read
 }
 
 func streamsAction(c *apiClient, sub string) (*action, bool) {
@@ -227,7 +227,8 @@ func (c *apiClient) streamRead(ctx context.Context, path, offset string) error {
 	if err != nil {
 		return err
 	}
-	out := streamOut{Path: p, Messages: []json.RawMessage{}}
+	out := streamOut{Path: p}
+	msgs := []json.RawMessage{}
 	var data []byte
 	for {
 		ch, err := func() (*readChunk, error) {
@@ -240,11 +241,11 @@ func (c *apiClient) streamRead(ctx context.Context, path, offset string) error {
 		}
 		out.ContentType = ch.contentType
 		if isJSONType(ch.contentType) {
-			msgs, err := messages(ch)
+			got, err := messages(ch)
 			if err != nil {
 				return err
 			}
-			out.Messages = append(out.Messages, msgs...)
+			msgs = append(msgs, got...)
 		} else {
 			data = append(data, ch.body...)
 		}
@@ -255,14 +256,16 @@ func (c *apiClient) streamRead(ctx context.Context, path, offset string) error {
 		offset = ch.nextOffset
 	}
 	if c.output == "json" {
-		if !isJSONType(out.ContentType) {
+		if isJSONType(out.ContentType) {
+			out.Messages = &msgs
+		} else {
 			s := string(data)
-			out.Data, out.Messages = &s, nil
+			out.Data = &s
 		}
 		return c.printJSON(out)
 	}
 	if isJSONType(out.ContentType) {
-		for _, m := range out.Messages {
+		for _, m := range msgs {
 			if err := c.printMessage(m); err != nil {
 				return err
 			}
