@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"errors"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -166,7 +167,9 @@ func TestStreamsCommand(t *testing.T) {
 func TestSubscriptionsAndConsumersCommands(t *testing.T) {
 	m := newMatrix(t)
 	env := cliEnv(m)
-	mustCLI(t, env, "streams", "create", "/subs/a", "--content-type", "text/plain")
+	for _, p := range []string{"/subs/a", "/subs/b", "/subs/c"} {
+		mustCLI(t, env, "streams", "create", p, "--content-type", "text/plain")
+	}
 	out := mustCLI(t, env, "subscriptions", "create", "/subs/*", "cli-sub", "--webhook", m.receiver.URL, "--description", "from the cli")
 	expectOutput(t, "subscriptions create", out, "webhook secret: whsec_", "cli-sub", "/subs/*")
 	out = mustCLI(t, env, "subscriptions", "ls")
@@ -188,9 +191,21 @@ func TestSubscriptionsAndConsumersCommands(t *testing.T) {
 	expectOutput(t, "consumers ls", out, consumerID, "IDLE", "/subs/a=")
 	var consumers []subscription.ConsumerInfo
 	out = mustCLI(t, env, "consumers", "ls", "cli-sub", "--output", "json")
-	if err := json.Unmarshal([]byte(out), &consumers); err != nil || len(consumers) != 1 || consumers[0].ConsumerID != consumerID {
+	if err := json.Unmarshal([]byte(out), &consumers); err != nil || len(consumers) != 3 || consumers[0].ConsumerID != consumerID {
 		t.Fatalf("consumers ls json: %q, %v", out, err)
 	}
+	// The API pages by id; ls follows the pages.
+	var page subscription.ConsumerList
+	m.admin(t, "GET", "/_herald/v1/subscriptions/cli-sub/consumers?limit=2", "", 200, &page)
+	if len(page.Data) != 2 || page.NextCursor == nil || *page.NextCursor != page.Data[1].ConsumerID {
+		t.Fatalf("first page: %+v", page)
+	}
+	m.admin(t, "GET", "/_herald/v1/subscriptions/cli-sub/consumers?limit=2&cursor="+url.QueryEscape(*page.NextCursor), "", 200, &page)
+	if len(page.Data) != 1 || page.NextCursor != nil || page.Data[0].ConsumerID != "cli-sub:%2Fsubs%2Fc" {
+		t.Fatalf("last page: %+v", page)
+	}
+	m.admin(t, "GET", "/_herald/v1/subscriptions/cli-sub/consumers?limit=0", "", 400, nil)
+	m.admin(t, "GET", "/_herald/v1/subscriptions/cli-sub/consumers?state=IDLE", "", 400, nil)
 	out = mustCLI(t, env, "consumers", "get", consumerID)
 	expectOutput(t, "consumers get", out, "epoch:", "/subs/a", "ACKED", "next deadline:")
 	if _, err := runCLI(t, env, "consumers", "get", "cli-sub:%2Fsubs%2Fnone"); !hasCode(err, "CONSUMER_NOT_FOUND") {
