@@ -103,7 +103,7 @@ func runGroup(ctx context.Context, g commandGroup, args []string, cio clientIO) 
 		return fmt.Errorf("%w: a key is needed: --key or HERALD_KEY", errUsage)
 	}
 	if len(pos) < a.min || len(pos) > a.max {
-		return fmt.Errorf("%w: usage: herald %s %s %s", errUsage, g.name, sub, a.args)
+		return fmt.Errorf("%w: herald %s %s %s", errUsage, g.name, sub, a.args)
 	}
 	return a.run(ctx, pos)
 }
