@@ -55,6 +55,10 @@ type SubscriptionStore interface {
 	ConsumerListByStream(ctx context.Context, params *ConsumerListByStreamParams) ([]Consumer, error)
 	// ConsumerListByPrimary returns the consumers a stream spawned.
 	ConsumerListByPrimary(ctx context.Context, params *ConsumerListByStreamParams) ([]Consumer, error)
+	// ConsumerListBySubscription returns, ordered by ID, the consumers of
+	// one subscription whose IDs come after params.After, at most
+	// params.Limit of them (all when 0).
+	ConsumerListBySubscription(ctx context.Context, params *ConsumerListBySubscriptionParams) ([]Consumer, error)
 	// ConsumerCount returns how many consumers are in each state.
 	ConsumerCount(ctx context.Context) (map[string]int, error)
 	// ConsumerPathList returns, in order, the distinct paths after
@@ -178,6 +182,14 @@ type ConsumerListDueParams struct {
 // ConsumerListByPrimary.
 type ConsumerListByStreamParams struct {
 	Path string
+}
+
+// ConsumerListBySubscriptionParams are the inputs of
+// ConsumerListBySubscription.
+type ConsumerListBySubscriptionParams struct {
+	SubscriptionID string
+	After          string // "" starts at the first consumer
+	Limit          int    // 0: no limit
 }
 
 // ConsumerPathListParams are the inputs of ConsumerPathList.

@@ -47,6 +47,8 @@ var (
 	// ErrSubscriptionExists: the id is taken by a subscription with
 	// another pattern, webhook or description.
 	ErrSubscriptionExists = errors.New("subscription: subscription exists with another configuration")
+	// ErrConsumerNotFound: no consumer with that id (GetConsumer).
+	ErrConsumerNotFound = errors.New("subscription: consumer not found")
 )
 
 // Defaults of EngineConfig.

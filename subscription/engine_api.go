@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/heraldstreams/herald/glob"
 	"github.com/heraldstreams/herald/protocol"
@@ -294,4 +295,82 @@ func (e *Engine) callback(ctx context.Context, p *CallbackParams) (*CallbackResp
 	}
 	resp := NewCallbackResponse(&a.Consumer, next)
 	return &resp, nil
+}
+
+// MaxConsumerPage is the most consumers one ListConsumers call returns.
+const MaxConsumerPage = 1000
+
+// GetConsumer returns one consumer by its id (as in wakes and callback
+// URLs: "{subscription_id}:{url-encoded stream path}").
+// ErrConsumerNotFound when absent.
+func (e *Engine) GetConsumer(ctx context.Context, id string) (*ConsumerInfo, error) {
+	sc, err := e.st.ConsumerGet(ctx, id)
+	if errors.Is(err, store.ErrConsumerNotFound) {
+		return nil, fmt.Errorf("%w: %q", ErrConsumerNotFound, id)
+	}
+	if err != nil {
+		return nil, err
+	}
+	info := consumerInfo(sc)
+	return &info, nil
+}
+
+// ListConsumers returns a page of a subscription's consumers, ordered by
+// id: those after the cursor ("" for the first page), at most limit
+// (MaxConsumerPage when limit is 0 or above it). The list's NextCursor
+// continues it. ErrSubscriptionNotFound when the subscription is absent.
+func (e *Engine) ListConsumers(ctx context.Context, subscriptionID, cursor string, limit int) (*ConsumerList, error) {
+	if _, err := e.GetSubscription(ctx, subscriptionID); err != nil {
+		return nil, err
+	}
+	if limit <= 0 || limit > MaxConsumerPage {
+		limit = MaxConsumerPage
+	}
+	// One more than the page tells whether another page follows.
+	list, err := e.st.ConsumerListBySubscription(ctx, &store.ConsumerListBySubscriptionParams{
+		SubscriptionID: subscriptionID, After: cursor, Limit: limit + 1,
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := &ConsumerList{Data: make([]ConsumerInfo, 0, min(len(list), limit))}
+	for i := range list {
+		if i == limit {
+			next := list[i-1].ID
+			out.NextCursor = &next
+			break
+		}
+		out.Data = append(out.Data, consumerInfo(&list[i]))
+	}
+	return out, nil
+}
+
+// consumerInfo is what the consumer API shows of a stored consumer.
+func consumerInfo(sc *store.Consumer) ConsumerInfo {
+	c := fromStored(sc)
+	info := ConsumerInfo{
+		ConsumerID:     c.ID,
+		SubscriptionID: c.SubscriptionID,
+		PrimaryStream:  c.PrimaryStream,
+		State:          c.State,
+		Epoch:          c.Epoch,
+		WakeID:         c.WakeID,
+		Attempts:       c.Attempts,
+		Streams:        make([]ConsumerStreamInfo, 0, len(c.Streams)),
+		NextDeadline:   timeOrNil(c.NextDeadline()),
+		FailingSince:   timeOrNil(c.FailingSince),
+	}
+	for _, s := range c.Streams {
+		info.Streams = append(info.Streams, ConsumerStreamInfo{Path: s.Path, Acked: s.Acked, Notified: s.Notified})
+	}
+	return info
+}
+
+// timeOrNil returns nil for the zero time ("not armed"), else t in UTC.
+func timeOrNil(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	u := t.UTC()
+	return &u
 }

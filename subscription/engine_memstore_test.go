@@ -242,6 +242,14 @@ func (m *memStore) ConsumerListByPrimary(_ context.Context, p *store.ConsumerLis
 	return m.list(func(c *store.Consumer) bool { return c.PrimaryStream == p.Path }, byID), nil
 }
 
+func (m *memStore) ConsumerListBySubscription(_ context.Context, p *store.ConsumerListBySubscriptionParams) ([]store.Consumer, error) {
+	out := m.list(func(c *store.Consumer) bool { return c.SubscriptionID == p.SubscriptionID && c.ID > p.After }, byID)
+	if p.Limit > 0 && len(out) > p.Limit {
+		out = out[:p.Limit]
+	}
+	return out, nil
+}
+
 func (m *memStore) ConsumerPathList(_ context.Context, p *store.ConsumerPathListParams) ([]string, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()

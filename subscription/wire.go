@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"time"
 
 	"github.com/heraldstreams/herald/internal/jsontext"
 )
@@ -253,4 +254,42 @@ func ParseWebhookResponse(body []byte) WebhookResponse {
 	}
 	done, _ := r.Done.(bool)
 	return WebhookResponse{Done: done}
+}
+
+// ConsumerInfo is a consumer instance as the consumer API shows it: its
+// state, epoch, the offsets of its streams and its next deadline. It
+// carries no token.
+type ConsumerInfo struct {
+	ConsumerID     string `json:"consumer_id"`
+	SubscriptionID string `json:"subscription_id"`
+	PrimaryStream  string `json:"primary_stream"`
+	State          State  `json:"state"`
+	Epoch          int64  `json:"epoch"`
+	// WakeID is the current (or last) wake's id, "" before the first.
+	WakeID string `json:"wake_id"`
+	// Attempts counts the deliveries sent for the current wake.
+	Attempts int                  `json:"attempts"`
+	Streams  []ConsumerStreamInfo `json:"streams"`
+	// NextDeadline is when a timer of the consumer fires next (a retry,
+	// the end of a delivery attempt, the liveness timeout); nil when none
+	// is armed.
+	NextDeadline *time.Time `json:"next_deadline"`
+	// FailingSince is the first of the current run of failed deliveries,
+	// nil when the last one succeeded.
+	FailingSince *time.Time `json:"failing_since"`
+}
+
+// ConsumerStreamInfo is one stream of a consumer: its acked offset, and
+// the tail it was told about in the current wake ("" when none).
+type ConsumerStreamInfo struct {
+	Path     string `json:"path"`
+	Acked    string `json:"acked"`
+	Notified string `json:"notified,omitempty"`
+}
+
+// ConsumerList is a page of a subscription's consumers.
+type ConsumerList struct {
+	Data []ConsumerInfo `json:"data"`
+	// NextCursor continues the list; nil on the last page.
+	NextCursor *string `json:"next_cursor"`
 }

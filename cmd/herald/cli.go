@@ -28,9 +28,22 @@ const usage = `Herald keeps durable streams and delivers them by webhook.
 
 Usage:
   herald serve [flags]   run the server (herald serve --help lists the flags)
-  herald keys ...        manage API keys of a running Herald (herald keys help)
   herald kek ...         rotate the key that encrypts the secrets in the database (herald kek help)
   herald version         print the version
+
+Client commands, which talk to a running Herald (herald COMMAND help):
+  herald streams ...        create, append to, read, tail and delete streams
+  herald subscriptions ...  webhook subscriptions that wake consumers
+  herald consumers ...      the consumers of a subscription: state, epoch, offsets
+  herald endpoints ...      endpoints that events are delivered to
+  herald events publish     publish an event
+  herald deliveries ...     deliveries of events to an endpoint: attempts, retry, replay
+  herald keys ...           API keys
+  herald listen             receive events or wakes here, with their signatures checked
+  herald verify             check a webhook signature (Standard Webhooks or a wake's)
+
+They take --url (HERALD_URL, default http://127.0.0.1:4437), --key
+(HERALD_KEY) and --output table|json.
 
 Every flag can also be set with an environment variable: --data-dir is
 HERALD_DATA_DIR, --long-poll-timeout is HERALD_LONG_POLL_TIMEOUT, and so on.
@@ -39,7 +52,7 @@ A flag on the command line wins over the environment.
 
 // run is main without the process: testable with its own args, output and
 // environment.
-func run(ctx context.Context, args []string, stdout, stderr io.Writer, env func(string) (string, bool)) error {
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, env func(string) (string, bool)) error {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
 		return fmt.Errorf("%w: no command given", errUsage)
@@ -54,8 +67,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, env func(
 			return err
 		}
 		return serve(ctx, cfg, stderr)
-	case "keys":
-		return runKeys(ctx, args[1:], stdout, stderr, env)
+	case "keys", "streams", "subscriptions", "consumers", "endpoints", "events", "deliveries", "listen", "verify":
+		return clientCommands[args[0]](ctx, args[1:], clientIO{stdin: stdin, stdout: stdout, stderr: stderr, env: env})
 	case "kek":
 		return runKEK(ctx, args[1:], stdout, stderr, env)
 	case "version", "--version", "-version":
@@ -68,6 +81,20 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, env func(
 		fmt.Fprint(stderr, usage)
 		return fmt.Errorf("%w: unknown command %q", errUsage, args[0])
 	}
+}
+
+// clientCommands are the commands that talk to a running Herald (and
+// verify, which checks a signature offline).
+var clientCommands = map[string]func(context.Context, []string, clientIO) error{
+	"keys":          runKeys,
+	"streams":       runStreams,
+	"subscriptions": runSubscriptions,
+	"consumers":     runConsumers,
+	"endpoints":     runEndpoints,
+	"events":        runEvents,
+	"deliveries":    runDeliveries,
+	"listen":        runListen,
+	"verify":        runVerify,
 }
 
 func buildVersion() string {

@@ -97,31 +97,31 @@ func TestKEKConfiguration(t *testing.T) {
 		t.Fatalf("--kek accepted: %v", err)
 	}
 	var out, errOut bytes.Buffer
-	if err := run(context.Background(), []string{"kek", "new"}, &out, &errOut, noEnv); err != nil {
+	if err := run(context.Background(), []string{"kek", "new"}, nil, &out, &errOut, noEnv); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := secretbox.ParseKeys(out.String()); err != nil {
 		t.Fatalf("kek new printed %q: %v", out.String(), err)
 	}
-	if err := run(context.Background(), []string{"kek", "rotate", "--data-dir", t.TempDir()}, &out, &errOut, noEnv); err == nil ||
+	if err := run(context.Background(), []string{"kek", "rotate", "--data-dir", t.TempDir()}, nil, &out, &errOut, noEnv); err == nil ||
 		!strings.Contains(err.Error(), "no Herald database") {
 		t.Fatalf("rotate without a database: %v", err)
 	}
-	if err := run(context.Background(), []string{"kek", "spin"}, &out, &errOut, noEnv); !errors.Is(err, errUsage) {
+	if err := run(context.Background(), []string{"kek", "spin"}, nil, &out, &errOut, noEnv); !errors.Is(err, errUsage) {
 		t.Fatalf("unknown kek subcommand: %v", err)
 	}
 }
 
 func TestCommands(t *testing.T) {
 	var out, errOut bytes.Buffer
-	if err := run(context.Background(), []string{"version"}, &out, &errOut, noEnv); err != nil {
+	if err := run(context.Background(), []string{"version"}, nil, &out, &errOut, noEnv); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.HasPrefix(out.String(), "herald ") {
 		t.Fatalf("version printed %q", out.String())
 	}
 	out.Reset()
-	if err := run(context.Background(), []string{"serve", "--help"}, &out, &errOut, noEnv); err != nil {
+	if err := run(context.Background(), []string{"serve", "--help"}, nil, &out, &errOut, noEnv); err != nil {
 		t.Fatalf("serve --help: %v", err)
 	}
 	for _, want := range []string{"--addr", "--data-dir", "--long-poll-timeout", "--max-body-bytes", "HERALD_"} {
@@ -129,10 +129,10 @@ func TestCommands(t *testing.T) {
 			t.Errorf("serve --help does not mention %s:\n%s", want, errOut.String())
 		}
 	}
-	if err := run(context.Background(), []string{"frobnicate"}, &out, &errOut, noEnv); !errors.Is(err, errUsage) {
+	if err := run(context.Background(), []string{"frobnicate"}, nil, &out, &errOut, noEnv); !errors.Is(err, errUsage) {
 		t.Fatalf("unknown command: %v", err)
 	}
-	if err := run(context.Background(), nil, &out, &errOut, noEnv); !errors.Is(err, errUsage) {
+	if err := run(context.Background(), nil, nil, &out, &errOut, noEnv); !errors.Is(err, errUsage) {
 		t.Fatalf("no command: %v", err)
 	}
 }

@@ -43,8 +43,15 @@ func keysHerald(t *testing.T) string {
 
 func runCLI(t *testing.T, env map[string]string, args ...string) (string, error) {
 	t.Helper()
+	return runCLIInput(t, env, "", args...)
+}
+
+// runCLIInput runs the command line with stdin as its standard input and
+// returns its standard output.
+func runCLIInput(t *testing.T, env map[string]string, stdin string, args ...string) (string, error) {
+	t.Helper()
 	var out, errOut bytes.Buffer
-	err := run(context.Background(), args, &out, &errOut, func(k string) (string, bool) { v, ok := env[k]; return v, ok })
+	err := run(context.Background(), args, strings.NewReader(stdin), &out, &errOut, func(k string) (string, bool) { v, ok := env[k]; return v, ok })
 	return out.String(), err
 }
 

@@ -15,7 +15,7 @@ func main() {
 	addCommitterP(os.LookupEnv)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr, os.LookupEnv); err != nil {
+	if err := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr, os.LookupEnv); err != nil {
 		fmt.Fprintln(os.Stderr, "herald:", err)
 		stop()
 		os.Exit(exitCode(err))

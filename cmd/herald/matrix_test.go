@@ -65,8 +65,17 @@ func newMatrixLogging(t *testing.T, logs io.Writer) *matrix {
 		w.WriteHeader(http.StatusNoContent)
 	}))
 	t.Cleanup(receiver.Close)
-	cfg, err := parseServeFlags([]string{"--addr", "127.0.0.1:0", "--data-dir", t.TempDir(), "--webhook-allow-cidrs", "127.0.0.0/8"},
-		io.Discard, envOf(map[string]string{adminKeyEnv: testAdminKey}))
+	a := startHerald(t, "--webhook-allow-cidrs", "127.0.0.0/8")
+	return &matrix{t: t, app: a, base: "http://" + a.ln.Addr().String(), receiver: receiver}
+}
+
+// startHerald runs a full Herald on 127.0.0.1 with access control on
+// (the admin key is testAdminKey) and the given serve flags, until the
+// test ends.
+func startHerald(t *testing.T, flags ...string) *app {
+	t.Helper()
+	args := append([]string{"--addr", "127.0.0.1:0", "--data-dir", t.TempDir()}, flags...)
+	cfg, err := parseServeFlags(args, io.Discard, envOf(map[string]string{adminKeyEnv: testAdminKey}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +101,7 @@ func newMatrixLogging(t *testing.T, logs io.Writer) *matrix {
 			t.Error(err)
 		}
 	})
-	return &matrix{t: t, app: a, base: "http://" + a.ln.Addr().String(), receiver: receiver}
+	return a
 }
 
 // call sends one request and returns the status and body.
@@ -234,6 +243,10 @@ func (f *matrixFixtures) request(rt httpapi.Route) (matrixRequest, bool) {
 		}
 	case "/{pattern}?subscriptions":
 		r.path = f.stream + "?subscriptions"
+	case "/_herald/v1/subscriptions/{id}/consumers":
+		r.path = "/_herald/v1/subscriptions/" + f.sub + "/consumers"
+	case "/_herald/v1/consumers/{consumer_id}":
+		r.path = "/_herald/v1/consumers/" + f.consumerID
 	case "/callback/{consumer_id}":
 		r.path, r.body = "/callback/"+f.consumerID, `{"epoch":1}`
 	case "/_herald/v1/keys":

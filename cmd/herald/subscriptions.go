@@ -48,7 +48,7 @@ type subscriptionsParams struct {
 }
 
 // startSubscriptions builds the webhook subscription engine, mounts its
-// HTTP API and callbacks on the API server, and starts it. The caller
+// HTTP API, consumer API and callbacks on the API server, and starts it. The caller
 // stops it (Engine.Stop) after the HTTP server and before the store.
 func startSubscriptions(ctx context.Context, p subscriptionsParams) (*subscription.Engine, error) {
 	cfg := p.Config
@@ -90,6 +90,7 @@ func startSubscriptions(ctx context.Context, p subscriptionsParams) (*subscripti
 		return nil, err
 	}
 	p.API.MountSubscriptions(eng)
+	p.API.MountConsumers(eng)
 	if err := eng.Start(ctx); err != nil {
 		return nil, err
 	}

@@ -364,6 +364,16 @@ func (s *Store) ConsumerListByPrimary(ctx context.Context, params *store.Consume
 	return s.queryConsumers(ctx, `c.primary_stream = ?`, `c.id`, params.Path)
 }
 
+// ConsumerListBySubscription implements store.SubscriptionStore.
+func (s *Store) ConsumerListBySubscription(ctx context.Context, params *store.ConsumerListBySubscriptionParams) ([]store.Consumer, error) {
+	limit := params.Limit
+	if limit <= 0 {
+		limit = -1 // SQLite: no limit
+	}
+	return s.queryConsumers(ctx, `c.id IN (SELECT id FROM consumers WHERE subscription_id = ? AND id > ? ORDER BY id LIMIT ?)`, `c.id`,
+		params.SubscriptionID, params.After, limit)
+}
+
 // ConsumerPathList implements store.SubscriptionStore.
 func (s *Store) ConsumerPathList(ctx context.Context, params *store.ConsumerPathListParams) ([]string, error) {
 	limit := params.Limit

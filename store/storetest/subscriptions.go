@@ -179,6 +179,19 @@ func testConsumerQueries(t *testing.T, f Factory) {
 	if err != nil || len(primary) != 1 || primary[0].ID != c.ID {
 		t.Fatalf("by primary = %+v, %v", primary, err)
 	}
+	// A subscription's consumers, in pages by ID.
+	bySub, err := s.ConsumerListBySubscription(ctx, &store.ConsumerListBySubscriptionParams{SubscriptionID: "s"})
+	if err != nil || len(bySub) != 3 || bySub[0].ID != a.ID || bySub[2].ID != c.ID || len(bySub[0].Streams) != 2 {
+		t.Fatalf("by subscription = %+v, %v", bySub, err)
+	}
+	bySub, err = s.ConsumerListBySubscription(ctx, &store.ConsumerListBySubscriptionParams{SubscriptionID: "s", After: a.ID, Limit: 1})
+	if err != nil || len(bySub) != 1 || bySub[0].ID != b.ID {
+		t.Fatalf("by subscription after %s = %+v, %v", a.ID, bySub, err)
+	}
+	bySub, err = s.ConsumerListBySubscription(ctx, &store.ConsumerListBySubscriptionParams{SubscriptionID: "other"})
+	if err != nil || len(bySub) != 0 {
+		t.Fatalf("by another subscription = %+v, %v", bySub, err)
+	}
 	counts, err := s.ConsumerCount(ctx)
 	if err != nil || counts["IDLE"] != 2 || counts["LIVE"] != 1 {
 		t.Fatalf("count = %v, %v", counts, err)
