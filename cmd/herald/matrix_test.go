@@ -65,7 +65,7 @@ func newMatrixLogging(t *testing.T, logs io.Writer) *matrix {
 		w.WriteHeader(http.StatusNoContent)
 	}))
 	t.Cleanup(receiver.Close)
-	a := startHerald(t, "--webhook-allow-cidrs", "127.0.0.0/8")
+	a := startHeraldLogging(t, logs, "--webhook-allow-cidrs", "127.0.0.0/8")
 	return &matrix{t: t, app: a, base: "http://" + a.ln.Addr().String(), receiver: receiver}
 }
 
@@ -73,6 +73,13 @@ func newMatrixLogging(t *testing.T, logs io.Writer) *matrix {
 // (the admin key is testAdminKey) and the given serve flags, until the
 // test ends.
 func startHerald(t *testing.T, flags ...string) *app {
+	t.Helper()
+	return startHeraldLogging(t, io.Discard, flags...)
+}
+
+// startHeraldLogging is startHerald with the server's log (text) written
+// to logs.
+func startHeraldLogging(t *testing.T, logs io.Writer, flags ...string) *app {
 	t.Helper()
 	args := append([]string{"--addr", "127.0.0.1:0", "--data-dir", t.TempDir()}, flags...)
 	cfg, err := parseServeFlags(args, io.Discard, envOf(map[string]string{adminKeyEnv: testAdminKey}))

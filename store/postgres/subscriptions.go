@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 
 	"github.com/heraldstreams/herald/store"
 	"github.com/heraldstreams/herald/store/internal/codec"
@@ -306,6 +307,16 @@ func (s *Store) ConsumerListByStream(ctx context.Context, params *store.Consumer
 // ConsumerListByPrimary implements store.SubscriptionStore.
 func (s *Store) ConsumerListByPrimary(ctx context.Context, params *store.ConsumerListByStreamParams) ([]store.Consumer, error) {
 	return s.queryConsumers(ctx, `c.primary_stream = $1`, `c.id`, params.Path)
+}
+
+// ConsumerListBySubscription implements store.SubscriptionStore.
+func (s *Store) ConsumerListBySubscription(ctx context.Context, params *store.ConsumerListBySubscriptionParams) ([]store.Consumer, error) {
+	limit := "ALL"
+	if params.Limit > 0 {
+		limit = strconv.Itoa(params.Limit)
+	}
+	return s.queryConsumers(ctx, `c.id IN (SELECT id FROM consumers WHERE subscription_id = $1 AND id > $2 ORDER BY id LIMIT `+limit+`)`, `c.id`,
+		params.SubscriptionID, params.After)
 }
 
 // queryConsumers reads the consumers that match where, ordered by order.
