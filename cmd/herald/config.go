@@ -56,10 +56,11 @@ type serveConfig struct {
 	Access accessConfig
 }
 
-func parseServeFlags(args []string, stderr io.Writer, env func(string) (string, bool)) (*serveConfig, error) {
-	cfg := &serveConfig{}
+// serveFlags defines every flag of `herald serve` on a new FlagSet, bound
+// to cfg. docs/configuration.md is made from it (see
+// TestConfigurationReference), so the reference cannot drift.
+func serveFlags(cfg *serveConfig) *flag.FlagSet {
 	fs := flag.NewFlagSet("herald serve", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	fs.StringVar(&cfg.Addr, "addr", "127.0.0.1:4437", "address to listen on (beyond loopback, access control must be on, or --insecure-no-auth given)")
 	fs.StringVar(&cfg.DataDir, "data-dir", "./data", "directory of the embedded store (created if missing)")
 	fs.StringVar(&cfg.Store, "store", "sqlite", "storage backend: sqlite (the embedded store in --data-dir) or postgres (--postgres-url, which several replicas can share)")
@@ -87,6 +88,13 @@ func parseServeFlags(args []string, stderr io.Writer, env func(string) (string, 
 		fmt.Fprintf(fs.Output(), "Usage: herald serve [flags]\n\nRuns Herald. Each flag may also be set as HERALD_<FLAG_NAME> (e.g. HERALD_DATA_DIR).\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
+	return fs
+}
+
+func parseServeFlags(args []string, stderr io.Writer, env func(string) (string, bool)) (*serveConfig, error) {
+	cfg := &serveConfig{}
+	fs := serveFlags(cfg)
+	fs.SetOutput(stderr)
 	if err := applyEnv(fs, env); err != nil {
 		return nil, err
 	}
