@@ -267,6 +267,21 @@ func TestEndpointsEventsDeliveriesCommands(t *testing.T) {
 	expectOutput(t, "deliveries get", mustCLI(t, env, "deliveries", "get", dlv[0].ID), "attempts:", "204", `"total": 42`)
 	expectOutput(t, "deliveries retry", mustCLI(t, env, "deliveries", "retry", dlv[0].ID), dlv[0].ID, "pending")
 	expectOutput(t, "deliveries replay", mustCLI(t, env, "deliveries", "replay", "--endpoint", ep.ID, "--since", "2000-01-01T00:00:00Z"), "queued ")
+	// A replay queues events that have no pending delivery: wait until the
+	// retry and the first replay are sent.
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		var pending []deliveryOut
+		out = mustCLI(t, env, "deliveries", "ls", "--endpoint", ep.ID, "--status", "pending", "--output", "json")
+		if err := json.Unmarshal([]byte(out), &pending); err != nil {
+			t.Fatalf("deliveries ls json: %q, %v", out, err)
+		}
+		if len(pending) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("deliveries still pending: %+v", pending)
+		}
+	}
 	var replayed struct{ Queued int }
 	out = mustCLI(t, env, "deliveries", "replay", "--endpoint", ep.ID, "--offset", "-1", "--stream", "/shop/orders", "--output", "json")
 	if err := json.Unmarshal([]byte(out), &replayed); err != nil || replayed.Queued != 1 {
