@@ -14,7 +14,8 @@ var _ store.DeliveryStore = (*Store)(nil)
 const endpointColumns = `id, url, event_types, streams, filter, description, tenant, active, rate_limit, max_in_flight,
 	ordering, retry_schedule, headers, secret, previous_secret, previous_secret_until,
 	consecutive_failures, last_success_at, last_failure_at, last_error, disabled_at, disabled_reason,
-	created_at, updated_at, version, health_version`
+	created_at, updated_at, version, health_version,
+	name, profile, failure_policy, timeout_ms, verify, verified_at, verification_hash, verification_sent_at, verification_error`
 
 // endpointRow holds the encoded list-valued columns of an endpoint, and
 // its secret columns as stored (sealed: see secretColumns).
@@ -59,11 +60,13 @@ func (s *Store) encodeEndpoint(ep *store.Endpoint) (endpointRow, error) {
 func (s *Store) scanEndpoint(row interface{ Scan(...any) error }) (store.Endpoint, error) {
 	var ep store.Endpoint
 	var r endpointRow
-	var prevUntil, lastOK, lastFail, disabled, created, updated int64
+	var prevUntil, lastOK, lastFail, disabled, created, updated, timeoutMS, verified, sent int64
+	v := &ep.Verification
 	err := row.Scan(&ep.ID, &ep.URL, &r.types, &r.streams, &ep.Filter, &ep.Description, &ep.Tenant, &ep.Active,
 		&ep.RateLimit, &ep.MaxInFlight, &ep.Ordering, &r.schedule, &r.headers, &ep.Secret, &ep.PreviousSecret, &prevUntil,
 		&ep.Health.ConsecutiveFailures, &lastOK, &lastFail, &ep.Health.LastError, &disabled, &ep.Health.DisabledReason,
-		&created, &updated, &ep.Version, &ep.HealthVersion)
+		&created, &updated, &ep.Version, &ep.HealthVersion,
+		&ep.Name, &ep.Profile, &ep.FailurePolicy, &timeoutMS, &v.Required, &verified, &v.CodeHash, &sent, &v.Error)
 	if err != nil {
 		return ep, err
 	}
@@ -76,6 +79,9 @@ func (s *Store) scanEndpoint(row interface{ Scan(...any) error }) (store.Endpoin
 	ep.Health.DisabledAt = fromNanos(disabled)
 	ep.CreatedAt = fromNanos(created)
 	ep.UpdatedAt = fromNanos(updated)
+	ep.Timeout = time.Duration(timeoutMS) * time.Millisecond
+	v.VerifiedAt = fromNanos(verified)
+	v.SentAt = fromNanos(sent)
 	var sched []int64
 	for _, f := range []struct {
 		raw string
@@ -113,10 +119,12 @@ func (s *Store) EndpointCreate(ctx context.Context, params *store.EndpointCreate
 			return ruleError{store.ErrEndpointExists}
 		}
 		if _, err := b.exec(`INSERT INTO endpoints (`+endpointColumns+`) VALUES
-			(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, 0, 0, '', 0, '', ?, ?, 1, 1)`,
+			(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, 0, 0, '', 0, '', ?, ?, 1, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			ep.ID, ep.URL, r.types, r.streams, ep.Filter, ep.Description, ep.Tenant, ep.Active, ep.RateLimit, ep.MaxInFlight,
 			ep.Ordering, r.schedule, r.headers, r.secret, r.previousSecret, nanos(ep.PreviousSecretUntil),
-			nanos(ep.CreatedAt), nanos(ep.UpdatedAt)); err != nil {
+			nanos(ep.CreatedAt), nanos(ep.UpdatedAt), ep.Name, ep.Profile, ep.FailurePolicy, ep.Timeout.Milliseconds(),
+			ep.Verification.Required, nanos(ep.Verification.VerifiedAt), ep.Verification.CodeHash,
+			nanos(ep.Verification.SentAt), ep.Verification.Error); err != nil {
 			return fmt.Errorf("insert endpoint: %w", err)
 		}
 		return b.snapshotCursors(ep.ID, params.Now)
@@ -217,10 +225,14 @@ func (s *Store) EndpointUpdate(ctx context.Context, params *store.EndpointUpdate
 	err = s.write(ctx, func(b *batch) error {
 		res, err := b.exec(`UPDATE endpoints SET url = ?, event_types = ?, streams = ?, filter = ?, description = ?, tenant = ?,
 			active = ?, rate_limit = ?, max_in_flight = ?, ordering = ?, retry_schedule = ?, headers = ?, secret = ?,
-			previous_secret = ?, previous_secret_until = ?, updated_at = ?, version = version + 1
+			previous_secret = ?, previous_secret_until = ?, updated_at = ?, version = version + 1,
+			name = ?, profile = ?, failure_policy = ?, timeout_ms = ?, verify = ?, verified_at = ?, verification_hash = ?,
+			verification_sent_at = ?, verification_error = ?
 			WHERE id = ? AND version = ?`,
 			ep.URL, r.types, r.streams, ep.Filter, ep.Description, ep.Tenant, ep.Active, ep.RateLimit, ep.MaxInFlight,
 			ep.Ordering, r.schedule, r.headers, r.secret, r.previousSecret, nanos(ep.PreviousSecretUntil), nanos(params.Now),
+			ep.Name, ep.Profile, ep.FailurePolicy, ep.Timeout.Milliseconds(), ep.Verification.Required,
+			nanos(ep.Verification.VerifiedAt), ep.Verification.CodeHash, nanos(ep.Verification.SentAt), ep.Verification.Error,
 			ep.ID, params.ExpectVersion)
 		if err != nil {
 			return fmt.Errorf("update endpoint: %w", err)
@@ -291,13 +303,14 @@ func (s *Store) EndpointDelete(ctx context.Context, id string) error {
 
 // EndpointCount implements store.DeliveryStore.
 func (s *Store) EndpointCount(ctx context.Context) (map[string]int, error) {
-	rows, err := s.reader.QueryContext(ctx, `SELECT CASE WHEN disabled_at > 0 THEN 'disabled' WHEN active THEN 'active' ELSE 'paused' END, count(*)
+	rows, err := s.reader.QueryContext(ctx, `SELECT CASE WHEN disabled_at > 0 THEN 'disabled' WHEN verify AND verified_at = 0 THEN 'pending'
+		WHEN active THEN 'active' ELSE 'paused' END, count(*)
 		FROM endpoints GROUP BY 1`)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: count endpoints: %w", err)
 	}
 	defer rows.Close()
-	out := map[string]int{store.EndpointActive: 0, store.EndpointPaused: 0, store.EndpointDisabled: 0}
+	out := map[string]int{store.EndpointActive: 0, store.EndpointPaused: 0, store.EndpointPending: 0, store.EndpointDisabled: 0}
 	for rows.Next() {
 		var status string
 		var n int
