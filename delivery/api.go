@@ -58,6 +58,7 @@ func (a *API) Mount(m auth.Mounter) {
 		{"DELETE " + APIPrefix + "endpoints/{id}", epWrite, ownsEndpoint, a.deleteEndpoint},
 		{"POST " + APIPrefix + "endpoints/{id}/rotate-secret", epWrite, ownsEndpoint, a.rotateSecret},
 		{"POST " + APIPrefix + "endpoints/{id}/test", epWrite, ownsEndpoint, a.testEndpoint},
+		{"POST " + APIPrefix + "endpoints/{id}/verify", epWrite, ownsEndpoint, a.verifyEndpoint},
 		{"POST " + APIPrefix + "endpoints/{id}/replay", dlvWrite, ownsEndpoint, a.replay},
 		{"GET " + APIPrefix + "endpoints/{id}/deliveries", dlvRead, ownsEndpoint, a.listDeliveries},
 		{"GET " + APIPrefix + "deliveries/{id}", dlvRead, ownsDelivery, a.getDelivery},

@@ -1,6 +1,7 @@
 package delivery
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -28,6 +29,7 @@ const MaskedHeaderValue = "***"
 type endpointJSON struct {
 	ID                      string            `json:"id"`
 	URL                     string            `json:"url"`
+	Name                    string            `json:"name"`
 	EventTypes              []string          `json:"event_types"`
 	Streams                 []string          `json:"streams"`
 	Filter                  json.RawMessage   `json:"filter"`
@@ -40,6 +42,13 @@ type endpointJSON struct {
 	Ordering                string            `json:"ordering"`
 	RetrySchedule           Schedule          `json:"retry_schedule"`
 	Headers                 map[string]string `json:"headers"`
+	Profile                 string            `json:"profile"`
+	FailurePolicy           string            `json:"failure_policy"`
+	TimeoutMS               int64             `json:"timeout_ms"`
+	Verify                  bool              `json:"verify"`
+	VerifiedAt              *string           `json:"verified_at"`
+	VerificationSentAt      *string           `json:"verification_sent_at"`
+	VerificationError       string            `json:"verification_error,omitempty"`
 	Secret                  string            `json:"secret,omitempty"`
 	PreviousSecretExpiresAt *string           `json:"previous_secret_expires_at,omitempty"`
 	ConsecutiveFailures     int               `json:"consecutive_failures"`
@@ -54,13 +63,26 @@ type endpointJSON struct {
 
 func (a *API) endpointView(ep *store.Endpoint, withSecret bool) endpointJSON {
 	v := endpointJSON{
-		ID: ep.ID, URL: ep.URL, EventTypes: ep.EventTypes, Streams: ep.Streams, Filter: ep.Filter,
+		ID: ep.ID, URL: ep.URL, Name: ep.Name, EventTypes: ep.EventTypes, Streams: ep.Streams, Filter: ep.Filter,
 		Description: ep.Description, Tenant: ep.Tenant, Active: ep.Active, Status: ep.Status(), RateLimit: ep.RateLimit,
 		MaxInFlight: ep.MaxInFlight, Ordering: ep.Ordering, RetrySchedule: ep.RetrySchedule,
 		ConsecutiveFailures: ep.Health.ConsecutiveFailures, LastSuccessAt: formatTime(ep.Health.LastSuccessAt),
 		LastFailureAt: formatTime(ep.Health.LastFailureAt), LastError: ep.Health.LastError,
 		DisabledAt: formatTime(ep.Health.DisabledAt), DisabledReason: ep.Health.DisabledReason,
 		CreatedAt: formatTime(ep.CreatedAt), UpdatedAt: formatTime(ep.UpdatedAt),
+		Profile: ep.Profile, FailurePolicy: ep.FailurePolicy, TimeoutMS: ep.Timeout.Milliseconds(),
+		Verify: ep.Verification.Required, VerifiedAt: formatTime(ep.Verification.VerifiedAt),
+		VerificationSentAt: formatTime(ep.Verification.SentAt), VerificationError: ep.Verification.Error,
+	}
+	// Defaults are shown as they apply now.
+	if v.Profile == "" {
+		v.Profile = a.e.cfg.Profiles.Default()
+	}
+	if v.FailurePolicy == "" {
+		v.FailurePolicy = a.e.cfg.FailurePolicy
+	}
+	if v.TimeoutMS == 0 {
+		v.TimeoutMS = a.e.cfg.Timeout.Milliseconds()
 	}
 	if v.Filter == nil {
 		v.Filter = json.RawMessage("null")
@@ -200,6 +222,7 @@ func (a *API) getEndpoint(w http.ResponseWriter, r *http.Request) {
 var patchable = map[string]bool{
 	"url": true, "event_types": true, "streams": true, "filter": true, "description": true, "tenant": true, "active": true,
 	"rate_limit": true, "max_in_flight": true, "ordering": true, "retry_schedule": true, "headers": true,
+	"name": true, "profile": true, "failure_policy": true, "timeout_ms": true,
 }
 
 func (a *API) patchEndpoint(w http.ResponseWriter, r *http.Request) {
@@ -223,6 +246,9 @@ func (a *API) patchEndpoint(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	// Only an explicit "active": true re-enables an endpoint the breaker
+	// disabled; any other change leaves it disabled.
+	reenable := string(bytes.TrimSpace(patch["active"])) == "true"
 	ctx := r.Context()
 	id := pathID(r)
 	for range 3 {
@@ -272,7 +298,7 @@ func (a *API) patchEndpoint(w http.ResponseWriter, r *http.Request) {
 				req.Headers[name] = stored
 			}
 		}
-		ep, err := a.e.UpdateEndpoint(ctx, &UpdateEndpointParams{ID: id, Config: req.EndpointConfig, Active: active, ExpectVersion: cur.Version})
+		ep, err := a.e.UpdateEndpoint(ctx, &UpdateEndpointParams{ID: id, Config: req.EndpointConfig, Active: active, Reenable: reenable, ExpectVersion: cur.Version})
 		if errors.Is(err, store.ErrEndpointConflict) {
 			continue
 		}
@@ -284,6 +310,28 @@ func (a *API) patchEndpoint(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	a.fail(w, r, store.ErrEndpointConflict)
+}
+
+type verifyRequest struct {
+	VerificationCode string `json:"verification_code,omitempty"`
+}
+
+// verifyEndpoint runs the ownership verification again: a new challenge,
+// or, with {"verification_code"}, the check of the code the last
+// challenge carried. 200 with the endpoint when verified; 422
+// verification_failed otherwise.
+func (a *API) verifyEndpoint(w http.ResponseWriter, r *http.Request) {
+	var req verifyRequest
+	if err := decodeOptional(w, r, &req); err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	ep, err := a.e.VerifyEndpoint(r.Context(), pathID(r), req.VerificationCode)
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, a.endpointView(ep, false))
 }
 
 func (a *API) deleteEndpoint(w http.ResponseWriter, r *http.Request) {
@@ -320,18 +368,20 @@ type testJSON struct {
 	Error        string   `json:"error,omitempty"`
 }
 
-func (a *API) testEndpoint(w http.ResponseWriter, r *http.Request) {
+// decodeOptional decodes a request body that may be empty into v.
+func decodeOptional(w http.ResponseWriter, r *http.Request, v any) error {
 	body, err := readBody(w, r, maxRequestBody, true)
-	if err != nil {
+	if err != nil || body == nil {
+		return err
+	}
+	return decodeStrict(body, v)
+}
+
+func (a *API) testEndpoint(w http.ResponseWriter, r *http.Request) {
+	var req testRequest
+	if err := decodeOptional(w, r, &req); err != nil {
 		a.fail(w, r, err)
 		return
-	}
-	var req testRequest
-	if body != nil {
-		if err := decodeStrict(body, &req); err != nil {
-			a.fail(w, r, err)
-			return
-		}
 	}
 	res, err := a.e.SendTest(r.Context(), pathID(r), req.Data)
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"net/textproto"
 	"slices"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/heraldstreams/herald/webhook"
@@ -34,8 +35,38 @@ const (
 	MaxHeaders        = 32
 	maxHeaderValueLen = 4096
 	MaxDescriptionLen = 1024
+	MaxNameLen        = 255
 	MaxTenantLen      = 128
 )
+
+// Failure policies: which answers end a delivery at once.
+const (
+	// FailurePolicyStandard: a 4xx other than 408, 409, 425 and 429 is
+	// final (the receiver refuses the event; sending it again will not
+	// help); 5xx, other answers, timeouts and network errors are retried.
+	FailurePolicyStandard = "standard"
+	// FailurePolicyRetryAll: every failed attempt is retried on the
+	// schedule.
+	FailurePolicyRetryAll = "retry_all"
+)
+
+// FinalStatus reports whether an HTTP status ends a delivery under a
+// failure policy.
+func FinalStatus(policy string, status int) bool {
+	if policy != FailurePolicyStandard || status < 400 || status > 499 {
+		return false
+	}
+	switch status {
+	case 408, 409, 425, 429:
+		return false
+	}
+	return true
+}
+
+// ValidFailurePolicy reports whether p names a failure policy.
+func ValidFailurePolicy(p string) bool {
+	return p == FailurePolicyStandard || p == FailurePolicyRetryAll
+}
 
 // EndpointConfig is what an endpoint's owner configures. Zero values mean
 // the defaults that ValidateEndpoint fills in.
@@ -50,6 +81,8 @@ type EndpointConfig struct {
 	Streams []string `json:"streams,omitempty"`
 	// Filter is a field filter (see FieldFilter); default none.
 	Filter json.RawMessage `json:"filter,omitempty"`
+	// Name is a short label for people.
+	Name string `json:"name,omitempty"`
 	// Description is free text for people.
 	Description string `json:"description,omitempty"`
 	// Tenant scopes the endpoint to one tenant of the platform.
@@ -65,6 +98,15 @@ type EndpointConfig struct {
 	// Headers are sent with every delivery. Names Herald sets itself and
 	// hop-by-hop names are refused.
 	Headers map[string]string `json:"headers,omitempty"`
+	// Profile names the wire format (see Profile); "" means the
+	// installation's default.
+	Profile string `json:"profile,omitempty"`
+	// FailurePolicy is "standard" or "retry_all"; "" means the
+	// installation's default.
+	FailurePolicy string `json:"failure_policy,omitempty"`
+	// TimeoutMS bounds one attempt, in milliseconds, up to the
+	// installation's timeout; 0 means that timeout.
+	TimeoutMS int `json:"timeout_ms,omitempty"`
 }
 
 // ValidateEndpointParams are the inputs of ValidateEndpoint.
@@ -77,6 +119,11 @@ type ValidateEndpointParams struct {
 	CheckURL func(ctx context.Context, raw string) error
 	// CompileStream compiles stream patterns (see StreamCompiler).
 	CompileStream StreamCompiler
+	// Profiles are the profiles an endpoint may name; the shipped ones
+	// when nil.
+	Profiles *ProfileSet
+	// MaxTimeout bounds timeout_ms; webhook.DefaultTimeout when 0.
+	MaxTimeout time.Duration
 }
 
 // refusedHeaders are header names an endpoint may not set: hop-by-hop
@@ -113,14 +160,18 @@ func ValidateEndpoint(ctx context.Context, p *ValidateEndpointParams) (*Endpoint
 	}
 	in := p.Config
 	out := &EndpointConfig{
-		URL:         in.URL,
-		EventTypes:  slices.Clone(in.EventTypes),
-		Streams:     slices.Clone(in.Streams),
-		Description: in.Description,
-		Tenant:      in.Tenant,
-		RateLimit:   in.RateLimit,
-		MaxInFlight: in.MaxInFlight,
-		Ordering:    in.Ordering,
+		URL:           in.URL,
+		Name:          in.Name,
+		EventTypes:    slices.Clone(in.EventTypes),
+		Streams:       slices.Clone(in.Streams),
+		Description:   in.Description,
+		Tenant:        in.Tenant,
+		RateLimit:     in.RateLimit,
+		MaxInFlight:   in.MaxInFlight,
+		Ordering:      in.Ordering,
+		Profile:       in.Profile,
+		FailurePolicy: in.FailurePolicy,
+		TimeoutMS:     in.TimeoutMS,
 	}
 	if out.EventTypes == nil {
 		out.EventTypes = []string{"*"}
@@ -159,11 +210,28 @@ func ValidateEndpoint(ctx context.Context, p *ValidateEndpointParams) (*Endpoint
 	default:
 		return nil, invalid(CodeInvalidOrdering, "ordering", "%q is not an ordering; use \"none\" or \"stream\"", out.Ordering)
 	}
-	headers, err := validateHeaders(in.Headers)
+	profile, err := validateProfileChoice(p.Profiles, out.Profile)
+	if err != nil {
+		return nil, err
+	}
+	headers, err := validateHeaders(in.Headers, profile)
 	if err != nil {
 		return nil, err
 	}
 	out.Headers = headers
+	if out.FailurePolicy != "" && !ValidFailurePolicy(out.FailurePolicy) {
+		return nil, invalid(CodeInvalidFailurePolicy, "failure_policy", "%q is not a failure policy; use %q or %q", out.FailurePolicy, FailurePolicyStandard, FailurePolicyRetryAll)
+	}
+	maxTimeout := p.MaxTimeout
+	if maxTimeout <= 0 {
+		maxTimeout = webhook.DefaultTimeout
+	}
+	if out.TimeoutMS < 0 || time.Duration(out.TimeoutMS)*time.Millisecond > maxTimeout {
+		return nil, invalid(CodeInvalidTimeout, "timeout_ms", "must be from 0 (the installation's timeout) to %d milliseconds", maxTimeout.Milliseconds())
+	}
+	if !utf8.ValidString(out.Name) || len(out.Name) > MaxNameLen || strings.ContainsFunc(out.Name, isControl) {
+		return nil, invalid(CodeInvalidName, "name", "must be UTF-8 of at most %d bytes without control characters", MaxNameLen)
+	}
 	if !utf8.ValidString(out.Description) || len(out.Description) > MaxDescriptionLen {
 		return nil, invalid(CodeInvalidDescription, "description", "must be UTF-8 of at most %d bytes", MaxDescriptionLen)
 	}
@@ -201,9 +269,25 @@ func refusalMessage(err error) string {
 	return err.Error()
 }
 
+// validateProfileChoice returns the profile an endpoint names ("" for the
+// default).
+func validateProfileChoice(ps *ProfileSet, name string) (*Profile, error) {
+	if ps == nil {
+		var err error
+		if ps, err = NewProfileSet(nil, ""); err != nil {
+			return nil, err
+		}
+	}
+	p, ok := ps.Lookup(name)
+	if !ok {
+		return nil, invalid(CodeInvalidProfile, "profile", "no profile %q; known: %s", name, strings.Join(ps.Names(), ", "))
+	}
+	return p, nil
+}
+
 // validateHeaders checks custom headers and returns them with canonical
-// names.
-func validateHeaders(in map[string]string) (map[string]string, error) {
+// names. The headers of the endpoint's profile are refused too.
+func validateHeaders(in map[string]string, profile *Profile) (map[string]string, error) {
 	if len(in) == 0 {
 		return nil, nil
 	}
@@ -225,6 +309,9 @@ func validateHeaders(in map[string]string) (map[string]string, error) {
 		canon := textproto.CanonicalMIMEHeaderKey(name)
 		if why, refused := refusedHeaders[canon]; refused {
 			return nil, invalid(CodeInvalidHeader, field, "%s cannot be set (%s)", canon, why)
+		}
+		if profile.sets(canon) {
+			return nil, invalid(CodeInvalidHeader, field, "%s cannot be set (a header of profile %s)", canon, profile.Name)
 		}
 		if _, dup := out[canon]; dup {
 			return nil, invalid(CodeInvalidHeader, field, "%s is given twice (names are case-insensitive)", canon)

@@ -113,6 +113,18 @@ type EngineConfig struct {
 	// DefaultStream is where events published without a stream go;
 	// DefaultStream when "".
 	DefaultStream string
+	// Profiles are the wire profiles endpoints may choose, with the
+	// default; the shipped ones, standard-webhooks by default, when nil.
+	Profiles *ProfileSet
+	// FailurePolicy is the failure policy of endpoints that set none;
+	// FailurePolicyStandard when "".
+	FailurePolicy string
+	// Timeout is the attempt timeout (the sender's), which an endpoint's
+	// timeout_ms may shorten; webhook.DefaultTimeout when 0.
+	Timeout time.Duration
+	// RequireVerification puts every new endpoint under ownership
+	// verification, whatever its "verify" says.
+	RequireVerification bool
 }
 
 // Engine delivers events: it matches stream messages to endpoints and
@@ -161,6 +173,9 @@ type liveEndpoint struct {
 	filters  *Filters
 	streams  []StreamMatcher // nil: every stream
 	schedule Schedule
+	profile  *Profile
+	policy   string        // failure policy
+	timeout  time.Duration // of one attempt
 }
 
 // NewEngine returns an Engine; Start runs it.
@@ -212,6 +227,22 @@ func NewEngine(cfg EngineConfig) (*Engine, error) {
 	}
 	if cfg.DefaultStream == "" {
 		cfg.DefaultStream = DefaultStream
+	}
+	if cfg.Profiles == nil {
+		ps, err := NewProfileSet(nil, "")
+		if err != nil {
+			return nil, err
+		}
+		cfg.Profiles = ps
+	}
+	if cfg.FailurePolicy == "" {
+		cfg.FailurePolicy = FailurePolicyStandard
+	}
+	if !ValidFailurePolicy(cfg.FailurePolicy) {
+		return nil, fmt.Errorf("delivery: failure policy %q: use %q or %q", cfg.FailurePolicy, FailurePolicyStandard, FailurePolicyRetryAll)
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = webhook.DefaultTimeout
 	}
 	e := &Engine{
 		cfg:       cfg,
@@ -332,9 +363,19 @@ func (e *Engine) compile(ep *store.Endpoint) (*liveEndpoint, error) {
 	if err != nil {
 		return nil, err
 	}
-	le := &liveEndpoint{ep: *ep, filters: f, schedule: ep.RetrySchedule}
+	profile, err := e.profileOf(ep)
+	if err != nil {
+		return nil, err
+	}
+	le := &liveEndpoint{ep: *ep, filters: f, schedule: ep.RetrySchedule, profile: profile, policy: ep.FailurePolicy, timeout: e.cfg.Timeout}
 	if le.schedule == nil {
 		le.schedule = e.cfg.RetrySchedule
+	}
+	if le.policy == "" {
+		le.policy = e.cfg.FailurePolicy
+	}
+	if ep.Timeout > 0 {
+		le.timeout = min(ep.Timeout, e.cfg.Timeout)
 	}
 	for _, p := range ep.Streams {
 		if p == DefaultStreamPattern {
@@ -350,6 +391,15 @@ func (e *Engine) compile(ep *store.Endpoint) (*liveEndpoint, error) {
 	return le, nil
 }
 
+// profileOf returns the wire profile of an endpoint.
+func (e *Engine) profileOf(ep *store.Endpoint) (*Profile, error) {
+	p, ok := e.cfg.Profiles.Lookup(ep.Profile)
+	if !ok {
+		return nil, fmt.Errorf("delivery: endpoint %s: no profile %q is configured", ep.ID, ep.Profile)
+	}
+	return p, nil
+}
+
 // matchesStream reports whether the endpoint sources from path.
 func (le *liveEndpoint) matchesStream(path string) bool {
 	if le.streams == nil {
@@ -363,9 +413,10 @@ func (le *liveEndpoint) matchesStream(path string) bool {
 	return false
 }
 
-// sending reports whether the endpoint is active and its breaker closed.
+// sending reports whether the endpoint is active, verified when it must
+// be, and its breaker closed.
 func (le *liveEndpoint) sending() bool {
-	return le.ep.Active && le.ep.Health.DisabledAt.IsZero()
+	return le.ep.Active && le.ep.Health.DisabledAt.IsZero() && !le.ep.Verification.Pending()
 }
 
 // maxInFlight is how many deliveries of the endpoint may be in flight:

@@ -140,7 +140,24 @@ func (e *Engine) endpointsFor(path string) []*liveEndpoint {
 type parsedMessage struct {
 	target *Target
 	tenant string
-	body   []byte
+	// bodies are the event rendered by each profile that needed it.
+	bodies map[*Profile][]byte
+}
+
+// body returns the event as profile p renders it.
+func (m *parsedMessage) body(p *Profile) ([]byte, error) {
+	if b, ok := m.bodies[p]; ok {
+		return b, nil
+	}
+	b, err := p.Body(m.target.Event, m.tenant)
+	if err != nil {
+		return nil, err
+	}
+	if m.bodies == nil {
+		m.bodies = make(map[*Profile][]byte, 1)
+	}
+	m.bodies[p] = b
+	return b, nil
 }
 
 // wireMessage is a stream message as the matcher reads it: an event
@@ -195,16 +212,15 @@ func parseMessage(ctx context.Context, raw []byte, path string, pos int64, ids e
 	if len(w.Tenant) > 0 && json.Unmarshal(w.Tenant, &m.tenant) != nil {
 		m.tenant = ""
 	}
-	body, err := ev.Body()
-	if err != nil {
-		return nil, nil
-	}
-	m.body = body
 	return m, nil
 }
 
-// receives reports whether the endpoint receives the message.
+// receives reports whether the endpoint receives the message: an
+// endpoint awaiting verification receives nothing (its cursor moves on).
 func (le *liveEndpoint) receives(m *parsedMessage) bool {
+	if le.ep.Verification.Pending() {
+		return false
+	}
 	if le.ep.Tenant != "" && le.ep.Tenant != m.tenant {
 		return false
 	}
@@ -323,7 +339,9 @@ func (e *Engine) matchPage(ctx context.Context, path string, eps []*liveEndpoint
 			if m == nil || !ms.le.receives(m) {
 				continue
 			}
-			deliveries = append(deliveries, e.newDelivery(ms.le, m, msgPos, now))
+			if d, ok := e.newDelivery(ms.le, m, msgPos, now); ok {
+				deliveries = append(deliveries, d)
+			}
 		}
 	}
 	params := &store.DeliveryEnqueueParams{Stream: path, Spans: ids.writes, Deliveries: deliveries, Now: now}
@@ -437,12 +455,19 @@ func (h *handover) settle(kept []store.Delivery) {
 	}
 }
 
-// newDelivery is the delivery of a message to an endpoint; the store
-// assigns its id.
-func (e *Engine) newDelivery(le *liveEndpoint, m *parsedMessage, pos int64, now time.Time) store.Delivery {
+// newDelivery is the delivery of a message to an endpoint, its body in
+// the endpoint's profile; the store assigns its id. ok is false when the
+// event cannot be rendered (it is then not delivered, and logged).
+func (e *Engine) newDelivery(le *liveEndpoint, m *parsedMessage, pos int64, now time.Time) (d store.Delivery, ok bool) {
+	body, err := m.body(le.profile)
+	if err != nil {
+		e.log.Warn("event not delivered: it cannot be rendered in the endpoint's profile", "endpoint", le.ep.ID,
+			"profile", le.profile.Name, "stream", m.target.Stream, "event", m.target.Event.ID, "err", err)
+		return d, false
+	}
 	at, _ := NextAttempt(le.schedule, 0, now, 0)
 	return store.Delivery{
 		EndpointID: le.ep.ID, EventID: m.target.Event.ID, EventType: m.target.Event.Type,
-		Stream: m.target.Stream, Position: pos, Body: m.body, NextAttemptAt: at,
-	}
+		Stream: m.target.Stream, Position: pos, Body: body, NextAttemptAt: at,
+	}, true
 }

@@ -72,12 +72,22 @@ func FuzzParseMessage(f *testing.F) {
 		if ValidateEventID(ev.ID) != nil || ValidateEventType(ev.Type) != nil {
 			t.Fatalf("invalid id or type: %+v", ev)
 		}
-		var back map[string]json.RawMessage
-		if err := json.Unmarshal(m.body, &back); err != nil {
-			t.Fatalf("body %q: %v", m.body, err)
+		for _, p := range []*Profile{&StandardWebhooks, &XRucheV1, &XAgentIdPSHA256} {
+			body, err := m.body(p)
+			if err != nil {
+				t.Fatalf("%s: %v", p.Name, err)
+			}
+			var back map[string]json.RawMessage
+			if err := json.Unmarshal(body, &back); err != nil {
+				t.Fatalf("%s: body %q: %v", p.Name, body, err)
+			}
+			if len(back) != len(p.Envelope) {
+				t.Fatalf("%s: body %s is not the envelope", p.Name, body)
+			}
 		}
-		if len(back) != 4 {
-			t.Fatalf("body %s is not the envelope", m.body)
+		// The Standard Webhooks envelope is the event's own encoding.
+		if body, err := ev.Body(); err != nil || string(body) != string(m.bodies[&StandardWebhooks]) {
+			t.Fatalf("standard body %s, event body %s (%v)", m.bodies[&StandardWebhooks], body, err)
 		}
 	})
 }

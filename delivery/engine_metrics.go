@@ -72,7 +72,7 @@ type storeCollector struct {
 }
 
 var (
-	endpointsDesc = prometheus.NewDesc("herald_delivery_endpoints", "Endpoints by status: active, paused, disabled (by the circuit breaker).", []string{"status"}, nil)
+	endpointsDesc = prometheus.NewDesc("herald_delivery_endpoints", "Endpoints by status: active, paused, pending (awaiting verification), disabled (by the circuit breaker).", []string{"status"}, nil)
 	backlogDesc   = prometheus.NewDesc("herald_delivery_backlog", "Unfinished (pending or retrying) deliveries per endpoint.", []string{"endpoint"}, nil)
 )
 

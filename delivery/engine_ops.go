@@ -3,6 +3,9 @@ package delivery
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -17,8 +20,8 @@ import (
 // Errors of the engine's operations (besides *ValidationError and the
 // store's sentinels).
 var (
-	// ErrVerificationFailed: the endpoint did not answer the verification
-	// challenge on create.
+	// ErrVerificationFailed: the endpoint did not answer its ownership
+	// challenge, or a verification code is not the one last sent.
 	ErrVerificationFailed = errors.New("delivery: endpoint verification failed")
 	// ErrStreamNotSourced: a replay names a stream the endpoint does not
 	// source from.
@@ -44,16 +47,18 @@ type CreateEndpointParams struct {
 	Active bool
 	// Secret is the signing secret; one is generated when "".
 	Secret string
-	// Verify sends a challenge first (docs/delivery.md, Endpoints): the
-	// endpoint must answer 2xx with {"challenge": "<the challenge>"}, else
-	// ErrVerificationFailed and nothing is stored.
+	// Verify puts the endpoint under ownership verification (so does
+	// EngineConfig.RequireVerification): it is pending, receiving nothing,
+	// until it answers a challenge (sent at once, see challenge) or its
+	// owner gives the challenge's code to VerifyEndpoint.
 	Verify bool
 }
 
 // CreateEndpoint validates, optionally verifies, and stores an endpoint,
 // and starts delivering to it.
 func (e *Engine) CreateEndpoint(ctx context.Context, p *CreateEndpointParams) (*store.Endpoint, error) {
-	cfg, err := ValidateEndpoint(ctx, &ValidateEndpointParams{Config: &p.Config, CheckURL: e.sender.ValidateURL, CompileStream: compileStream})
+	cfg, err := ValidateEndpoint(ctx, &ValidateEndpointParams{Config: &p.Config, CheckURL: e.sender.ValidateURL, CompileStream: compileStream,
+		Profiles: e.cfg.Profiles, MaxTimeout: e.cfg.Timeout})
 	if err != nil {
 		return nil, err
 	}
@@ -74,8 +79,9 @@ func (e *Engine) CreateEndpoint(ctx context.Context, p *CreateEndpointParams) (*
 	}
 	ep := endpointFromConfig(id, cfg)
 	ep.Active, ep.Secret = p.Active, secret
-	if p.Verify {
-		if err := e.verify(ctx, &ep); err != nil {
+	if p.Verify || e.cfg.RequireVerification {
+		ep.Verification.Required = true
+		if err := e.challenge(ctx, &ep); err != nil && !errors.Is(err, ErrVerificationFailed) {
 			return nil, err
 		}
 	}
@@ -89,18 +95,20 @@ func (e *Engine) CreateEndpoint(ctx context.Context, p *CreateEndpointParams) (*
 
 func endpointFromConfig(id string, c *EndpointConfig) store.Endpoint {
 	return store.Endpoint{
-		ID: id, URL: c.URL, EventTypes: c.EventTypes, Streams: c.Streams, Filter: c.Filter, Description: c.Description,
+		ID: id, URL: c.URL, Name: c.Name, EventTypes: c.EventTypes, Streams: c.Streams, Filter: c.Filter, Description: c.Description,
 		Tenant: c.Tenant, RateLimit: c.RateLimit, MaxInFlight: c.MaxInFlight, Ordering: string(c.Ordering),
-		RetrySchedule: c.RetrySchedule, Headers: c.Headers,
+		RetrySchedule: c.RetrySchedule, Headers: c.Headers, Profile: c.Profile, FailurePolicy: c.FailurePolicy,
+		Timeout: time.Duration(c.TimeoutMS) * time.Millisecond,
 	}
 }
 
 // ConfigOf returns the configuration of a stored endpoint.
 func ConfigOf(ep *store.Endpoint) EndpointConfig {
 	return EndpointConfig{
-		URL: ep.URL, EventTypes: ep.EventTypes, Streams: ep.Streams, Filter: ep.Filter, Description: ep.Description,
+		URL: ep.URL, Name: ep.Name, EventTypes: ep.EventTypes, Streams: ep.Streams, Filter: ep.Filter, Description: ep.Description,
 		Tenant: ep.Tenant, RateLimit: ep.RateLimit, MaxInFlight: ep.MaxInFlight, Ordering: Ordering(ep.Ordering),
-		RetrySchedule: ep.RetrySchedule, Headers: ep.Headers,
+		RetrySchedule: ep.RetrySchedule, Headers: ep.Headers, Profile: ep.Profile, FailurePolicy: ep.FailurePolicy,
+		TimeoutMS: int(ep.Timeout / time.Millisecond),
 	}
 }
 
@@ -110,20 +118,26 @@ type UpdateEndpointParams struct {
 	// Config is the whole new configuration.
 	Config EndpointConfig
 	Active bool
+	// Reenable is the owner asking for the endpoint to be on: on an
+	// endpoint the breaker disabled, its failure count starts again and
+	// its kept deliveries resume. Without it a disabled endpoint stays
+	// disabled, whatever else changes.
+	Reenable bool
 	// ExpectVersion is the version the change was made from.
 	ExpectVersion int64
 }
 
-// UpdateEndpoint validates and stores a new configuration. Setting Active
-// on an endpoint the breaker disabled re-enables it: the failure count
-// starts again and its kept deliveries resume. Errors: *ValidationError,
+// UpdateEndpoint validates and stores a new configuration. An endpoint
+// under ownership verification whose URL changes is pending again, and
+// the new URL is challenged at once. Errors: *ValidationError,
 // store.ErrEndpointNotFound, store.ErrEndpointConflict.
 func (e *Engine) UpdateEndpoint(ctx context.Context, p *UpdateEndpointParams) (*store.Endpoint, error) {
 	cur, err := e.st.EndpointGet(ctx, p.ID)
 	if err != nil {
 		return nil, err
 	}
-	cfg, err := ValidateEndpoint(ctx, &ValidateEndpointParams{Config: &p.Config, CheckURL: e.sender.ValidateURL, CompileStream: compileStream})
+	cfg, err := ValidateEndpoint(ctx, &ValidateEndpointParams{Config: &p.Config, CheckURL: e.sender.ValidateURL, CompileStream: compileStream,
+		Profiles: e.cfg.Profiles, MaxTimeout: e.cfg.Timeout})
 	if err != nil {
 		return nil, err
 	}
@@ -133,8 +147,15 @@ func (e *Engine) UpdateEndpoint(ctx context.Context, p *UpdateEndpointParams) (*
 	ep := endpointFromConfig(p.ID, cfg)
 	ep.Active = p.Active
 	ep.Secret, ep.PreviousSecret, ep.PreviousSecretUntil = cur.Secret, cur.PreviousSecret, cur.PreviousSecretUntil
+	ep.Verification = cur.Verification
+	if cur.Verification.Required && ep.URL != cur.URL {
+		ep.Verification = store.EndpointVerification{Required: true}
+		if err := e.challenge(ctx, &ep); err != nil && !errors.Is(err, ErrVerificationFailed) {
+			return nil, err
+		}
+	}
 	out, err := e.st.EndpointUpdate(ctx, &store.EndpointUpdateParams{
-		Endpoint: ep, ExpectVersion: p.ExpectVersion, ResetHealth: p.Active && !cur.Health.DisabledAt.IsZero(), Now: e.now(),
+		Endpoint: ep, ExpectVersion: p.ExpectVersion, ResetHealth: p.Reenable && !cur.Health.DisabledAt.IsZero(), Now: e.now(),
 	})
 	if err != nil {
 		return nil, err
@@ -146,20 +167,32 @@ func (e *Engine) UpdateEndpoint(ctx context.Context, p *UpdateEndpointParams) (*
 // RotateSecret gives an endpoint a new secret; the old one keeps signing
 // for the rotation overlap. It returns the endpoint with the new secret.
 func (e *Engine) RotateSecret(ctx context.Context, id string) (*store.Endpoint, error) {
+	return e.changeEndpoint(ctx, id, func(cur *store.Endpoint) (store.Endpoint, error) {
+		next, err := e.newSecret()
+		if err != nil {
+			return store.Endpoint{}, err
+		}
+		set := SecretSet{Current: cur.Secret, Previous: cur.PreviousSecret, PreviousUntil: cur.PreviousSecretUntil}.Rotate(next, e.now(), e.cfg.RotationOverlap)
+		ep := *cur
+		ep.Secret, ep.PreviousSecret, ep.PreviousSecretUntil = set.Current, set.Previous, set.PreviousUntil
+		return ep, nil
+	})
+}
+
+// changeEndpoint reads an endpoint, makes its new state with change, and
+// stores it by compare-and-set, starting again when another change came
+// first.
+func (e *Engine) changeEndpoint(ctx context.Context, id string, change func(cur *store.Endpoint) (store.Endpoint, error)) (*store.Endpoint, error) {
 	for range casAttempts {
 		cur, err := e.st.EndpointGet(ctx, id)
 		if err != nil {
 			return nil, err
 		}
-		next, err := e.newSecret()
+		ep, err := change(cur)
 		if err != nil {
 			return nil, err
 		}
-		now := e.now()
-		set := SecretSet{Current: cur.Secret, Previous: cur.PreviousSecret, PreviousUntil: cur.PreviousSecretUntil}.Rotate(next, now, e.cfg.RotationOverlap)
-		ep := *cur
-		ep.Secret, ep.PreviousSecret, ep.PreviousSecretUntil = set.Current, set.Previous, set.PreviousUntil
-		out, err := e.st.EndpointUpdate(ctx, &store.EndpointUpdateParams{Endpoint: ep, ExpectVersion: cur.Version, Now: now})
+		out, err := e.st.EndpointUpdate(ctx, &store.EndpointUpdateParams{Endpoint: ep, ExpectVersion: cur.Version, Now: e.now()})
 		if errors.Is(err, store.ErrEndpointConflict) {
 			continue
 		}
@@ -207,13 +240,17 @@ func (e *Engine) SendTest(ctx context.Context, id string, data json.RawMessage) 
 	if len(data) == 0 {
 		data = json.RawMessage(`{"message":"a test event from Herald"}`)
 	}
-	now := e.now()
-	res := &TestResult{Event: Event{ID: eid, Type: TestEventType, Timestamp: now.UTC(), Data: data}}
-	body, err := res.Event.Body()
+	le, err := e.compile(ep)
 	if err != nil {
 		return nil, err
 	}
-	req, err := e.signedRequest(ep, eid, body, now)
+	now := e.now()
+	res := &TestResult{Event: Event{ID: eid, Type: TestEventType, Timestamp: now.UTC(), Data: data}}
+	body, err := le.profile.Body(&res.Event, ep.Tenant)
+	if err != nil {
+		return nil, err
+	}
+	req, err := e.signedRequest(le, eid, TestEventType, body, now)
 	if err != nil {
 		return nil, err
 	}
@@ -233,9 +270,20 @@ func (e *Engine) SendTest(ctx context.Context, id string, data json.RawMessage) 
 	return res, nil
 }
 
-// verify sends the verification challenge and checks the answer.
-func (e *Engine) verify(ctx context.Context, ep *store.Endpoint) error {
-	challenge, err := e.newID("hvc_")
+// challenge sends an ownership challenge to the endpoint's URL, signed in
+// its profile: a fresh code in the profile's verification header and in
+// the body {"type": "herald.verification", "challenge": <code>}. The
+// endpoint passes by answering 2xx with {"challenge": <code>}; its owner
+// can also give the code it received to VerifyEndpoint. The outcome is
+// written to ep.Verification (to be stored by the caller): verified now,
+// or the code's hash and why it failed, and then the error wraps
+// ErrVerificationFailed.
+func (e *Engine) challenge(ctx context.Context, ep *store.Endpoint) error {
+	le, err := e.compile(ep)
+	if err != nil {
+		return err
+	}
+	code, err := e.newID("hvc_")
 	if err != nil {
 		return err
 	}
@@ -243,29 +291,75 @@ func (e *Engine) verify(ctx context.Context, ep *store.Endpoint) error {
 	body, err := json.Marshal(struct {
 		Type      string `json:"type"`
 		Challenge string `json:"challenge"`
-	}{VerificationEventType, challenge})
+	}{VerificationEventType, code})
 	if err != nil {
 		return err
 	}
-	req, err := e.signedRequest(ep, challenge, body, now)
+	req, err := e.signedRequest(le, code, VerificationEventType, body, now)
 	if err != nil {
 		return err
 	}
-	req.Header.Set(HeaderVerification, challenge)
+	req.Header.Set(le.profile.verificationHeader(), code)
+	v := &ep.Verification
+	v.SentAt, v.CodeHash = now, hashCode(code)
+	failed := func(format string, args ...any) error {
+		v.Error = fmt.Sprintf(format, args...)
+		return fmt.Errorf("%w: %s", ErrVerificationFailed, v.Error)
+	}
 	resp, err := e.sender.Send(ctx, req)
-	if err != nil {
-		return fmt.Errorf("%w: %v", ErrVerificationFailed, err)
-	}
-	if !resp.OK() {
-		return fmt.Errorf("%w: the endpoint answered HTTP %d", ErrVerificationFailed, resp.StatusCode)
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return ctx.Err()
+	case err != nil:
+		return failed("%v", err)
+	case !resp.OK():
+		return failed("the endpoint answered HTTP %d", resp.StatusCode)
 	}
 	var answer struct {
 		Challenge string `json:"challenge"`
 	}
-	if json.Unmarshal(resp.Body, &answer) != nil || answer.Challenge != challenge {
-		return fmt.Errorf("%w: the answer is not {\"challenge\": \"<the %s header>\"}", ErrVerificationFailed, HeaderVerification)
+	if json.Unmarshal(resp.Body, &answer) != nil || answer.Challenge != code {
+		return failed("the answer is not {\"challenge\": \"<the %s header>\"}", le.profile.verificationHeader())
 	}
+	v.VerifiedAt, v.CodeHash, v.Error = now, "", ""
 	return nil
+}
+
+// hashCode is how a verification code is stored.
+func hashCode(code string) string {
+	sum := sha256.Sum256([]byte(code))
+	return hex.EncodeToString(sum[:])
+}
+
+// VerifyEndpoint verifies an endpoint's ownership: with a code, by
+// checking it is the code of the last challenge sent (which only the
+// endpoint's URL received); without, by sending a new challenge. The
+// endpoint is stored with the outcome and returned; a failure also
+// returns an error wrapping ErrVerificationFailed (a wrong code changes
+// nothing). Verifying an endpoint that does not require it records the
+// outcome without making it pending.
+func (e *Engine) VerifyEndpoint(ctx context.Context, id, code string) (*store.Endpoint, error) {
+	var failed error
+	out, err := e.changeEndpoint(ctx, id, func(cur *store.Endpoint) (store.Endpoint, error) {
+		ep := *cur
+		v := &ep.Verification
+		if code == "" {
+			failed = e.challenge(ctx, &ep)
+			if failed != nil && !errors.Is(failed, ErrVerificationFailed) {
+				return ep, failed
+			}
+			return ep, nil
+		}
+		if v.CodeHash == "" || subtle.ConstantTimeCompare([]byte(hashCode(code)), []byte(v.CodeHash)) != 1 {
+			return ep, fmt.Errorf("%w: the code is not the one of the last challenge sent to the endpoint", ErrVerificationFailed)
+		}
+		v.VerifiedAt, v.CodeHash, v.Error = e.now(), "", ""
+		return ep, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, failed
 }
 
 // RetryDelivery makes a delivery pending now with a fresh schedule.
@@ -406,7 +500,9 @@ func (e *Engine) replayStream(ctx context.Context, le *liveEndpoint, path string
 			if m == nil || !le.receives(m) || m.target.Event.Timestamp.Before(p.Since) {
 				continue
 			}
-			batch = append(batch, e.newDelivery(le, m, msgPos, now))
+			if d, ok := e.newDelivery(le, m, msgPos, now); ok {
+				batch = append(batch, d)
+			}
 			if res.Queued+len(batch) >= MaxReplayEvents {
 				truncated = true
 				break

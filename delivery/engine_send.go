@@ -316,7 +316,7 @@ func (r *runner) untilDue(now time.Time) time.Duration {
 func (r *runner) send(le *liveEndpoint, d store.Delivery, t *ticket) {
 	e := r.e
 	at := e.now()
-	req, err := e.signedRequest(&le.ep, d.EventID, d.Body, at)
+	req, err := e.signedRequest(le, d.EventID, d.EventType, d.Body, at)
 	var resp *webhook.Response
 	if err == nil {
 		resp, err = e.sender.Send(e.sendCtx, req)
@@ -338,21 +338,29 @@ func (r *runner) send(le *liveEndpoint, d store.Delivery, t *ticket) {
 	r.results <- sendResult{d: d, resp: resp, err: err, at: at, latency: latency}
 }
 
-// signedRequest builds the POST of one event: custom headers, then the
-// Standard Webhooks headers signed with every secret valid at now.
-func (e *Engine) signedRequest(ep *store.Endpoint, eventID string, body []byte, now time.Time) (*webhook.Request, error) {
+// signedRequest builds the POST of one event in the endpoint's profile:
+// custom headers, then the profile's headers signed with every secret
+// valid at now (or the one its rotation rule picks), with the endpoint's
+// attempt timeout.
+func (e *Engine) signedRequest(le *liveEndpoint, eventID, eventType string, body []byte, now time.Time) (*webhook.Request, error) {
+	ep := &le.ep
 	secrets := SecretSet{Current: ep.Secret, Previous: ep.PreviousSecret, PreviousUntil: ep.PreviousSecretUntil}.Signing(now)
-	sh, err := Sign(&SignParams{MessageID: eventID, Timestamp: now, Body: body, Secrets: secrets})
+	signed, err := le.profile.Sign(&ProfileSignParams{ID: eventID, EventType: eventType, Timestamp: now, Body: body, Secrets: secrets})
 	if err != nil {
 		return nil, err
 	}
-	h := make(http.Header, len(ep.Headers)+4)
+	h := make(http.Header, len(ep.Headers)+len(signed)+2)
 	for k, v := range ep.Headers {
 		h.Set(k, v)
 	}
-	sh.Apply(h)
+	for k, v := range signed {
+		h[k] = v
+	}
+	if le.profile.UserAgent != "" && h.Get("User-Agent") == "" {
+		h.Set("User-Agent", le.profile.UserAgent)
+	}
 	h.Set("Content-Type", "application/json")
-	return &webhook.Request{URL: ep.URL, Header: h, Body: body}, nil
+	return &webhook.Request{URL: ep.URL, Header: h, Body: body, Timeout: le.timeout}, nil
 }
 
 // complete decides each outcome (retry schedule, Retry-After, breaker)
@@ -487,6 +495,10 @@ func decide(le *liveEndpoint, res sendResult, now time.Time) (dr store.DeliveryR
 			errText = joinErr(errText, "reading the response: "+res.resp.BodyErr.Error())
 		}
 	}
+	final := !ok && res.resp != nil && FinalStatus(le.policy, res.resp.StatusCode)
+	if final {
+		errText = joinErr(errText, fmt.Sprintf("final under failure policy %q: a 4xx other than 408, 409, 425 and 429 is not retried", le.policy))
+	}
 	a.Error = errText
 	dr = store.DeliveryResult{DeliveryID: res.d.ID, LeaseToken: res.d.LeaseToken, Attempt: a}
 	if ok {
@@ -494,7 +506,7 @@ func decide(le *liveEndpoint, res sendResult, now time.Time) (dr store.DeliveryR
 		return dr, true, ""
 	}
 	at, exhausted := NextAttempt(le.schedule, res.d.RoundAttempts+1, now, retryAfter)
-	if exhausted {
+	if exhausted || final {
 		dr.Status = store.DeliveryExhausted
 	} else {
 		dr.Status, dr.NextAttemptAt = store.DeliveryFailed, at

@@ -179,7 +179,7 @@ func TestEngineBreakerKeepsAndResumes(t *testing.T) {
 			t.Fatalf("a disabled endpoint got %d requests", n)
 		}
 		r.rc.setRespond(nil)
-		if _, err := r.e.UpdateEndpoint(context.Background(), &UpdateEndpointParams{ID: ep.ID, Config: ConfigOf(got), Active: true, ExpectVersion: got.Version}); err != nil {
+		if _, err := r.e.UpdateEndpoint(context.Background(), &UpdateEndpointParams{ID: ep.ID, Config: ConfigOf(got), Active: true, Reenable: true, ExpectVersion: got.Version}); err != nil {
 			t.Fatal(err)
 		}
 		synctest.Wait()

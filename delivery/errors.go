@@ -55,6 +55,17 @@ const (
 	CodeInvalidHeader Code = "invalid_header"
 	// CodeInvalidDescription: the description is too long or not UTF-8.
 	CodeInvalidDescription Code = "invalid_description"
+	// CodeInvalidName: the name is too long, not UTF-8 or has control
+	// characters.
+	CodeInvalidName Code = "invalid_name"
+	// CodeInvalidProfile: no profile of that name.
+	CodeInvalidProfile Code = "invalid_profile"
+	// CodeInvalidFailurePolicy: failure_policy is neither "standard" nor
+	// "retry_all".
+	CodeInvalidFailurePolicy Code = "invalid_failure_policy"
+	// CodeInvalidTimeout: timeout_ms is negative or over the
+	// installation's attempt timeout.
+	CodeInvalidTimeout Code = "invalid_timeout"
 	// CodeInvalidTenant: the tenant is too long, not UTF-8 or has control
 	// characters.
 	CodeInvalidTenant Code = "invalid_tenant"

@@ -1,13 +1,10 @@
 package delivery
 
 import (
-	"crypto/hmac"
-	"crypto/sha256"
 	"encoding/base64"
 	"fmt"
 	"io"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 )
@@ -133,29 +130,13 @@ func (s *SignedHeaders) Apply(h http.Header) {
 
 // Sign computes the Standard Webhooks signature of one attempt: for each
 // secret, v1 = base64(HMAC-SHA256(key, id + "." + unix seconds + "." +
-// body)). Errors: an invalid message id (see ValidateEventID), no secret,
-// or an invalid secret (*ValidationError).
+// body)) (the StandardWebhooks profile). Errors: an invalid message id
+// (see ValidateEventID), no secret, or an invalid secret
+// (*ValidationError).
 func Sign(p *SignParams) (*SignedHeaders, error) {
-	if err := ValidateEventID(p.MessageID); err != nil {
+	h, err := StandardWebhooks.Sign(&ProfileSignParams{ID: p.MessageID, Timestamp: p.Timestamp, Body: p.Body, Secrets: p.Secrets})
+	if err != nil {
 		return nil, err
 	}
-	if len(p.Secrets) == 0 {
-		return nil, invalid(CodeInvalidSecret, "secret", "no signing secret")
-	}
-	ts := strconv.FormatInt(p.Timestamp.Unix(), 10)
-	sigs := make([]string, 0, len(p.Secrets))
-	for _, secret := range p.Secrets {
-		key, err := ParseSecret(secret)
-		if err != nil {
-			return nil, err
-		}
-		mac := hmac.New(sha256.New, key)
-		mac.Write([]byte(p.MessageID))
-		mac.Write([]byte{'.'})
-		mac.Write([]byte(ts))
-		mac.Write([]byte{'.'})
-		mac.Write(p.Body)
-		sigs = append(sigs, "v1,"+base64.StdEncoding.EncodeToString(mac.Sum(nil)))
-	}
-	return &SignedHeaders{ID: p.MessageID, Timestamp: ts, Signature: strings.Join(sigs, " ")}, nil
+	return &SignedHeaders{ID: h.Get(HeaderWebhookID), Timestamp: h.Get(HeaderWebhookTimestamp), Signature: h.Get(HeaderWebhookSignature)}, nil
 }

@@ -54,8 +54,8 @@ type DeliveryStore interface {
 	// EndpointDelete removes an endpoint with its cursors, deliveries and
 	// attempts. ErrEndpointNotFound when absent.
 	EndpointDelete(ctx context.Context, id string) error
-	// EndpointCount returns how many endpoints are "active", "paused" and
-	// "disabled" (see Endpoint.Status).
+	// EndpointCount returns how many endpoints are "active", "paused",
+	// "pending" and "disabled" (see Endpoint.Status).
 	EndpointCount(ctx context.Context) (map[string]int, error)
 
 	// DeliveryCursors returns the cursors of every endpoint on a stream.
@@ -76,7 +76,8 @@ type DeliveryStore interface {
 	DeliveryEnqueue(ctx context.Context, params *DeliveryEnqueueParams) (*DeliveryEnqueueResult, error)
 	// DeliveryClaim leases up to Limit due deliveries of one endpoint
 	// (pending or failed, NextAttemptAt at or before Now, no lease running
-	// at Now), earliest first, if the endpoint is active and not disabled.
+	// at Now), earliest first, if the endpoint is active, not disabled and
+	// not awaiting verification.
 	// They are returned by Seq. With ordering "stream" only the
 	// earliest unfinished delivery of each stream can be claimed. The
 	// result also says when the endpoint's next delivery falls due.
@@ -142,6 +143,8 @@ const (
 	EndpointActive   = "active"
 	EndpointPaused   = "paused"
 	EndpointDisabled = "disabled"
+	// EndpointPending: the endpoint must prove it owns its URL first.
+	EndpointPending = "pending"
 )
 
 // Endpoint is a stored delivery endpoint. The store keeps the
@@ -149,6 +152,7 @@ const (
 type Endpoint struct {
 	ID            string
 	URL           string
+	Name          string
 	EventTypes    []string
 	Streams       []string
 	Filter        []byte // JSON, nil when none
@@ -160,6 +164,13 @@ type Endpoint struct {
 	Ordering      string
 	RetrySchedule []time.Duration
 	Headers       map[string]string
+	// Profile names the wire format, FailurePolicy which answers are
+	// final; "" means the installation's default of each.
+	Profile       string
+	FailurePolicy string
+	// Timeout bounds one attempt; 0 means the installation's timeout.
+	Timeout      time.Duration
+	Verification EndpointVerification
 	// Secret signs; PreviousSecret signs too until PreviousSecretUntil
 	// (a rotation's overlap).
 	Secret              string
@@ -174,12 +185,30 @@ type Endpoint struct {
 	HealthVersion int64
 }
 
-// Status is "disabled" when the breaker tripped, else "active" or
-// "paused".
+// EndpointVerification is an endpoint's proof of owning its URL.
+type EndpointVerification struct {
+	// Required: the endpoint receives nothing until VerifiedAt is set.
+	Required   bool
+	VerifiedAt time.Time
+	// CodeHash is the SHA-256 (hex) of the code of the last challenge
+	// sent, "" when none is outstanding.
+	CodeHash string
+	SentAt   time.Time
+	// Error says why the last verification failed.
+	Error string
+}
+
+// Pending reports whether the endpoint waits for its verification.
+func (v *EndpointVerification) Pending() bool { return v.Required && v.VerifiedAt.IsZero() }
+
+// Status is "disabled" when the breaker tripped, else "pending" while the
+// endpoint awaits verification, else "active" or "paused".
 func (e *Endpoint) Status() string {
 	switch {
 	case !e.Health.DisabledAt.IsZero():
 		return EndpointDisabled
+	case e.Verification.Pending():
+		return EndpointPending
 	case e.Active:
 		return EndpointActive
 	}

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -52,6 +54,13 @@ func TestEnvironmentAndFlagsPrecedence(t *testing.T) {
 }
 
 func TestBadConfigurationIsAUsageError(t *testing.T) {
+	dir := t.TempDir()
+	badProfiles := filepath.Join(dir, "profiles.json")
+	if err := os.WriteFile(badProfiles, []byte(`{"profiles":[{"name":"acme","headers":{"timestamp":"Acme-Ts","signature":"Acme-Sig"},`+
+		`"signature":{"prefix":"v1=","encoding":"hex","signed":"{timestamp}.{body}","key":"secret","rotation":"twice"},`+
+		`"envelope":[{"name":"data","from":"data"}]}]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	for _, c := range []struct {
 		args []string
 		env  map[string]string
@@ -68,6 +77,10 @@ func TestBadConfigurationIsAUsageError(t *testing.T) {
 		{[]string{"--log-level", "loud"}, nil, `invalid value "loud" for flag -log-level: must be debug, info, warn or error`},
 		{[]string{"--no-such-flag"}, nil, "flag provided but not defined"},
 		{[]string{"extra"}, nil, "unexpected arguments"},
+		{[]string{"--delivery-failure-policy", "never"}, nil, `--delivery-failure-policy "never"`},
+		{[]string{"--delivery-profile", "acme"}, nil, `--delivery-profile: default profile "acme" is not defined`},
+		{[]string{"--delivery-profiles-file", filepath.Join(dir, "missing.json")}, nil, "--delivery-profiles-file"},
+		{[]string{"--delivery-profiles-file", badProfiles}, nil, `profiles[0]: profile "acme": signature.rotation: "twice"`},
 		{nil, map[string]string{"HERALD_LONG_POLL_TIMEOUT": "soon"}, "HERALD_LONG_POLL_TIMEOUT"},
 		{nil, map[string]string{"HERALD_KEK": "k1:tooshort"}, "HERALD_KEK"},
 		{nil, map[string]string{"HERALD_KEK": "no key id"}, "HERALD_KEK"},

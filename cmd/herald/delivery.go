@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"os"
 	"strings"
 	"time"
 
@@ -27,6 +28,10 @@ type deliveryConfig struct {
 	Retention           time.Duration
 	DefaultStream       string
 	MaxEventBytes       int
+	Profile             string
+	ProfilesFile        string
+	FailurePolicy       string
+	VerifyEndpoints     bool
 }
 
 func (c *deliveryConfig) addFlags(fs *flag.FlagSet) {
@@ -41,6 +46,12 @@ func (c *deliveryConfig) addFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.Retention, "delivery-retention", delivery.DefaultRetention, "event delivery: how long finished deliveries, their attempts and published event ids are kept")
 	fs.StringVar(&c.DefaultStream, "delivery-default-stream", delivery.DefaultStream, "event delivery: stream of events published without one")
 	fs.IntVar(&c.MaxEventBytes, "delivery-max-event-bytes", delivery.DefaultMaxEventBytes, "event delivery: largest event accepted by POST /_herald/v1/events")
+	fs.StringVar(&c.Profile, "delivery-profile", delivery.ProfileStandardWebhooks,
+		"event delivery: wire profile of endpoints that choose none ("+strings.Join(delivery.ShippedProfiles(), ", ")+", or one of --delivery-profiles-file)")
+	fs.StringVar(&c.ProfilesFile, "delivery-profiles-file", "", "event delivery: JSON file of further wire profiles, {\"profiles\": [...]}")
+	fs.StringVar(&c.FailurePolicy, "delivery-failure-policy", delivery.FailurePolicyStandard,
+		"event delivery: failure policy of endpoints that set none: standard (a 4xx other than 408, 409, 425 and 429 is final) or retry_all")
+	fs.BoolVar(&c.VerifyEndpoints, "delivery-verify-endpoints", false, "event delivery: every new endpoint must prove it owns its URL (a challenge) before it receives events")
 }
 
 func (c *deliveryConfig) problems() []string {
@@ -68,7 +79,33 @@ func (c *deliveryConfig) problems() []string {
 	if !strings.HasPrefix(c.DefaultStream, "/") || strings.HasPrefix(c.DefaultStream, httpapi.HeraldPrefix) {
 		out = append(out, "--delivery-default-stream must be a stream path")
 	}
+	if !delivery.ValidFailurePolicy(c.FailurePolicy) {
+		out = append(out, fmt.Sprintf("--delivery-failure-policy %q: use %s or %s", c.FailurePolicy, delivery.FailurePolicyStandard, delivery.FailurePolicyRetryAll))
+	}
+	if _, err := c.profiles(); err != nil {
+		out = append(out, err.Error())
+	}
 	return out
+}
+
+// profiles returns the shipped profiles and those of --delivery-profiles-file,
+// with --delivery-profile as the default.
+func (c *deliveryConfig) profiles() (*delivery.ProfileSet, error) {
+	var extra []delivery.Profile
+	if c.ProfilesFile != "" {
+		data, err := os.ReadFile(c.ProfilesFile)
+		if err != nil {
+			return nil, fmt.Errorf("--delivery-profiles-file: %w", err)
+		}
+		if extra, err = delivery.ParseProfiles(data); err != nil {
+			return nil, fmt.Errorf("--delivery-profiles-file %s: %w", c.ProfilesFile, err)
+		}
+	}
+	ps, err := delivery.NewProfileSet(extra, c.Profile)
+	if err != nil {
+		return nil, fmt.Errorf("--delivery-profile: %w", err)
+	}
+	return ps, nil
 }
 
 func (c *deliveryConfig) schedule() (delivery.Schedule, error) {
@@ -97,6 +134,10 @@ func startDelivery(ctx context.Context, p deliveryParams) (*delivery.Engine, err
 	if err != nil {
 		return nil, err
 	}
+	profiles, err := c.profiles()
+	if err != nil {
+		return nil, err
+	}
 	eng, err := delivery.NewEngine(delivery.EngineConfig{
 		Store: p.Store,
 		// The engine bounds each endpoint; the sender's per-host bound
@@ -115,6 +156,10 @@ func startDelivery(ctx context.Context, p deliveryParams) (*delivery.Engine, err
 		Retention:           c.Retention,
 		DefaultStream:       c.DefaultStream,
 		MaxEventBytes:       c.MaxEventBytes,
+		Profiles:            profiles,
+		FailurePolicy:       c.FailurePolicy,
+		Timeout:             c.Timeout,
+		RequireVerification: c.VerifyEndpoints,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("event delivery: %w", err)

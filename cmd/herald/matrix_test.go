@@ -277,7 +277,7 @@ func (f *matrixFixtures) request(rt httpapi.Route) (matrixRequest, bool) {
 		if rt.Method == http.MethodPatch {
 			r.body = `{"description":"changed"}`
 		}
-	case "/_herald/v1/endpoints/{id}/rotate-secret", "/_herald/v1/endpoints/{id}/test":
+	case "/_herald/v1/endpoints/{id}/rotate-secret", "/_herald/v1/endpoints/{id}/test", "/_herald/v1/endpoints/{id}/verify":
 		r.path, r.owned = ep+strings.TrimPrefix(rt.Pattern, "/_herald/v1/endpoints/{id}"), true
 	case "/_herald/v1/endpoints/{id}/replay":
 		r.path, r.owned, r.body = ep+"/replay", true, `{"since":"2000-01-01T00:00:00Z"}`

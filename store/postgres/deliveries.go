@@ -162,7 +162,7 @@ const claimSQL = `UPDATE deliveries SET lease_until = $3, lease_token = nextval(
 	WHERE seq IN (
 		SELECT d.seq FROM deliveries d JOIN endpoints e ON e.id = d.endpoint_id
 		WHERE d.endpoint_id = $1 AND d.status IN ('pending', 'failed') AND d.next_attempt_at <= $2 AND d.lease_until <= $2
-			AND e.active AND e.disabled_at = 0
+			AND e.active AND e.disabled_at = 0 AND (NOT e.verify OR e.verified_at > 0)
 			AND (e.ordering <> 'stream' OR NOT EXISTS (
 				SELECT 1 FROM deliveries p WHERE p.endpoint_id = d.endpoint_id AND p.stream = d.stream
 					AND p.status IN ('pending', 'failed') AND p.position < d.position))

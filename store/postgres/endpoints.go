@@ -30,11 +30,14 @@ func (s *Store) EndpointCreate(ctx context.Context, params *store.EndpointCreate
 	}
 	err = s.tx(ctx, func(tx *wtx) error {
 		tag, err := tx.Exec(ctx, `INSERT INTO endpoints (`+codec.EndpointColumns+`) VALUES
-			($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, 0, 0, 0, '', 0, '', $17, $18, 1, 1)
+			($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, 0, 0, 0, '', 0, '', $17, $18, 1, 1,
+			$19, $20, $21, $22, $23, $24, $25, $26, $27)
 			ON CONFLICT (id) DO NOTHING`,
 			ep.ID, ep.URL, r.Types, r.Streams, ep.Filter, ep.Description, ep.Tenant, ep.Active, ep.RateLimit, ep.MaxInFlight,
 			ep.Ordering, r.Schedule, r.Headers, r.Secret, r.PreviousSecret, codec.Nanos(ep.PreviousSecretUntil),
-			codec.Nanos(ep.CreatedAt), codec.Nanos(ep.UpdatedAt))
+			codec.Nanos(ep.CreatedAt), codec.Nanos(ep.UpdatedAt), ep.Name, ep.Profile, ep.FailurePolicy, ep.Timeout.Milliseconds(),
+			ep.Verification.Required, codec.Nanos(ep.Verification.VerifiedAt), ep.Verification.CodeHash,
+			codec.Nanos(ep.Verification.SentAt), ep.Verification.Error)
 		if err != nil {
 			return fmt.Errorf("postgres: insert endpoint: %w", err)
 		}
@@ -97,11 +100,14 @@ func (s *Store) EndpointUpdate(ctx context.Context, params *store.EndpointUpdate
 	err = s.tx(ctx, func(tx *wtx) error {
 		tag, err := tx.Exec(ctx, `UPDATE endpoints SET url = $1, event_types = $2, streams = $3, filter = $4, description = $5, tenant = $6,
 			active = $7, rate_limit = $8, max_in_flight = $9, ordering = $10, retry_schedule = $11, headers = $12, secret = $13,
-			previous_secret = $14, previous_secret_until = $15, updated_at = $16, version = version + 1
+			previous_secret = $14, previous_secret_until = $15, updated_at = $16, version = version + 1,
+			name = $19, profile = $20, failure_policy = $21, timeout_ms = $22, verify = $23, verified_at = $24,
+			verification_hash = $25, verification_sent_at = $26, verification_error = $27
 			WHERE id = $17 AND version = $18`,
 			ep.URL, r.Types, r.Streams, ep.Filter, ep.Description, ep.Tenant, ep.Active, ep.RateLimit, ep.MaxInFlight,
 			ep.Ordering, r.Schedule, r.Headers, r.Secret, r.PreviousSecret, codec.Nanos(ep.PreviousSecretUntil), codec.Nanos(params.Now),
-			ep.ID, params.ExpectVersion)
+			ep.ID, params.ExpectVersion, ep.Name, ep.Profile, ep.FailurePolicy, ep.Timeout.Milliseconds(), ep.Verification.Required,
+			codec.Nanos(ep.Verification.VerifiedAt), ep.Verification.CodeHash, codec.Nanos(ep.Verification.SentAt), ep.Verification.Error)
 		if err != nil {
 			return fmt.Errorf("postgres: update endpoint: %w", err)
 		}
@@ -166,7 +172,8 @@ func (s *Store) EndpointDelete(ctx context.Context, id string) error {
 
 // EndpointCount implements store.DeliveryStore.
 func (s *Store) EndpointCount(ctx context.Context) (map[string]int, error) {
-	return s.countBy(ctx, `SELECT CASE WHEN disabled_at > 0 THEN 'disabled' WHEN active THEN 'active' ELSE 'paused' END, count(*)
+	return s.countBy(ctx, `SELECT CASE WHEN disabled_at > 0 THEN 'disabled' WHEN verify AND verified_at = 0 THEN 'pending'
+		WHEN active THEN 'active' ELSE 'paused' END, count(*)
 		FROM endpoints GROUP BY 1`, "count endpoints",
-		map[string]int{store.EndpointActive: 0, store.EndpointPaused: 0, store.EndpointDisabled: 0})
+		map[string]int{store.EndpointActive: 0, store.EndpointPaused: 0, store.EndpointPending: 0, store.EndpointDisabled: 0})
 }

@@ -206,7 +206,7 @@ func (b *batch) insertDelivery(d *store.Delivery, now int64) (int64, error) {
 // database and leases live in memory, see leaseBook.)
 const claimSQL = `SELECT d.seq FROM deliveries d JOIN endpoints e ON e.id = d.endpoint_id
 	WHERE d.endpoint_id = ?1 AND d.status IN ('pending', 'failed') AND d.next_attempt_at <= ?2
-		AND e.active AND e.disabled_at = 0
+		AND e.active AND e.disabled_at = 0 AND (NOT e.verify OR e.verified_at > 0)
 		AND (e.ordering <> 'stream' OR NOT EXISTS (
 			SELECT 1 FROM deliveries p WHERE p.endpoint_id = d.endpoint_id AND p.stream = d.stream
 				AND p.status IN ('pending', 'failed') AND p.position < d.position))

@@ -40,10 +40,12 @@ func (s *Store) EndpointCreate(ctx context.Context, params *store.EndpointCreate
 			return ruleError{store.ErrEndpointExists}
 		}
 		if _, err := b.exec(`INSERT INTO endpoints (`+endpointColumns+`) VALUES
-			(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, 0, 0, '', 0, '', ?, ?, 1, 1)`,
+			(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, 0, 0, '', 0, '', ?, ?, 1, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			ep.ID, ep.URL, r.Types, r.Streams, ep.Filter, ep.Description, ep.Tenant, ep.Active, ep.RateLimit, ep.MaxInFlight,
 			ep.Ordering, r.Schedule, r.Headers, r.Secret, r.PreviousSecret, codec.Nanos(ep.PreviousSecretUntil),
-			codec.Nanos(ep.CreatedAt), codec.Nanos(ep.UpdatedAt)); err != nil {
+			codec.Nanos(ep.CreatedAt), codec.Nanos(ep.UpdatedAt), ep.Name, ep.Profile, ep.FailurePolicy, ep.Timeout.Milliseconds(),
+			ep.Verification.Required, codec.Nanos(ep.Verification.VerifiedAt), ep.Verification.CodeHash,
+			codec.Nanos(ep.Verification.SentAt), ep.Verification.Error); err != nil {
 			return fmt.Errorf("insert endpoint: %w", err)
 		}
 		return b.snapshotCursors(ep.ID, params.Now)
@@ -144,10 +146,14 @@ func (s *Store) EndpointUpdate(ctx context.Context, params *store.EndpointUpdate
 	err = s.write(ctx, func(b *batch) error {
 		res, err := b.exec(`UPDATE endpoints SET url = ?, event_types = ?, streams = ?, filter = ?, description = ?, tenant = ?,
 			active = ?, rate_limit = ?, max_in_flight = ?, ordering = ?, retry_schedule = ?, headers = ?, secret = ?,
-			previous_secret = ?, previous_secret_until = ?, updated_at = ?, version = version + 1
+			previous_secret = ?, previous_secret_until = ?, updated_at = ?, version = version + 1,
+			name = ?, profile = ?, failure_policy = ?, timeout_ms = ?, verify = ?, verified_at = ?, verification_hash = ?,
+			verification_sent_at = ?, verification_error = ?
 			WHERE id = ? AND version = ?`,
 			ep.URL, r.Types, r.Streams, ep.Filter, ep.Description, ep.Tenant, ep.Active, ep.RateLimit, ep.MaxInFlight,
 			ep.Ordering, r.Schedule, r.Headers, r.Secret, r.PreviousSecret, codec.Nanos(ep.PreviousSecretUntil), codec.Nanos(params.Now),
+			ep.Name, ep.Profile, ep.FailurePolicy, ep.Timeout.Milliseconds(), ep.Verification.Required,
+			codec.Nanos(ep.Verification.VerifiedAt), ep.Verification.CodeHash, codec.Nanos(ep.Verification.SentAt), ep.Verification.Error,
 			ep.ID, params.ExpectVersion)
 		if err != nil {
 			return fmt.Errorf("update endpoint: %w", err)
@@ -218,13 +224,14 @@ func (s *Store) EndpointDelete(ctx context.Context, id string) error {
 
 // EndpointCount implements store.DeliveryStore.
 func (s *Store) EndpointCount(ctx context.Context) (map[string]int, error) {
-	rows, err := s.reader.QueryContext(ctx, `SELECT CASE WHEN disabled_at > 0 THEN 'disabled' WHEN active THEN 'active' ELSE 'paused' END, count(*)
+	rows, err := s.reader.QueryContext(ctx, `SELECT CASE WHEN disabled_at > 0 THEN 'disabled' WHEN verify AND verified_at = 0 THEN 'pending'
+		WHEN active THEN 'active' ELSE 'paused' END, count(*)
 		FROM endpoints GROUP BY 1`)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: count endpoints: %w", err)
 	}
 	defer rows.Close()
-	out := map[string]int{store.EndpointActive: 0, store.EndpointPaused: 0, store.EndpointDisabled: 0}
+	out := map[string]int{store.EndpointActive: 0, store.EndpointPaused: 0, store.EndpointPending: 0, store.EndpointDisabled: 0}
 	for rows.Next() {
 		var status string
 		var n int

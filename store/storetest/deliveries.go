@@ -14,6 +14,7 @@ import (
 func runDeliveries(t *testing.T, f Factory) {
 	run(t, f, "EndpointCRUD", testEndpointCRUD)
 	run(t, f, "EndpointCursorsSnapshot", testEndpointCursorsSnapshot)
+	run(t, f, "EndpointProfileAndVerification", testEndpointProfileAndVerification)
 	run(t, f, "DeliveryEnqueueCAS", testDeliveryEnqueueCAS)
 	run(t, f, "DeliveryClaimLease", testDeliveryClaimLease)
 	run(t, f, "DeliveryEnqueueLeased", testDeliveryEnqueueLeased)
@@ -133,6 +134,48 @@ func testEndpointCRUD(t *testing.T, f Factory) {
 	s = f.Reopen(t, s)
 	if _, err := s.EndpointGet(ctx, "ep_a"); err != nil {
 		t.Fatalf("after reopen: %v", err)
+	}
+}
+
+// testEndpointProfileAndVerification round-trips the name, profile,
+// failure policy, timeout and verification state through create, update
+// and a reopen, and checks that an endpoint awaiting verification counts
+// as pending and has nothing claimed until it is verified.
+func testEndpointProfileAndVerification(t *testing.T, f Factory) {
+	s := f.Open(t)
+	ctx := context.Background()
+	ep := endpoint("ep_v")
+	ep.Name, ep.Profile, ep.FailurePolicy, ep.Timeout = "orders", "x-acme", "retry_all", 1500*time.Millisecond
+	ep.Verification = store.EndpointVerification{Required: true, CodeHash: "abc", SentAt: t0, Error: "HTTP 404"}
+	mustEndpoint(t, s, ep)
+	got, err := s.EndpointGet(ctx, "ep_v")
+	if err != nil || got.Name != "orders" || got.Profile != "x-acme" || got.FailurePolicy != "retry_all" ||
+		got.Timeout != 1500*time.Millisecond || got.Verification != ep.Verification || got.Status() != store.EndpointPending {
+		t.Fatalf("get = %+v, %v", got, err)
+	}
+	counts, err := s.EndpointCount(ctx)
+	if err != nil || counts[store.EndpointPending] != 1 || counts[store.EndpointActive] != 0 {
+		t.Fatalf("count = %v, %v", counts, err)
+	}
+	mustEnqueue(t, s, delivery("ep_v", "e1", 0))
+	if res := mustClaim(t, s, "ep_v", 10, t0.Add(time.Second)); len(res.Deliveries) != 0 {
+		t.Fatalf("claimed %v from a pending endpoint", eventIDs(res.Deliveries))
+	}
+
+	got.Name, got.Profile, got.FailurePolicy, got.Timeout = "orders v2", "", "", 0
+	got.Verification = store.EndpointVerification{Required: true, VerifiedAt: t0.Add(time.Minute)}
+	upd, err := s.EndpointUpdate(ctx, &store.EndpointUpdateParams{Endpoint: *got, ExpectVersion: got.Version, Now: t0.Add(time.Minute)})
+	if err != nil || upd.Name != "orders v2" || upd.Profile != "" || upd.FailurePolicy != "" || upd.Timeout != 0 ||
+		upd.Verification != got.Verification || upd.Status() != store.EndpointActive {
+		t.Fatalf("update = %+v, %v", upd, err)
+	}
+	if res := mustClaim(t, s, "ep_v", 10, t0.Add(2*time.Minute)); len(res.Deliveries) != 1 {
+		t.Fatalf("claim after verification = %v", eventIDs(res.Deliveries))
+	}
+	s = f.Reopen(t, s)
+	again, err := s.EndpointGet(ctx, "ep_v")
+	if err != nil || again.Name != "orders v2" || again.Verification != got.Verification {
+		t.Fatalf("after reopen = %+v, %v", again, err)
 	}
 }
 

@@ -152,7 +152,8 @@ func ScanDelivery(ids *DeliveryIDs, row Row, extra ...any) (store.Delivery, erro
 const EndpointColumns = `id, url, event_types, streams, filter, description, tenant, active, rate_limit, max_in_flight,
 	ordering, retry_schedule, headers, secret, previous_secret, previous_secret_until,
 	consecutive_failures, last_success_at, last_failure_at, last_error, disabled_at, disabled_reason,
-	created_at, updated_at, version, health_version`
+	created_at, updated_at, version, health_version,
+	name, profile, failure_policy, timeout_ms, verify, verified_at, verification_hash, verification_sent_at, verification_error`
 
 // EndpointRow holds the encoded list-valued columns of an endpoint, and
 // its secret columns as stored (sealed by the backend).
@@ -195,14 +196,19 @@ func EncodeEndpoint(ep *store.Endpoint) (EndpointRow, error) {
 func ScanEndpoint(row Row) (store.Endpoint, EndpointRow, error) {
 	var ep store.Endpoint
 	var r EndpointRow
-	var prevUntil, lastOK, lastFail, disabled, created, updated int64
+	var prevUntil, lastOK, lastFail, disabled, created, updated, timeoutMS, verified, sent int64
+	v := &ep.Verification
 	err := row.Scan(&ep.ID, &ep.URL, &r.Types, &r.Streams, &ep.Filter, &ep.Description, &ep.Tenant, &ep.Active,
 		&ep.RateLimit, &ep.MaxInFlight, &ep.Ordering, &r.Schedule, &r.Headers, &ep.Secret, &ep.PreviousSecret, &prevUntil,
 		&ep.Health.ConsecutiveFailures, &lastOK, &lastFail, &ep.Health.LastError, &disabled, &ep.Health.DisabledReason,
-		&created, &updated, &ep.Version, &ep.HealthVersion)
+		&created, &updated, &ep.Version, &ep.HealthVersion,
+		&ep.Name, &ep.Profile, &ep.FailurePolicy, &timeoutMS, &v.Required, &verified, &v.CodeHash, &sent, &v.Error)
 	if err != nil {
 		return ep, r, err
 	}
+	ep.Timeout = time.Duration(timeoutMS) * time.Millisecond
+	v.VerifiedAt = FromNanos(verified)
+	v.SentAt = FromNanos(sent)
 	ep.PreviousSecretUntil = FromNanos(prevUntil)
 	ep.Health.LastSuccessAt = FromNanos(lastOK)
 	ep.Health.LastFailureAt = FromNanos(lastFail)

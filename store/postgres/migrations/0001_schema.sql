@@ -119,7 +119,19 @@ CREATE TABLE endpoints (
     created_at            BIGINT           NOT NULL,
     updated_at            BIGINT           NOT NULL,
     version               BIGINT           NOT NULL DEFAULT 1,
-    health_version        BIGINT           NOT NULL DEFAULT 1
+    health_version        BIGINT           NOT NULL DEFAULT 1,
+    -- The endpoint's name, wire profile, failure policy and attempt
+    -- timeout ('' and 0: the installation's defaults), and its ownership
+    -- verification (verified_at 0: pending while verify holds).
+    name                  TEXT COLLATE "C" NOT NULL DEFAULT '',
+    profile               TEXT COLLATE "C" NOT NULL DEFAULT '',
+    failure_policy        TEXT COLLATE "C" NOT NULL DEFAULT '',
+    timeout_ms            BIGINT           NOT NULL DEFAULT 0,
+    verify                BOOLEAN          NOT NULL DEFAULT false,
+    verified_at           BIGINT           NOT NULL DEFAULT 0,
+    verification_hash     TEXT COLLATE "C" NOT NULL DEFAULT '',
+    verification_sent_at  BIGINT           NOT NULL DEFAULT 0,
+    verification_error    TEXT COLLATE "C" NOT NULL DEFAULT ''
 );
 CREATE INDEX endpoints_tenant ON endpoints (tenant, id);
 
