@@ -42,7 +42,7 @@ func TestAPIBadInput(t *testing.T) {
 			{"bad stream pattern", "POST", "/_herald/v1/endpoints", `{"url":"` + hookURL + `","streams":["no-slash"]}`, 400, "invalid_stream_pattern"},
 			{"bad schedule", "POST", "/_herald/v1/endpoints", `{"url":"` + hookURL + `","retry_schedule":["5s","-1s"]}`, 400, "invalid_retry_schedule"},
 			{"empty schedule", "POST", "/_herald/v1/endpoints", `{"url":"` + hookURL + `","retry_schedule":[]}`, 400, "invalid_retry_schedule"},
-			{"bad filter", "POST", "/_herald/v1/endpoints", `{"url":"` + hookURL + `","filter":{"data.x":{"gt":1}}}`, 400, "invalid_filter"},
+			{"bad filter", "POST", "/_herald/v1/endpoints", `{"url":"` + hookURL + `","filter":{"data.x":{"near":1}}}`, 400, "invalid_filter"},
 			{"bad ordering", "POST", "/_herald/v1/endpoints", `{"url":"` + hookURL + `","ordering":"fifo"}`, 400, "invalid_ordering"},
 			{"bad rate", "POST", "/_herald/v1/endpoints", `{"url":"` + hookURL + `","rate_limit":-1}`, 400, "invalid_rate_limit"},
 			{"bad header", "POST", "/_herald/v1/endpoints", `{"url":"` + hookURL + `","headers":{"webhook-id":"x"}}`, 400, "invalid_header"},

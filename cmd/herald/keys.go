@@ -49,16 +49,16 @@ func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
 
 func runKeys(ctx context.Context, args []string, stdout, stderr io.Writer, env func(string) (string, bool)) error {
 	if len(args) == 0 || args[0] == "help" || args[0] == "--help" || args[0] == "-h" {
-		fmt.Fprint(stderr, keysUsage)
 		if len(args) == 0 {
+			fmt.Fprint(stderr, keysUsage)
 			return fmt.Errorf("%w: no keys subcommand given", errUsage)
 		}
+		fmt.Fprint(stdout, keysUsage)
 		return nil
 	}
 	sub, args := args[0], args[1:]
 	c := &keysCommand{stdout: stdout, client: &http.Client{Timeout: keysClientTimeout}}
 	fs := flag.NewFlagSet("herald keys "+sub, flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	c.url, _ = env("HERALD_URL")
 	if c.url == "" {
 		c.url = "http://127.0.0.1:4437"
@@ -87,11 +87,11 @@ func runKeys(ctx context.Context, args []string, stdout, stderr io.Writer, env f
 		fmt.Fprint(stderr, keysUsage)
 		return fmt.Errorf("%w: unknown keys subcommand %q", errUsage, sub)
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args, stdout, stderr); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
 		}
-		return fmt.Errorf("%w: %v", errUsage, err)
+		return err
 	}
 	if c.output != "table" && c.output != "json" {
 		return fmt.Errorf("%w: --output must be table or json", errUsage)

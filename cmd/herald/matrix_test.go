@@ -62,12 +62,12 @@ func newMatrix(t *testing.T) *matrix {
 	}))
 	t.Cleanup(receiver.Close)
 	cfg, err := parseServeFlags([]string{"--addr", "127.0.0.1:0", "--data-dir", t.TempDir(), "--webhook-allow-cidrs", "127.0.0.0/8"},
-		io.Discard, envOf(map[string]string{adminKeyEnv: testAdminKey}))
+		io.Discard, io.Discard, envOf(map[string]string{adminKeyEnv: testAdminKey}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	a, err := newApp(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	a, err := newApp(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
 	if err != nil {
 		cancel()
 		t.Fatal(err)

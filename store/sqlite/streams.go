@@ -8,13 +8,15 @@ import (
 	"mime"
 	"strings"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/heraldstreams/herald/protocol"
 	"github.com/heraldstreams/herald/store"
 )
 
 // StreamCreate implements store.Store.
 func (s *Store) StreamCreate(ctx context.Context, params *store.StreamCreateParams) (*store.StreamCreateResult, error) {
-	o := &createOp{p: params, done: make(chan struct{})}
+	o := &createOp{p: params, done: make(chan struct{}), trace: trace.SpanContextFromContext(ctx)}
 	if err := s.submit(ctx, o, o.done); err != nil {
 		return nil, err
 	}
@@ -23,7 +25,7 @@ func (s *Store) StreamCreate(ctx context.Context, params *store.StreamCreatePara
 
 // StreamAppend implements store.Store.
 func (s *Store) StreamAppend(ctx context.Context, params *store.StreamAppendParams) (*store.StreamAppendResult, error) {
-	o := &appendOp{p: params, done: make(chan struct{})}
+	o := &appendOp{p: params, done: make(chan struct{}), trace: trace.SpanContextFromContext(ctx)}
 	if err := s.submit(ctx, o, o.done); err != nil {
 		return nil, err
 	}
@@ -58,10 +60,11 @@ func isJSON(contentType string) bool {
 }
 
 type createOp struct {
-	p    *store.StreamCreateParams
-	done chan struct{}
-	res  *store.StreamCreateResult
-	err  error
+	p     *store.StreamCreateParams
+	done  chan struct{}
+	trace trace.SpanContext // of the request that made the stream
+	res   *store.StreamCreateResult
+	err   error
 }
 
 func (o *createOp) finish(err error) {
@@ -136,7 +139,7 @@ func (o *createOp) apply(b *batch) error {
 		}
 	}
 	b.put(e, true)
-	b.changes = append(b.changes, store.TailChange{StreamID: e.id, Path: e.path, Tail: e.tail, Closed: e.closed, Created: true})
+	b.changes = append(b.changes, store.TailChange{StreamID: e.id, Path: e.path, Tail: e.tail, Closed: e.closed, Created: true, Trace: o.trace})
 	o.res = &store.StreamCreateResult{Stream: e.stream(), Created: true}
 	return nil
 }
@@ -259,10 +262,11 @@ func (b *batch) insertChunk(e *entry, data []byte) error {
 }
 
 type appendOp struct {
-	p    *store.StreamAppendParams
-	done chan struct{}
-	res  *store.StreamAppendResult
-	err  error
+	p     *store.StreamAppendParams
+	done  chan struct{}
+	trace trace.SpanContext // of the request that appended
+	res   *store.StreamAppendResult
+	err   error
 }
 
 func (o *appendOp) finish(err error) {
@@ -343,7 +347,7 @@ func (o *appendOp) apply(b *batch) error {
 		}
 	}
 	b.put(ne, true)
-	b.changes = append(b.changes, store.TailChange{StreamID: ne.id, Path: ne.path, Tail: ne.tail, Closed: ne.closed})
+	b.changes = append(b.changes, store.TailChange{StreamID: ne.id, Path: ne.path, Tail: ne.tail, Closed: ne.closed, Trace: o.trace})
 	res.Stream = ne.stream()
 	o.res = res
 	return nil
