@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/heraldstreams/herald/auth"
 	"github.com/heraldstreams/herald/httpapi"
 )
@@ -66,8 +68,16 @@ func newMatrix(t *testing.T) *matrix {
 	if err != nil {
 		t.Fatal(err)
 	}
+	a := startApp(t, cfg, slog.New(slog.DiscardHandler), nil)
+	return &matrix{t: t, app: a, base: "http://" + a.ln.Addr().String(), receiver: receiver}
+}
+
+// startApp serves an app of cfg until the test ends, then shuts it down
+// as serve does.
+func startApp(t *testing.T, cfg *serveConfig, log *slog.Logger, tp trace.TracerProvider) *app {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	a, err := newApp(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
+	a, err := newApp(ctx, cfg, log, tp)
 	if err != nil {
 		cancel()
 		t.Fatal(err)
@@ -88,7 +98,7 @@ func newMatrix(t *testing.T) *matrix {
 			t.Error(err)
 		}
 	})
-	return &matrix{t: t, app: a, base: "http://" + a.ln.Addr().String(), receiver: receiver}
+	return a
 }
 
 // call sends one request and returns the status and body.
