@@ -85,18 +85,7 @@ func TestServerSpan(t *testing.T) {
 // recording) allocates nothing: an append allocates what the handler
 // alone did before it (BenchmarkAppend: 8).
 func TestAppendAllocsWithoutTracing(t *testing.T) {
-	res := &store.StreamAppendResult{Stream: stream(1, "/bench/s", "application/octet-stream", 100)}
-	s := New(Config{Store: &fakeStore{append: func(*store.StreamAppendParams) (*store.StreamAppendResult, error) { return res, nil }}})
-	body := strings.Repeat("x", 100)
-	r := httptest.NewRequest("POST", "/bench/s", nil)
-	r.Header.Set("Content-Type", "application/octet-stream")
-	w := &discardWriter{h: http.Header{}}
-	serve := func(h http.Handler) {
-		r.Body = io.NopCloser(strings.NewReader(body))
-		r.ContentLength = int64(len(body))
-		clear(w.h)
-		h.ServeHTTP(w, r)
-	}
+	s, serve := newAppendRig(Config{})
 	serve(s) // the series exist from now on
 	observed := testing.AllocsPerRun(200, func() { serve(s) })
 	bare := testing.AllocsPerRun(200, func() { serve(http.HandlerFunc(s.serve)) })
@@ -108,18 +97,9 @@ func TestAppendAllocsWithoutTracing(t *testing.T) {
 // BenchmarkAppendObserved is BenchmarkAppend with tracing (every span
 // sampled, exported nowhere) and the access log on, for comparison.
 func BenchmarkAppendObserved(b *testing.B) {
-	res := &store.StreamAppendResult{Stream: stream(1, "/bench/s", "application/octet-stream", 100)}
-	f := &fakeStore{append: func(*store.StreamAppendParams) (*store.StreamAppendResult, error) { return res, nil }}
-	s := New(Config{Store: f, TracerProvider: sdktrace.NewTracerProvider(), AccessLog: slog.New(slog.NewJSONHandler(io.Discard, nil))})
-	body := strings.Repeat("x", 100)
-	r := httptest.NewRequest("POST", "/bench/s", nil)
-	r.Header.Set("Content-Type", "application/octet-stream")
-	w := &discardWriter{h: http.Header{}}
+	s, serve := newAppendRig(Config{TracerProvider: sdktrace.NewTracerProvider(), AccessLog: slog.New(slog.NewJSONHandler(io.Discard, nil))})
 	b.ReportAllocs()
 	for b.Loop() {
-		r.Body = io.NopCloser(strings.NewReader(body))
-		r.ContentLength = int64(len(body))
-		clear(w.h)
-		s.ServeHTTP(w, r)
+		serve(s)
 	}
 }
