@@ -77,10 +77,11 @@ type CallbackResult struct {
 // error carries, with which it retries once. It is safe for concurrent
 // use; callbacks are sent one at a time, as Herald processes them.
 type CallbackClient struct {
-	url    string
-	epoch  int64
-	wakeID string
-	hc     *http.Client
+	url         string
+	epoch       int64
+	wakeID      string
+	traceparent string
+	hc          *http.Client
 
 	mu      sync.Mutex
 	token   string // guarded by mu
@@ -93,7 +94,7 @@ func NewCallbackClient(w *Wake, hc *http.Client) *CallbackClient {
 	if hc == nil {
 		hc = http.DefaultClient
 	}
-	return &CallbackClient{url: w.Callback, epoch: w.Epoch, wakeID: w.WakeID, hc: hc, token: w.Token}
+	return &CallbackClient{url: w.Callback, epoch: w.Epoch, wakeID: w.WakeID, traceparent: w.Traceparent, hc: hc, token: w.Token}
 }
 
 // Token returns the freshest token.
@@ -169,6 +170,9 @@ func (c *CallbackClient) post(ctx context.Context, body callbackBody) (*callback
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Authorization", "Bearer "+c.token)
+	if c.traceparent != "" {
+		req.Header.Set(TraceparentHeader, c.traceparent)
+	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
 		return nil, 0, fmt.Errorf("client: callback: %w", err)

@@ -126,6 +126,7 @@ func (c *Consumer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
+	wake.Traceparent = TraceparentOf(r.Header)
 	if err := c.HandleWake(r.Context(), wake); err != nil && !errors.Is(err, ErrFenced) {
 		c.cfg.Logger.Error("handling a wake", "consumer", wake.ConsumerID, "epoch", wake.Epoch, "err", err)
 		http.Error(w, "processing failed", http.StatusInternalServerError)

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"strconv"
 	"strings"
 	"time"
@@ -144,6 +145,32 @@ type Wake struct {
 	Callback string `json:"callback"`
 	// Token is the bearer token for the first callback.
 	Token string `json:"token"`
+	// Traceparent is the W3C traceparent header of the wake's POST, when
+	// Herald traces. Callbacks carry it back, so Herald's spans of the
+	// callbacks join the wake's trace. Consumer.ServeHTTP sets it; set it
+	// from the request yourself (TraceparentOf) when you call HandleWake
+	// or NewCallbackClient.
+	Traceparent string `json:"-"`
+}
+
+// TraceparentHeader is the W3C Trace Context header.
+const TraceparentHeader = "Traceparent"
+
+// TraceparentOf returns the request header's traceparent when it is
+// well formed (version, trace id, parent id and flags in lower-case hex),
+// else "".
+func TraceparentOf(h http.Header) string {
+	v := h.Get(TraceparentHeader)
+	if len(v) != 55 || v[2] != '-' || v[35] != '-' || v[52] != '-' {
+		return ""
+	}
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		if c != '-' && (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return ""
+		}
+	}
+	return v
 }
 
 // ParseWake reads a wake notification body. Unknown fields are ignored, so

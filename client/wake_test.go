@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"net/http"
 	"strconv"
 	"strings"
 	"testing"
@@ -175,4 +176,24 @@ func FuzzParseWake(f *testing.F) {
 			t.Fatalf("accepted incomplete wake %+v", w)
 		}
 	})
+}
+
+func TestTraceparentOf(t *testing.T) {
+	const good = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	for v, want := range map[string]string{
+		good: good,
+		"":   "",
+		"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7":     "",
+		"00-4BF92F3577B34DA6A3CE929D0E0E4736-00F067AA0BA902B7-01":  "",
+		"00_4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01":  "",
+		"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01x": "",
+	} {
+		h := http.Header{}
+		if v != "" {
+			h.Set("traceparent", v)
+		}
+		if got := TraceparentOf(h); got != want {
+			t.Errorf("TraceparentOf(%q) = %q, want %q", v, got, want)
+		}
+	}
 }

@@ -12,8 +12,10 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/heraldstreams/herald/glob"
+	"github.com/heraldstreams/herald/internal/telemetry"
 	"github.com/heraldstreams/herald/store"
 	"github.com/heraldstreams/herald/webhook"
 )
@@ -77,6 +79,11 @@ type EngineConfig struct {
 	Logger *slog.Logger
 	// Registerer, when set, receives the engine's metrics.
 	Registerer prometheus.Registerer
+	// TracerProvider traces matching and attempts: the match of a traced
+	// append or publish is its child, each attempt sent from that match a
+	// child of the match, and each POST carries traceparent. Nil: tracing
+	// off.
+	TracerProvider trace.TracerProvider
 	// RetrySchedule is the schedule of endpoints that set none;
 	// DefaultSchedule when nil.
 	RetrySchedule Schedule
@@ -138,6 +145,7 @@ type Engine struct {
 	sender  Sender
 	now     func() time.Time
 	log     *slog.Logger
+	tracer  trace.Tracer
 	metrics *engineMetrics
 	breaker Breaker
 
@@ -250,6 +258,7 @@ func NewEngine(cfg EngineConfig) (*Engine, error) {
 		sender:    cfg.Sender,
 		now:       cfg.Now,
 		log:       cfg.Logger,
+		tracer:    telemetry.Tracer(cfg.TracerProvider),
 		breaker:   Breaker{Threshold: cfg.BreakerThreshold},
 		endpoints: make(map[string]*liveEndpoint),
 		runners:   make(map[string]*runner),
@@ -583,7 +592,7 @@ func (e *Engine) sweepStreams(ctx context.Context) {
 	}
 	for _, s := range streams {
 		if len(e.endpointsFor(s.Path)) > 0 {
-			e.queue.add(s.Path)
+			e.queue.add(s.Path, trace.SpanContext{})
 		}
 	}
 }

@@ -9,29 +9,41 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/heraldstreams/herald/internal/telemetry"
 	"github.com/heraldstreams/herald/protocol"
 	"github.com/heraldstreams/herald/store"
 )
 
 // pathQueue is a coalescing set of streams to match: a stream queued
-// twice is matched once, and never by two workers at a time.
+// twice is matched once, and never by two workers at a time. It keeps,
+// for each stream, the span context of the first traced change since its
+// last match, so the match joins that request's trace.
 type pathQueue struct {
 	mu      sync.Mutex
 	order   []string
 	queued  map[string]bool
 	running map[string]bool
 	again   map[string]bool
+	traces  map[string]trace.SpanContext
 	closed  bool
 	signal  chan struct{}
 }
 
 func newPathQueue() *pathQueue {
-	return &pathQueue{queued: map[string]bool{}, running: map[string]bool{}, again: map[string]bool{}, signal: make(chan struct{}, 1)}
+	return &pathQueue{queued: map[string]bool{}, running: map[string]bool{}, again: map[string]bool{},
+		traces: map[string]trace.SpanContext{}, signal: make(chan struct{}, 1)}
 }
 
-func (q *pathQueue) add(path string) {
+func (q *pathQueue) add(path string, sc trace.SpanContext) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	if _, ok := q.traces[path]; !ok && sc.IsValid() && !q.closed {
+		q.traces[path] = sc
+	}
 	switch {
 	case q.closed || q.queued[path]:
 		return
@@ -47,18 +59,21 @@ func (q *pathQueue) add(path string) {
 	}
 }
 
-// take returns the next stream, or false once the queue is closed.
-func (q *pathQueue) take() (string, bool) {
+// take returns the next stream and the span context of its first traced
+// change, or false once the queue is closed.
+func (q *pathQueue) take() (string, trace.SpanContext, bool) {
 	for {
 		q.mu.Lock()
 		if q.closed {
 			q.mu.Unlock()
-			return "", false
+			return "", trace.SpanContext{}, false
 		}
 		if len(q.order) > 0 {
 			p := q.order[0]
 			q.order = q.order[1:]
 			delete(q.queued, p)
+			sc := q.traces[p]
+			delete(q.traces, p)
 			q.running[p] = true
 			if len(q.order) > 0 {
 				// Under mu: close cannot have closed signal yet.
@@ -68,7 +83,7 @@ func (q *pathQueue) take() (string, bool) {
 				}
 			}
 			q.mu.Unlock()
-			return p, true
+			return p, sc, true
 		}
 		q.mu.Unlock()
 		<-q.signal
@@ -82,7 +97,7 @@ func (q *pathQueue) done(path string) {
 	delete(q.again, path)
 	q.mu.Unlock()
 	if again {
-		q.add(path)
+		q.add(path, trace.SpanContext{}) // its trace, if any, is still kept
 	}
 }
 
@@ -104,7 +119,7 @@ func (e *Engine) listenLoop(feed <-chan store.TailChange, stop func()) {
 			return
 		case c := <-feed:
 			if !c.Deleted && len(e.endpointsFor(c.Path)) > 0 {
-				e.queue.add(c.Path)
+				e.queue.add(c.Path, c.Trace)
 			}
 		}
 	}
@@ -112,14 +127,31 @@ func (e *Engine) listenLoop(feed <-chan store.TailChange, stop func()) {
 
 func (e *Engine) matchWorker() {
 	for {
-		path, ok := e.queue.take()
+		path, parent, ok := e.queue.take()
 		if !ok {
 			return
 		}
-		if err := e.MatchStream(e.ctx, path); err != nil && e.ctx.Err() == nil {
-			e.log.Warn("matching a stream failed; the sweep retries it", "stream", path, "err", err)
-		}
+		e.matchTraced(parent, path)
 		e.queue.done(path)
+	}
+}
+
+// matchTraced matches a stream; when a traced request caused it, as a
+// span that is that request's child (a sweep's matches are not traced:
+// they would be a root span per stream per sweep).
+func (e *Engine) matchTraced(parent trace.SpanContext, path string) {
+	ctx := e.ctx
+	var span trace.Span
+	if parent.IsValid() {
+		ctx, span = e.tracer.Start(telemetry.Follow(ctx, parent), "delivery.match",
+			trace.WithAttributes(attribute.String("herald.stream", path)))
+		defer span.End()
+	}
+	if err := e.MatchStream(ctx, path); err != nil && e.ctx.Err() == nil {
+		e.log.Warn("matching a stream failed; the sweep retries it", "stream", path, "err", err)
+		if span != nil {
+			span.SetStatus(codes.Error, err.Error())
+		}
 	}
 }
 
@@ -358,7 +390,7 @@ func (e *Engine) matchPage(ctx context.Context, path string, eps []*liveEndpoint
 	if len(params.Cursors) == 0 && len(deliveries) == 0 && len(params.Spans) == 0 {
 		return false, nil
 	}
-	hand := e.leaseFresh(states, deliveries, now)
+	hand := e.leaseFresh(trace.SpanContextFromContext(ctx), states, deliveries, now)
 	res, err := e.st.DeliveryEnqueue(ctx, params)
 	if err != nil {
 		hand.settle(nil)
@@ -398,8 +430,8 @@ type deliveryKey struct{ endpoint, event string }
 
 // leaseFresh reserves runner slots for the deliveries, marks as many of
 // each endpoint's (the earliest) to be inserted leased, and starts their
-// sends.
-func (e *Engine) leaseFresh(states []*matchState, deliveries []store.Delivery, now time.Time) *handover {
+// sends, whose spans are children of parent (the match's span).
+func (e *Engine) leaseFresh(parent trace.SpanContext, states []*matchState, deliveries []store.Delivery, now time.Time) *handover {
 	h := &handover{e: e, eps: make(map[string]*handoverEndpoint, len(states)), ticket: &ticket{done: make(chan struct{})}}
 	want := make(map[string]int, len(states))
 	for _, d := range deliveries {
@@ -426,7 +458,7 @@ func (e *Engine) leaseFresh(states []*matchState, deliveries []store.Delivery, n
 		if reserved[d.EndpointID] > 0 && !d.NextAttemptAt.After(now) {
 			d.LeaseUntil = lease
 			reserved[d.EndpointID]--
-			he.r.sendEarly(he.le, *d, h.ticket)
+			he.r.sendEarly(parent, he.le, *d, h.ticket)
 		} else {
 			he.unleased = true
 		}

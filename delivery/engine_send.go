@@ -8,6 +8,11 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/heraldstreams/herald/internal/telemetry"
 	"github.com/heraldstreams/herald/store"
 	"github.com/heraldstreams/herald/webhook"
 )
@@ -243,15 +248,16 @@ func (r *runner) reserve(want int) int {
 // handoff sends claimed deliveries on slots taken by plan.
 func (r *runner) handoff(le *liveEndpoint, ds []store.Delivery) {
 	for _, d := range ds {
-		r.sendEarly(le, d, nil)
+		r.sendEarly(trace.SpanContext{}, le, d, nil)
 	}
 }
 
 // sendEarly sends a delivery on a slot already taken; with a ticket, a
 // delivery being inserted leased, before its insert commits (see
-// handover).
-func (r *runner) sendEarly(le *liveEndpoint, d store.Delivery, t *ticket) {
-	if !r.e.goOwned(func() { r.send(le, d, t) }) {
+// handover). parent is the span an attempt's span is a child of (the
+// match of a fresh event; invalid for a claim).
+func (r *runner) sendEarly(parent trace.SpanContext, le *liveEndpoint, d store.Delivery, t *ticket) {
+	if !r.e.goOwned(func() { r.send(parent, le, d, t) }) {
 		r.unreserve(1)
 		r.wake() // the stopping loop waits for inflight to reach 0
 	}
@@ -312,14 +318,26 @@ func (r *runner) untilDue(now time.Time) time.Duration {
 
 // send attempts one delivery and hands the outcome to the loop. With a
 // ticket (an early send), it first waits to learn whether the store kept
-// the delivery, and drops the outcome if not.
-func (r *runner) send(le *liveEndpoint, d store.Delivery, t *ticket) {
+// the delivery, and drops the outcome if not. The attempt is a span, a
+// child of parent when valid; its POST carries the span's traceparent.
+func (r *runner) send(parent trace.SpanContext, le *liveEndpoint, d store.Delivery, t *ticket) {
 	e := r.e
+	ctx, span := e.tracer.Start(telemetry.Follow(e.sendCtx, parent), "delivery.attempt", trace.WithAttributes(
+		attribute.String("herald.endpoint_id", d.EndpointID), attribute.String("herald.event_id", d.EventID),
+		attribute.String("herald.event_type", d.EventType), attribute.String("herald.stream", d.Stream),
+		attribute.Int("herald.attempt", d.Attempts+1)))
+	defer span.End()
 	at := e.now()
 	req, err := e.signedRequest(le, d.EventID, d.EventType, d.Body, at)
 	var resp *webhook.Response
 	if err == nil {
-		resp, err = e.sender.Send(e.sendCtx, req)
+		resp, err = e.sender.Send(ctx, req)
+	}
+	switch {
+	case err != nil:
+		span.SetStatus(codes.Error, err.Error())
+	case !resp.OK():
+		span.SetStatus(codes.Error, fmt.Sprintf("HTTP %d", resp.StatusCode))
 	}
 	latency := e.now().Sub(at)
 	if resp != nil {
@@ -335,6 +353,7 @@ func (r *runner) send(le *liveEndpoint, d store.Delivery, t *ticket) {
 		}
 		d = kept
 	}
+	span.SetAttributes(attribute.String("herald.delivery_id", d.ID))
 	r.results <- sendResult{d: d, resp: resp, err: err, at: at, latency: latency}
 }
 
@@ -419,8 +438,9 @@ func (r *runner) record(batch []sendResult) (time.Time, bool) {
 			if tripped {
 				e.log.Warn("endpoint disabled by the circuit breaker", "endpoint", r.id, "reason", h.DisabledReason)
 			}
-			for _, f := range finals {
+			for i, f := range finals {
 				e.observe(f, now)
+				e.logOutcome(r.id, batch[i].d, params.Results[i])
 			}
 			for _, dr := range params.Results {
 				if dr.Status == store.DeliveryFailed && (r.nextDue.IsZero() || dr.NextAttemptAt.Before(r.nextDue)) {
@@ -445,6 +465,21 @@ func (r *runner) record(batch []sendResult) (time.Time, bool) {
 	}
 	e.log.Error("recording delivery outcomes kept conflicting", "endpoint", r.id)
 	return time.Time{}, false
+}
+
+// logOutcome logs a failed attempt (with when the next one is due) and a
+// delivery that ran out of attempts (a dead letter), with its ids. The
+// error text names no URL (see webhook.Sender), so no credential in an
+// endpoint's URL reaches the log.
+func (e *Engine) logOutcome(endpoint string, d store.Delivery, dr store.DeliveryResult) {
+	attrs := []any{"endpoint", endpoint, "delivery", d.ID, "event", d.EventID, "event_type", d.EventType,
+		"attempt", d.Attempts + 1, "status", dr.Attempt.StatusCode, "err", dr.Attempt.Error}
+	switch dr.Status {
+	case store.DeliveryFailed:
+		e.log.Info("delivery attempt failed", append(attrs, "next_attempt_at", dr.NextAttemptAt)...)
+	case store.DeliveryExhausted:
+		e.log.Warn("delivery exhausted: dead letter", attrs...)
+	}
 }
 
 type finalOutcome struct {

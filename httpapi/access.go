@@ -157,10 +157,12 @@ func (s *Server) audited(w http.ResponseWriter, r *http.Request, p *auth.Princip
 		slog.String("route", route), slog.String("path", r.URL.Path), slog.Int("status", sw.status()))
 }
 
-// statusWriter remembers the status a handler wrote.
+// statusWriter remembers the status a handler wrote and counts the body
+// bytes.
 type statusWriter struct {
 	http.ResponseWriter
-	code int
+	code  int
+	bytes int64
 }
 
 func (w *statusWriter) WriteHeader(code int) {
@@ -174,7 +176,9 @@ func (w *statusWriter) Write(b []byte) (int, error) {
 	if w.code == 0 {
 		w.code = http.StatusOK
 	}
-	return w.ResponseWriter.Write(b)
+	n, err := w.ResponseWriter.Write(b)
+	w.bytes += int64(n)
+	return n, err
 }
 
 // Unwrap lets http.ResponseController reach the connection.

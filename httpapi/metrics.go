@@ -2,12 +2,14 @@ package httpapi
 
 import "github.com/prometheus/client_golang/prometheus"
 
-// RegisterMetrics registers the HTTP layer's metrics: the live reads open
-// now, by mode; the connections open and refused at the limit; the bytes
-// of request bodies buffered and the requests refused for want of budget;
-// and the bodies cut for arriving too slowly.
+// RegisterMetrics registers the HTTP layer's metrics: requests by route,
+// method and status and their duration; the time appends take to be
+// durable; the live reads open now, by mode; the connections open and
+// refused at the limit; the bytes of request bodies buffered and the
+// requests refused for want of budget; and the bodies cut for arriving
+// too slowly.
 func (s *Server) RegisterMetrics(reg prometheus.Registerer) error {
-	var cs []prometheus.Collector
+	cs := []prometheus.Collector{s.httpMetrics.requests, s.httpMetrics.duration, s.appendDuration}
 	for mode, n := range map[string]func() int64{
 		"long-poll": s.liveLongPolls.Load,
 		"sse":       s.liveSSE.Load,

@@ -18,8 +18,10 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/heraldstreams/herald/auth"
+	"github.com/heraldstreams/herald/internal/telemetry"
 	"github.com/heraldstreams/herald/store"
 )
 
@@ -90,6 +92,15 @@ type Config struct {
 	// others get 421. It closes DNS rebinding against a Herald on
 	// loopback.
 	AllowedHosts []string
+	// AccessLog, when set, receives one line per request (method, route,
+	// path, the query with credential-like values redacted, status,
+	// bytes, duration, request id), and requests get an X-Request-Id.
+	// Nil: no access log.
+	AccessLog *slog.Logger
+	// TracerProvider, when set, makes each request a server span named by
+	// its route pattern, continuing the caller's traceparent. Nil:
+	// tracing off, at no cost to requests.
+	TracerProvider trace.TracerProvider
 }
 
 // Server is the HTTP handler of the Durable Streams protocol and Herald's
@@ -124,6 +135,14 @@ type Server struct {
 	authFailures   *prometheus.CounterVec
 	routesMu       sync.Mutex
 	routes         []Route
+
+	// Observation (observe.go).
+	accessLog      *slog.Logger
+	tracer         trace.Tracer // nil: tracing off
+	httpMetrics    *httpMetrics
+	appendDuration prometheus.Histogram
+	requestPrefix  string
+	requestSeq     atomic.Uint64
 
 	// mux routes the reserved prefixes (Herald's API and callbacks).
 	mux           *http.ServeMux
@@ -161,8 +180,19 @@ func New(cfg Config) *Server {
 			Name: "herald_auth_failures_total",
 			Help: "Requests refused by access control, by error code (UNAUTHENTICATED, INVALID_KEY, KEY_EXPIRED, FORBIDDEN, AUTH_UNAVAILABLE).",
 		}, []string{"code"}),
-		mux:      http.NewServeMux(),
-		shutdown: make(chan struct{}),
+		accessLog:   cfg.AccessLog,
+		httpMetrics: newHTTPMetrics(),
+		appendDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "herald_stream_append_duration_seconds",
+			Help:    "Time the store took to make an append durable (group commit and fsync included), from its submission to its acknowledgement.",
+			Buckets: prometheus.ExponentialBuckets(0.0001, 2, 16),
+		}),
+		requestPrefix: newRequestPrefix(),
+		mux:           http.NewServeMux(),
+		shutdown:      make(chan struct{}),
+	}
+	if cfg.TracerProvider != nil {
+		s.tracer = telemetry.Tracer(cfg.TracerProvider)
 	}
 	s.bodies.limit = cfg.MaxBufferedBytes
 	if s.bodies.limit <= 0 {
@@ -249,8 +279,8 @@ var (
 	valVaryOrigin  = []string{"Origin"}
 )
 
-// ServeHTTP implements http.Handler.
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+// serve serves a request (ServeHTTP observes it).
+func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
 	// Browser security headers on every response (docs/protocol.md, Streams
 	// and paths).

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/heraldstreams/herald/protocol"
 	"github.com/heraldstreams/herald/store"
@@ -71,7 +72,9 @@ func (s *Server) append(w http.ResponseWriter, r *http.Request, path string, d *
 		}
 	}
 
+	start := time.Now()
 	res, err := s.store.StreamAppend(r.Context(), &params)
+	s.appendDuration.Observe(time.Since(start).Seconds())
 	if err != nil {
 		s.fail(w, r, err)
 		return

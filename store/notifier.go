@@ -1,6 +1,10 @@
 package store
 
-import "sync"
+import (
+	"sync"
+
+	"go.opentelemetry.io/otel/trace"
+)
 
 // Notifier tells readers and engines that a stream's tail changed. The
 // in-process Hub implements it for one process; a backend shared by several
@@ -26,6 +30,10 @@ type TailChange struct {
 	Closed   bool
 	Created  bool
 	Deleted  bool
+	// Trace is the span context of the request that made the change
+	// (invalid when tracing is off), so the work it causes, a wake or a
+	// match, joins the request's trace.
+	Trace trace.SpanContext
 }
 
 // Hub is the in-process Notifier. The zero value is not usable; use NewHub.

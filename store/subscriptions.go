@@ -30,9 +30,9 @@ type SubscriptionStore interface {
 	// those whose canonical pattern is params.Pattern.
 	SubscriptionList(ctx context.Context, params *SubscriptionListParams) ([]Subscription, error)
 	// SubscriptionDelete removes a subscription and, in the same
-	// transaction, every consumer of it with their memberships.
-	// ErrSubscriptionNotFound when absent.
-	SubscriptionDelete(ctx context.Context, params *SubscriptionDeleteParams) error
+	// transaction, every consumer of it with their memberships, and returns
+	// how many consumers it removed. ErrSubscriptionNotFound when absent.
+	SubscriptionDelete(ctx context.Context, params *SubscriptionDeleteParams) (int, error)
 
 	// ConsumerInsert stores new consumers; a consumer whose ID exists is
 	// left as it is. It returns the IDs it inserted.

@@ -12,7 +12,9 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 
+	"github.com/heraldstreams/herald/internal/telemetry"
 	"github.com/heraldstreams/herald/protocol"
 	"github.com/heraldstreams/herald/store"
 	"github.com/heraldstreams/herald/webhook"
@@ -89,6 +91,10 @@ type EngineConfig struct {
 	Logger *slog.Logger
 	// Registerer, when set, receives the engine's metrics.
 	Registerer prometheus.Registerer
+	// TracerProvider traces wakes: a wake caused by an append or a
+	// callback is a child of that request's span, and its POST carries
+	// traceparent. Nil: tracing off.
+	TracerProvider trace.TracerProvider
 	// Workers is how many stream changes are processed at once.
 	Workers int
 	// SweepInterval is how often the store is asked for due consumers
@@ -122,6 +128,7 @@ type Engine struct {
 	now     func() time.Time
 	rand    io.Reader
 	log     *slog.Logger
+	tracer  trace.Tracer
 	metrics *engineMetrics
 	workers int
 	sweep   time.Duration
@@ -162,6 +169,7 @@ func NewEngine(cfg EngineConfig) (*Engine, error) {
 		now:      cfg.Now,
 		rand:     cfg.Rand,
 		log:      cfg.Logger,
+		tracer:   telemetry.Tracer(cfg.TracerProvider),
 		workers:  cfg.Workers,
 		sweep:    cfg.SweepInterval,
 		subs:     map[string]*cachedSub{},
@@ -374,18 +382,32 @@ func (e *Engine) casOutcome(err error, sc *store.Consumer, id string) (retry boo
 	return false, err
 }
 
-// runEffects runs what a decision asked for, after it was stored.
-func (e *Engine) runEffects(a applied) {
+// runEffects runs what a decision asked for, after it was stored. ctx
+// names the span of what caused the decision (an append, a callback, a
+// webhook's answer), which a wake it sends continues.
+func (e *Engine) runEffects(ctx context.Context, a applied) {
 	for _, eff := range a.Effects {
 		switch eff := eff.(type) {
 		case SendWake:
-			e.startSend(a, eff)
+			e.startSend(trace.SpanContextFromContext(ctx), a, eff)
 		case ArmTimer:
 			e.timers.add(eff.At)
 		case Remove:
-			e.log.Debug("consumer removed", "consumer", a.Consumer.ID, "reason", eff.Reason)
+			e.logRemoved(a.Consumer, eff.Reason)
 		}
 	}
+}
+
+// logRemoved logs the removal of a consumer (garbage collection): a
+// consumer whose webhook kept failing is a warning, as its wake retries
+// were exhausted.
+func (e *Engine) logRemoved(c Consumer, reason RemoveReason) {
+	if reason == RemovedWebhookFailing {
+		e.log.Warn("wake retries exhausted: consumer removed", "consumer", c.ID, "subscription", c.SubscriptionID,
+			"reason", reason, "failing_since", c.FailingSince, "epoch", c.Epoch, "wake_id", c.WakeID)
+		return
+	}
+	e.log.Info("consumer removed", "consumer", c.ID, "subscription", c.SubscriptionID, "reason", reason)
 }
 
 // tails reads the current tail of every path, as offsets. A stream that

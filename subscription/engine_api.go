@@ -183,13 +183,15 @@ func (e *Engine) DeleteSubscription(ctx context.Context, pattern, id string) err
 	if err != nil {
 		return err
 	}
-	err = e.st.SubscriptionDelete(ctx, &store.SubscriptionDeleteParams{ID: id})
+	removed, err := e.st.SubscriptionDelete(ctx, &store.SubscriptionDeleteParams{ID: id})
 	if errors.Is(err, store.ErrSubscriptionNotFound) {
 		return fmt.Errorf("%w: %q", ErrSubscriptionNotFound, id)
 	}
 	if err != nil {
 		return err
 	}
+	e.metrics.removed.WithLabelValues(string(RemovedSubscriptionDeleted)).Add(float64(removed))
+	e.log.Info("subscription deleted", "subscription", id, "consumers_removed", removed)
 	e.uncacheSubscription(id)
 	e.members.clear() // the store removed the subscription's consumers
 	return nil
@@ -288,7 +290,7 @@ func (e *Engine) callback(ctx context.Context, p *CallbackParams) (*CallbackResp
 		}
 		return nil, ce
 	}
-	e.runEffects(a)
+	e.runEffects(ctx, a)
 	next, err := e.keys.Renew(p.Token, claims, now)
 	if err != nil {
 		return nil, err

@@ -8,6 +8,9 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/heraldstreams/herald/internal/telemetry"
 	"github.com/heraldstreams/herald/store"
 )
 
@@ -25,25 +28,39 @@ const (
 )
 
 // pathQueue is a FIFO of stream paths that coalesces: a path queued again
-// before a worker takes it is queued once, with the union of its flags. A
-// path a worker is processing can be queued again, so a change that lands
-// during the processing is processed after it.
+// before a worker takes it is queued once, with the union of its flags
+// and the span context of its first traced change. A path a worker is
+// processing can be queued again, so a change that lands during the
+// processing is processed after it.
 type pathQueue struct {
 	mu     sync.Mutex
-	flags  map[string]uint8 // guarded by mu
-	order  []string         // guarded by mu
-	head   int              // guarded by mu
+	queued map[string]queuedPath // guarded by mu
+	order  []string              // guarded by mu
+	head   int                   // guarded by mu
 	signal chan struct{}
 }
 
-func newPathQueue() *pathQueue {
-	return &pathQueue{flags: map[string]uint8{}, signal: make(chan struct{}, 1)}
+// queuedPath is what is queued for one path.
+type queuedPath struct {
+	flags uint8
+	// trace is the span context of the request whose change queued the
+	// path first (invalid when none was traced): the wakes it causes
+	// join that request's trace.
+	trace trace.SpanContext
 }
 
-func (q *pathQueue) push(path string, f uint8) {
+func newPathQueue() *pathQueue {
+	return &pathQueue{queued: map[string]queuedPath{}, signal: make(chan struct{}, 1)}
+}
+
+func (q *pathQueue) push(path string, f uint8, sc trace.SpanContext) {
 	q.mu.Lock()
-	old, queued := q.flags[path]
-	q.flags[path] = old | f
+	old, queued := q.queued[path]
+	old.flags |= f
+	if !old.trace.IsValid() {
+		old.trace = sc
+	}
+	q.queued[path] = old
 	if !queued {
 		q.order = append(q.order, path)
 	}
@@ -59,7 +76,7 @@ func (q *pathQueue) notify() {
 }
 
 // pop takes the oldest path, waiting for one until ctx ends.
-func (q *pathQueue) pop(ctx context.Context) (string, uint8, bool) {
+func (q *pathQueue) pop(ctx context.Context) (string, queuedPath, bool) {
 	for {
 		q.mu.Lock()
 		if q.head < len(q.order) {
@@ -70,8 +87,8 @@ func (q *pathQueue) pop(ctx context.Context) (string, uint8, bool) {
 				q.order = slices.Clone(q.order[q.head:])
 				q.head = 0
 			}
-			f := q.flags[p]
-			delete(q.flags, p)
+			f := q.queued[p]
+			delete(q.queued, p)
 			more := q.head < len(q.order)
 			q.mu.Unlock()
 			if more {
@@ -83,7 +100,7 @@ func (q *pathQueue) pop(ctx context.Context) (string, uint8, bool) {
 		select {
 		case <-q.signal:
 		case <-ctx.Done():
-			return "", 0, false
+			return "", queuedPath{}, false
 		}
 	}
 }
@@ -184,7 +201,7 @@ func (e *Engine) listen(changes <-chan store.TailChange, stop func()) {
 			if ch.Deleted {
 				f = flagDeleted
 			}
-			e.queue.push(ch.Path, f)
+			e.queue.push(ch.Path, f, ch.Trace)
 		}
 	}
 }
@@ -192,11 +209,11 @@ func (e *Engine) listen(changes <-chan store.TailChange, stop func()) {
 // work processes queued stream changes until the engine stops.
 func (e *Engine) work() {
 	for {
-		path, f, ok := e.queue.pop(e.ctx)
+		path, q, ok := e.queue.pop(e.ctx)
 		if !ok {
 			return
 		}
-		if err := e.processStream(e.ctx, path, f); err != nil && e.ctx.Err() == nil {
+		if err := e.processStream(telemetry.Follow(e.ctx, q.trace), path, q.flags); err != nil && e.ctx.Err() == nil {
 			e.log.Warn("processing a stream change", "stream", path, "err", err)
 		}
 	}
@@ -270,7 +287,7 @@ func (e *Engine) applyEach(ctx context.Context, consumers []store.Consumer, ev E
 			}
 			continue
 		}
-		e.runEffects(a)
+		e.runEffects(ctx, a)
 	}
 	return errors.Join(errs...)
 }
@@ -422,7 +439,7 @@ func (e *Engine) tickAll(ctx context.Context, batch []store.Consumer) error {
 				}
 				return
 			}
-			e.runEffects(a)
+			e.runEffects(ctx, a)
 		}(&batch[i])
 	}
 	wg.Wait()

@@ -129,19 +129,21 @@ func (m *memStore) SubscriptionList(_ context.Context, p *store.SubscriptionList
 	return out, nil
 }
 
-func (m *memStore) SubscriptionDelete(_ context.Context, p *store.SubscriptionDeleteParams) error {
+func (m *memStore) SubscriptionDelete(_ context.Context, p *store.SubscriptionDeleteParams) (int, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if _, ok := m.subs[p.ID]; !ok {
-		return store.ErrSubscriptionNotFound
+		return 0, store.ErrSubscriptionNotFound
 	}
 	delete(m.subs, p.ID)
+	removed := 0
 	for id, c := range m.consumers {
 		if c.SubscriptionID == p.ID {
 			delete(m.consumers, id)
+			removed++
 		}
 	}
-	return nil
+	return removed, nil
 }
 
 // insert adds consumers that do not exist yet; caller holds mu.

@@ -4,6 +4,11 @@ import (
 	"errors"
 	"net/http"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/heraldstreams/herald/internal/telemetry"
 	"github.com/heraldstreams/herald/store"
 	"github.com/heraldstreams/herald/webhook"
 )
@@ -19,7 +24,7 @@ const (
 // the append path nor the caller waits for the webhook. MaxInFlight bounds
 // the requests in flight; past it the caller (a worker, a sweep, a
 // callback that re-woke its consumer) waits for a slot.
-func (e *Engine) startSend(a applied, w SendWake) {
+func (e *Engine) startSend(parent trace.SpanContext, a applied, w SendWake) {
 	select {
 	case e.inflight <- struct{}{}:
 	case <-e.ctx.Done():
@@ -27,7 +32,7 @@ func (e *Engine) startSend(a applied, w SendWake) {
 	}
 	if !e.goOwned(func() {
 		defer func() { <-e.inflight }()
-		e.deliver(a, w)
+		e.deliver(parent, a, w)
 	}) {
 		<-e.inflight
 	}
@@ -39,25 +44,34 @@ func (e *Engine) startSend(a applied, w SendWake) {
 // a retry hours later is within the receiver's tolerance. The outcome is
 // applied to the consumer as it was stored with the wake (compare-and-set
 // re-reads it if it changed meanwhile).
-func (e *Engine) deliver(a applied, w SendWake) {
-	ctx := e.ctx
+//
+// The wake is a span, a child of parent (the request that caused it) when
+// that was traced; its POST carries the span's traceparent.
+func (e *Engine) deliver(parent trace.SpanContext, a applied, w SendWake) {
 	c := &a.Consumer
+	ctx, span := e.tracer.Start(telemetry.Follow(e.ctx, parent), "subscription.wake", trace.WithAttributes(
+		attribute.String("herald.consumer_id", c.ID), attribute.String("herald.subscription_id", c.SubscriptionID),
+		attribute.Int64("herald.epoch", w.Wake.Epoch), attribute.String("herald.wake_id", w.Wake.WakeID),
+		attribute.Int("herald.attempt", w.Attempt)))
+	defer span.End()
 	sub, err := e.subscription(ctx, c.SubscriptionID)
 	if errors.Is(err, store.ErrSubscriptionNotFound) {
 		// Deleted with a wake in flight: the consumer goes too (S7).
 		if a, err := e.apply(ctx, c.ID, SubscriptionDeleted{}, nil, nil); err == nil {
-			e.runEffects(a)
+			e.runEffects(ctx, a)
 		}
 		return
 	}
 	if err != nil {
 		// The waking deadline, already stored, retries the delivery.
+		span.SetStatus(codes.Error, err.Error())
 		e.logSendError(c.ID, err)
 		return
 	}
 	now := e.now()
 	token, err := e.keys.Issue(TokenSubject{ConsumerID: c.ID, Incarnation: c.Incarnation, Epoch: w.Wake.Epoch}, now)
 	if err != nil {
+		span.SetStatus(codes.Error, err.Error())
 		e.logSendError(c.ID, err)
 		return
 	}
@@ -83,6 +97,7 @@ func (e *Engine) deliver(a applied, w SendWake) {
 	outcome := outcomeFailed
 	if err != nil {
 		e.log.Debug("wake delivery failed", "consumer", c.ID, "attempt", w.Attempt, "err", err)
+		span.SetStatus(codes.Error, err.Error())
 	} else {
 		e.metrics.latency.Observe(resp.Latency.Seconds())
 		if resp.OK() {
@@ -95,6 +110,7 @@ func (e *Engine) deliver(a applied, w SendWake) {
 		}
 	}
 	e.metrics.deliveries.WithLabelValues(outcome).Inc()
+	span.SetAttributes(attribute.String("herald.outcome", outcome))
 	pre := toStored(c)
 	pre.Version = a.Version
 	a, err = e.apply(ctx, c.ID, res, nil, &pre)
@@ -104,7 +120,7 @@ func (e *Engine) deliver(a applied, w SendWake) {
 		}
 		return
 	}
-	e.runEffects(a)
+	e.runEffects(ctx, a)
 }
 
 func (e *Engine) logSendError(id string, err error) {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/heraldstreams/herald/glob"
 	"github.com/heraldstreams/herald/store"
 )
@@ -142,7 +144,7 @@ func (e *Engine) endCreation(c *creation, created bool, res *store.SubscriptionC
 	defer c.mu.Unlock()
 	for path := range c.paths {
 		if pat.Match(path) {
-			e.queue.push(path, flagChanged|flagSpawn)
+			e.queue.push(path, flagChanged|flagSpawn, trace.SpanContext{})
 		}
 	}
 }

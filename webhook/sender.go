@@ -21,13 +21,21 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/netip"
+	"net/url"
 	"strings"
 	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/heraldstreams/herald/internal/telemetry"
 )
 
 // Defaults of Config.
@@ -63,6 +71,9 @@ type Config struct {
 	// UserAgent is sent when a request sets none. Default
 	// "Herald-Webhooks/1".
 	UserAgent string
+	// TracerProvider traces each POST as a client span and sends its
+	// traceparent, so the receiver continues the trace; nil: tracing off.
+	TracerProvider trace.TracerProvider
 }
 
 // Request is one POST to send.
@@ -105,6 +116,7 @@ type Sender struct {
 	maxBody  int
 	agent    string
 	limit    *limiter
+	tracer   trace.Tracer
 	// Two clients: the dialer of each knows which scheme it serves, so the
 	// http:// one only ever dials allow-list addresses.
 	https, plain *http.Client
@@ -144,6 +156,7 @@ func New(cfg Config) *Sender {
 		maxBody:  cfg.MaxResponseBody,
 		agent:    cfg.UserAgent,
 		limit:    newLimiter(cfg.MaxConcurrent, cfg.MaxPerHost),
+		tracer:   telemetry.Tracer(cfg.TracerProvider),
 	}
 	s.https = newClient(newGuardedDialer(policy, cfg.Resolver, false, cfg.Timeout), cfg)
 	s.plain = newClient(newGuardedDialer(policy, cfg.Resolver, true, cfg.Timeout), cfg)
@@ -213,6 +226,26 @@ func (s *Sender) Send(ctx context.Context, req *Request) (*Response, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The span names the host only: a webhook URL's path and query may
+	// hold a credential.
+	ctx, span := s.tracer.Start(ctx, http.MethodPost, trace.WithSpanKind(trace.SpanKindClient),
+		trace.WithAttributes(attribute.String("http.request.method", http.MethodPost),
+			attribute.String("server.address", u.Hostname()), attribute.String("url.scheme", u.Scheme)))
+	defer span.End()
+	resp, err := s.send(ctx, u, req)
+	if err != nil {
+		span.SetStatus(codes.Error, err.Error())
+		return nil, err
+	}
+	span.SetAttributes(attribute.Int("http.response.status_code", resp.StatusCode))
+	if !resp.OK() {
+		span.SetStatus(codes.Error, http.StatusText(resp.StatusCode))
+	}
+	return resp, nil
+}
+
+// send is Send once the URL passed the policy, inside its span.
+func (s *Sender) send(ctx context.Context, u *url.URL, req *Request) (*Response, error) {
 	release, err := s.limit.acquire(ctx, hostKey(u.Hostname()))
 	if err != nil {
 		return nil, fmt.Errorf("webhook: waiting for a send slot: %w", err)
@@ -241,6 +274,7 @@ func (s *Sender) Send(ctx context.Context, req *Request) (*Response, error) {
 	if hreq.Header.Get("User-Agent") == "" {
 		hreq.Header.Set("User-Agent", s.agent)
 	}
+	telemetry.Inject(ctx, hreq.Header)
 
 	client := s.https
 	if u.Scheme == "http" {
@@ -249,7 +283,7 @@ func (s *Sender) Send(ctx context.Context, req *Request) (*Response, error) {
 	start := time.Now()
 	resp, err := client.Do(hreq)
 	if err != nil {
-		return nil, fmt.Errorf("webhook: %w", err)
+		return nil, withoutURL(err, u)
 	}
 	body, truncated, bodyErr := readPreview(resp.Body, s.maxBody)
 	latency := time.Since(start)
@@ -288,4 +322,16 @@ func readPreview(r io.Reader, max int) ([]byte, bool, error) {
 // hostKey names a destination host for the per-host bound.
 func hostKey(host string) string {
 	return strings.TrimSuffix(strings.ToLower(host), ".")
+}
+
+// withoutURL is a failed request's error naming the destination by its
+// scheme and host only: net/http's error quotes the whole URL, whose path
+// and query may hold a credential, and the error is stored with the
+// attempt and logged.
+func withoutURL(err error, u *url.URL) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return fmt.Errorf("webhook: %s %s://%s: %w", ue.Op, u.Scheme, u.Host, ue.Err)
+	}
+	return fmt.Errorf("webhook: %w", err)
 }

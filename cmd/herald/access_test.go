@@ -47,7 +47,7 @@ func TestListenBeyondLoopbackNeedsAccessControl(t *testing.T) {
 }
 
 func TestAdminKeyFromEnvironmentOrFile(t *testing.T) {
-	cfg, err := parseServeFlags(nil, io.Discard, envOf(map[string]string{adminKeyEnv: testAdminKey}))
+	cfg, err := parseServeFlags(nil, io.Discard, io.Discard, envOf(map[string]string{adminKeyEnv: testAdminKey}))
 	if err != nil || cfg.Access.AdminKey != testAdminKey || !cfg.Access.enabled() {
 		t.Fatalf("from the environment: %+v, %v", cfg, err)
 	}
@@ -55,7 +55,7 @@ func TestAdminKeyFromEnvironmentOrFile(t *testing.T) {
 	if err := os.WriteFile(file, []byte(testAdminKey+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err = parseServeFlags([]string{"--admin-key-file", file}, io.Discard, noEnv)
+	cfg, err = parseServeFlags([]string{"--admin-key-file", file}, io.Discard, io.Discard, noEnv)
 	if err != nil || cfg.Access.AdminKey != testAdminKey {
 		t.Fatalf("from a file: %+v, %v", cfg, err)
 	}
@@ -69,7 +69,7 @@ func TestAdminKeyFromEnvironmentOrFile(t *testing.T) {
 		"jwt without issuer": {[]string{"--jwt-jwks-url", "https://idp.example/jwks", "--jwt-audience", "herald"}, nil},
 		"bad origin":         {[]string{"--allowed-origins", "console.example"}, nil},
 	} {
-		if _, err := parseServeFlags(c.args, io.Discard, envOf(c.env)); !errors.Is(err, errUsage) {
+		if _, err := parseServeFlags(c.args, io.Discard, io.Discard, envOf(c.env)); !errors.Is(err, errUsage) {
 			t.Errorf("%s: err = %v, want a usage error", name, err)
 		}
 	}

@@ -131,11 +131,8 @@ func newAPIClient(name string, cio clientIO) *apiClient {
 func (c *apiClient) parse(args []string) ([]string, error) {
 	var pos []string
 	for {
-		if err := c.fs.Parse(args); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				return nil, err
-			}
-			return nil, fmt.Errorf("%w: %v", errUsage, err)
+		if err := parseFlags(c.fs, args, c.stdout, c.stderr); err != nil {
+			return nil, err
 		}
 		rest := c.fs.Args()
 		if len(rest) == 0 {

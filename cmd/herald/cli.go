@@ -17,6 +17,11 @@ var version = ""
 // errUsage marks command-line mistakes (exit code 2).
 var errUsage = errors.New("usage")
 
+// loggedError is an error already logged; main only exits with its code.
+type loggedError struct{ error }
+
+func (e loggedError) Unwrap() error { return e.error }
+
 func exitCode(err error) int {
 	if errors.Is(err, errUsage) || errors.Is(err, flag.ErrHelp) {
 		return 2
@@ -59,14 +64,24 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	switch args[0] {
 	case "serve":
-		cfg, err := parseServeFlags(args[1:], stderr, env)
-		if err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				return nil
-			}
-			return err
+		cfg, err := parseServeFlags(args[1:], stdout, stderr, env)
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
 		}
-		return serve(ctx, cfg, stderr)
+		if cfg == nil {
+			return err // a command-line mistake, before a log format is known
+		}
+		log := newLogger(cfg, stderr)
+		if err == nil {
+			err = serve(ctx, cfg, log, env)
+		}
+		if err != nil {
+			// In the configured format, so a log pipeline that reads
+			// JSON sees why Herald did not start or stopped.
+			log.Error("herald stopped with an error", "err", err)
+			return loggedError{err}
+		}
+		return nil
 	case "keys", "streams", "subscriptions", "consumers", "endpoints", "events", "deliveries", "listen", "verify":
 		return clientCommands[args[0]](ctx, args[1:], clientIO{stdin: stdin, stdout: stdout, stderr: stderr, env: env})
 	case "kek":
@@ -105,6 +120,34 @@ func buildVersion() string {
 		return bi.Main.Version
 	}
 	return "devel"
+}
+
+// parseFlags parses args into fs. --help (or -h) prints the usage on
+// stdout and returns flag.ErrHelp; a mistake is printed on stderr with the
+// usage and returned as a usage error.
+func parseFlags(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) error {
+	usage := fs.Usage
+	if usage == nil {
+		usage = func() {
+			fmt.Fprintf(fs.Output(), "Usage of %s:\n", fs.Name())
+			fs.PrintDefaults()
+		}
+	}
+	fs.Usage = func() {} // printed below, where it belongs
+	fs.SetOutput(stderr)
+	err := fs.Parse(args)
+	fs.Usage = usage
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		fs.SetOutput(stdout)
+		usage()
+		fs.SetOutput(stderr)
+		return err
+	case err != nil:
+		usage()
+		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+	return nil
 }
 
 // envName is the environment variable of a flag: --long-poll-timeout is

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
@@ -22,7 +23,7 @@ func envOf(m map[string]string) func(string) (string, bool) {
 }
 
 func TestServeDefaults(t *testing.T) {
-	cfg, err := parseServeFlags(nil, io.Discard, noEnv)
+	cfg, err := parseServeFlags(nil, io.Discard, io.Discard, noEnv)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +42,7 @@ func TestEnvironmentAndFlagsPrecedence(t *testing.T) {
 		"HERALD_ADDR":              "127.0.0.1:9000",
 		"HERALD_LOG_LEVEL":         "debug",
 	})
-	cfg, err := parseServeFlags([]string{"--addr", ":8080"}, io.Discard, env)
+	cfg, err := parseServeFlags([]string{"--addr", ":8080"}, io.Discard, io.Discard, env)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +86,7 @@ func TestBadConfigurationIsAUsageError(t *testing.T) {
 		{nil, map[string]string{"HERALD_KEK": "k1:tooshort"}, "HERALD_KEK"},
 		{nil, map[string]string{"HERALD_KEK": "no key id"}, "HERALD_KEK"},
 	} {
-		_, err := parseServeFlags(c.args, io.Discard, envOf(c.env))
+		_, err := parseServeFlags(c.args, io.Discard, io.Discard, envOf(c.env))
 		if !errors.Is(err, errUsage) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("args %v env %v: error = %v, want usage error mentioning %q", c.args, c.env, err, c.want)
 		}
@@ -97,16 +98,16 @@ func TestBadConfigurationIsAUsageError(t *testing.T) {
 
 func TestKEKConfiguration(t *testing.T) {
 	key := "k1:" + strings.Repeat("A", 43) // 32 bytes of base64
-	cfg, err := parseServeFlags([]string{"--kek-file", "/etc/herald/kek"}, io.Discard, envOf(map[string]string{"HERALD_KEK": key}))
+	cfg, err := parseServeFlags([]string{"--kek-file", "/etc/herald/kek"}, io.Discard, io.Discard, envOf(map[string]string{"HERALD_KEK": key}))
 	if err != nil || cfg.KEKFile != "/etc/herald/kek" || cfg.KEK != key {
 		t.Fatalf("cfg %+v, %v", cfg, err)
 	}
-	cfg, err = parseServeFlags(nil, io.Discard, envOf(map[string]string{"HERALD_KEK_FILE": "/run/kek"}))
+	cfg, err = parseServeFlags(nil, io.Discard, io.Discard, envOf(map[string]string{"HERALD_KEK_FILE": "/run/kek"}))
 	if err != nil || cfg.KEKFile != "/run/kek" || cfg.KEK != "" {
 		t.Fatalf("HERALD_KEK_FILE: %+v, %v", cfg, err)
 	}
 	// The key itself is no flag: it would be visible in the process list.
-	if _, err := parseServeFlags([]string{"--kek", key}, io.Discard, noEnv); !errors.Is(err, errUsage) {
+	if _, err := parseServeFlags([]string{"--kek", key}, io.Discard, io.Discard, noEnv); !errors.Is(err, errUsage) {
 		t.Fatalf("--kek accepted: %v", err)
 	}
 	var out, errOut bytes.Buffer
@@ -125,6 +126,50 @@ func TestKEKConfiguration(t *testing.T) {
 	}
 }
 
+// TestHelpOnStdout: every command's and subcommand's help is printed on
+// stdout, nothing on stderr, and is no error (exit status 0).
+func TestHelpOnStdout(t *testing.T) {
+	for _, args := range [][]string{
+		{"help"}, {"--help"}, {"-h"},
+		{"serve", "--help"}, {"serve", "-h"},
+		{"keys", "help"}, {"keys", "--help"}, {"keys", "create", "--help"}, {"keys", "ls", "-h"}, {"keys", "rm", "--help"},
+		{"kek", "help"}, {"kek", "--help"}, {"kek", "rotate", "--help"}, {"kek", "new", "-h"},
+	} {
+		var out, errOut bytes.Buffer
+		err := run(context.Background(), args, nil, &out, &errOut, noEnv)
+		if err != nil {
+			t.Errorf("%v: err = %v, want none", args, err)
+		}
+		if out.Len() == 0 || errOut.Len() != 0 {
+			t.Errorf("%v: stdout %q, stderr %q; want the help on stdout only", args, out.String(), errOut.String())
+		}
+	}
+	// A mistake still goes to stderr, with the usage, and is a usage error.
+	var out, errOut bytes.Buffer
+	err := run(context.Background(), []string{"serve", "--no-such-flag"}, nil, &out, &errOut, noEnv)
+	if !errors.Is(err, errUsage) || exitCode(err) != 2 || out.Len() != 0 || !strings.Contains(errOut.String(), "no-such-flag") {
+		t.Errorf("bad flag: err %v, stdout %q, stderr %q", err, out.String(), errOut.String())
+	}
+}
+
+// TestStartupErrorInLogFormat: a configuration that parses but cannot
+// start is logged in the configured format (one JSON record with --log-format
+// json) and reported to main as already logged, with its exit status.
+func TestStartupErrorInLogFormat(t *testing.T) {
+	var out, errOut bytes.Buffer
+	err := run(context.Background(), []string{"serve", "--log-format", "json", "--addr", "127.0.0.1:0", "--data-dir", t.TempDir(), "--long-poll-timeout", "-1s"},
+		nil, &out, &errOut, noEnv)
+	if !errors.As(err, new(loggedError)) || exitCode(err) != 2 {
+		t.Fatalf("err = %v (exit %d), want a logged usage error", err, exitCode(err))
+	}
+	var rec struct {
+		Level, Msg, Err string
+	}
+	if jerr := json.Unmarshal(errOut.Bytes(), &rec); jerr != nil || rec.Level != "ERROR" || !strings.Contains(rec.Err, "--long-poll-timeout") {
+		t.Fatalf("stderr = %q (%v), want one JSON error record naming the flag", errOut.String(), jerr)
+	}
+}
+
 func TestCommands(t *testing.T) {
 	var out, errOut bytes.Buffer
 	if err := run(context.Background(), []string{"version"}, nil, &out, &errOut, noEnv); err != nil {
@@ -137,9 +182,9 @@ func TestCommands(t *testing.T) {
 	if err := run(context.Background(), []string{"serve", "--help"}, nil, &out, &errOut, noEnv); err != nil {
 		t.Fatalf("serve --help: %v", err)
 	}
-	for _, want := range []string{"--addr", "--data-dir", "--long-poll-timeout", "--max-body-bytes", "HERALD_"} {
-		if !strings.Contains(strings.ReplaceAll(errOut.String(), "  -", "  --"), want) {
-			t.Errorf("serve --help does not mention %s:\n%s", want, errOut.String())
+	for _, want := range []string{"--addr", "--data-dir", "--long-poll-timeout", "--max-body-bytes", "--access-log", "HERALD_"} {
+		if !strings.Contains(strings.ReplaceAll(out.String(), "  -", "  --"), want) {
+			t.Errorf("serve --help does not mention %s:\n%s", want, out.String())
 		}
 	}
 	if err := run(context.Background(), []string{"frobnicate"}, nil, &out, &errOut, noEnv); !errors.Is(err, errUsage) {

@@ -42,6 +42,7 @@ type serveConfig struct {
 	MaxHeaderBytes   int
 	LogLevel         slog.Level
 	LogFormat        string
+	AccessLog        bool
 	// KEKFile is the key-encryption key file ("": herald.kek in the data
 	// directory); KEK is HERALD_KEK, keys given directly, which win.
 	KEKFile string
@@ -78,6 +79,7 @@ func serveFlags(cfg *serveConfig) *flag.FlagSet {
 	cfg.LogLevel = slog.LevelInfo
 	fs.Var(logLevelFlag{&cfg.LogLevel}, "log-level", "log level: debug, info (the default), warn or error")
 	fs.StringVar(&cfg.LogFormat, "log-format", "text", "log format: text or json")
+	fs.BoolVar(&cfg.AccessLog, "access-log", true, "log every request at info (method, route, path, query with credential-like values redacted, status, bytes, duration, request id) and answer X-Request-Id")
 	fs.StringVar(&cfg.KEKFile, "kek-file", "", "key-encryption key file: encrypts the secrets in the database; created with a new key if missing (default: "+secretbox.DefaultFileName+" in the data directory). Keep it out of database backups. HERALD_KEK=<id>:<base64 key> gives the key directly instead")
 	fs.StringVar(&cfg.WebhookAllowCIDRs, "webhook-allow-cidrs", "", "comma-separated address ranges webhooks may reach although private or loopback, over http:// too (development: 127.0.0.0/8,::1/128)")
 	fs.StringVar(&cfg.TokenKeys, "token-keys", "", "callback token keys, <id>:<base64 secret> separated by commas, the first signing (default: a key made at first start and kept in the database, encrypted)")
@@ -91,18 +93,19 @@ func serveFlags(cfg *serveConfig) *flag.FlagSet {
 	return fs
 }
 
-func parseServeFlags(args []string, stderr io.Writer, env func(string) (string, bool)) (*serveConfig, error) {
+// parseServeFlags reads the configuration of herald serve from the
+// environment and args. --help prints the flags on stdout and returns
+// flag.ErrHelp; a mistake is a usage error (printed on stderr when the
+// command line has it). A configuration that parses but is not valid is
+// returned with its error, so the error can be logged in its log format.
+func parseServeFlags(args []string, stdout, stderr io.Writer, env func(string) (string, bool)) (*serveConfig, error) {
 	cfg := &serveConfig{}
 	fs := serveFlags(cfg)
-	fs.SetOutput(stderr)
 	if err := applyEnv(fs, env); err != nil {
 		return nil, err
 	}
-	if err := fs.Parse(args); err != nil {
-		if err == flag.ErrHelp {
-			return nil, err
-		}
-		return nil, fmt.Errorf("%w: %v", errUsage, err)
+	if err := parseFlags(fs, args, stdout, stderr); err != nil {
+		return nil, err
 	}
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("%w: unexpected arguments %q", errUsage, fs.Args())

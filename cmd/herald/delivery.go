@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/heraldstreams/herald/delivery"
 	"github.com/heraldstreams/herald/httpapi"
@@ -118,6 +119,8 @@ type deliveryParams struct {
 	Store   delivery.EngineStore
 	API     *httpapi.Server
 	Metrics prometheus.Registerer
+	// Tracing traces matches, attempts and their POSTs; nil: off.
+	Tracing trace.TracerProvider
 	Logger  *slog.Logger
 }
 
@@ -144,9 +147,11 @@ func startDelivery(ctx context.Context, p deliveryParams) (*delivery.Engine, err
 		// must not throttle many endpoints on one host below that.
 		Sender: webhook.New(webhook.Config{
 			AllowCIDRs: allow, Timeout: c.Timeout, MaxConcurrent: c.MaxInFlight, MaxPerHost: c.MaxInFlight,
+			TracerProvider: p.Tracing,
 		}),
 		Logger:              p.Logger,
 		Registerer:          p.Metrics,
+		TracerProvider:      p.Tracing,
 		RetrySchedule:       schedule,
 		BreakerThreshold:    c.BreakerThreshold,
 		RotationOverlap:     c.RotationOverlap,

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/prometheus/client_golang/prometheus"
 	"io"
 	"io/fs"
 	"log/slog"
@@ -68,6 +69,8 @@ func (k kekSource) describe() string {
 type heraldStore interface {
 	store.Store
 	store.TokenKeyStore
+	// RegisterMetrics registers the backend's own metrics.
+	RegisterMetrics(prometheus.Registerer) error
 }
 
 // openStore opens a store with its secrets encrypted under the
@@ -107,15 +110,15 @@ func openStore(ctx context.Context, src kekSource, open func(box *secretbox.Box)
 
 func runKEK(ctx context.Context, args []string, stdout, stderr io.Writer, env func(string) (string, bool)) error {
 	if len(args) == 0 || args[0] == "help" || args[0] == "--help" || args[0] == "-h" {
-		fmt.Fprint(stderr, kekUsage)
 		if len(args) == 0 {
+			fmt.Fprint(stderr, kekUsage)
 			return fmt.Errorf("%w: no kek subcommand given", errUsage)
 		}
+		fmt.Fprint(stdout, kekUsage)
 		return nil
 	}
 	sub, args := args[0], args[1:]
 	fs := flag.NewFlagSet("herald kek "+sub, flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	src := kekSource{}
 	switch sub {
 	case "rotate":
@@ -129,11 +132,11 @@ func runKEK(ctx context.Context, args []string, stdout, stderr io.Writer, env fu
 	if err := applyEnv(fs, env); err != nil {
 		return err
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args, stdout, stderr); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
 		}
-		return fmt.Errorf("%w: %v", errUsage, err)
+		return err
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("%w: unexpected arguments %q", errUsage, fs.Args())

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/heraldstreams/herald/auth"
 	"github.com/heraldstreams/herald/httpapi"
 )
@@ -82,12 +84,19 @@ func startHerald(t *testing.T, flags ...string) *app {
 func startHeraldLogging(t *testing.T, logs io.Writer, flags ...string) *app {
 	t.Helper()
 	args := append([]string{"--addr", "127.0.0.1:0", "--data-dir", t.TempDir()}, flags...)
-	cfg, err := parseServeFlags(args, io.Discard, envOf(map[string]string{adminKeyEnv: testAdminKey}))
+	cfg, err := parseServeFlags(args, io.Discard, io.Discard, envOf(map[string]string{adminKeyEnv: testAdminKey}))
 	if err != nil {
 		t.Fatal(err)
 	}
+	return startApp(t, cfg, slog.New(slog.NewTextHandler(logs, nil)), nil)
+}
+
+// startApp serves an app of cfg until the test ends, then shuts it down
+// as serve does.
+func startApp(t *testing.T, cfg *serveConfig, log *slog.Logger, tp trace.TracerProvider) *app {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	a, err := newApp(ctx, cfg, slog.New(slog.NewTextHandler(logs, nil)))
+	a, err := newApp(ctx, cfg, log, tp)
 	if err != nil {
 		cancel()
 		t.Fatal(err)

@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/heraldstreams/herald/auth"
 	"github.com/heraldstreams/herald/delivery"
@@ -37,9 +38,10 @@ type app struct {
 	deliv *delivery.Engine
 }
 
-// newApp opens the store, listens on cfg.Addr and mounts every route. On
-// error nothing is left open.
-func newApp(ctx context.Context, cfg *serveConfig, log *slog.Logger) (*app, error) {
+// newApp opens the store, listens on cfg.Addr and mounts every route;
+// tp traces requests, wakes and deliveries (nil: tracing off). On error
+// nothing is left open.
+func newApp(ctx context.Context, cfg *serveConfig, log *slog.Logger, tp trace.TracerProvider) (*app, error) {
 	st, err := openStore(ctx, kekSource{Keys: cfg.KEK, File: cfg.KEKFile, DataDir: cfg.DataDir}, func(box *secretbox.Box) (heraldStore, error) {
 		storeLog := log.With("part", "store")
 		if cfg.Store == "postgres" {
@@ -75,8 +77,14 @@ func newApp(ctx context.Context, cfg *serveConfig, log *slog.Logger) (*app, erro
 		}
 		return nil, errors.Join(err, ln.Close(), st.Close())
 	}
+	var accessLog *slog.Logger
+	if cfg.AccessLog {
+		accessLog = log.With("part", "access")
+	}
 	api := httpapi.New(httpapi.Config{
 		Store:            st,
+		AccessLog:        accessLog,
+		TracerProvider:   tp,
 		Logger:           log.With("part", "http"),
 		AuditLogger:      log.With("part", "audit"),
 		LongPollTimeout:  cfg.LongPollTimeout,
@@ -93,7 +101,7 @@ func newApp(ctx context.Context, cfg *serveConfig, log *slog.Logger) (*app, erro
 	})
 	metrics := prometheus.NewRegistry()
 	metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	if err := api.RegisterMetrics(metrics); err != nil {
+	if err := errors.Join(api.RegisterMetrics(metrics), st.RegisterMetrics(metrics)); err != nil {
 		return fail(fmt.Errorf("metrics: %w", err))
 	}
 	metricsRule := auth.Rule{Scope: auth.ScopeAdmin}
@@ -103,13 +111,13 @@ func newApp(ctx context.Context, cfg *serveConfig, log *slog.Logger) (*app, erro
 	api.Handle("GET "+httpapi.HeraldPrefix+"metrics", metricsRule, promhttp.HandlerFor(metrics, promhttp.HandlerOpts{}))
 	auth.NewKeysAPI(auth.KeysAPIConfig{Auth: authn, Store: st, Logger: log.With("part", "keys")}).Mount(api)
 	subs, err := startSubscriptions(ctx, subscriptionsParams{
-		Config: cfg, Store: st, TokenKeys: st, API: api, Metrics: metrics,
+		Config: cfg, Store: st, TokenKeys: st, API: api, Metrics: metrics, Tracing: tp,
 		Logger: log.With("part", "subscriptions"), Listener: ln.Addr(),
 	})
 	if err != nil {
 		return fail(fmt.Errorf("webhook subscriptions: %w", err))
 	}
-	deliv, err := startDelivery(ctx, deliveryParams{Config: cfg, Store: st, API: api, Metrics: metrics, Logger: log.With("part", "delivery")})
+	deliv, err := startDelivery(ctx, deliveryParams{Config: cfg, Store: st, API: api, Metrics: metrics, Tracing: tp, Logger: log.With("part", "delivery")})
 	if err != nil {
 		subs.Stop()
 		return fail(err)
@@ -137,9 +145,21 @@ func (a *app) stop(timeout time.Duration) error {
 // serve runs Herald until ctx ends (SIGINT or SIGTERM), then shuts down
 // gracefully: it stops taking requests, ends live reads cleanly, lets
 // in-flight appends finish, and flushes and closes the store.
-func serve(ctx context.Context, cfg *serveConfig, logOut io.Writer) error {
-	log := newLogger(cfg, logOut)
-	a, err := newApp(ctx, cfg, log)
+func serve(ctx context.Context, cfg *serveConfig, log *slog.Logger, env func(string) (string, bool)) (err error) {
+	tr, err := startTracing(ctx, env, log)
+	if err != nil {
+		return err
+	}
+	// Stopped last, so the spans of the shutdown are exported too.
+	defer func() {
+		tctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
+		defer cancel()
+		err = errors.Join(err, tr.stop(tctx))
+	}()
+	if tr.provider != nil {
+		log.Info("tracing on: exporting spans with OTLP over HTTP")
+	}
+	a, err := newApp(ctx, cfg, log, tr.provider)
 	if err != nil {
 		return err
 	}

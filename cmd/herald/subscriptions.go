@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/heraldstreams/herald/httpapi"
 	"github.com/heraldstreams/herald/store"
@@ -43,8 +44,10 @@ type subscriptionsParams struct {
 	TokenKeys store.TokenKeyStore
 	API       *httpapi.Server
 	Metrics   prometheus.Registerer
-	Logger    *slog.Logger
-	Listener  net.Addr
+	// Tracing traces wakes and their POSTs; nil: off.
+	Tracing  trace.TracerProvider
+	Logger   *slog.Logger
+	Listener net.Addr
 }
 
 // startSubscriptions builds the webhook subscription engine, mounts its
@@ -72,15 +75,17 @@ func startSubscriptions(ctx context.Context, p subscriptionsParams) (*subscripti
 	eng, err := subscription.NewEngine(subscription.EngineConfig{
 		Store: p.Store,
 		Sender: webhook.New(webhook.Config{
-			AllowCIDRs:    allow,
-			Timeout:       subscription.WebhookRequestTimeout,
-			MaxConcurrent: wakeMaxConcurrent,
-			MaxPerHost:    wakeMaxPerHost,
+			AllowCIDRs:     allow,
+			Timeout:        subscription.WebhookRequestTimeout,
+			MaxConcurrent:  wakeMaxConcurrent,
+			MaxPerHost:     wakeMaxPerHost,
+			TracerProvider: p.Tracing,
 		}),
 		Keyring:         keyring,
 		CallbackBaseURL: publicURL(cfg.PublicURL, p.Listener),
 		Logger:          p.Logger,
 		Registerer:      p.Metrics,
+		TracerProvider:  p.Tracing,
 		// The embedded store belongs to this process alone (it holds the
 		// data directory's lock), so the engine sees every membership
 		// change.

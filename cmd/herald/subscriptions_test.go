@@ -18,7 +18,7 @@ import (
 )
 
 func TestSubscriptionFlags(t *testing.T) {
-	cfg, err := parseServeFlags([]string{"--webhook-allow-cidrs", "127.0.0.0/8,::1/128", "--public-url", "https://herald.example/"}, io.Discard, noEnv)
+	cfg, err := parseServeFlags([]string{"--webhook-allow-cidrs", "127.0.0.0/8,::1/128", "--public-url", "https://herald.example/"}, io.Discard, io.Discard, noEnv)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,7 +30,7 @@ func TestSubscriptionFlags(t *testing.T) {
 		{"--token-keys", "k1:short"},
 		{"--public-url", "herald.example"},
 	} {
-		if _, err := parseServeFlags(args, io.Discard, noEnv); !errors.Is(err, errUsage) {
+		if _, err := parseServeFlags(args, io.Discard, io.Discard, noEnv); !errors.Is(err, errUsage) {
 			t.Errorf("%v: err = %v, want a usage error", args, err)
 		}
 	}

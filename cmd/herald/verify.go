@@ -44,11 +44,11 @@ func runVerify(_ context.Context, args []string, cio clientIO) error {
 	fs.StringVar(&secret, "secret", "", "the endpoint's or subscription's webhook secret (whsec_...)")
 	fs.Var(&headers, "header", "a header of the request, 'Name: value' (repeat for more)")
 	fs.StringVar(&bodyFrom, "body", "", "file holding the raw request body, or - for standard input")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args, cio.stdout, cio.stderr); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
 		}
-		return fmt.Errorf("%w: %v", errUsage, err)
+		return err
 	}
 	if fs.NArg() != 0 || secret == "" || bodyFrom == "" || len(headers) == 0 {
 		fmt.Fprint(cio.stderr, verifyUsage)

@@ -79,6 +79,8 @@ type Store struct {
 	// ids names deliveries (see codec.DeliveryIDs); every handle reads
 	// the one key in id_keys.
 	ids *codec.DeliveryIDs
+	// metrics time the write transactions.
+	metrics *txMetrics
 
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
@@ -119,7 +121,7 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("postgres: handle id: %w", err)
 	}
 	s := &Store{pool: pool, log: opts.Logger, box: opts.Box, hub: store.NewHub(), owner: hex.EncodeToString(owner),
-		notes: make(map[uint64]chan struct{})}
+		notes: make(map[uint64]chan struct{}), metrics: newTxMetrics()}
 	if err := s.open(ctx, cfg.ConnConfig); err != nil {
 		pool.Close()
 		return nil, err
@@ -221,10 +223,7 @@ func (s *Store) tx(ctx context.Context, fn func(tx *wtx) error) error {
 	}
 	for try := 1; ; try++ {
 		w := &wtx{}
-		err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-			w.Tx = tx
-			return fn(w)
-		})
+		err := s.runTx(ctx, w, fn)
 		if err != nil {
 			s.forgetNotes(w.notes)
 			if try == maxTries || !retryable(err) {
@@ -235,6 +234,33 @@ func (s *Store) tx(ctx context.Context, fn func(tx *wtx) error) error {
 		s.awaitNotes(ctx, w.notes)
 		return nil
 	}
+}
+
+// runTx runs fn in one transaction and commits it, timing both for the
+// store metrics; a failed fn or commit leaves nothing written.
+func (s *Store) runTx(ctx context.Context, w *wtx, fn func(tx *wtx) error) (err error) {
+	start := time.Now()
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		// After a commit, Rollback does nothing and says ErrTxClosed;
+		// after a failure (or a panic in fn) it undoes the transaction.
+		if rbErr := tx.Rollback(context.WithoutCancel(ctx)); rbErr != nil && !errors.Is(rbErr, pgx.ErrTxClosed) {
+			err = errors.Join(err, rbErr)
+		}
+	}()
+	w.Tx = tx
+	if err := fn(w); err != nil {
+		return err
+	}
+	commitStart := time.Now()
+	if err := tx.Commit(ctx); err != nil {
+		return err
+	}
+	s.metrics.observe(time.Since(start), time.Since(commitStart))
+	return nil
 }
 
 // retryable reports whether err is a lost race that a new transaction

@@ -138,8 +138,9 @@ func (s *Store) SubscriptionList(ctx context.Context, params *store.Subscription
 }
 
 // SubscriptionDelete implements store.SubscriptionStore.
-func (s *Store) SubscriptionDelete(ctx context.Context, params *store.SubscriptionDeleteParams) error {
-	return s.tx(ctx, func(tx *wtx) error {
+func (s *Store) SubscriptionDelete(ctx context.Context, params *store.SubscriptionDeleteParams) (int, error) {
+	var removed int64
+	err := s.tx(ctx, func(tx *wtx) error {
 		tag, err := tx.Exec(ctx, `DELETE FROM subscriptions WHERE id = $1`, params.ID)
 		if err != nil {
 			return fmt.Errorf("postgres: delete subscription: %w", err)
@@ -151,11 +152,14 @@ func (s *Store) SubscriptionDelete(ctx context.Context, params *store.Subscripti
 			(SELECT id FROM consumers WHERE subscription_id = $1)`, params.ID); err != nil {
 			return fmt.Errorf("postgres: delete memberships: %w", err)
 		}
-		if _, err := tx.Exec(ctx, `DELETE FROM consumers WHERE subscription_id = $1`, params.ID); err != nil {
+		tag, err = tx.Exec(ctx, `DELETE FROM consumers WHERE subscription_id = $1`, params.ID)
+		if err != nil {
 			return fmt.Errorf("postgres: delete consumers: %w", err)
 		}
+		removed = tag.RowsAffected()
 		return nil
 	})
+	return int(removed), err
 }
 
 // ConsumerInsert implements store.SubscriptionStore.

@@ -269,9 +269,11 @@ func (s *Store) gather(ops []op) []op {
 
 func (s *Store) runBatch(ops []op) {
 	b := s.newBatch()
+	start := time.Now()
 	err := s.syncFor(b.ctx, ops)
+	var commit time.Duration
 	if err == nil {
-		err = s.execBatch(b, ops)
+		commit, err = s.execBatch(b, ops)
 	}
 	if err != nil {
 		err = fmt.Errorf("sqlite: commit: %w", err)
@@ -286,6 +288,7 @@ func (s *Store) runBatch(ops []op) {
 		}
 		return
 	}
+	s.metrics.observe(len(ops), time.Since(start), commit, s.syncFull)
 	b.publish()
 	for _, o := range ops {
 		o.finish(nil)
@@ -310,8 +313,8 @@ func (s *Store) syncFor(ctx context.Context, ops []op) error {
 	return nil
 }
 
-func (s *Store) execBatch(b *batch, ops []op) error {
-	return execTx(b.ctx, s.wconn, func() error {
+func (s *Store) execBatch(b *batch, ops []op) (time.Duration, error) {
+	return execTxTimed(b.ctx, s.wconn, func() error {
 		for _, o := range ops {
 			if err := o.apply(b); err != nil {
 				return err

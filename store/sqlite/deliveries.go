@@ -10,6 +10,8 @@ import (
 	"slices"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/heraldstreams/herald/store"
 	"github.com/heraldstreams/herald/store/internal/codec"
 )
@@ -576,6 +578,7 @@ func (s *Store) DeliveryBacklog(ctx context.Context) (map[string]int, error) {
 // when the event is.
 func (s *Store) EventPublish(ctx context.Context, params *store.EventPublishParams) (*store.EventPublishResult, error) {
 	var res *store.EventPublishResult
+	sc := trace.SpanContextFromContext(ctx) // the publish's: its match joins its trace
 	err := s.write(ctx, func(b *batch) error {
 		res = nil
 		var stream string
@@ -589,7 +592,7 @@ func (s *Store) EventPublish(ctx context.Context, params *store.EventPublishPara
 			return fmt.Errorf("read event id: %w", err)
 		}
 		if b.get(params.Stream) == nil {
-			c := &createOp{p: &store.StreamCreateParams{Path: params.Stream, ContentType: "application/json", Now: params.Now}}
+			c := &createOp{p: &store.StreamCreateParams{Path: params.Stream, ContentType: "application/json", Now: params.Now}, trace: sc}
 			if err := c.apply(b); err != nil {
 				return err
 			}
@@ -598,7 +601,7 @@ func (s *Store) EventPublish(ctx context.Context, params *store.EventPublishPara
 			}
 		}
 		a := &appendOp{p: &store.StreamAppendParams{Path: params.Stream, ContentType: "application/json",
-			Data: params.Data, Messages: 1, Now: params.Now}}
+			Data: params.Data, Messages: 1, Now: params.Now}, trace: sc}
 		if err := a.apply(b); err != nil {
 			return err
 		}

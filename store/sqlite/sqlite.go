@@ -73,6 +73,8 @@ type Store struct {
 	// syncFull is the writer's synchronous setting (FULL, or NORMAL for
 	// a batch of relaxed writes); only the committer touches it.
 	syncFull bool
+	// metrics measure the committer (see commitMetrics).
+	metrics *commitMetrics
 	// leases are the delivery leases (see leaseBook).
 	leases *leaseBook
 	// ids names deliveries (see codec.DeliveryIDs).
@@ -159,6 +161,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		syncFull:  true,
 		leases:    newLeaseBook(),
 		rprepared: make(map[string]*sql.Stmt),
+		metrics:   newCommitMetrics(),
 	}
 	if err := s.open(ctx); err != nil {
 		s.closeHandles()
@@ -297,22 +300,31 @@ func migrate(ctx context.Context, conn *sql.Conn, until string) error {
 
 // execTx runs fn between BEGIN IMMEDIATE and COMMIT on conn.
 func execTx(ctx context.Context, conn *sql.Conn, fn func() error) error {
+	_, err := execTxTimed(ctx, conn, fn)
+	return err
+}
+
+// execTxTimed is execTx that also returns how long the COMMIT took.
+func execTxTimed(ctx context.Context, conn *sql.Conn, fn func() error) (time.Duration, error) {
 	if _, err := conn.ExecContext(ctx, `BEGIN IMMEDIATE`); err != nil {
-		return err
+		return 0, err
 	}
 	if err := fn(); err != nil {
-		if _, rbErr := conn.ExecContext(context.WithoutCancel(ctx), `ROLLBACK`); rbErr != nil {
-			return errors.Join(err, rbErr)
-		}
-		return err
+		return 0, rollback(ctx, conn, err)
 	}
+	start := time.Now()
 	if _, err := conn.ExecContext(ctx, `COMMIT`); err != nil {
-		if _, rbErr := conn.ExecContext(context.WithoutCancel(ctx), `ROLLBACK`); rbErr != nil {
-			return errors.Join(err, rbErr)
-		}
-		return err
+		return 0, rollback(ctx, conn, err)
 	}
-	return nil
+	return time.Since(start), nil
+}
+
+// rollback ends a failed transaction; err is why it failed.
+func rollback(ctx context.Context, conn *sql.Conn, err error) error {
+	if _, rbErr := conn.ExecContext(context.WithoutCancel(ctx), `ROLLBACK`); rbErr != nil {
+		return errors.Join(err, rbErr)
+	}
+	return err
 }
 
 // Notifier implements store.Store.

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/heraldstreams/herald/protocol"
 	"github.com/heraldstreams/herald/store"
 	"github.com/heraldstreams/herald/store/internal/codec"
@@ -12,7 +14,7 @@ import (
 
 // StreamCreate implements store.Store.
 func (s *Store) StreamCreate(ctx context.Context, params *store.StreamCreateParams) (*store.StreamCreateResult, error) {
-	o := &createOp{p: params, done: make(chan struct{})}
+	o := &createOp{p: params, done: make(chan struct{}), trace: trace.SpanContextFromContext(ctx)}
 	if err := s.submit(ctx, o, o.done); err != nil {
 		return nil, err
 	}
@@ -21,7 +23,7 @@ func (s *Store) StreamCreate(ctx context.Context, params *store.StreamCreatePara
 
 // StreamAppend implements store.Store.
 func (s *Store) StreamAppend(ctx context.Context, params *store.StreamAppendParams) (*store.StreamAppendResult, error) {
-	o := &appendOp{p: params, done: make(chan struct{})}
+	o := &appendOp{p: params, done: make(chan struct{}), trace: trace.SpanContextFromContext(ctx)}
 	if err := s.submit(ctx, o, o.done); err != nil {
 		return nil, err
 	}
@@ -47,10 +49,11 @@ func (s *Store) StreamDeleteExpired(ctx context.Context, params *store.StreamDel
 }
 
 type createOp struct {
-	p    *store.StreamCreateParams
-	done chan struct{}
-	res  *store.StreamCreateResult
-	err  error
+	p     *store.StreamCreateParams
+	done  chan struct{}
+	trace trace.SpanContext // of the request that made the stream
+	res   *store.StreamCreateResult
+	err   error
 }
 
 func (o *createOp) finish(err error) {
@@ -125,7 +128,7 @@ func (o *createOp) apply(b *batch) error {
 		}
 	}
 	b.put(e, true)
-	b.changes = append(b.changes, store.TailChange{StreamID: e.id, Path: e.path, Tail: e.tail, Closed: e.closed, Created: true})
+	b.changes = append(b.changes, store.TailChange{StreamID: e.id, Path: e.path, Tail: e.tail, Closed: e.closed, Created: true, Trace: o.trace})
 	o.res = &store.StreamCreateResult{Stream: e.stream(), Created: true}
 	return nil
 }
@@ -190,10 +193,11 @@ func (b *batch) insertChunk(e *entry, data []byte) error {
 }
 
 type appendOp struct {
-	p    *store.StreamAppendParams
-	done chan struct{}
-	res  *store.StreamAppendResult
-	err  error
+	p     *store.StreamAppendParams
+	done  chan struct{}
+	trace trace.SpanContext // of the request that appended
+	res   *store.StreamAppendResult
+	err   error
 }
 
 func (o *appendOp) finish(err error) {
@@ -274,7 +278,7 @@ func (o *appendOp) apply(b *batch) error {
 		}
 	}
 	b.put(ne, true)
-	b.changes = append(b.changes, store.TailChange{StreamID: ne.id, Path: ne.path, Tail: ne.tail, Closed: ne.closed})
+	b.changes = append(b.changes, store.TailChange{StreamID: ne.id, Path: ne.path, Tail: ne.tail, Closed: ne.closed, Trace: o.trace})
 	res.Stream = ne.stream()
 	o.res = res
 	return nil

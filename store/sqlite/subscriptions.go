@@ -161,8 +161,9 @@ func (s *Store) SubscriptionList(ctx context.Context, params *store.Subscription
 }
 
 // SubscriptionDelete implements store.SubscriptionStore.
-func (s *Store) SubscriptionDelete(ctx context.Context, params *store.SubscriptionDeleteParams) error {
-	return s.write(ctx, func(b *batch) error {
+func (s *Store) SubscriptionDelete(ctx context.Context, params *store.SubscriptionDeleteParams) (int, error) {
+	var removed int64
+	err := s.write(ctx, func(b *batch) error {
 		res, err := b.exec(`DELETE FROM subscriptions WHERE id = ?`, params.ID)
 		if err != nil {
 			return fmt.Errorf("delete subscription: %w", err)
@@ -176,11 +177,14 @@ func (s *Store) SubscriptionDelete(ctx context.Context, params *store.Subscripti
 			(SELECT j.value, c.id FROM consumers c, json_each(c.paths) j WHERE c.subscription_id = ?)`, params.ID); err != nil {
 			return fmt.Errorf("delete memberships: %w", err)
 		}
-		if _, err := b.exec(`DELETE FROM consumers WHERE subscription_id = ?`, params.ID); err != nil {
+		res, err = b.exec(`DELETE FROM consumers WHERE subscription_id = ?`, params.ID)
+		if err != nil {
 			return fmt.Errorf("delete consumers: %w", err)
 		}
-		return nil
+		removed, err = res.RowsAffected()
+		return err
 	})
+	return int(removed), err
 }
 
 // ConsumerInsert implements store.SubscriptionStore.

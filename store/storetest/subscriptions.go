@@ -95,14 +95,15 @@ func testSubscriptionCRUD(t *testing.T, f Factory) {
 	}
 
 	// Delete cascades to consumers.
-	if err := s.SubscriptionDelete(ctx, &store.SubscriptionDeleteParams{ID: "h1"}); err != nil {
-		t.Fatal(err)
+	if n, err := s.SubscriptionDelete(ctx, &store.SubscriptionDeleteParams{ID: "h1"}); err != nil || n != 1 {
+		t.Fatalf("delete = %d consumers removed, %v; want 1", n, err)
 	}
 	_, err = s.ConsumerGet(ctx, "h1:/agents/a")
 	expectErr(t, err, store.ErrConsumerNotFound)
 	_, err = s.SubscriptionGet(ctx, "h1")
 	expectErr(t, err, store.ErrSubscriptionNotFound)
-	expectErr(t, s.SubscriptionDelete(ctx, &store.SubscriptionDeleteParams{ID: "h1"}), store.ErrSubscriptionNotFound)
+	_, err = s.SubscriptionDelete(ctx, &store.SubscriptionDeleteParams{ID: "h1"})
+	expectErr(t, err, store.ErrSubscriptionNotFound)
 	if left, err := s.ConsumerListByStream(ctx, &store.ConsumerListByStreamParams{Path: "/agents/a"}); err != nil || len(left) != 0 {
 		t.Fatalf("memberships left after cascade: %+v, %v", left, err)
 	}
