@@ -3,11 +3,11 @@ package httpapi
 import "github.com/prometheus/client_golang/prometheus"
 
 // RegisterMetrics registers the HTTP layer's metrics: requests by route,
-// method and status and their duration; the time appends take to be
-// durable; the live reads open now, by mode; the connections open and
-// refused at the limit; the bytes of request bodies buffered and the
-// requests refused for want of budget; and the bodies cut for arriving
-// too slowly.
+// method and status and their duration; the appends stored and the time
+// they take to be durable; the live reads open now, by mode; the
+// connections open and refused at the limit; the bytes of request bodies
+// buffered and the requests refused for want of budget; and the bodies
+// cut for arriving too slowly.
 func (s *Server) RegisterMetrics(reg prometheus.Registerer) error {
 	cs := []prometheus.Collector{s.httpMetrics.requests, s.httpMetrics.duration, s.appendDuration}
 	for mode, n := range map[string]func() int64{
@@ -27,6 +27,7 @@ func (s *Server) RegisterMetrics(reg prometheus.Registerer) error {
 		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help}, func() float64 { return float64(v()) })
 	}
 	cs = append(cs,
+		counter("herald_stream_appends_total", "Appends stored (one per successful POST to a stream).", s.appends.Load),
 		gauge("herald_http_connections_open", "HTTP connections open now.", s.connsOpen.Load),
 		counter("herald_http_connections_refused_total", "Connections closed at once because the connection limit was reached.", s.connsRefused.Load),
 		gauge("herald_http_body_buffered_bytes", "Bytes of request bodies held in memory now (charged to the body budget).", s.bodies.used.Load),

@@ -116,7 +116,9 @@ type Server struct {
 	// liveLongPolls and liveSSE count the live reads open now.
 	liveLongPolls atomic.Int64
 	liveSSE       atomic.Int64
-	now           func() time.Time
+	// appends counts the appends stored.
+	appends atomic.Int64
+	now     func() time.Time
 
 	// Limits on what clients can make the server hold (body.go, conns.go).
 	bodies          bodyBudget
@@ -238,6 +240,7 @@ func New(cfg Config) *Server {
 	public := auth.Rule{Public: true}
 	s.Handle("GET "+HeraldPrefix+"healthz", public, http.HandlerFunc(s.healthz))
 	s.Handle("GET "+HeraldPrefix+"readyz", public, http.HandlerFunc(s.readyz))
+	s.Handle("GET "+HeraldPrefix+"v1/whoami", auth.Rule{}, http.HandlerFunc(s.whoami))
 	return s
 }
 

@@ -94,6 +94,7 @@ func (s *Server) append(w http.ResponseWriter, r *http.Request, path string, d *
 			status = http.StatusOK
 		}
 	}
+	s.appends.Add(1)
 	w.WriteHeader(status)
 }
 

@@ -4,8 +4,8 @@
 # end-to-end with the real binary) and the official Durable Streams
 # conformance suite against `herald serve`, once in the development mode
 # and once with access control on.
-# Needs Go, Node.js 18 or later and npm; says which is missing before it
-# starts.
+# Needs Go, Node.js 18 or later, npm and Chromium (the dashboard's browser
+# tests); says which is missing before it starts.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -22,6 +22,8 @@ if [ "$node_major" -lt 18 ]; then
   missing "Node.js 18 or later is required, $(node --version 2>/dev/null || echo 'an unknown version') is installed" "the conformance suite"
 fi
 command -v npm >/dev/null 2>&1 || missing "npm is not on PATH" "the conformance suite"
+command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 ||
+  missing "Chromium is not on PATH (Debian: apt-get install -y chromium)" "the dashboard's browser tests"
 
 echo "== gofmt"
 unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './conformance/node_modules/*'))

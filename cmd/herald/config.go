@@ -13,6 +13,7 @@ import (
 	"github.com/heraldstreams/herald/httpapi"
 	"github.com/heraldstreams/herald/internal/secretbox"
 	"github.com/heraldstreams/herald/subscription"
+	"github.com/heraldstreams/herald/ui"
 	"github.com/heraldstreams/herald/webhook"
 )
 
@@ -55,6 +56,8 @@ type serveConfig struct {
 	Delivery deliveryConfig
 	// Access control.
 	Access accessConfig
+	// UIFrameAncestors are the origins that may embed the dashboard.
+	UIFrameAncestors string
 }
 
 // serveFlags defines every flag of `herald serve` on a new FlagSet, bound
@@ -86,6 +89,7 @@ func serveFlags(cfg *serveConfig) *flag.FlagSet {
 	fs.StringVar(&cfg.PublicURL, "public-url", "", "base URL consumers reach Herald at, for the callback URL in wakes (default: http://localhost:<port>)")
 	cfg.Delivery.addFlags(fs)
 	cfg.Access.addFlags(fs)
+	fs.StringVar(&cfg.UIFrameAncestors, "ui-frame-ancestors", "", "comma-separated origins whose pages may embed the dashboard at /_herald/ui/ in a frame, e.g. the platform that shows tenants their portal (default: none may)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: herald serve [flags]\n\nRuns Herald. Each flag may also be set as HERALD_<FLAG_NAME> (e.g. HERALD_DATA_DIR).\n\nFlags:\n")
 		fs.PrintDefaults()
@@ -185,6 +189,11 @@ func (c *serveConfig) validate() error {
 	}
 	problems = append(problems, c.Delivery.problems()...)
 	problems = append(problems, c.Access.problems()...)
+	for _, a := range splitList(c.UIFrameAncestors) {
+		if err := ui.CheckFrameAncestor(a); err != nil {
+			problems = append(problems, "--ui-frame-ancestors: "+strings.TrimPrefix(err.Error(), "ui: "))
+		}
+	}
 	if len(problems) > 0 {
 		return fmt.Errorf("%w: %s", errUsage, strings.Join(problems, "; "))
 	}

@@ -21,9 +21,11 @@ import (
 	"github.com/heraldstreams/herald/httpapi"
 	"github.com/heraldstreams/herald/internal/secretbox"
 	"github.com/heraldstreams/herald/reaper"
+	"github.com/heraldstreams/herald/stats"
 	"github.com/heraldstreams/herald/store/postgres"
 	"github.com/heraldstreams/herald/store/sqlite"
 	"github.com/heraldstreams/herald/subscription"
+	"github.com/heraldstreams/herald/ui"
 )
 
 // app is one Herald server's parts: its store, its listener, the HTTP API
@@ -36,6 +38,8 @@ type app struct {
 	jwtv  *auth.JWTVerifier
 	subs  *subscription.Engine
 	deliv *delivery.Engine
+	// stopStats ends the stats sampler and waits for it.
+	stopStats func()
 }
 
 // newApp opens the store, listens on cfg.Addr and mounts every route;
@@ -109,6 +113,13 @@ func newApp(ctx context.Context, cfg *serveConfig, log *slog.Logger, tp trace.Tr
 		metricsRule = auth.Rule{Public: true}
 	}
 	api.Handle("GET "+httpapi.HeraldPrefix+"metrics", metricsRule, promhttp.HandlerFor(metrics, promhttp.HandlerOpts{}))
+	dashboard, err := ui.Handler(ui.Config{FrameAncestors: splitList(cfg.UIFrameAncestors)})
+	if err != nil {
+		return fail(err)
+	}
+	api.Handle("GET "+ui.Prefix, auth.Rule{Public: true}, dashboard)
+	rec := newStatsRecorder(metrics, log.With("part", "stats"))
+	api.Handle("GET "+httpapi.HeraldPrefix+"v1/stats", auth.Rule{Scope: auth.ScopeAdmin}, rec)
 	auth.NewKeysAPI(auth.KeysAPIConfig{Auth: authn, Store: st, Logger: log.With("part", "keys")}).Mount(api)
 	subs, err := startSubscriptions(ctx, subscriptionsParams{
 		Config: cfg, Store: st, TokenKeys: st, API: api, Metrics: metrics, Tracing: tp,
@@ -122,13 +133,36 @@ func newApp(ctx context.Context, cfg *serveConfig, log *slog.Logger, tp trace.Tr
 		subs.Stop()
 		return fail(err)
 	}
-	return &app{log: log, st: st, ln: ln, api: api, jwtv: jwtv, subs: subs, deliv: deliv}, nil
+	statsCtx, cancelStats := context.WithCancel(context.WithoutCancel(ctx))
+	statsDone := make(chan struct{})
+	go func() {
+		defer close(statsDone)
+		rec.Run(statsCtx, stats.DefaultInterval)
+	}()
+	stopStats := func() {
+		cancelStats()
+		<-statsDone
+	}
+	return &app{log: log, st: st, ln: ln, api: api, jwtv: jwtv, subs: subs, deliv: deliv, stopStats: stopStats}, nil
+}
+
+// newStatsRecorder keeps the last hour's per-minute counts of appends,
+// wakes, deliveries and failed delivery attempts for the dashboard
+// (GET /_herald/v1/stats), read from the counters in metrics.
+func newStatsRecorder(metrics prometheus.Gatherer, log *slog.Logger) *stats.Recorder {
+	return stats.New(stats.Config{Gatherer: metrics, Logger: log, Series: []stats.Series{
+		{Name: "appends", Metric: "herald_stream_appends_total"},
+		{Name: "wakes", Metric: "herald_subscription_wakes_total"},
+		{Name: "deliveries", Metric: "herald_delivery_attempts_total", Label: "outcome", Values: []string{"delivered"}},
+		{Name: "failures", Metric: "herald_delivery_attempts_total", Label: "outcome", Values: []string{"retrying", "exhausted"}},
+	}})
 }
 
 // stop stops the engines and closes the store, once the HTTP server has
 // stopped serving: callbacks in flight have finished, and in-flight
 // deliveries finish and are recorded within timeout.
 func (a *app) stop(timeout time.Duration) error {
+	a.stopStats()
 	a.subs.Stop()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	a.deliv.Stop(ctx)

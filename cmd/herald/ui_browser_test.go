@@ -1,0 +1,396 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/chromedp"
+
+	"github.com/heraldstreams/herald/auth"
+)
+
+// artefactsEnv names the directory the dashboard's screenshots are saved
+// in; by default a new temporary directory, whose path the test logs.
+const artefactsEnv = "HERALD_UI_ARTEFACTS"
+
+// chromiumPath finds Debian's Chromium on PATH.
+func chromiumPath() (string, error) {
+	for _, name := range []string{"chromium", "chromium-browser"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("no chromium or chromium-browser on PATH: the dashboard's browser tests need Chromium; install Debian's package with: apt-get install -y chromium")
+}
+
+// uiRig is a Herald with access control on, a webhook receiver that
+// fails on demand, and a headless Chromium on the dashboard.
+type uiRig struct {
+	*matrix
+	ctx        context.Context
+	ui         string
+	shots      string
+	failing    atomic.Bool
+	received   atomic.Int64
+	errsMu     sync.Mutex
+	exceptions []string
+}
+
+func newUIRig(t *testing.T) *uiRig {
+	t.Helper()
+	browser, err := chromiumPath()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &uiRig{}
+	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if _, err := io.Copy(io.Discard, req.Body); err != nil {
+			w.WriteHeader(http.StatusBadRequest)
+			return
+		}
+		r.received.Add(1)
+		if r.failing.Load() {
+			http.Error(w, "receiver down for the test", http.StatusInternalServerError)
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	t.Cleanup(receiver.Close)
+	a := startHerald(t, "--webhook-allow-cidrs", "127.0.0.0/8", "--delivery-retry-schedule", "0,1h")
+	base := "http://" + a.ln.Addr().String()
+	r.matrix = &matrix{t: t, app: a, base: base, receiver: receiver}
+	r.ui = base + "/_herald/ui/"
+
+	r.shots = os.Getenv(artefactsEnv)
+	if r.shots == "" {
+		if r.shots, err = os.MkdirTemp("", "herald-ui-"); err != nil {
+			t.Fatal(err)
+		}
+	} else if err := os.MkdirAll(r.shots, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("dashboard screenshots: %s", r.shots)
+
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(browser), chromedp.NoSandbox, chromedp.WindowSize(1280, 800))
+	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancelCtx := chromedp.NewContext(allocCtx)
+	t.Cleanup(func() {
+		cancelCtx()
+		cancelAlloc()
+	})
+	if err := chromedp.Do(ctx); err != nil { // starts the browser
+		t.Fatalf("starting %s: %v", browser, err)
+	}
+	if err := chromedp.Listen(ctx, func(ev any) {
+		if e, ok := ev.(*runtime.EventExceptionThrown); ok {
+			r.errsMu.Lock()
+			d := e.ExceptionDetails
+			msg := d.Text
+			if d.Exception != nil {
+				msg += " " + d.Exception.Description
+			}
+			r.exceptions = append(r.exceptions, fmt.Sprintf("%s (%s:%d)", msg, d.URL, d.LineNumber+1))
+			r.errsMu.Unlock()
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	r.ctx = ctx
+	return r
+}
+
+// do runs browser steps, each within 20 s.
+func (r *uiRig) do(t *testing.T, what string, steps ...chromedp.Action[chromedp.Void]) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(r.ctx, 20*time.Second)
+	defer cancel()
+	if err := chromedp.Do(ctx, steps...); err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+}
+
+// eval evaluates a JavaScript expression into out.
+func eval[T any](t *testing.T, r *uiRig, expr string) T {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(r.ctx, 10*time.Second)
+	defer cancel()
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr))
+	if err != nil {
+		t.Fatalf("evaluating %s: %v", expr, err)
+	}
+	return v
+}
+
+// waitText waits until the element at sel shows want.
+func (r *uiRig) waitText(t *testing.T, sel, want string) {
+	t.Helper()
+	js, err := json.Marshal([]string{sel, want})
+	if err != nil {
+		t.Fatal(err)
+	}
+	expr := fmt.Sprintf(`(([s, w]) => { const e = document.querySelector(s); return !!e && e.innerText.includes(w); })(%s)`, js)
+	r.do(t, "waiting for "+sel+" to show "+want, chromedp.Poll[chromedp.Void](expr, chromedp.WithPollingTimeout(15*time.Second)))
+}
+
+// visit opens a view of the dashboard (a fragment route such as
+// "#/endpoints") and waits until it has rendered sel.
+func (r *uiRig) visit(t *testing.T, route, sel string) {
+	t.Helper()
+	js, err := json.Marshal(route)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.do(t, "opening "+route, chromedp.Evaluate[chromedp.Void]("location.hash = "+string(js)), chromedp.WaitVisible(chromedp.CSS(sel)))
+}
+
+// until reopens a route until its sel shows want: the views show what
+// was true when they were opened.
+func (r *uiRig) until(t *testing.T, route, sel, want string) {
+	t.Helper()
+	expr, err := json.Marshal([]string{sel, want})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sep := "?"
+	if strings.Contains(route, "?") {
+		sep = "&"
+	}
+	for i, deadline := 0, time.Now().Add(15*time.Second); ; i++ {
+		r.visit(t, route+sep+"n="+strconv.Itoa(i), sel)
+		if eval[bool](t, r, fmt.Sprintf(`(([s, w]) => document.querySelector(s).innerText.includes(w))(%s)`, expr)) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s never showed %q in %s: %s", route, want, sel, eval[string](t, r, "document.querySelector('main').innerText"))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// screenshot saves the page as <name>.png in the artefact directory.
+func (r *uiRig) screenshot(t *testing.T, name string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(r.ctx, 20*time.Second)
+	defer cancel()
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		t.Fatalf("screenshot %s: %v", name, err)
+	}
+	if err := os.WriteFile(filepath.Join(r.shots, name+".png"), png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// signIn signs in on the sign-in form with key.
+func (r *uiRig) signIn(t *testing.T, key string) {
+	t.Helper()
+	r.do(t, "signing in",
+		chromedp.Navigate(r.ui),
+		chromedp.WaitVisible(chromedp.CSS(`#signin input[name=key]`)),
+		chromedp.SendKeys(chromedp.CSS(`#signin input[name=key]`), key),
+		chromedp.Click(chromedp.CSS(`#signin button[type=submit]`)),
+		chromedp.WaitVisible(chromedp.CSS(`#nav a`)))
+}
+
+// pageText is everything the page shows and holds: its text, and the
+// values and attributes of its elements.
+func (r *uiRig) pageText(t *testing.T) string {
+	return eval[string](t, r, `document.body.innerText + "\n" + document.documentElement.outerHTML`)
+}
+
+func (r *uiRig) publish(t *testing.T, typ, tenant string, n int) {
+	t.Helper()
+	body := fmt.Sprintf(`{"type":%q,"data":{"n":%d},"tenant":%q}`, typ, n, tenant)
+	r.admin(t, "POST", "/_herald/v1/events", body, http.StatusAccepted, nil)
+}
+
+// TestDashboardInBrowser drives the dashboard in headless Chromium against
+// a real Herald: an operator signs in, creates an endpoint, watches a
+// delivery arrive, sees a failing one's attempts and retries it, pauses
+// and resumes the endpoint, sends it a test event, replays its events
+// after confirming, tails a stream and lists subscriptions; then a
+// tenant's key sees its own endpoints and deliveries and nothing of
+// another tenant's, on a desktop and on a phone, and through the portal's
+// #key= hand-over.
+func TestDashboardInBrowser(t *testing.T) {
+	r := newUIRig(t)
+
+	// The sign-in form, then the overview; the key is in sessionStorage
+	// only.
+	r.do(t, "opening the dashboard", chromedp.Navigate(r.ui), chromedp.WaitVisible(chromedp.CSS(`#signin`)))
+	r.screenshot(t, "01-sign-in")
+	r.signIn(t, testAdminKey)
+	r.visit(t, "#/overview", "#charts")
+	stored := eval[[]any](t, r, `[sessionStorage.getItem('herald.key'), localStorage.length, document.cookie]`)
+	if stored[0] != testAdminKey || stored[1] != float64(0) || stored[2] != "" {
+		t.Errorf("the key is kept as %v, want in sessionStorage only", stored)
+	}
+
+	// An endpoint created on the page; its secret is shown once.
+	r.visit(t, "#/endpoints", "#create-endpoint")
+	r.do(t, "creating an endpoint",
+		chromedp.SendKeys(chromedp.CSS(`#create-endpoint input[name=url]`), r.receiver.URL+"/orders"),
+		chromedp.SendKeys(chromedp.CSS(`#create-endpoint input[name=event_types]`), "order.*"),
+		chromedp.Click(chromedp.CSS(`#create-endpoint button[type=submit]`)),
+		chromedp.WaitVisible(chromedp.CSS(`#secret`)))
+	secret := eval[string](t, r, `document.querySelector('#secret').textContent`)
+	epID := eval[string](t, r, `document.querySelector('.notice a').textContent`)
+	if !strings.HasPrefix(secret, "whsec_") || !strings.HasPrefix(epID, "ep_") {
+		t.Fatalf("after create the page shows secret %q and endpoint %q", secret, epID)
+	}
+	r.waitText(t, "#endpoint-list", r.receiver.URL+"/orders")
+	r.screenshot(t, "02-endpoints")
+
+	// A published event's delivery arrives.
+	r.publish(t, "order.created", "", 1)
+	r.until(t, "#/deliveries?endpoint="+epID, "#delivery-list", "delivered")
+	r.screenshot(t, "03-deliveries")
+
+	// The receiver fails: the delivery's attempt shows the 500; after a
+	// retry with the receiver back, its second attempt succeeds.
+	r.failing.Store(true)
+	r.publish(t, "order.created", "", 2)
+	r.until(t, "#/deliveries?endpoint="+epID+"&status=failed", "#delivery-list", "failed")
+	r.do(t, "opening the failed delivery", chromedp.Click(chromedp.CSS(`#delivery-list tbody a`)), chromedp.WaitVisible(chromedp.CSS(`#payload`)))
+	r.waitText(t, "main", "500")
+	r.waitText(t, "main", "receiver down for the test")
+	r.waitText(t, "#payload", `"n": 2`)
+	r.screenshot(t, "04-delivery-failed")
+	dlvRoute := eval[string](t, r, `location.hash`)
+	r.failing.Store(false)
+	r.do(t, "retrying", chromedp.Click(chromedp.CSS(`#retry`)))
+	r.waitText(t, "#retry-result", "Queued again")
+	r.until(t, dlvRoute, "#delivery-status", "delivered")
+	if rows := eval[float64](t, r, `document.querySelectorAll('main table tbody tr').length`); rows != 2 {
+		t.Errorf("the retried delivery shows %v attempts, want 2", rows)
+	}
+	r.screenshot(t, "05-delivery-retried")
+
+	// The endpoint's actions: pause and resume, a test event.
+	r.visit(t, "#/endpoints/"+epID, "#pause")
+	r.do(t, "pausing", chromedp.Click(chromedp.CSS(`#pause`)), chromedp.WaitVisible(chromedp.CSS(`#resume`)))
+	r.waitText(t, "main", "paused")
+	r.do(t, "resuming", chromedp.Click(chromedp.CSS(`#resume`)), chromedp.WaitVisible(chromedp.CSS(`#pause`)))
+	r.do(t, "sending a test event", chromedp.Click(chromedp.CSS(`#test`)))
+	r.waitText(t, "#action-result", "accepted the test event")
+	r.do(t, "replaying since 2000, confirmed",
+		chromedp.SetValue(chromedp.CSS(`#replay input[name=since]`), "2000-01-01T00:00"),
+		chromedp.Click(chromedp.CSS(`#replay button[type=submit]`)),
+		chromedp.WaitVisible(chromedp.CSS(`#confirm-yes`)),
+		chromedp.Click(chromedp.CSS(`#confirm-yes`)))
+	r.waitText(t, "#action-result", "Queued")
+	r.screenshot(t, "06-endpoint")
+
+	// A stream tailed live: an append shows up pretty-printed.
+	r.admin(t, "PUT", "/ui/tail", `[]`, http.StatusCreated, nil)
+	r.visit(t, "#/streams?path=/ui/tail", "#stream-form")
+	r.waitText(t, "#stream-status", "end of the stream")
+	r.do(t, "tailing", chromedp.Click(chromedp.CSS(`#tail`)))
+	r.waitText(t, "#stream-status", "Tailing live")
+	r.admin(t, "POST", "/ui/tail", `{"hello":"browser","n":1}`, http.StatusNoContent, nil)
+	r.waitText(t, "#stream-out", `"hello": "browser"`)
+	r.screenshot(t, "07-stream-tail")
+	r.do(t, "stopping the tail", chromedp.Click(chromedp.CSS(`#tail`)))
+
+	// Subscriptions and the overview's counts of the last hour.
+	r.admin(t, "PUT", "/ui/**?subscription=ui-sub", `{"webhook":"`+r.receiver.URL+`/wake","description":"dashboard test"}`, http.StatusCreated, nil)
+	r.visit(t, "#/subscriptions", "#subscription-list table")
+	r.waitText(t, "#subscription-list", "ui-sub")
+	r.screenshot(t, "08-subscriptions")
+	r.visit(t, "#/overview", "#charts")
+	for _, series := range []string{"appends", "deliveries", "failures"} {
+		if n := eval[string](t, r, `document.querySelector('[data-series=`+series+`] .big').textContent`); n == "0" {
+			t.Errorf("the overview counts no %s in the last hour", series)
+		}
+	}
+	r.screenshot(t, "09-overview")
+
+	// A tenant's portal: its own endpoint and deliveries, nothing of
+	// another tenant's, and no operator views.
+	mine := r.tenantEndpoint(t, matrixTenant, "/tenant-a-hook")
+	theirs := r.tenantEndpoint(t, otherTenant, "/tenant-b-private-hook")
+	r.publish(t, "order.created", matrixTenant, 3)
+	r.publish(t, "order.created", otherTenant, 4)
+	key := r.key(t, []auth.Scope{auth.ScopeEndpointsRead, auth.ScopeEndpointsWrite, auth.ScopeDeliveriesRead, auth.ScopeDeliveriesWrite}, matrixTenant)
+	r.do(t, "signing out", chromedp.Click(chromedp.CSS(`#signout`)), chromedp.WaitVisible(chromedp.CSS(`#signin`)))
+	if k := eval[any](t, r, `sessionStorage.getItem('herald.key')`); k != nil {
+		t.Errorf("after signing out sessionStorage holds %v", k)
+	}
+	r.signIn(t, key)
+	r.waitText(t, "#who", matrixTenant)
+	nav := eval[string](t, r, `document.querySelector('#nav').innerText`)
+	if strings.Contains(nav, "Overview") || strings.Contains(nav, "Streams") || !strings.Contains(nav, "Endpoints") {
+		t.Errorf("the tenant's views are %q, want endpoints and deliveries only", nav)
+	}
+	hidden := func(where string) {
+		t.Helper()
+		page := r.pageText(t)
+		for _, s := range []string{theirs, "tenant-b-private-hook", otherTenant, epID} {
+			if strings.Contains(page, s) {
+				t.Errorf("%s: the tenant's page shows %q", where, s)
+			}
+		}
+	}
+	r.visit(t, "#/endpoints", "#endpoint-list table")
+	r.waitText(t, "#endpoint-list", mine)
+	hidden("endpoints")
+	r.screenshot(t, "10-portal-endpoints")
+	r.until(t, "#/deliveries?endpoint="+mine, "#delivery-list", "delivered")
+	hidden("deliveries")
+	r.screenshot(t, "11-portal-deliveries")
+	r.visit(t, "#/endpoints/"+theirs, "main .error")
+	r.waitText(t, "main", "belongs to another tenant")
+	r.visit(t, "#/deliveries?endpoint="+theirs, "#delivery-filter")
+	hidden("another tenant's endpoint by id")
+	r.visit(t, "#/overview", "#endpoint-list, #delivery-filter")
+	hidden("the operator's overview")
+
+	// At phone width the portal still fits.
+	r.do(t, "phone width", chromedp.EmulateViewport(390, 844))
+	r.visit(t, "#/endpoints/"+mine, "#test")
+	if over := eval[bool](t, r, `document.documentElement.scrollWidth > window.innerWidth + 1`); over {
+		t.Errorf("at 390 px the page is %v px wide", eval[float64](t, r, `document.documentElement.scrollWidth`))
+	}
+	r.screenshot(t, "12-portal-phone")
+	r.do(t, "desktop width", chromedp.EmulateViewport(1280, 800))
+
+	// The embedded portal gets its key in the fragment, which leaves the
+	// address at once.
+	r.do(t, "handing the portal its key",
+		chromedp.Evaluate[chromedp.Void](`sessionStorage.clear()`),
+		chromedp.Navigate(r.ui+"#key="+key),
+		chromedp.WaitVisible(chromedp.CSS(`#endpoint-list table`)))
+	if h := eval[string](t, r, `location.href`); strings.Contains(h, key) {
+		t.Errorf("the key stays in the address: %s", h)
+	}
+	r.waitText(t, "#who", matrixTenant)
+
+	r.errsMu.Lock()
+	defer r.errsMu.Unlock()
+	if len(r.exceptions) > 0 {
+		t.Errorf("the page threw: %v", r.exceptions)
+	}
+}
+
+// tenantEndpoint makes an endpoint of tenant for order events and returns
+// its id.
+func (r *uiRig) tenantEndpoint(t *testing.T, tenant, path string) string {
+	t.Helper()
+	var ep struct{ ID string }
+	r.admin(t, "POST", "/_herald/v1/endpoints", `{"url":"`+r.receiver.URL+path+`","tenant":"`+tenant+`","event_types":["order.*"]}`, http.StatusCreated, &ep)
+	return ep.ID
+}

@@ -1,0 +1,149 @@
+// The dashboard's shell: sign-in, the views the key's scopes allow, and
+// routing by the URL's fragment (#/endpoints/ep_…?status=failed).
+import {api, session} from './api.js';
+import {h, clear, errorBox, field} from './dom.js';
+import {overview} from './overview.js';
+import {streams} from './streams.js';
+import {subscriptions} from './subscriptions.js';
+import {endpoints} from './endpoints.js';
+import {deliveries} from './deliveries.js';
+
+// can reports whether the signed-in credential holds scope.
+export function can(me, scope) {
+  return me.admin || me.scopes.includes(scope);
+}
+
+const views = [
+  {name: 'overview', title: 'Overview', allowed: me => me.admin, render: overview},
+  {name: 'streams', title: 'Streams', allowed: me => can(me, 'streams:read'), render: streams},
+  {name: 'subscriptions', title: 'Subscriptions', allowed: me => can(me, 'subscriptions:read'), render: subscriptions},
+  {name: 'endpoints', title: 'Endpoints', allowed: me => can(me, 'endpoints:read'), render: endpoints},
+  {name: 'deliveries', title: 'Deliveries', allowed: me => can(me, 'deliveries:read') && can(me, 'endpoints:read'), render: deliveries},
+];
+
+const main = document.getElementById('main');
+const nav = document.getElementById('nav');
+const who = document.getElementById('who');
+let me = null;
+let current = null; // the shown view's AbortController: ends its live reads
+
+// takeKeyFromFragment moves a key given in the URL's fragment
+// (#key=hk_…, how a platform hands the tenant portal its key) into
+// sessionStorage and out of the address bar and history.
+function takeKeyFromFragment() {
+  const m = /^#key=([^&]+)/.exec(location.hash);
+  if (!m) return;
+  session.set(decodeURIComponent(m[1]));
+  history.replaceState(null, '', location.pathname + location.search + '#/');
+}
+
+async function start() {
+  takeKeyFromFragment();
+  try {
+    me = await api('GET', '/_herald/v1/whoami');
+  } catch (e) {
+    me = null;
+    if (e.status !== 401) {
+      signIn(e);
+      return;
+    }
+    signIn(session.key() ? e : null);
+    return;
+  }
+  shell();
+  route();
+}
+
+function signIn(err) {
+  session.clear();
+  nav.hidden = true;
+  who.hidden = true;
+  const key = h('input', {type: 'password', name: 'key', autocomplete: 'off', required: true, spellcheck: 'false'});
+  const form = h('form', {class: 'signin card', id: 'signin'},
+    h('h1', null, 'Sign in to Herald'),
+    h('p', {class: 'muted'}, 'Paste an API key. It is kept only in this browser tab and sent to Herald with each request; closing the tab forgets it.'),
+    err ? errorBox(err) : null,
+    field('API key', key),
+    h('button', {type: 'submit', class: 'primary'}, 'Sign in'));
+  form.addEventListener('submit', ev => {
+    ev.preventDefault();
+    session.set(key.value.trim());
+    start();
+  });
+  clear(main, form);
+  document.title = 'Sign in · Herald';
+  key.focus();
+}
+
+function shell() {
+  const allowed = views.filter(v => v.allowed(me));
+  clear(nav, h('ul', null, allowed.map(v => h('li', null, h('a', {href: '#/' + v.name, 'data-view': v.name}, v.title)))));
+  nav.hidden = false;
+  const tenant = me.tenant ? ['Tenant portal: ', h('strong', {id: 'tenant'}, me.tenant)] : me.admin ? 'Operator' : '';
+  clear(who,
+    h('span', null, tenant),
+    h('span', {class: 'mono', title: 'Scopes: ' + (me.admin ? 'admin (every scope)' : me.scopes.join(', '))}, me.id),
+    me.auth_enabled ? h('button', {type: 'button', id: 'signout', onclick: signOut}, 'Sign out') : h('span', {class: 'badge warn'}, 'access control off'));
+  who.hidden = false;
+}
+
+function signOut() {
+  if (current) current.abort();
+  session.clear();
+  me = null;
+  location.hash = '#/';
+  signIn(null);
+}
+
+// parseRoute reads #/view/arg?query.
+function parseRoute() {
+  const raw = location.hash.replace(/^#\/?/, '');
+  const [path, q] = raw.split('?', 2);
+  const parts = path.split('/').filter(Boolean).map(decodeURIComponent);
+  return {name: parts[0] || '', args: parts.slice(1), params: new URLSearchParams(q || '')};
+}
+
+async function route() {
+  if (!me) return;
+  if (current) current.abort();
+  current = new AbortController();
+  const allowed = views.filter(v => v.allowed(me));
+  const r = parseRoute();
+  let view = allowed.find(v => v.name === r.name);
+  if (!view) {
+    if (!allowed.length) {
+      clear(main, h('h1', null, 'Nothing to show'), errorBox(new Error('This key has none of the scopes the dashboard uses (endpoints:read, deliveries:read, streams:read, subscriptions:read). Ask an administrator for a key with them.')));
+      return;
+    }
+    view = allowed[0];
+    history.replaceState(null, '', '#/' + view.name);
+  }
+  for (const a of nav.querySelectorAll('a')) {
+    if (a.dataset.view === view.name) a.setAttribute('aria-current', 'page');
+    else a.removeAttribute('aria-current');
+  }
+  document.title = view.title + ' · Herald';
+  const ctx = {me, signal: current.signal, can: scope => can(me, scope), params: r.params};
+  clear(main, h('p', {class: 'muted', role: 'status'}, 'Loading…'));
+  main.focus({preventScroll: true});
+  try {
+    const content = await view.render(ctx, ...r.args);
+    if (!ctx.signal.aborted) clear(main, content);
+  } catch (e) {
+    if (e.name === 'AbortError' || ctx.signal.aborted) return;
+    if (e.status === 401) {
+      signIn(e);
+      return;
+    }
+    clear(main, h('h1', null, view.title), errorBox(e));
+  }
+}
+
+window.addEventListener('hashchange', () => {
+  if (/^#key=/.test(location.hash)) {
+    start();
+    return;
+  }
+  route();
+});
+start();

@@ -1,0 +1,106 @@
+// Deliveries: an endpoint's deliveries filtered by status, event type and
+// time; one delivery with every attempt; retry.
+import {api, listAll, query} from './api.js';
+import {h, clear, badge, table, empty, errorBox, field, time, props, pretty} from './dom.js';
+
+const statuses = ['', 'pending', 'failed', 'delivered', 'exhausted'];
+
+// localInput turns an RFC 3339 instant into a datetime-local value in the
+// viewer's zone, and back.
+function toLocalInput(iso) {
+  if (!iso) return '';
+  const d = new Date(iso);
+  if (Number.isNaN(d.getTime())) return '';
+  const p = n => String(n).padStart(2, '0');
+  return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())}T${p(d.getHours())}:${p(d.getMinutes())}`;
+}
+function fromLocalInput(v) {
+  if (!v) return '';
+  const d = new Date(v);
+  return Number.isNaN(d.getTime()) ? '' : d.toISOString().replace(/\.\d+Z$/, 'Z');
+}
+
+async function list(ctx) {
+  const q = ctx.params;
+  const eps = (await listAll('/_herald/v1/endpoints', 5000)).items;
+  if (!eps.length) {
+    return [h('h1', null, 'Deliveries'), empty('There is no endpoint, so there are no deliveries. Create an endpoint first.')];
+  }
+  const endpoint = h('select', {name: 'endpoint'}, eps.map(e => h('option', {value: e.id}, e.id + ' — ' + e.url)));
+  endpoint.value = q.get('endpoint') || eps[0].id;
+  if (!endpoint.value) endpoint.value = eps[0].id;
+  const status = h('select', {name: 'status'}, statuses.map(s => h('option', {value: s}, s || 'any')));
+  status.value = q.get('status') || '';
+  const type = h('input', {type: 'text', name: 'event_type', value: q.get('event_type') || '', spellcheck: 'false'});
+  const since = h('input', {type: 'datetime-local', name: 'since', value: toLocalInput(q.get('since'))});
+  const until = h('input', {type: 'datetime-local', name: 'until', value: toLocalInput(q.get('until'))});
+  const form = h('form', {class: 'inline', id: 'delivery-filter'},
+    field('Endpoint', endpoint, true), field('Status', status), field('Event type', type),
+    field('Since', since), field('Until', until),
+    h('button', {type: 'submit', class: 'primary'}, 'Filter'));
+  form.addEventListener('submit', ev => {
+    ev.preventDefault();
+    location.hash = '#/deliveries' + query({endpoint: endpoint.value, status: status.value, event_type: type.value.trim(),
+      since: fromLocalInput(since.value), until: fromLocalInput(until.value)});
+  });
+  const filter = {status: status.value, event_type: type.value.trim(), since: q.get('since') || '', until: q.get('until') || '', limit: 100};
+  let page;
+  try {
+    page = await api('GET', '/_herald/v1/endpoints/' + encodeURIComponent(endpoint.value) + '/deliveries' + query(filter));
+  } catch (e) {
+    return [h('h1', null, 'Deliveries'), form, errorBox(e)];
+  }
+  return [
+    h('h1', null, 'Deliveries'), form,
+    h('div', {id: 'delivery-list'},
+      page.data.length ? table('Deliveries, newest first', ['Created', 'Delivery', 'Event type', 'Status', 'Attempts', 'Last status', 'Next attempt'], page.data,
+        d => [time(d.created_at), h('a', {href: '#/deliveries/' + encodeURIComponent(d.id), class: 'mono'}, d.id), d.event_type, badge(d.status),
+          String(d.attempt_count), d.last_status_code ? String(d.last_status_code) : '—', time(d.next_attempt_at)])
+        : empty('No delivery matches. Widen the filter, or publish an event the endpoint subscribes to.')),
+    page.next_cursor ? h('p', {class: 'muted'}, 'Showing the newest 100: narrow the time range to see older ones.') : null,
+  ];
+}
+
+async function detail(ctx, id) {
+  const d = await api('GET', '/_herald/v1/deliveries/' + encodeURIComponent(id));
+  const out = h('div', {id: 'retry-result', role: 'status'});
+  const retry = ctx.can('deliveries:write') ? h('button', {type: 'button', class: 'primary', id: 'retry', onclick: async ev => {
+    const button = ev.currentTarget;
+    button.disabled = true;
+    try {
+      await api('POST', '/_herald/v1/deliveries/' + encodeURIComponent(id) + '/retry', {});
+      clear(out, h('p', {class: 'notice'}, 'Queued again with a fresh retry schedule. ', h('a', {href: '#/deliveries/' + encodeURIComponent(id) + '?t=' + Date.now()}, 'Refresh')));
+    } catch (e) {
+      clear(out, errorBox(e));
+    } finally {
+      button.disabled = false;
+    }
+  }}, 'Retry now') : null;
+  const attempts = d.attempts || [];
+  return [
+    h('h1', null, 'Delivery ', h('span', {class: 'mono'}, d.id)),
+    h('p', null, h('a', {href: '#/deliveries?endpoint=' + encodeURIComponent(d.endpoint_id)}, '← Deliveries of ', d.endpoint_id),
+      ' · ', h('a', {href: '#/endpoints/' + encodeURIComponent(d.endpoint_id)}, 'Endpoint')),
+    props([
+      ['Status', h('span', {id: 'delivery-status'}, badge(d.status))],
+      ['Event', [d.event_type, ' ', h('span', {class: 'mono'}, d.event_id)]],
+      ['Stream', h('span', {class: 'mono'}, d.stream + ' @ ' + d.offset)],
+      ['Attempts', String(d.attempt_count)],
+      ['Next attempt', time(d.next_attempt_at)],
+      ['Last error', d.last_error || '—'],
+      ['Created', time(d.created_at)],
+      ['Finished', time(d.finished_at)],
+    ]),
+    h('div', {class: 'actions'}, retry), out,
+    h('h2', null, 'Attempts'),
+    attempts.length ? table('Every attempt, oldest first', ['#', 'At', 'Status', 'Latency', 'Error', 'Response'], attempts,
+      a => [String(attempts.indexOf(a) + 1), time(a.at), a.status_code ? String(a.status_code) : '—', a.latency, a.error || '—', h('td', {class: 'mono'}, a.response_body || '')])
+      : empty('No attempt yet: the first is sent as soon as the endpoint has room.'),
+    h('h2', null, 'Payload'),
+    h('pre', {id: 'payload'}, pretty(JSON.stringify(d.payload))),
+  ];
+}
+
+export function deliveries(ctx, id) {
+  return id ? detail(ctx, id) : list(ctx);
+}

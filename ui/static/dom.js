@@ -1,0 +1,109 @@
+// DOM helpers. Everything is built with DOM APIs and text nodes: nothing
+// from Herald's API is ever parsed as HTML.
+
+// h makes an element: h('a', {href: '#/x', class: 'c', onclick: fn}, 'text', child).
+// Attributes are set with setAttribute, children added as nodes or text.
+export function h(tag, props, ...children) {
+  const el = document.createElement(tag);
+  for (const [k, v] of Object.entries(props || {})) {
+    if (v === undefined || v === null || v === false) continue;
+    if (k.startsWith('on')) el.addEventListener(k.slice(2), v);
+    else if (k === 'class') el.className = v;
+    else el.setAttribute(k, v === true ? '' : String(v));
+  }
+  add(el, children);
+  return el;
+}
+
+// add appends children (nodes, strings, numbers, nested arrays; null and
+// false are skipped) to el.
+export function add(el, children) {
+  for (const c of [children].flat(Infinity)) {
+    if (c === null || c === undefined || c === false) continue;
+    el.append(c instanceof Node ? c : String(c));
+  }
+  return el;
+}
+
+// clear empties el and adds children.
+export function clear(el, ...children) {
+  el.replaceChildren();
+  return add(el, children);
+}
+
+// time shows an RFC 3339 instant in the viewer's time zone.
+export function time(iso) {
+  if (!iso) return h('span', {class: 'muted'}, '—');
+  const d = new Date(iso);
+  if (Number.isNaN(d.getTime())) return String(iso);
+  return h('time', {datetime: iso, title: d.toISOString()}, d.toLocaleString());
+}
+
+// badge shows a status word in a colour that matches its meaning.
+const tones = {
+  active: 'ok', delivered: 'ok', ok: 'ok', LIVE: 'ok', IDLE: 'info',
+  paused: 'warn', pending: 'info', failed: 'warn', WAKING: 'warn',
+  disabled: 'bad', exhausted: 'bad', unavailable: 'bad',
+};
+export function badge(word) {
+  return h('span', {class: 'badge ' + (tones[word] || 'info')}, word);
+}
+
+// table makes an accessible table: caption, header cells with scope, and
+// one row per item; cells(item) returns the row's cells.
+export function table(caption, headers, items, cells) {
+  return h('div', {class: 'table-wrap'},
+    h('table', null,
+      h('caption', null, caption),
+      h('thead', null, h('tr', null, headers.map(t => h('th', {scope: 'col'}, t)))),
+      h('tbody', null, items.map(it => h('tr', null, cells(it).map(c => c instanceof Node && c.tagName === 'TD' ? c : h('td', null, c)))))));
+}
+
+// empty says there is nothing to show, and what to do about it.
+export function empty(message) {
+  return h('p', {class: 'empty', role: 'status'}, message);
+}
+
+// errorBox shows an error and what to do about it.
+export function errorBox(err) {
+  return h('div', {class: 'error', role: 'alert'}, err && err.message ? err.message : String(err));
+}
+
+// field is a labelled input; input is the control (its id is set).
+let fieldSeq = 0;
+export function field(labelText, input, wide) {
+  if (!input.id) input.id = 'f' + (++fieldSeq);
+  return h('div', {class: wide ? 'field wide' : 'field'}, h('label', {for: input.id}, labelText), input);
+}
+
+// pretty formats JSON text for reading; text that is not JSON is shown as it is.
+export function pretty(text) {
+  try {
+    return JSON.stringify(JSON.parse(text), null, 2);
+  } catch {
+    return text;
+  }
+}
+
+// props is a definition list of [term, value] pairs.
+export function props(pairs) {
+  return h('dl', {class: 'props'}, pairs.map(([k, v]) => [h('dt', null, k), h('dd', null, v)]));
+}
+
+// confirmAction asks in a modal dialog; it resolves true when confirmed.
+// Escape or Cancel resolve false.
+export function confirmAction(message, confirmLabel) {
+  return new Promise(resolve => {
+    const dlg = h('dialog', {'aria-labelledby': 'confirm-text'},
+      h('p', {id: 'confirm-text'}, message),
+      h('div', {class: 'actions'},
+        h('button', {type: 'button', id: 'confirm-no', onclick: () => dlg.close('no')}, 'Cancel'),
+        h('button', {type: 'button', id: 'confirm-yes', class: 'primary', onclick: () => dlg.close('yes')}, confirmLabel)));
+    dlg.addEventListener('close', () => {
+      dlg.remove();
+      resolve(dlg.returnValue === 'yes');
+    });
+    document.body.append(dlg);
+    dlg.showModal();
+  });
+}

@@ -1,0 +1,148 @@
+// Endpoints: their health and breaker state, and what an operator or a
+// tenant does with them.
+import {api, listAll} from './api.js';
+import {h, clear, badge, table, empty, errorBox, field, time, props, pretty, confirmAction} from './dom.js';
+
+const link = id => h('a', {href: '#/endpoints/' + encodeURIComponent(id), class: 'mono'}, id);
+
+function createForm(ctx, onCreated) {
+  const url = h('input', {type: 'url', name: 'url', required: true, placeholder: 'https://example.com/webhooks', spellcheck: 'false'});
+  const types = h('input', {type: 'text', name: 'event_types', placeholder: '* (every type)', spellcheck: 'false'});
+  const desc = h('input', {type: 'text', name: 'description'});
+  const tenant = h('input', {type: 'text', name: 'tenant', spellcheck: 'false'});
+  const out = h('div', {role: 'status'});
+  const form = h('form', {class: 'inline', id: 'create-endpoint'},
+    field('URL', url, true), field('Event types (comma-separated)', types), field('Description', desc),
+    ctx.me.tenant ? null : field('Tenant (optional)', tenant),
+    h('button', {type: 'submit', class: 'primary'}, 'Create endpoint'));
+  form.addEventListener('submit', async ev => {
+    ev.preventDefault();
+    const body = {url: url.value.trim(), description: desc.value.trim()};
+    const t = types.value.split(',').map(s => s.trim()).filter(Boolean);
+    if (t.length) body.event_types = t;
+    if (!ctx.me.tenant && tenant.value.trim()) body.tenant = tenant.value.trim();
+    try {
+      const ep = await api('POST', '/_herald/v1/endpoints', body);
+      form.reset();
+      onCreated(ep, out);
+    } catch (e) {
+      clear(out, errorBox(e));
+    }
+  });
+  return [h('h2', null, 'New endpoint'), form, out];
+}
+
+// secretNotice shows a signing secret once, right after it was made.
+function secretNotice(text, secret) {
+  return h('div', {class: 'notice', role: 'status'}, h('p', null, text),
+    h('p', null, 'Signing secret (shown only now): ', h('code', {class: 'mono', id: 'secret'}, secret)));
+}
+
+async function list(ctx) {
+  const body = h('div', {id: 'endpoint-list'});
+  const load = async () => {
+    const eps = await listAll('/_herald/v1/endpoints', 5000);
+    clear(body, eps.items.length ? table('Endpoints', ['Endpoint', 'URL', 'Tenant', 'Status', 'Failures in a row', 'Last success', 'Last failure'], eps.items,
+      e => [link(e.id), h('td', {class: 'mono'}, e.url), e.tenant || '—', badge(e.status), String(e.consecutive_failures), time(e.last_success_at), time(e.last_failure_at)])
+      : empty(ctx.can('endpoints:write') ? 'No endpoint yet: create one below to receive events.' : 'No endpoint yet. Ask an administrator to create one.'),
+    eps.more ? h('p', {class: 'muted'}, 'Showing the first 5000 endpoints.') : null);
+  };
+  await load();
+  return [h('h1', null, 'Endpoints'), body,
+    ctx.can('endpoints:write') ? createForm(ctx, async (ep, out) => {
+      clear(out, secretNotice(['Created endpoint ', link(ep.id), '.'], ep.secret));
+      await load();
+    }) : null];
+}
+
+async function detail(ctx, id) {
+  const ep = await api('GET', '/_herald/v1/endpoints/' + encodeURIComponent(id));
+  const path = '/_herald/v1/endpoints/' + encodeURIComponent(id);
+  const out = h('div', {id: 'action-result', role: 'status'});
+  const reload = () => window.dispatchEvent(new HashChangeEvent('hashchange'));
+  const act = (label, fn, opts) => h('button', Object.assign({type: 'button', onclick: async ev => {
+    const button = ev.currentTarget;
+    button.disabled = true;
+    try {
+      await fn();
+    } catch (e) {
+      clear(out, errorBox(e));
+    } finally {
+      button.disabled = false;
+    }
+  }}, opts || {}), label);
+
+  const actions = [];
+  if (ctx.can('endpoints:write')) {
+    if (ep.status === 'disabled') {
+      actions.push(act('Re-enable', async () => { await api('PATCH', path, {active: true}); reload(); }, {class: 'primary', id: 're-enable'}));
+    } else if (ep.active) {
+      actions.push(act('Pause', async () => { await api('PATCH', path, {active: false}); reload(); }, {id: 'pause'}));
+    } else {
+      actions.push(act('Resume', async () => { await api('PATCH', path, {active: true}); reload(); }, {class: 'primary', id: 'resume'}));
+    }
+    actions.push(act('Send test event', async () => {
+      const r = await api('POST', path + '/test', {});
+      clear(out, h('div', {class: r.ok ? 'notice' : 'error'},
+        h('p', null, r.ok ? 'The endpoint accepted the test event' : 'The test event failed', ` (status ${r.status_code || 'none'}, ${r.latency}).`, r.error ? ' ' + r.error : ''),
+        r.response_body ? h('pre', null, r.response_body) : null));
+    }, {id: 'test'}));
+    actions.push(act('Rotate secret…', async () => {
+      if (!await confirmAction('Rotate the signing secret? The old one keeps signing beside the new one for the rotation overlap, so the receiver can switch.', 'Rotate')) return;
+      const r = await api('POST', path + '/rotate-secret', {});
+      clear(out, secretNotice('The secret was rotated.', r.secret));
+    }, {id: 'rotate'}));
+    actions.push(act('Delete…', async () => {
+      if (!await confirmAction('Delete this endpoint with its deliveries and attempts? This cannot be undone.', 'Delete')) return;
+      await api('DELETE', path);
+      location.hash = '#/endpoints';
+    }, {class: 'danger', id: 'delete'}));
+  }
+
+  let replay = null;
+  if (ctx.can('deliveries:write')) {
+    const since = h('input', {type: 'datetime-local', name: 'since', required: true, step: 1});
+    replay = h('form', {class: 'inline', id: 'replay'}, field('Replay events since (your time zone)', since), h('button', {type: 'submit'}, 'Replay…'));
+    replay.addEventListener('submit', async ev => {
+      ev.preventDefault();
+      const at = new Date(since.value);
+      if (Number.isNaN(at.getTime())) return;
+      if (!await confirmAction(`Queue a new delivery to this endpoint of every matching event since ${at.toLocaleString()}? Events with a pending delivery are skipped.`, 'Replay')) return;
+      try {
+        const r = await api('POST', path + '/replay', {since: at.toISOString().replace(/\.\d+Z$/, 'Z')});
+        clear(out, h('p', {class: 'notice'}, `Queued ${r.queued} deliveries.`, r.truncated ? ' More matched than one replay queues: replay again from a later time.' : ''));
+      } catch (e) {
+        clear(out, errorBox(e));
+      }
+    });
+  }
+
+  return [
+    h('h1', null, 'Endpoint ', h('span', {class: 'mono'}, ep.id)),
+    h('p', null, h('a', {href: '#/endpoints'}, '← All endpoints'),
+      ctx.can('deliveries:read') ? [' · ', h('a', {href: '#/deliveries?endpoint=' + encodeURIComponent(ep.id), id: 'to-deliveries'}, 'Deliveries')] : null),
+    props([
+      ['Status', [badge(ep.status), ep.disabled_reason ? ' ' + ep.disabled_reason : '']],
+      ['URL', h('span', {class: 'mono'}, ep.url)],
+      ['Tenant', ep.tenant || '—'],
+      ['Description', ep.description || '—'],
+      ['Event types', ep.event_types.join(', ')],
+      ['Streams', ep.streams.join(', ')],
+      ['Failures in a row', String(ep.consecutive_failures)],
+      ['Last success', time(ep.last_success_at)],
+      ['Last failure', time(ep.last_failure_at)],
+      ['Last error', ep.last_error || '—'],
+      ['Disabled at', time(ep.disabled_at)],
+      ['Retry schedule', ep.retry_schedule.join(', ')],
+      ['Filter', ep.filter === null ? '—' : h('pre', null, pretty(JSON.stringify(ep.filter)))],
+      ['Created', time(ep.created_at)],
+    ]),
+    actions.length ? h('div', {class: 'actions'}, actions) : null,
+    replay,
+    out,
+  ];
+}
+
+export function endpoints(ctx, id) {
+  return id ? detail(ctx, id) : list(ctx);
+}
