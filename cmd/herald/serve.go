@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	apidoc "github.com/heraldstreams/herald/api"
 	"github.com/heraldstreams/herald/auth"
 	"github.com/heraldstreams/herald/delivery"
 	"github.com/heraldstreams/herald/httpapi"
@@ -86,6 +87,7 @@ func newApp(ctx context.Context, cfg *serveConfig, log *slog.Logger) (*app, erro
 		metricsRule = auth.Rule{Public: true}
 	}
 	api.Handle("GET "+httpapi.HeraldPrefix+"metrics", metricsRule, promhttp.HandlerFor(metrics, promhttp.HandlerOpts{}))
+	api.Handle("GET "+apidoc.Path, auth.Rule{Public: true}, apidoc.Handler())
 	auth.NewKeysAPI(auth.KeysAPIConfig{Auth: authn, Store: st, Logger: log.With("part", "keys")}).Mount(api)
 	subs, err := startSubscriptions(ctx, subscriptionsParams{
 		Config: cfg, Store: st, TokenKeys: st, API: api, Metrics: metrics,
