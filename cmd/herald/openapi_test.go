@@ -356,6 +356,8 @@ func TestOpenAPIDescribesRealAnswers(t *testing.T) {
 
 	// A key without the endpoints:write scope, then revoked.
 	c.do(exchange{method: "POST", path: "/_herald/v1/endpoints", key: key.Key, want: http.StatusForbidden, body: `{"url":"` + m.receiver.URL + `"}`})
+	other := m.key(t, []auth.Scope{auth.ScopeEndpointsWrite}, otherTenant)
+	c.do(exchange{method: "POST", path: "/_herald/v1/endpoints", key: other, want: http.StatusForbidden, body: `{"url":"` + m.receiver.URL + `","tenant":"` + matrixTenant + `"}`})
 	c.do(exchange{method: "DELETE", path: "/_herald/v1/keys/" + key.ID, key: admin, want: http.StatusNoContent})
 	c.do(exchange{method: "GET", path: "/_herald/v1/keys/" + key.ID, key: admin, want: http.StatusNotFound})
 	c.do(exchange{method: "GET", path: "/_herald/v1/endpoints", key: key.Key, want: http.StatusUnauthorized})
