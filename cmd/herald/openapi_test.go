@@ -201,6 +201,8 @@ type exchange struct {
 	method, path, body string
 	// key is the credential, sent as a bearer token; none when "".
 	key string
+	// header holds headers to send besides those; "Host" sets the Host.
+	header map[string]string
 	// want is the status the server must answer.
 	want int
 	// refused: the document itself refuses the request (a missing
@@ -229,6 +231,13 @@ func (c *specCheck) do(x exchange) []byte {
 		}
 		if x.key != "" {
 			req.Header.Set("Authorization", "Bearer "+x.key)
+		}
+		for k, v := range x.header {
+			if k == "Host" {
+				req.Host = v
+			} else {
+				req.Header.Set(k, v)
+			}
 		}
 		return req
 	}
@@ -331,7 +340,7 @@ func (c *specCheck) decode(body []byte, out any) {
 // TestOpenAPIDescribesRealAnswers drives a full server through the life
 // of keys, endpoints, events, deliveries and subscriptions, a callback
 // with a bad token, and the usual mistakes (404, 400 with a field, 401,
-// 403), and validates every request and answer against the document
+// 403, 409, 415, 421), and validates every request and answer against the document
 // with an independent OpenAPI validator. Every documented operation must
 // have been exercised.
 func TestOpenAPIDescribesRealAnswers(t *testing.T) {
@@ -402,10 +411,22 @@ func TestOpenAPIDescribesRealAnswers(t *testing.T) {
 	c.do(exchange{method: "GET", path: "/_herald/v1/endpoints/ep_000000000000000000000000", key: admin, want: http.StatusNotFound})
 	c.do(exchange{method: "GET", path: "/_herald/v1/deliveries/dlv_00000000000000000000000000000000", key: admin, want: http.StatusNotFound})
 	c.do(exchange{method: "POST", path: "/_herald/v1/endpoints", key: admin, want: http.StatusBadRequest, body: `{"url":"http://10.1.2.3/hook"}`})
-	c.do(exchange{method: "POST", path: "/_herald/v1/endpoints", key: admin, want: http.StatusBadRequest, body: `{"url":"` + m.receiver.URL + `","colour":"red"}`, refused: true})
+	var bad struct {
+		Error struct{ Code, Field string } `json:"error"`
+	}
+	c.decode(c.do(exchange{method: "POST", path: "/_herald/v1/endpoints", key: admin, want: http.StatusBadRequest, body: `{"url":"` + m.receiver.URL + `","colour":"red"}`, refused: true}), &bad)
+	if bad.Error.Code != "unknown_field" || bad.Error.Field != "colour" {
+		t.Errorf("an unknown field answers %+v, want unknown_field naming colour", bad.Error)
+	}
 	c.do(exchange{method: "GET", path: epPath + "/deliveries?status=lost", key: admin, want: http.StatusBadRequest, refused: true})
 	c.do(exchange{method: "POST", path: "/_herald/v1/events", key: admin, want: http.StatusBadRequest, body: `{"data":{}}`, refused: true})
 	c.do(exchange{method: "POST", path: epPath + "/replay", key: admin, want: http.StatusBadRequest, body: `{"since":"yesterday"}`, refused: true})
+
+	// Refusals of the HTTP layer, before any route.
+	c.do(exchange{method: "POST", path: "/_herald/v1/events", key: admin, want: http.StatusUnsupportedMediaType,
+		header: map[string]string{"Content-Type": "text/plain"}, body: `{"type":"order.created"}`, refused: true})
+	c.do(exchange{method: "GET", path: "/_herald/v1/keys", key: admin, want: http.StatusForbidden, header: map[string]string{"Origin": "https://evil.example"}})
+	c.do(exchange{method: "GET", path: "/_herald/healthz", want: http.StatusMisdirectedRequest, header: map[string]string{"Host": "evil.example"}})
 
 	// Subscriptions, at a path of several segments.
 	m.admin(t, "PUT", "/area/openapi", "", http.StatusCreated, nil)
