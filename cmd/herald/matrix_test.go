@@ -241,7 +241,7 @@ func (f *matrixFixtures) request(rt httpapi.Route) (matrixRequest, bool) {
 	r := matrixRequest{method: rt.Method}
 	ep := "/_herald/v1/endpoints/" + f.endpoint
 	switch rt.Pattern {
-	case "/_herald/healthz", "/_herald/readyz", "/_herald/metrics", "/_herald/v1/whoami", "/_herald/v1/stats":
+	case "/_herald/healthz", "/_herald/readyz", "/_herald/metrics", "/_herald/v1/whoami", "/_herald/v1/stats", "/_herald/v1/openapi.json":
 		r.path = rt.Pattern
 	case "/_herald/ui/":
 		r.path = rt.Pattern + "app.js"

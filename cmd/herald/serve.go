@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.opentelemetry.io/otel/trace"
 
+	apidoc "github.com/heraldstreams/herald/api"
 	"github.com/heraldstreams/herald/auth"
 	"github.com/heraldstreams/herald/delivery"
 	"github.com/heraldstreams/herald/httpapi"
@@ -120,6 +121,7 @@ func newApp(ctx context.Context, cfg *serveConfig, log *slog.Logger, tp trace.Tr
 	api.Handle("GET "+ui.Prefix, auth.Rule{Public: true}, dashboard)
 	rec := newStatsRecorder(metrics, log.With("part", "stats"))
 	api.Handle("GET "+httpapi.HeraldPrefix+"v1/stats", auth.Rule{Scope: auth.ScopeAdmin}, rec)
+	api.Handle("GET "+apidoc.Path, auth.Rule{Public: true}, apidoc.Handler())
 	auth.NewKeysAPI(auth.KeysAPIConfig{Auth: authn, Store: st, Logger: log.With("part", "keys")}).Mount(api)
 	subs, err := startSubscriptions(ctx, subscriptionsParams{
 		Config: cfg, Store: st, TokenKeys: st, API: api, Metrics: metrics, Tracing: tp,

@@ -1,0 +1,462 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pb33f/libopenapi"
+	validator "github.com/pb33f/libopenapi-validator"
+	"github.com/pb33f/libopenapi-validator/config"
+	verrors "github.com/pb33f/libopenapi-validator/errors"
+	"github.com/pb33f/libopenapi-validator/paths"
+	v3 "github.com/pb33f/libopenapi/datamodel/high/v3"
+
+	"github.com/heraldstreams/herald/api"
+	"github.com/heraldstreams/herald/auth"
+	"github.com/heraldstreams/herald/httpapi"
+)
+
+// openAPIModel parses the embedded OpenAPI document.
+func openAPIModel(t *testing.T) (libopenapi.Document, *v3.Document) {
+	t.Helper()
+	doc, err := libopenapi.NewDocument(api.OpenAPI())
+	if err != nil {
+		t.Fatal(err)
+	}
+	model, err := doc.BuildV3Model()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return doc, &model.Model
+}
+
+// routeKey names a route so that the router's list and the document can
+// be compared: the method, the path with every {name} as {} (the router
+// says {id} where the document says {endpoint_id}), and the query
+// parameter that selects the route ("" for none).
+type routeKey struct{ method, path, selector string }
+
+func (k routeKey) String() string {
+	if k.selector == "" {
+		return k.method + " " + k.path
+	}
+	return k.method + " " + k.path + "?" + k.selector
+}
+
+var pathParam = regexp.MustCompile(`\{[^}]*\}`)
+
+// routeKeyOf is the key of a route of the router: "/{pattern}?subscription={id}"
+// has the path "/{}" and the selector "subscription".
+func routeKeyOf(rt httpapi.Route) routeKey {
+	path, query, _ := strings.Cut(rt.Pattern, "?")
+	selector, _, _ := strings.Cut(query, "=")
+	return routeKey{rt.Method, pathParam.ReplaceAllString(path, "{}"), selector}
+}
+
+// documentedRoutes returns the routes the document describes, each with
+// its operation. An operation whose query parameters are marked
+// x-herald-route-selector describes one route per such parameter.
+func documentedRoutes(model *v3.Document) map[routeKey]*v3.Operation {
+	out := map[routeKey]*v3.Operation{}
+	for path, item := range model.Paths.PathItems.FromOldest() {
+		for method, op := range item.GetOperations().FromOldest() {
+			k := routeKey{method: strings.ToUpper(method), path: pathParam.ReplaceAllString(path, "{}")}
+			selected := false
+			for _, p := range append(append([]*v3.Parameter(nil), item.Parameters...), op.Parameters...) {
+				if _, ok := p.Extensions.Get("x-herald-route-selector"); ok && p.In == "query" {
+					k.selector, selected = p.Name, true
+					out[k] = op
+				}
+			}
+			if !selected {
+				out[k] = op
+			}
+		}
+	}
+	return out
+}
+
+// isStreamRoute reports whether a route is one of the Durable Streams
+// protocol, which the document leaves to the protocol's specification.
+func isStreamRoute(rt httpapi.Route) bool { return strings.HasPrefix(rt.Pattern, "/{stream}") }
+
+// TestOpenAPIMatchesTheRouter compares the document with the routes a
+// full server registers, both ways: a route served without an operation,
+// and an operation of a route no longer served, fail with the route's
+// name. Each operation's access (public, the callback token, or the
+// scope of its API key) must be the rule its route declares.
+func TestOpenAPIMatchesTheRouter(t *testing.T) {
+	m := newMatrix(t)
+	_, model := openAPIModel(t)
+	documented := documentedRoutes(model)
+	served := map[routeKey]bool{}
+	for _, rt := range m.app.api.Routes() {
+		if isStreamRoute(rt) {
+			continue
+		}
+		k := routeKeyOf(rt)
+		served[k] = true
+		op, ok := documented[k]
+		if !ok {
+			t.Errorf("route %s %s is served but not described in api/openapi.json: add its operation", rt.Method, rt.Pattern)
+			continue
+		}
+		checkAccess(t, k, rt.Rule, op)
+	}
+	for k := range documented {
+		if !served[k] {
+			t.Errorf("api/openapi.json describes %s, which the server does not serve: remove the operation or mount the route", k)
+		}
+	}
+	if len(served) < 20 {
+		t.Fatalf("the router lists %d routes besides the stream routes", len(served))
+	}
+}
+
+// checkAccess checks that an operation states its route's rule.
+func checkAccess(t *testing.T, k routeKey, rule auth.Rule, op *v3.Operation) {
+	t.Helper()
+	switch {
+	case rule.Public:
+		if op.Security == nil || len(op.Security) != 0 {
+			t.Errorf("%s is public: its operation needs security: []", k)
+		}
+	case rule.CallbackToken:
+		if len(op.Security) != 1 || op.Security[0].Requirements == nil {
+			t.Errorf("%s takes a callback token: its operation needs security: [{callbackToken: []}]", k)
+			return
+		}
+		if _, ok := op.Security[0].Requirements.Get("callbackToken"); !ok {
+			t.Errorf("%s takes a callback token: its operation needs security: [{callbackToken: []}]", k)
+		}
+	default:
+		scope := ""
+		if n, ok := op.Extensions.Get("x-herald-scope"); ok {
+			scope = n.Value
+		}
+		if scope != string(rule.Scope) {
+			t.Errorf("%s needs scope %q, its operation says x-herald-scope %q", k, rule.Scope, scope)
+		}
+		found := false
+		for _, req := range op.Security {
+			if req.Requirements == nil {
+				continue
+			}
+			roles, ok := req.Requirements.Get("apiKey")
+			found = found || ok && len(roles) == 1 && roles[0] == string(rule.Scope)
+		}
+		if !found {
+			t.Errorf("%s needs scope %q: its operation needs security: [{apiKey: [%q]}]", k, rule.Scope, rule.Scope)
+		}
+	}
+}
+
+// TestOpenAPIServed: the server answers GET /_herald/v1/openapi.json with
+// the embedded document, byte for byte, as JSON, without a credential.
+func TestOpenAPIServed(t *testing.T) {
+	m := newMatrix(t)
+	resp, err := http.Get(m.base + api.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("status %d: %s", resp.StatusCode, body)
+	}
+	if ct := resp.Header.Get("Content-Type"); ct != "application/json" {
+		t.Errorf("Content-Type %q, want application/json", ct)
+	}
+	if !bytes.Equal(body, api.OpenAPI()) {
+		t.Errorf("served %d bytes that differ from the embedded document (%d bytes)", len(body), len(api.OpenAPI()))
+	}
+	if !json.Valid(body) {
+		t.Error("the served document is not JSON")
+	}
+}
+
+// specCheck sends requests to a running server and validates each request
+// and its answer against the document.
+type specCheck struct {
+	t     *testing.T
+	m     *matrix
+	v     validator.Validator
+	model *v3.Document
+	opts  *config.ValidationOptions
+	// exercised are the documented routes a validated answer came from.
+	exercised map[routeKey]bool
+}
+
+// exchange is one request and the status it must get.
+type exchange struct {
+	method, path, body string
+	// key is the credential, sent as a bearer token; none when "".
+	key string
+	// header holds headers to send besides those; "Host" sets the Host.
+	header map[string]string
+	// want is the status the server must answer.
+	want int
+	// refused: the document itself refuses the request (a missing
+	// credential, a value its schema forbids). The validator must say so,
+	// and only the answer is validated.
+	refused bool
+}
+
+// subscriptionTemplate is the document's path of the subscription routes.
+const subscriptionTemplate = "/{pattern}"
+
+// do sends x, checks its status and validates the request and the
+// answer; it returns the answer's body.
+func (c *specCheck) do(x exchange) []byte {
+	t := c.t
+	t.Helper()
+	newRequest := func() *http.Request {
+		req, err := http.NewRequest(x.method, c.m.base+x.path, strings.NewReader(x.body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if x.body == "" {
+			req.Body, req.ContentLength = http.NoBody, 0
+		} else {
+			req.Header.Set("Content-Type", "application/json")
+		}
+		if x.key != "" {
+			req.Header.Set("Authorization", "Bearer "+x.key)
+		}
+		for k, v := range x.header {
+			if k == "Host" {
+				req.Host = v
+			} else {
+				req.Header.Set(k, v)
+			}
+		}
+		return req
+	}
+	resp, err := http.DefaultClient.Do(newRequest())
+	if err != nil {
+		t.Fatalf("%s %s: %v", x.method, x.path, err)
+	}
+	body, err := io.ReadAll(resp.Body)
+	if cerr := resp.Body.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != x.want {
+		t.Fatalf("%s %s: %d %s, want %d", x.method, x.path, resp.StatusCode, body, x.want)
+	}
+	resp.Body = io.NopCloser(bytes.NewReader(body))
+	req := newRequest()
+	resp.Request = req
+
+	var (
+		item     *v3.PathItem
+		template string
+	)
+	q := req.URL.Query()
+	if q.Has("subscription") || q.Has("subscriptions") {
+		// The subscription routes live at any path of one or more
+		// segments, which no OpenAPI path template matches: they are
+		// described at /{pattern}, and validated against that path item,
+		// named here rather than found by matching the request's path.
+		item, template = c.model.Paths.PathItems.GetOrZero(subscriptionTemplate), subscriptionTemplate
+	} else {
+		var errs []*verrors.ValidationError
+		item, errs, template = paths.FindPath(req, c.model, c.opts)
+		if item == nil {
+			t.Fatalf("%s %s: the document has no path for it: %v", x.method, x.path, errs)
+		}
+	}
+	reqOK, reqErrs := c.validateRequest(req, item, template)
+	switch {
+	case x.refused && reqOK:
+		t.Errorf("%s %s: the document accepts this request, which the test sends as one it refuses", x.method, x.path)
+	case !x.refused && !reqOK:
+		t.Errorf("%s %s: the request does not follow the document:%s", x.method, x.path, describe(reqErrs))
+	}
+	req = newRequest()
+	resp.Request = req
+	if ok, errs := c.v.GetResponseBodyValidator().ValidateResponseBodyWithPathItem(req, resp, item, template); !ok {
+		t.Errorf("%s %s: the %d answer does not follow the document:%s\n%s", x.method, x.path, resp.StatusCode, describe(errs), body)
+	}
+	c.exercised[routeKey{x.method, pathParam.ReplaceAllString(template, "{}"), ""}] = true
+	return body
+}
+
+// validateRequest validates a request against its path item. A
+// subscription request is validated part by part, all but its path
+// parameter: /{pattern} stands for the whole path, which the validator
+// would take as one segment.
+func (c *specCheck) validateRequest(req *http.Request, item *v3.PathItem, template string) (bool, []*verrors.ValidationError) {
+	if template != subscriptionTemplate {
+		return c.v.ValidateHttpRequestSyncWithPathItem(req, item, template)
+	}
+	params := c.v.GetParameterValidator()
+	ok := true
+	var all []*verrors.ValidationError
+	for _, check := range []func(*http.Request, *v3.PathItem, string) (bool, []*verrors.ValidationError){
+		params.ValidateQueryParamsWithPathItem,
+		params.ValidateHeaderParamsWithPathItem,
+		params.ValidateSecurityWithPathItem,
+		c.v.GetRequestBodyValidator().ValidateRequestBodyWithPathItem,
+	} {
+		valid, errs := check(req, item, template)
+		ok = ok && valid
+		all = append(all, errs...)
+	}
+	return ok, all
+}
+
+// describe lists validation errors, one a line.
+func describe(errs []*verrors.ValidationError) string {
+	var b strings.Builder
+	for _, e := range errs {
+		b.WriteString("\n  " + e.Message + ": " + e.Reason)
+		for _, f := range e.SchemaValidationErrors {
+			b.WriteString("\n    at " + f.FieldPath + ": " + f.Reason)
+		}
+	}
+	return b.String()
+}
+
+// decode decodes a JSON answer.
+func (c *specCheck) decode(body []byte, out any) {
+	c.t.Helper()
+	if err := json.Unmarshal(body, out); err != nil {
+		c.t.Fatalf("%v in %s", err, body)
+	}
+}
+
+// TestOpenAPIDescribesRealAnswers drives a full server through the life
+// of keys, endpoints, events, deliveries and subscriptions, a callback
+// with a bad token, and the usual mistakes (404, 400 with a field, 401,
+// 403, 409, 415, 421), and validates every request and answer against the document
+// with an independent OpenAPI validator. Every documented operation must
+// have been exercised.
+func TestOpenAPIDescribesRealAnswers(t *testing.T) {
+	m := newMatrix(t)
+	doc, model := openAPIModel(t)
+	v, errs := validator.NewValidator(doc, config.WithFormatAssertions())
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	c := &specCheck{t: t, m: m, v: v, model: model, opts: config.NewValidationOptions(), exercised: map[routeKey]bool{}}
+	admin := testAdminKey
+
+	// Keys.
+	var key struct{ ID, Key string }
+	c.decode(c.do(exchange{method: "POST", path: "/_herald/v1/keys", key: admin, want: http.StatusCreated,
+		body: `{"scopes":["streams:read","endpoints:read"],"tenant":"tenant-a","paths":["/area/**"],"expires_at":"2099-01-01T00:00:00Z","description":"openapi"}`}), &key)
+	c.do(exchange{method: "GET", path: "/_herald/v1/keys", key: admin, want: http.StatusOK})
+	c.do(exchange{method: "GET", path: "/_herald/v1/keys?limit=1&tenant=tenant-a", key: admin, want: http.StatusOK})
+	c.do(exchange{method: "GET", path: "/_herald/v1/keys/" + key.ID, key: admin, want: http.StatusOK})
+	c.do(exchange{method: "POST", path: "/_herald/v1/keys", key: admin, want: http.StatusBadRequest, body: `{"scopes":["streams:everything"]}`, refused: true})
+	c.do(exchange{method: "POST", path: "/_herald/v1/keys", key: admin, want: http.StatusBadRequest, body: `{"scopes":["admin"],"colour":"red"}`, refused: true})
+
+	// A key without the endpoints:write scope, then revoked.
+	c.do(exchange{method: "POST", path: "/_herald/v1/endpoints", key: key.Key, want: http.StatusForbidden, body: `{"url":"` + m.receiver.URL + `"}`})
+	other := m.key(t, []auth.Scope{auth.ScopeEndpointsWrite}, otherTenant)
+	c.do(exchange{method: "POST", path: "/_herald/v1/endpoints", key: other, want: http.StatusForbidden, body: `{"url":"` + m.receiver.URL + `","tenant":"` + matrixTenant + `"}`})
+	c.do(exchange{method: "DELETE", path: "/_herald/v1/keys/" + key.ID, key: admin, want: http.StatusNoContent})
+	c.do(exchange{method: "GET", path: "/_herald/v1/keys/" + key.ID, key: admin, want: http.StatusNotFound})
+	c.do(exchange{method: "GET", path: "/_herald/v1/endpoints", key: key.Key, want: http.StatusUnauthorized})
+	c.do(exchange{method: "GET", path: "/_herald/v1/endpoints", want: http.StatusUnauthorized, refused: true})
+
+	// Endpoints.
+	var ep struct{ ID string }
+	c.decode(c.do(exchange{method: "POST", path: "/_herald/v1/endpoints", key: admin, want: http.StatusCreated,
+		body: `{"url":"` + m.receiver.URL + `","event_types":["order.*"],"streams":["/**"],"filter":{"data.region":{"in":["eu","uk"]}},` +
+			`"description":"orders","tenant":"tenant-a","rate_limit":50,"max_in_flight":4,"ordering":"stream","retry_schedule":["0","5s",60],"headers":{"X-Team":"shop"}}`}), &ep)
+	epPath := "/_herald/v1/endpoints/" + ep.ID
+	c.do(exchange{method: "GET", path: "/_herald/v1/endpoints", key: admin, want: http.StatusOK})
+	c.do(exchange{method: "GET", path: "/_herald/v1/endpoints?limit=1&tenant=tenant-a", key: admin, want: http.StatusOK})
+	c.do(exchange{method: "GET", path: epPath, key: admin, want: http.StatusOK})
+	c.do(exchange{method: "PATCH", path: epPath, key: admin, want: http.StatusOK, body: `{"description":"changed","rate_limit":null,"headers":{"X-Team":"***"}}`})
+	c.do(exchange{method: "POST", path: epPath + "/rotate-secret", key: admin, want: http.StatusOK})
+	c.do(exchange{method: "POST", path: epPath + "/test", key: admin, want: http.StatusOK, body: `{"data":{"hello":"world"}}`})
+	c.do(exchange{method: "POST", path: epPath + "/test", key: admin, want: http.StatusOK})
+
+	// Events and deliveries.
+	c.do(exchange{method: "POST", path: "/_herald/v1/events", key: admin, want: http.StatusAccepted,
+		body: `{"id":"order-1","type":"order.created","data":{"region":"eu"},"tenant":"tenant-a","timestamp":"2026-01-02T15:04:05Z"}`})
+	c.do(exchange{method: "POST", path: "/_herald/v1/events", key: admin, want: http.StatusOK,
+		body: `{"id":"order-1","type":"order.created","data":{"region":"eu"},"tenant":"tenant-a","timestamp":"2026-01-02T15:04:05Z"}`})
+	var list struct {
+		Data []struct{ ID string } `json:"data"`
+	}
+	for deadline := time.Now().Add(10 * time.Second); len(list.Data) == 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the published event made no delivery")
+		}
+		c.decode(c.do(exchange{method: "GET", path: epPath + "/deliveries", key: admin, want: http.StatusOK}), &list)
+	}
+	dlv := "/_herald/v1/deliveries/" + list.Data[0].ID
+	c.do(exchange{method: "GET", path: epPath + "/deliveries?status=delivered&event_type=order.created&since=2000-01-01T00:00:00Z&until=2999-01-01T00:00:00Z&limit=10", key: admin, want: http.StatusOK})
+	c.do(exchange{method: "GET", path: dlv, key: admin, want: http.StatusOK})
+	c.do(exchange{method: "POST", path: dlv + "/retry", key: admin, want: http.StatusAccepted})
+	c.do(exchange{method: "POST", path: epPath + "/replay", key: admin, want: http.StatusAccepted, body: `{"since":"2000-01-01T00:00:00Z"}`})
+	c.do(exchange{method: "POST", path: epPath + "/replay", key: admin, want: http.StatusAccepted, body: `{"offset":"-1"}`})
+
+	// Mistakes of the caller.
+	c.do(exchange{method: "GET", path: "/_herald/v1/endpoints/ep_000000000000000000000000", key: admin, want: http.StatusNotFound})
+	c.do(exchange{method: "GET", path: "/_herald/v1/deliveries/dlv_00000000000000000000000000000000", key: admin, want: http.StatusNotFound})
+	c.do(exchange{method: "POST", path: "/_herald/v1/endpoints", key: admin, want: http.StatusBadRequest, body: `{"url":"http://10.1.2.3/hook"}`})
+	var bad struct {
+		Error struct{ Code, Field string } `json:"error"`
+	}
+	c.decode(c.do(exchange{method: "POST", path: "/_herald/v1/endpoints", key: admin, want: http.StatusBadRequest, body: `{"url":"` + m.receiver.URL + `","colour":"red"}`, refused: true}), &bad)
+	if bad.Error.Code != "unknown_field" || bad.Error.Field != "colour" {
+		t.Errorf("an unknown field answers %+v, want unknown_field naming colour", bad.Error)
+	}
+	c.do(exchange{method: "GET", path: epPath + "/deliveries?status=lost", key: admin, want: http.StatusBadRequest, refused: true})
+	c.do(exchange{method: "POST", path: "/_herald/v1/events", key: admin, want: http.StatusBadRequest, body: `{"data":{}}`, refused: true})
+	c.do(exchange{method: "POST", path: epPath + "/replay", key: admin, want: http.StatusBadRequest, body: `{"since":"yesterday"}`, refused: true})
+
+	// Refusals of the HTTP layer, before any route.
+	c.do(exchange{method: "POST", path: "/_herald/v1/events", key: admin, want: http.StatusUnsupportedMediaType,
+		header: map[string]string{"Content-Type": "text/plain"}, body: `{"type":"order.created"}`, refused: true})
+	c.do(exchange{method: "GET", path: "/_herald/v1/keys", key: admin, want: http.StatusForbidden, header: map[string]string{"Origin": "https://evil.example"}})
+	c.do(exchange{method: "GET", path: "/_herald/healthz", want: http.StatusMisdirectedRequest, header: map[string]string{"Host": "evil.example"}})
+
+	// Subscriptions, at a path of several segments.
+	m.admin(t, "PUT", "/area/openapi", "", http.StatusCreated, nil)
+	sub := `{"webhook":"` + m.receiver.URL + `","description":"openapi"}`
+	c.do(exchange{method: "PUT", path: "/area/openapi?subscription=oa-1", key: admin, want: http.StatusCreated, body: sub})
+	c.do(exchange{method: "PUT", path: "/area/openapi?subscription=oa-1", key: admin, want: http.StatusOK, body: sub})
+	c.do(exchange{method: "PUT", path: "/area/other?subscription=oa-1", key: admin, want: http.StatusConflict, body: sub})
+	c.do(exchange{method: "PUT", path: "/area/*?subscription=bad%20id", key: admin, want: http.StatusBadRequest, body: sub, refused: true})
+	c.do(exchange{method: "GET", path: "/**?subscription=oa-1", key: admin, want: http.StatusOK})
+	c.do(exchange{method: "GET", path: "/area/openapi?subscriptions", key: admin, want: http.StatusOK})
+	c.do(exchange{method: "DELETE", path: "/area/openapi?subscription=oa-1", key: admin, want: http.StatusNoContent})
+	c.do(exchange{method: "GET", path: "/**?subscription=oa-1", key: admin, want: http.StatusNotFound})
+	c.do(exchange{method: "DELETE", path: "/area/openapi?subscription=oa-1", key: admin, want: http.StatusNotFound})
+
+	// A callback with a token Herald never issued.
+	c.do(exchange{method: "POST", path: "/callback/oa-1:%2Farea%2Fopenapi", key: "not-a-token", want: http.StatusUnauthorized, body: `{"epoch":1}`})
+
+	// Operations.
+	c.do(exchange{method: "GET", path: "/_herald/healthz", want: http.StatusOK})
+	c.do(exchange{method: "GET", path: "/_herald/readyz", want: http.StatusOK})
+	c.do(exchange{method: "GET", path: "/_herald/metrics", key: admin, want: http.StatusOK})
+	c.do(exchange{method: "GET", path: api.Path, want: http.StatusOK})
+
+	c.do(exchange{method: "DELETE", path: epPath, key: admin, want: http.StatusNoContent})
+	c.do(exchange{method: "DELETE", path: epPath, key: admin, want: http.StatusNotFound})
+
+	for k := range documentedRoutes(model) {
+		k.selector = ""
+		if !c.exercised[k] {
+			t.Errorf("no validated answer of %s: exercise it here", k)
+		}
+	}
+}
