@@ -236,7 +236,11 @@ func randomWalk(w *scnWorld) {
 		w.waitState("existing primary")
 		w.cover("existing streams: IDLE, woken only by new events")
 	} else {
+		// The consumer is spawned by its primary stream: until that
+		// exists there is none, so the walk starts by creating it (a new
+		// matching stream, woken at once).
 		w.createSubscription()
+		w.appendTo(w.primary, w.randomAnswer())
 	}
 	sides := []string{w.side("a"), w.side("b")}
 	for step := 0; step < scnWalkSteps && w.state != scnRemoved; step++ {
