@@ -341,6 +341,7 @@ func (e *Engine) matchPage(ctx context.Context, path string, eps []*liveEndpoint
 		return false, nil
 	}
 	hand := e.leaseFresh(states, deliveries, now)
+	params.Limits = hand.limits()
 	res, err := e.st.DeliveryEnqueue(ctx, params)
 	if err != nil {
 		hand.settle(nil)
@@ -352,12 +353,11 @@ func (e *Engine) matchPage(ctx context.Context, path string, eps []*liveEndpoint
 }
 
 // handover is the fresh deliveries of one enqueue that go leased to
-// runners with free slots. They are sent at once, while the enqueue
-// commits: each send waits for the enqueue's outcome before it reports,
-// and if the store did not keep its delivery (the enqueue failed, or the
-// delivery existed) the outcome is dropped and the event is matched and
-// sent again later (at least once). A fresh event thus waits for one
-// commit, its append, before it is POSTed.
+// runners with free slots, without a claim. Each send waits for the
+// enqueue's outcome before it POSTs: the store leases a fresh delivery
+// only within the endpoint's limits across replicas, and one it did not
+// keep leased (over the limits, the delivery existed, or the enqueue
+// failed) is not sent: it waits for a claim, or is matched again.
 type handover struct {
 	e      *Engine
 	eps    map[string]*handoverEndpoint
@@ -419,6 +419,15 @@ func (e *Engine) leaseFresh(states []*matchState, deliveries []store.Delivery, n
 		}
 	}
 	return h
+}
+
+// limits are the shared limits of the endpoints the handover leases.
+func (h *handover) limits() map[string]store.DeliveryLimits {
+	out := make(map[string]store.DeliveryLimits, len(h.eps))
+	for id, he := range h.eps {
+		out[id] = h.e.limits(he.le)
+	}
+	return out
 }
 
 // settle hands the enqueue's outcome to the sends (kept: the deliveries
