@@ -390,7 +390,14 @@ func (e *Engine) matchPage(ctx context.Context, path string, eps []*liveEndpoint
 	if len(params.Cursors) == 0 && len(deliveries) == 0 && len(params.Spans) == 0 {
 		return false, nil
 	}
-	hand := e.leaseFresh(trace.SpanContextFromContext(ctx), states, deliveries, now)
+	parent := trace.SpanContextFromContext(ctx)
+	if tp := telemetry.Traceparent(parent); tp != "" {
+		for i := range deliveries {
+			deliveries[i].TraceParent = tp
+		}
+	}
+	hand := e.leaseFresh(parent, states, deliveries, now)
+	params.Limits = hand.limits()
 	res, err := e.st.DeliveryEnqueue(ctx, params)
 	if err != nil {
 		hand.settle(nil)
@@ -402,12 +409,11 @@ func (e *Engine) matchPage(ctx context.Context, path string, eps []*liveEndpoint
 }
 
 // handover is the fresh deliveries of one enqueue that go leased to
-// runners with free slots. They are sent at once, while the enqueue
-// commits: each send waits for the enqueue's outcome before it reports,
-// and if the store did not keep its delivery (the enqueue failed, or the
-// delivery existed) the outcome is dropped and the event is matched and
-// sent again later (at least once). A fresh event thus waits for one
-// commit, its append, before it is POSTed.
+// runners with free slots, without a claim. Each send waits for the
+// enqueue's outcome before it POSTs: the store leases a fresh delivery
+// only within the endpoint's limits across replicas, and one it did not
+// keep leased (over the limits, the delivery existed, or the enqueue
+// failed) is not sent: it waits for a claim, or is matched again.
 type handover struct {
 	e      *Engine
 	eps    map[string]*handoverEndpoint
@@ -469,6 +475,15 @@ func (e *Engine) leaseFresh(parent trace.SpanContext, states []*matchState, deli
 		}
 	}
 	return h
+}
+
+// limits are the shared limits of the endpoints the handover leases.
+func (h *handover) limits() map[string]store.DeliveryLimits {
+	out := make(map[string]store.DeliveryLimits, len(h.eps))
+	for id, he := range h.eps {
+		out[id] = h.e.limits(he.le)
+	}
+	return out
 }
 
 // settle hands the enqueue's outcome to the sends (kept: the deliveries

@@ -91,34 +91,3 @@ func FuzzParseMessage(f *testing.F) {
 		}
 	})
 }
-
-func TestTokenBucket(t *testing.T) {
-	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	b := NewTokenBucket(2, t0)
-	if n, _ := b.Available(t0); n != 1 {
-		t.Fatalf("burst %d, want 1", n)
-	}
-	b.Take(1, t0)
-	if n, wait := b.Available(t0); n != 0 || wait != 500*time.Millisecond {
-		t.Fatalf("after take: %d, wait %v", n, wait)
-	}
-	b.Put(1) // the claim it was taken for found nothing
-	if n, _ := b.Available(t0); n != 1 {
-		t.Fatalf("after put: %d, want 1", n)
-	}
-	b.Take(1, t0)
-	if n, _ := b.Available(t0.Add(10 * time.Second)); n != 1 {
-		t.Fatalf("refill capped at the burst: %d", n)
-	}
-	b.Put(5)
-	if n, _ := b.Available(t0.Add(10 * time.Second)); n != 1 {
-		t.Fatalf("put capped at the burst: %d", n)
-	}
-	fast := NewTokenBucket(1000, t0)
-	if n, _ := fast.Available(t0); n != 100 {
-		t.Fatalf("burst of 1000/s = %d, want 100", n)
-	}
-	if n, wait := NewTokenBucket(0, t0).Available(t0); n < 1<<20 || wait != 0 {
-		t.Fatal("rate 0 must not limit")
-	}
-}

@@ -18,8 +18,9 @@ import (
 )
 
 // runner sends one endpoint's deliveries: it claims as many as the
-// endpoint's max in-flight (at most its share of the global bound), its
-// rate limit and the global bound allow,
+// endpoint's max in-flight (at most its share of the global bound) and
+// the global bound allow, and the store grants what the endpoint's
+// max_in_flight and rate limit allow across every replica,
 // sends each in its own goroutine, and records the outcomes of finished
 // sends in one transaction together with the breaker state. The matcher
 // may also hand it fresh deliveries it inserted leased (reserve, then
@@ -38,9 +39,7 @@ type runner struct {
 	mu sync.Mutex
 	// inflight counts sends running and slots reserved for a claim or a
 	// handoff; each holds one global slot.
-	inflight int          // guarded by mu
-	bucket   *TokenBucket // guarded by mu
-	rate     float64      // guarded by mu
+	inflight int // guarded by mu
 	// backlog is set when the store may hold due deliveries that no claim
 	// has taken yet (a wake sets it, a claim that found fewer than it
 	// asked for clears it): the matcher leases no fresh ones ahead of
@@ -142,11 +141,12 @@ func (r *runner) loop() {
 }
 
 // claimPlan is what one claim may take, decided by the endpoint's state,
-// its max in-flight, its rate limit and the global bound.
+// its max in-flight and the global bound (the store applies the limits
+// shared with other replicas).
 type claimPlan struct {
 	le    *liveEndpoint
 	now   time.Time
-	free  int // what the endpoint and its rate allow
+	free  int // what the endpoint allows in this process
 	limit int // slots reserved for the claim (<= free)
 	freed <-chan struct{}
 	// When limit is 0: how long to wait, or a channel to wait on.
@@ -154,8 +154,8 @@ type claimPlan struct {
 	starved <-chan struct{}
 }
 
-// plan decides what a claim may take and reserves its slots and rate
-// tokens (start gives back what the claim did not use).
+// plan decides what a claim may take and reserves its slots (start gives
+// back what the claim did not use).
 func (r *runner) plan() claimPlan {
 	e := r.e
 	p := claimPlan{le: e.endpoint(r.id), now: e.now()}
@@ -168,39 +168,22 @@ func (r *runner) plan() claimPlan {
 	if p.free <= 0 {
 		return p // a result wakes it
 	}
-	tokens, wait := r.tokens(p.le, p.now)
-	if tokens == 0 {
-		p.free, p.wait = 0, wait
-		return p
-	}
-	p.free = min(p.free, tokens)
 	p.freed = e.slotFreed() // before acquiring, so no release is missed
 	p.limit = e.acquireGlobal(p.free)
 	r.inflight += p.limit
-	r.bucket.Take(p.limit, p.now)
 	if p.limit == 0 {
 		p.starved = p.freed
 	}
 	return p
 }
 
-// tokens returns the rate limit's tokens at now (see
-// TokenBucket.Available). r.mu must be held.
-func (r *runner) tokens(le *liveEndpoint, now time.Time) (int, time.Duration) {
-	if r.bucket == nil || r.rate != le.ep.RateLimit {
-		r.bucket, r.rate = NewTokenBucket(le.ep.RateLimit, now), le.ep.RateLimit
-	}
-	return r.bucket.Available(now)
+// limits are the endpoint's limits the store keeps across replicas.
+func (e *Engine) limits(le *liveEndpoint) store.DeliveryLimits {
+	return store.DeliveryLimits{MaxInFlight: e.maxInFlight(le), Rate: le.ep.RateLimit}
 }
 
 // unplan gives back what a plan reserved beyond the used deliveries.
 func (r *runner) unplan(p claimPlan, used int) {
-	if p.limit-used <= 0 {
-		return
-	}
-	r.mu.Lock()
-	r.bucket.Put(p.limit - used)
-	r.mu.Unlock()
 	r.unreserve(p.limit - used)
 }
 
@@ -218,8 +201,8 @@ func (r *runner) unreserve(n int) {
 // reserve takes up to want slots for fresh deliveries the matcher is
 // about to insert leased, and returns how many it took (0 when the
 // endpoint is not sending, orders per stream, or has a backlog that
-// should go first). The matcher hands the inserted ones to handoff and
-// gives back the rest with unreserve.
+// should go first). The store leases as many as the endpoint's shared
+// limits allow; the sends of the others give their slots back.
 func (r *runner) reserve(want int) int {
 	le := r.e.endpoint(r.id) // as of now: a breaker may have just tripped
 	if want <= 0 || le == nil || !le.sending() || Ordering(le.ep.Ordering) == OrderingStream {
@@ -230,25 +213,23 @@ func (r *runner) reserve(want int) int {
 	if r.ctx.Err() != nil || r.backlog {
 		return 0
 	}
-	now := r.e.now()
-	tokens, _ := r.tokens(le, now)
-	n := min(want, r.e.maxInFlight(le)-r.inflight, tokens)
+	n := min(want, r.e.maxInFlight(le)-r.inflight)
 	if n > 0 {
 		n = r.e.acquireGlobal(n)
 	}
 	n = max(n, 0)
 	r.inflight += n
-	r.bucket.Take(n, now)
 	if n < want {
 		r.backlog = true // the rest is inserted unleased: claims go first now
 	}
 	return n
 }
 
-// handoff sends claimed deliveries on slots taken by plan.
+// handoff sends claimed deliveries on slots taken by plan, each attempt
+// in the trace of the match that made the delivery.
 func (r *runner) handoff(le *liveEndpoint, ds []store.Delivery) {
 	for _, d := range ds {
-		r.sendEarly(trace.SpanContext{}, le, d, nil)
+		r.sendEarly(telemetry.ParseTraceparent(d.TraceParent), le, d, nil)
 	}
 }
 
@@ -271,7 +252,8 @@ func (r *runner) round() (time.Duration, <-chan struct{}) {
 	if p.limit == 0 {
 		return p.wait, p.starved
 	}
-	res, err := r.e.st.DeliveryClaim(r.ctx, &store.DeliveryClaimParams{EndpointID: r.id, Limit: p.limit, Lease: r.e.cfg.Lease, Now: p.now})
+	res, err := r.e.st.DeliveryClaim(r.ctx, &store.DeliveryClaimParams{EndpointID: r.id, Limit: p.limit, Lease: r.e.cfg.Lease,
+		DeliveryLimits: r.e.limits(p.le), Now: p.now})
 	if err != nil {
 		r.unplan(p, 0)
 		if r.ctx.Err() == nil {
@@ -291,21 +273,38 @@ func (r *runner) start(p claimPlan, res *store.DeliveryClaimResult) (time.Durati
 	r.nextDue = res.NextDueAt
 	r.unplan(p, got)
 	r.handoff(p.le, res.Deliveries)
-	if got == p.limit {
-		// More may be due now: claim again when what limited this round
-		// allows.
-		if p.limit < p.free {
-			return 0, p.freed // the global bound
-		}
+	switch {
+	case !res.RetryAt.IsZero():
+		// The rate limit, shared with other replicas: claim again when
+		// the endpoint's bucket holds a token.
 		r.mu.Lock()
-		_, wait := r.bucket.Available(p.now)
+		r.backlog = true
 		r.mu.Unlock()
-		if wait > 0 {
-			return wait, nil // the rate limit
-		}
-		// Otherwise the endpoint's max in-flight: a result wakes it.
+		return max(res.RetryAt.Sub(p.now), time.Millisecond), nil
+	case got < p.limit && res.InFlight > r.running():
+		// Other replicas hold some of the endpoint's slots: their
+		// results do not wake this runner, so look again soon.
+		r.mu.Lock()
+		r.backlog = true
+		r.mu.Unlock()
+		return min(peerPoll, max(r.untilDue(p.now), time.Millisecond)), nil
+	case got == p.limit && p.limit < p.free:
+		return 0, p.freed // the global bound: more may be due now
 	}
+	// Otherwise nothing more is due, or the endpoint's max in-flight is
+	// this process's: a result wakes it.
 	return r.untilDue(p.now), nil
+}
+
+// peerPoll is how often a runner whose endpoint's slots other replicas
+// hold claims again.
+const peerPoll = 100 * time.Millisecond
+
+// running is how many sends of the endpoint run in this process.
+func (r *runner) running() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.inflight
 }
 
 // untilDue is how long until nextDue (0: nothing due, wait for a wake).
@@ -317,15 +316,27 @@ func (r *runner) untilDue(now time.Time) time.Duration {
 }
 
 // send attempts one delivery and hands the outcome to the loop. With a
-// ticket (an early send), it first waits to learn whether the store kept
-// the delivery, and drops the outcome if not. The attempt is a span, a
-// child of parent when valid; its POST carries the span's traceparent.
+// ticket (a fresh delivery), it first waits to learn whether the store
+// kept the delivery leased (within the endpoint's limits across
+// replicas), and sends nothing if not: the delivery waits for a claim.
+// The attempt is a span, a child of parent when valid; its POST carries
+// the span's traceparent.
 func (r *runner) send(parent trace.SpanContext, le *liveEndpoint, d store.Delivery, t *ticket) {
 	e := r.e
+	if t != nil {
+		<-t.done
+		kept, ok := t.kept[deliveryKey{d.EndpointID, d.EventID}]
+		if !ok {
+			r.unreserve(1)
+			r.wake()
+			return
+		}
+		d = kept
+	}
 	ctx, span := e.tracer.Start(telemetry.Follow(e.sendCtx, parent), "delivery.attempt", trace.WithAttributes(
 		attribute.String("herald.endpoint_id", d.EndpointID), attribute.String("herald.event_id", d.EventID),
 		attribute.String("herald.event_type", d.EventType), attribute.String("herald.stream", d.Stream),
-		attribute.Int("herald.attempt", d.Attempts+1)))
+		attribute.String("herald.delivery_id", d.ID), attribute.Int("herald.attempt", d.Attempts+1)))
 	defer span.End()
 	at := e.now()
 	req, err := e.signedRequest(le, d.EventID, d.EventType, d.Body, at)
@@ -343,17 +354,6 @@ func (r *runner) send(parent trace.SpanContext, le *liveEndpoint, d store.Delive
 	if resp != nil {
 		latency = resp.Latency
 	}
-	if t != nil {
-		<-t.done
-		kept, ok := t.kept[deliveryKey{d.EndpointID, d.EventID}]
-		if !ok {
-			r.unreserve(1)
-			r.wake()
-			return
-		}
-		d = kept
-	}
-	span.SetAttributes(attribute.String("herald.delivery_id", d.ID))
 	r.results <- sendResult{d: d, resp: resp, err: err, at: at, latency: latency}
 }
 

@@ -25,6 +25,8 @@ type fakeStore struct {
 	store.DeliveryStore
 	// KeyStore is nil for the same reason.
 	store.KeyStore
+	// LeaseStore is nil for the same reason.
+	store.LeaseStore
 	t        *testing.T
 	create   func(*store.StreamCreateParams) (*store.StreamCreateResult, error)
 	append   func(*store.StreamAppendParams) (*store.StreamAppendResult, error)
@@ -35,6 +37,9 @@ type fakeStore struct {
 }
 
 var _ store.Store = (*fakeStore)(nil)
+
+// Peers implements store.Store: the fake is one handle's alone.
+func (f *fakeStore) Peers() bool { return false }
 
 func (f *fakeStore) unexpected(method string) {
 	f.t.Helper()

@@ -1,6 +1,8 @@
 // Package reaper removes expired streams in the background. Expired streams
 // are already invisible to clients (the store treats them as absent); the
-// reaper frees their storage.
+// reaper frees their storage. Of several replicas on one database, one
+// sweeps at a time: the one holding the store's named lease "reaper",
+// which another takes over when its holder stops renewing it.
 package reaper
 
 import (
@@ -17,7 +19,11 @@ type Config struct {
 	// Interval between sweeps (default 1s).
 	Interval time.Duration
 	// Batch bounds how many streams one sweep removes (default 1000).
-	Batch  int
+	Batch int
+	// Lease is how long the sweeper's lease runs without a renewal: a
+	// replica takes the sweeps over this long after their sweeper died
+	// (default 3 Intervals, at least 15 s).
+	Lease  time.Duration
 	Now    func() time.Time
 	Logger *slog.Logger
 }
@@ -34,6 +40,9 @@ func New(cfg Config) *Service {
 	}
 	if cfg.Batch <= 0 {
 		cfg.Batch = 1000
+	}
+	if cfg.Lease <= 0 {
+		cfg.Lease = max(3*cfg.Interval, 15*time.Second)
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -53,11 +62,26 @@ func (s *Service) Run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			if _, err := s.RunOnce(ctx); err != nil && ctx.Err() == nil {
+			if _, _, err := s.Sweep(ctx); err != nil && ctx.Err() == nil {
 				s.cfg.Logger.Warn("removing expired streams failed", "err", err)
 			}
 		}
 	}
+}
+
+// LeaseName is the store lease the sweeper holds.
+const LeaseName = "reaper"
+
+// Sweep takes or renews the sweeper's lease and, when this replica holds
+// it, removes one batch of expired streams: it returns how many, and
+// whether it swept.
+func (s *Service) Sweep(ctx context.Context) (int, bool, error) {
+	held, err := s.cfg.Store.LeaseAcquire(ctx, &store.LeaseAcquireParams{Name: LeaseName, TTL: s.cfg.Lease, Now: s.cfg.Now()})
+	if err != nil || !held {
+		return 0, false, err
+	}
+	n, err := s.RunOnce(ctx)
+	return n, true, err
 }
 
 // RunOnce removes one batch of expired streams and returns how many.

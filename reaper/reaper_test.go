@@ -3,6 +3,7 @@ package reaper_test
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -49,5 +50,68 @@ func TestRunOnceRemovesExpiredStreams(t *testing.T) {
 	}
 	if _, err := st.StreamGet(ctx, &store.StreamGetParams{Path: "/missing", Now: now}); !errors.Is(err, store.ErrNotFound) {
 		t.Fatal(err)
+	}
+}
+
+// replica is one replica's handle on a shared store: the named leases
+// are kept for all of them in one table, by holder.
+type replica struct {
+	store.Store
+	name   string
+	leases *leaseTable
+}
+
+type leaseTable struct {
+	mu      sync.Mutex
+	holder  map[string]string
+	endings map[string]time.Time
+}
+
+func (r *replica) LeaseAcquire(_ context.Context, p *store.LeaseAcquireParams) (bool, error) {
+	l := r.leases
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if h, ok := l.holder[p.Name]; ok && h != r.name && l.endings[p.Name].After(p.Now) {
+		return false, nil
+	}
+	l.holder[p.Name], l.endings[p.Name] = r.name, p.Now.Add(p.TTL)
+	return true, nil
+}
+
+// Of two replicas, one sweeps while it renews its lease; the other takes
+// the sweeps over once the lease of a replica that stopped has ended.
+func TestOneSweeperAtATime(t *testing.T) {
+	st, err := sqlite.Open(context.Background(), sqlite.Config{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	leases := &leaseTable{holder: map[string]string{}, endings: map[string]time.Time{}}
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	clock := func() time.Time { return now }
+	a := reaper.New(reaper.Config{Store: &replica{Store: st, name: "a", leases: leases}, Interval: 5 * time.Second, Now: clock})
+	b := reaper.New(reaper.Config{Store: &replica{Store: st, name: "b", leases: leases}, Interval: 5 * time.Second, Now: clock})
+	sweep := func(s *reaper.Service) bool {
+		t.Helper()
+		_, swept, err := s.Sweep(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return swept
+	}
+	for range 4 {
+		if !sweep(a) || sweep(b) {
+			t.Fatal("both replicas swept, or the holder did not")
+		}
+		now = now.Add(5 * time.Second)
+	}
+	// a stops: b takes over once a's lease (15 s) ends.
+	now = now.Add(5 * time.Second)
+	if sweep(b) {
+		t.Fatal("b swept while a's lease ran")
+	}
+	now = now.Add(5 * time.Second)
+	if !sweep(b) {
+		t.Fatal("b did not take the sweeps over")
 	}
 }

@@ -21,9 +21,16 @@ import (
 //     of it and matched again after a crash: never skipped.
 //   - DeliveryClaim leases due deliveries, and DeliveryEnqueue can insert
 //     deliveries already leased to the caller (a sender with free slots
-//     takes fresh events without a claim). A delivery whose lease ends
-//     (its sender died) can be claimed again, and DeliveryComplete only
-//     applies results whose lease token is still current.
+//     takes fresh events without a claim). Leases are in the rows (their
+//     end, token and owner), so every handle on the database sees them.
+//     A delivery whose lease ends (its sender died) can be claimed
+//     again, and DeliveryComplete only applies results whose lease token
+//     is still current.
+//   - An endpoint's max_in_flight and rate_limit hold across every handle
+//     on the database together: the claim (and a leased insert) counts
+//     the endpoint's running leases and takes tokens from its rate bucket,
+//     a row of the database, while holding that row, so claims of one
+//     endpoint run one at a time.
 //   - Endpoint configuration (Version) and breaker state (HealthVersion)
 //     change by separate compare-and-sets, so an owner's PATCH and the
 //     engine's breaker never overwrite each other.
@@ -68,7 +75,8 @@ type DeliveryStore interface {
 	// it is, unless Replay is set and it is finished (delivered or
 	// exhausted): then it is pending again with a fresh schedule. A new
 	// delivery with a LeaseUntil is inserted leased until then and
-	// returned in Leased with its lease token. A cursor
+	// returned in Leased with its lease token, as far as the endpoint's
+	// Limits allow (the rest are inserted pending, for a claim). A cursor
 	// whose stored state is not the expected one fails the whole call
 	// with ErrCursorConflict and nothing is written; so does a span that
 	// would overlap a stored one, or an extension of a span that is no
@@ -80,7 +88,10 @@ type DeliveryStore interface {
 	// not awaiting verification.
 	// They are returned by Seq. With ordering "stream" only the
 	// earliest unfinished delivery of each stream can be claimed. The
-	// result also says when the endpoint's next delivery falls due.
+	// claim keeps within params.DeliveryLimits across every handle on
+	// the database. The result also says when the endpoint's next
+	// delivery falls due, how many of its leases run, and when a rate
+	// limit that held the claim back allows more.
 	DeliveryClaim(ctx context.Context, params *DeliveryClaimParams) (*DeliveryClaimResult, error)
 	// DeliveryComplete records attempts and their outcomes, and stores the
 	// endpoint's breaker state when its HealthVersion is still
@@ -276,8 +287,12 @@ type Delivery struct {
 	// Position is where the event's message starts in the stream.
 	Position int64
 	// Body is the exact JSON POSTed (not filled by DeliveryList).
-	Body   []byte
-	Status string
+	Body []byte
+	// TraceParent is the W3C traceparent of the match that made the
+	// delivery ("" when not traced), so every attempt, on any replica,
+	// joins the trace of the publish or append.
+	TraceParent string
+	Status      string
 	// Attempts counts every attempt; RoundAttempts those since the last
 	// (re)start of the schedule (retry, replay), which the schedule uses.
 	Attempts      int
@@ -356,7 +371,10 @@ type DeliveryEnqueueParams struct {
 	Cursors    []CursorAdvance
 	Deliveries []Delivery
 	Replay     bool
-	Now        time.Time
+	// Limits are the limits of the endpoints whose deliveries are given
+	// with a LeaseUntil, by endpoint ID (absent: no limit).
+	Limits map[string]DeliveryLimits
+	Now    time.Time
 }
 
 // DeliveryEnqueueResult is the output of DeliveryEnqueue.
@@ -369,12 +387,25 @@ type DeliveryEnqueueResult struct {
 	Leased []Delivery
 }
 
+// DeliveryLimits are an endpoint's limits, which hold across every
+// handle on the database together.
+type DeliveryLimits struct {
+	// MaxInFlight bounds the endpoint's running leases: a claim takes no
+	// more than MaxInFlight less the leases running at Now. 0: no bound.
+	MaxInFlight int
+	// Rate is the endpoint's rate limit in deliveries a second, a token
+	// bucket kept in the database (a tenth of a second's worth of burst,
+	// at least 1): every delivery leased takes a token. 0: no limit.
+	Rate float64
+}
+
 // DeliveryClaimParams are the inputs of DeliveryClaim.
 type DeliveryClaimParams struct {
 	EndpointID string
 	Limit      int
 	Lease      time.Duration
-	Now        time.Time
+	DeliveryLimits
+	Now time.Time
 }
 
 // DeliveryClaimResult is the output of DeliveryClaim.
@@ -385,6 +416,12 @@ type DeliveryClaimResult struct {
 	// delivery of the endpoint falls due or its lease ends; zero when
 	// none.
 	NextDueAt time.Time
+	// InFlight counts the endpoint's leases running after the claim,
+	// whichever handle holds them.
+	InFlight int
+	// RetryAt is set when the rate limit held the claim below Limit: the
+	// time the endpoint's bucket holds a token again.
+	RetryAt time.Time
 }
 
 // DeliveryResult is the outcome of one attempt.

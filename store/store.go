@@ -66,6 +66,16 @@ type Store interface {
 	// KeyStore keeps API keys (their hashes).
 	KeyStore
 
+	// LeaseStore keeps named leases (jobs one handle runs at a time).
+	LeaseStore
+
+	// Peers reports whether other handles (replicas) may open this
+	// store's database while this one is open, sharing its leases and
+	// limits. A backend that owns its database alone says false: no peer
+	// can open it, and the leases a previous handle left end when the
+	// next one opens, since that handle is gone.
+	Peers() bool
+
 	// Notifier reports tail changes of this store's streams.
 	Notifier() Notifier
 

@@ -14,7 +14,10 @@ import (
 // take the Version the caller read and fail with ErrConsumerConflict when
 // another writer (another request, another replica) changed the row since.
 // Every deadline of a consumer is a column, and DueAt (the earliest of them)
-// is indexed, so any replica can fire any timer after a restart.
+// is indexed, so any replica can fire any timer after a restart. A due
+// timer is claimed (ConsumerClaimDue leases it in the consumer's row), so
+// one replica fires it; a replica that dies holding the lease leaves the
+// timer to the others when the lease ends.
 type SubscriptionStore interface {
 	// SubscriptionCreate stores a subscription together with the initial
 	// (IDLE) consumers of the streams that already match it, in one
@@ -47,9 +50,13 @@ type SubscriptionStore interface {
 	// ConsumerDelete removes a consumer and its memberships when its
 	// version is still params.ExpectVersion (0: whatever it is).
 	ConsumerDelete(ctx context.Context, params *ConsumerDeleteParams) error
-	// ConsumerListDue returns consumers whose DueAt is at or before
-	// params.Now, earliest first.
-	ConsumerListDue(ctx context.Context, params *ConsumerListDueParams) ([]Consumer, error)
+	// ConsumerClaimDue leases, until params.Now+params.Lease, up to
+	// params.Limit consumers whose DueAt is at or before params.Now and
+	// whose timer no running lease holds, earliest first, and returns
+	// them: one handle fires each due timer. ConsumerUpdate ends the
+	// lease (the update set the next deadline). The result also says
+	// when the earliest timer after params.Now falls due.
+	ConsumerClaimDue(ctx context.Context, params *ConsumerClaimDueParams) (*ConsumerClaimDueResult, error)
 	// ConsumerListByStream returns the consumers subscribed to a stream
 	// path (primary or secondary).
 	ConsumerListByStream(ctx context.Context, params *ConsumerListByStreamParams) ([]Consumer, error)
@@ -172,10 +179,19 @@ type ConsumerDeleteParams struct {
 	ExpectVersion int64
 }
 
-// ConsumerListDueParams are the inputs of ConsumerListDue.
-type ConsumerListDueParams struct {
+// ConsumerClaimDueParams are the inputs of ConsumerClaimDue.
+type ConsumerClaimDueParams struct {
 	Now   time.Time
-	Limit int
+	Limit int // 0: 1000
+	Lease time.Duration
+}
+
+// ConsumerClaimDueResult is the output of ConsumerClaimDue.
+type ConsumerClaimDueResult struct {
+	// Consumers are the claimed consumers, by DueAt.
+	Consumers []Consumer
+	// NextDueAt is the earliest DueAt after Now; zero when none.
+	NextDueAt time.Time
 }
 
 // ConsumerListByStreamParams are the inputs of ConsumerListByStream and

@@ -386,33 +386,28 @@ func (e *Engine) sweepLoop() {
 	}
 }
 
-// Sweep fires every deadline due now: it asks the store for the consumers
-// due by now plus SweepInterval, applies a Tick to those due now, and
-// remembers the deadlines of the others so they fire on time. The sweep
-// loop calls it; after a restart it resumes the timers that were armed
-// before (a liveness that expired while Herald was down, a due retry).
+// TimerLease is how long a due timer claimed by one replica is its own:
+// a replica that dies between the claim and the update that sets the
+// next deadline leaves the timer to the others when the lease ends.
+const TimerLease = 30 * time.Second
+
+// Sweep fires every deadline due now: it claims the consumers due now
+// from the store (each timer is fired by the one replica that claimed
+// it), applies a Tick to them, and remembers when the next timer falls
+// due so it fires on time. The sweep loop calls it; after a restart it
+// resumes the timers that were armed before (a liveness that expired
+// while Herald was down, a due retry).
 func (e *Engine) Sweep(ctx context.Context) error {
-	now := e.now()
-	horizon := now.Add(e.sweep)
-	seen := map[string]bool{}
 	for {
-		due, err := e.st.ConsumerListDue(ctx, &store.ConsumerListDueParams{Now: horizon, Limit: sweepPage})
+		res, err := e.st.ConsumerClaimDue(ctx, &store.ConsumerClaimDueParams{Now: e.now(), Limit: sweepPage, Lease: TimerLease})
 		if err != nil {
 			return err
 		}
-		var batch []store.Consumer
-		for _, c := range due {
-			if c.DueAt.After(now) {
-				e.timers.add(c.DueAt)
-				continue
-			}
-			if !seen[c.ID] {
-				seen[c.ID] = true
-				batch = append(batch, c)
-			}
+		if !res.NextDueAt.IsZero() {
+			e.timers.add(res.NextDueAt)
 		}
-		err = e.tickAll(ctx, batch)
-		if err != nil || len(due) < sweepPage || len(batch) == 0 {
+		err = e.tickAll(ctx, res.Consumers)
+		if err != nil || len(res.Consumers) < sweepPage {
 			return err
 		}
 	}

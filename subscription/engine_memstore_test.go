@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/heraldstreams/herald/store"
 )
@@ -23,13 +24,15 @@ type memStore struct {
 	streams   map[string]*store.Stream
 	subs      map[string]store.Subscription
 	consumers map[string]store.Consumer
+	// timers are the running timer leases, by consumer ID.
+	timers map[string]time.Time
 }
 
 var _ EngineStore = (*memStore)(nil)
 
 func newMemStore() *memStore {
 	return &memStore{hub: store.NewHub(), streams: map[string]*store.Stream{},
-		subs: map[string]store.Subscription{}, consumers: map[string]store.Consumer{}}
+		subs: map[string]store.Subscription{}, consumers: map[string]store.Consumer{}, timers: map[string]time.Time{}}
 }
 
 func cloneConsumer(c store.Consumer) store.Consumer {
@@ -192,6 +195,7 @@ func (m *memStore) ConsumerUpdate(_ context.Context, p *store.ConsumerUpdatePara
 	c.Incarnation = old.Incarnation // never changed by an update
 	c.Version = old.Version + 1
 	m.consumers[c.ID] = c
+	delete(m.timers, c.ID)
 	return c.Version, nil
 }
 
@@ -225,13 +229,30 @@ func (m *memStore) list(keep func(*store.Consumer) bool, less func(a, b *store.C
 
 func byID(a, b *store.Consumer) bool { return a.ID < b.ID }
 
-func (m *memStore) ConsumerListDue(_ context.Context, p *store.ConsumerListDueParams) ([]store.Consumer, error) {
-	out := m.list(func(c *store.Consumer) bool { return !c.DueAt.IsZero() && !c.DueAt.After(p.Now) },
-		func(a, b *store.Consumer) bool { return a.DueAt.Before(b.DueAt) })
-	if p.Limit > 0 && len(out) > p.Limit {
-		out = out[:p.Limit]
+func (m *memStore) ConsumerClaimDue(_ context.Context, p *store.ConsumerClaimDueParams) (*store.ConsumerClaimDueResult, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	res := &store.ConsumerClaimDueResult{}
+	for _, c := range m.consumers {
+		switch {
+		case c.DueAt.IsZero():
+		case c.DueAt.After(p.Now):
+			if res.NextDueAt.IsZero() || c.DueAt.Before(res.NextDueAt) {
+				res.NextDueAt = c.DueAt
+			}
+		case m.timers[c.ID].After(p.Now):
+		default:
+			res.Consumers = append(res.Consumers, cloneConsumer(c))
+		}
 	}
-	return out, nil
+	sort.Slice(res.Consumers, func(i, j int) bool { return res.Consumers[i].DueAt.Before(res.Consumers[j].DueAt) })
+	if p.Limit > 0 && len(res.Consumers) > p.Limit {
+		res.Consumers = res.Consumers[:p.Limit]
+	}
+	for _, c := range res.Consumers {
+		m.timers[c.ID] = p.Now.Add(p.Lease)
+	}
+	return res, nil
 }
 
 func (m *memStore) ConsumerListByStream(_ context.Context, p *store.ConsumerListByStreamParams) ([]store.Consumer, error) {

@@ -52,3 +52,24 @@ func Follow(ctx context.Context, parent trace.SpanContext) context.Context {
 	}
 	return trace.ContextWithSpanContext(ctx, parent)
 }
+
+// Traceparent is the W3C traceparent of sc ("" when sc is not valid), to
+// keep with work that is done later, perhaps by another process.
+func Traceparent(sc trace.SpanContext) string {
+	if !sc.IsValid() {
+		return ""
+	}
+	carrier := propagation.MapCarrier{}
+	propagator.Inject(trace.ContextWithSpanContext(context.Background(), sc), carrier)
+	return carrier.Get("traceparent")
+}
+
+// ParseTraceparent is the span context a traceparent kept by Traceparent
+// names (not valid for "" or a malformed value).
+func ParseTraceparent(tp string) trace.SpanContext {
+	if tp == "" {
+		return trace.SpanContext{}
+	}
+	ctx := propagator.Extract(context.Background(), propagation.MapCarrier{"traceparent": tp})
+	return trace.SpanContextFromContext(ctx)
+}

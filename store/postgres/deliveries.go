@@ -12,19 +12,6 @@ import (
 
 var _ store.DeliveryStore = (*Store)(nil)
 
-// deliveryLeaseColumns follow codec.DeliveryColumns where a delivery is
-// read with its body and lease.
-const deliveryLeaseColumns = codec.DeliveryColumns + `, body, lease_until, lease_token`
-
-// s.scanLeased scans a row of deliveryLeaseColumns.
-func (s *Store) scanLeased(row codec.Row) (store.Delivery, error) {
-	var body []byte
-	var until, token int64
-	d, err := codec.ScanDelivery(s.ids, row, &body, &until, &token)
-	d.Body, d.LeaseUntil, d.LeaseToken = body, codec.FromNanos(until), token
-	return d, err
-}
-
 // DeliveryCursors implements store.DeliveryStore.
 func (s *Store) DeliveryCursors(ctx context.Context, params *store.DeliveryCursorsParams) ([]store.DeliveryCursor, error) {
 	return collect(ctx, s, &query{sql: `SELECT endpoint_id, stream, stream_id, position FROM delivery_cursors WHERE stream = $1`,
@@ -112,23 +99,28 @@ func (s *Store) DeliveryEnqueue(ctx context.Context, params *store.DeliveryEnque
 			}
 		}
 		now := codec.Nanos(params.Now)
+		grants, token, err := s.claims.Grants(pgTx{ctx, tx}, params)
+		if err != nil {
+			return fmt.Errorf("postgres: lease deliveries: %w", err)
+		}
 		for _, d := range params.Deliveries {
-			owner := ""
-			if !d.LeaseUntil.IsZero() {
-				owner = s.owner
+			owner, until, tok := "", int64(0), int64(0)
+			leased := !d.LeaseUntil.IsZero() && grants[d.EndpointID] > 0
+			if leased {
+				owner, until, tok = s.owner, codec.Nanos(d.LeaseUntil), token
 			}
-			var seq, token int64
+			var seq int64
 			err := tx.QueryRow(ctx, `INSERT INTO deliveries (endpoint_id, event_id, event_type, stream, position, body, status,
-				next_attempt_at, created_at, updated_at, lease_until, lease_token, lease_owner)
-				VALUES ($1, $2, $3, $4, $5, $6, 'pending', $7, $8, $8, $9::bigint,
-					CASE WHEN $9::bigint > 0 THEN nextval('delivery_lease_tokens') ELSE 0 END, $10)
-				ON CONFLICT (endpoint_id, event_id) DO NOTHING RETURNING seq, lease_token`,
+				next_attempt_at, created_at, updated_at, lease_until, lease_token, lease_owner, trace_parent)
+				VALUES ($1, $2, $3, $4, $5, $6, 'pending', $7, $8, $8, $9, $10, $11, $12)
+				ON CONFLICT (endpoint_id, event_id) DO NOTHING RETURNING seq`,
 				d.EndpointID, d.EventID, d.EventType, d.Stream, d.Position, d.Body, codec.Nanos(d.NextAttemptAt), now,
-				codec.Nanos(d.LeaseUntil), owner).Scan(&seq, &token)
+				until, tok, owner, d.TraceParent).Scan(&seq)
 			switch {
 			case err == nil:
 				res.Queued++
-				if token != 0 {
+				if leased {
+					grants[d.EndpointID]--
 					d.Seq, d.ID, d.Status, d.LeaseToken = seq, s.ids.ID(seq), store.DeliveryPending, token
 					d.CreatedAt, d.UpdatedAt = codec.FromNanos(now), codec.FromNanos(now)
 					res.Leased = append(res.Leased, d)
@@ -155,58 +147,14 @@ func (s *Store) DeliveryEnqueue(ctx context.Context, params *store.DeliveryEnque
 	return res, nil
 }
 
-// claimSQL leases, in the rows, up to $5 of an endpoint's due deliveries
-// that no running lease holds, earliest first. SKIP LOCKED lets handles
-// claiming at once take different deliveries instead of waiting.
-const claimSQL = `UPDATE deliveries SET lease_until = $3, lease_token = nextval('delivery_lease_tokens'), lease_owner = $4
-	WHERE seq IN (
-		SELECT d.seq FROM deliveries d JOIN endpoints e ON e.id = d.endpoint_id
-		WHERE d.endpoint_id = $1 AND d.status IN ('pending', 'failed') AND d.next_attempt_at <= $2 AND d.lease_until <= $2
-			AND e.active AND e.disabled_at = 0 AND (NOT e.verify OR e.verified_at > 0)
-			AND (e.ordering <> 'stream' OR NOT EXISTS (
-				SELECT 1 FROM deliveries p WHERE p.endpoint_id = d.endpoint_id AND p.stream = d.stream
-					AND p.status IN ('pending', 'failed') AND p.position < d.position))
-		ORDER BY d.next_attempt_at, d.seq
-		LIMIT $5
-		FOR UPDATE OF d SKIP LOCKED)
-	RETURNING ` + deliveryLeaseColumns
-
-// nextDueSQL is the earliest time after now at which an unfinished
-// delivery of an endpoint falls due or its lease ends.
-const nextDueSQL = `SELECT min(CASE WHEN lease_until > $2 THEN lease_until ELSE next_attempt_at END) FROM deliveries
-	WHERE endpoint_id = $1 AND status IN ('pending', 'failed') AND (next_attempt_at > $2 OR lease_until > $2)`
-
-// DeliveryClaim implements store.DeliveryStore.
+// DeliveryClaim implements store.DeliveryStore: codec's claim.
 func (s *Store) DeliveryClaim(ctx context.Context, params *store.DeliveryClaimParams) (*store.DeliveryClaimResult, error) {
-	now := codec.Nanos(params.Now)
-	res := &store.DeliveryClaimResult{}
+	var res *store.DeliveryClaimResult
 	err := s.tx(ctx, func(tx *wtx) error {
-		res.Deliveries = nil
-		if params.Limit > 0 {
-			rows, err := tx.Query(ctx, `WITH claimed AS (`+claimSQL+`) SELECT * FROM claimed ORDER BY seq`,
-				params.EndpointID, now, codec.Nanos(params.Now.Add(params.Lease)), s.owner, params.Limit)
-			if err != nil {
-				return fmt.Errorf("postgres: claim: %w", err)
-			}
-			defer rows.Close()
-			for rows.Next() {
-				d, err := s.scanLeased(rows)
-				if err != nil {
-					return fmt.Errorf("postgres: claim: %w", err)
-				}
-				res.Deliveries = append(res.Deliveries, d)
-			}
-			if err := rows.Err(); err != nil {
-				return fmt.Errorf("postgres: claim: %w", err)
-			}
-		}
-		var next *int64
-		if err := tx.QueryRow(ctx, nextDueSQL, params.EndpointID, now).Scan(&next); err != nil {
-			return fmt.Errorf("postgres: next due: %w", err)
-		}
-		res.NextDueAt = time.Time{}
-		if next != nil {
-			res.NextDueAt = codec.FromNanos(*next)
+		var err error
+		res, err = s.claims.Claim(pgTx{ctx, tx}, params)
+		if err != nil {
+			return fmt.Errorf("postgres: claim: %w", err)
 		}
 		return nil
 	})
@@ -235,34 +183,21 @@ func (s *Store) DeliveryComplete(ctx context.Context, params *store.DeliveryComp
 			return endpointMissOrConflict(ctx, tx, params.EndpointID)
 		}
 		res.HealthVersion = params.ExpectHealthVersion + 1
-		for _, dr := range params.Results {
+		for i := range params.Results {
+			dr := &params.Results[i]
 			seq, ok := s.ids.Seq(dr.DeliveryID)
-			if !ok || dr.LeaseToken == 0 {
+			if !ok {
 				continue
 			}
-			finished := int64(0)
-			if dr.Status == store.DeliveryDelivered || dr.Status == store.DeliveryExhausted {
-				finished = now
-			}
-			tag, err := tx.Exec(ctx, `UPDATE deliveries SET status = $1, attempts = attempts + 1, round_attempts = round_attempts + 1,
-				next_attempt_at = $2, last_status_code = $3, last_error = $4, updated_at = $5, finished_at = $6,
-				lease_until = 0, lease_token = 0, lease_owner = ''
-				WHERE seq = $7 AND endpoint_id = $8 AND status IN ('pending', 'failed') AND lease_token = $9`,
-				dr.Status, codec.Nanos(dr.NextAttemptAt), dr.Attempt.StatusCode, dr.Attempt.Error, now, finished,
-				seq, params.EndpointID, dr.LeaseToken)
+			complete, attempt := codec.CompleteArgs(dr, seq, params.EndpointID, now)
+			tag, err := tx.Exec(ctx, codec.CompleteSQL, complete...)
 			if err != nil {
 				return fmt.Errorf("postgres: complete delivery: %w", err)
 			}
 			if tag.RowsAffected() == 0 {
 				continue // the lease ended and another claim holds it, or it finished meanwhile
 			}
-			a := dr.Attempt
-			body := a.ResponseBody
-			if body == nil {
-				body = []byte{}
-			}
-			if _, err := tx.Exec(ctx, `INSERT INTO delivery_attempts (delivery_seq, at, status_code, response_body, latency_ns, error)
-				VALUES ($1, $2, $3, $4, $5, $6)`, seq, codec.Nanos(a.At), a.StatusCode, body, int64(a.Latency), a.Error); err != nil {
+			if _, err := tx.Exec(ctx, codec.AttemptSQL, attempt...); err != nil {
 				return fmt.Errorf("postgres: insert attempt: %w", err)
 			}
 			res.Applied++
@@ -281,8 +216,8 @@ func (s *Store) DeliveryGet(ctx context.Context, id string) (*store.Delivery, er
 	if !ok {
 		return nil, store.ErrDeliveryNotFound
 	}
-	ds, err := collect(ctx, s, &query{sql: `SELECT ` + deliveryLeaseColumns + ` FROM deliveries WHERE seq = $1`, args: []any{seq}},
-		"read delivery", s.scanLeased)
+	ds, err := collect(ctx, s, &query{sql: `SELECT ` + codec.DeliveryLeaseColumns + ` FROM deliveries WHERE seq = $1`, args: []any{seq}},
+		"read delivery", s.claims.ScanLeased)
 	if err != nil {
 		return nil, err
 	}

@@ -59,7 +59,8 @@ type Options struct {
 // to this process's waiters and listeners, and the LISTEN connection
 // feeding it. Everything else — stream metadata, producer state, TTL
 // renewals, delivery leases (lease_until, lease_token and lease_owner in
-// the deliveries rows, taken with FOR UPDATE SKIP LOCKED) — is in the
+// the deliveries rows, taken with FOR UPDATE SKIP LOCKED), the endpoints'
+// rate buckets, consumer timer leases and named leases — is in the
 // database and shared by every handle.
 type Store struct {
 	pool    *pgxpool.Pool
@@ -81,6 +82,8 @@ type Store struct {
 	ids *codec.DeliveryIDs
 	// metrics time the write transactions.
 	metrics *txMetrics
+	// claims takes leases in the rows (see claims.go).
+	claims *codec.Claims
 
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
@@ -332,5 +335,6 @@ func (s *Store) loadDeliveryIDs(ctx context.Context) error {
 		return fmt.Errorf("postgres: %w", err)
 	}
 	s.ids = ids
+	s.claims = newClaims(ids, s.owner)
 	return nil
 }

@@ -113,6 +113,14 @@ func (f *factory) Open(t *testing.T) store.Store {
 	return s
 }
 
+// Peer opens another handle on s's schema.
+func (f *factory) Peer(t *testing.T, s store.Store) (store.Store, error) {
+	f.mu.Lock()
+	schema := f.schemas[s]
+	f.mu.Unlock()
+	return open(t, schema), nil
+}
+
 func (f *factory) Reopen(t *testing.T, s store.Store) store.Store {
 	f.mu.Lock()
 	schema := f.schemas[s]

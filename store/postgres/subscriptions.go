@@ -236,8 +236,8 @@ func (s *Store) ConsumerUpdate(ctx context.Context, params *store.ConsumerUpdate
 			return err
 		}
 		if _, err := tx.Exec(ctx, `UPDATE consumers SET state = $1, epoch = $2, wake_id = $3, attempts = $4, waking_deadline = $5,
-			next_retry_at = $6, liveness_deadline = $7, failing_since = $8, due_at = $9, paths = $10, cursors = $11, version = version + 1
-			WHERE id = $12`, args...); err != nil {
+			next_retry_at = $6, liveness_deadline = $7, failing_since = $8, due_at = $9, paths = $10, cursors = $11, version = version + 1,
+			timer_until = 0, timer_owner = '' WHERE id = $12`, args...); err != nil {
 			return fmt.Errorf("postgres: update consumer: %w", err)
 		}
 		return writePaths(ctx, tx, c.ID, was, c.Streams)
@@ -289,18 +289,6 @@ func (s *Store) ConsumerGet(ctx context.Context, id string) (*store.Consumer, er
 		return nil, store.ErrConsumerNotFound
 	}
 	return &cs[0], nil
-}
-
-// ConsumerListDue implements store.SubscriptionStore. It lists and does
-// not claim: replicas that fire the same timer race on the consumer's
-// version (ConsumerUpdate), and one wins.
-func (s *Store) ConsumerListDue(ctx context.Context, params *store.ConsumerListDueParams) ([]store.Consumer, error) {
-	limit := params.Limit
-	if limit <= 0 {
-		limit = 1000
-	}
-	return s.queryConsumers(ctx, `c.id IN (SELECT id FROM consumers WHERE due_at > 0 AND due_at <= $1 ORDER BY due_at LIMIT $2)`,
-		`c.due_at, c.id`, codec.Nanos(params.Now), limit)
 }
 
 // ConsumerListByStream implements store.SubscriptionStore.

@@ -1,13 +1,10 @@
 package sqlite
 
 import (
-	"cmp"
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
@@ -17,18 +14,6 @@ import (
 )
 
 const deliveryColumns = codec.DeliveryColumns
-
-// scanDelivery scans a row of deliveryColumns, and the body after them
-// when asked.
-func (s *Store) scanDelivery(row codec.Row, body bool) (store.Delivery, error) {
-	if !body {
-		return codec.ScanDelivery(s.ids, row)
-	}
-	var b []byte
-	d, err := codec.ScanDelivery(s.ids, row, &b)
-	d.Body = b
-	return d, err
-}
 
 // DeliveryCursors implements store.DeliveryStore.
 func (s *Store) DeliveryCursors(ctx context.Context, params *store.DeliveryCursorsParams) ([]store.DeliveryCursor, error) {
@@ -145,23 +130,24 @@ func (s *Store) DeliveryEnqueue(ctx context.Context, params *store.DeliveryEnque
 		}
 		now := codec.Nanos(params.Now)
 		res.Leased = res.Leased[:0]
+		grants, token, err := s.claims.Grants(batchTx{b}, params)
+		if err != nil {
+			return fmt.Errorf("lease deliveries: %w", err)
+		}
 		for _, d := range params.Deliveries {
-			seq, err := b.insertDelivery(&d, now)
+			leased := !d.LeaseUntil.IsZero() && grants[d.EndpointID] > 0
+			seq, err := b.insertDelivery(&d, leased, token, s.owner, now)
 			if err != nil {
 				return err
 			}
 			n := int64(0)
 			if seq > 0 {
 				n = 1
-				if !d.LeaseUntil.IsZero() {
-					// Leased before the commit makes the row visible, so
-					// no claim can take it first; undone if the batch fails
-					// (its seq would be used again).
-					d.Seq, d.ID, d.Status = seq, s.ids.ID(seq), store.DeliveryPending
+				if leased {
+					grants[d.EndpointID]--
+					d.Seq, d.ID, d.Status, d.LeaseToken = seq, s.ids.ID(seq), store.DeliveryPending, token
 					d.CreatedAt, d.UpdatedAt = codec.FromNanos(now), codec.FromNanos(now)
-					d.LeaseToken = s.leases.add(d.EndpointID, seq, codec.Nanos(d.LeaseUntil))
 					res.Leased = append(res.Leased, d)
-					b.onAbort = append(b.onAbort, func() { s.leases.release(d.EndpointID, seq, d.LeaseToken) })
 				}
 			}
 			if n == 0 && params.Replay {
@@ -186,13 +172,22 @@ func (s *Store) DeliveryEnqueue(ctx context.Context, params *store.DeliveryEnque
 }
 
 // insertDelivery inserts a pending delivery unless its (endpoint, event)
-// exists, and returns its seq (0 when it existed). (No RETURNING: that
-// makes SQLite keep a statement journal, truncated at every statement.)
-func (b *batch) insertDelivery(d *store.Delivery, now int64) (int64, error) {
+// exists, leased with token when asked, and returns its seq (0 when it
+// existed). (No RETURNING: that makes SQLite keep a statement journal,
+// truncated at every statement.)
+func (b *batch) insertDelivery(d *store.Delivery, leased bool, token int64, owner string, now int64) (int64, error) {
+	var until int64
+	if leased {
+		until = codec.Nanos(d.LeaseUntil)
+	} else {
+		token, owner = 0, ""
+	}
 	r, err := b.exec(`INSERT INTO deliveries (endpoint_id, event_id, event_type, stream, position, body, status,
-		next_attempt_at, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?)
+		next_attempt_at, created_at, updated_at, lease_until, lease_token, lease_owner, trace_parent)
+		VALUES (?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (endpoint_id, event_id) DO NOTHING`,
-		d.EndpointID, d.EventID, d.EventType, d.Stream, d.Position, d.Body, codec.Nanos(d.NextAttemptAt), now, now)
+		d.EndpointID, d.EventID, d.EventType, d.Stream, d.Position, d.Body, codec.Nanos(d.NextAttemptAt), now, now, until, token, owner,
+		d.TraceParent)
 	if err != nil {
 		return 0, fmt.Errorf("insert delivery: %w", err)
 	}
@@ -202,122 +197,21 @@ func (b *batch) insertDelivery(d *store.Delivery, now int64) (int64, error) {
 	return r.LastInsertId()
 }
 
-// claimSQL lists an endpoint's due deliveries, earliest first; the claim
-// leases those no running lease holds. (A shared backend would lease in
-// the rows, with FOR UPDATE SKIP LOCKED; here one process owns the
-// database and leases live in memory, see leaseBook.)
-const claimSQL = `SELECT d.seq FROM deliveries d JOIN endpoints e ON e.id = d.endpoint_id
-	WHERE d.endpoint_id = ?1 AND d.status IN ('pending', 'failed') AND d.next_attempt_at <= ?2
-		AND e.active AND e.disabled_at = 0 AND (NOT e.verify OR e.verified_at > 0)
-		AND (e.ordering <> 'stream' OR NOT EXISTS (
-			SELECT 1 FROM deliveries p WHERE p.endpoint_id = d.endpoint_id AND p.stream = d.stream
-				AND p.status IN ('pending', 'failed') AND p.position < d.position))
-	ORDER BY d.next_attempt_at, d.seq
-	LIMIT ?3 + 0`
-
-// claimedSQL reads claimed deliveries (a JSON array of seqs), unless they
-// finished meanwhile.
-const claimedSQL = `SELECT ` + deliveryColumns + `, body FROM deliveries
-	WHERE seq IN (SELECT value FROM json_each(?)) AND status IN ('pending', 'failed')`
-
-// readClaimed reads the deliveries of a claim (seq → token) that are
-// still unfinished.
-func (s *Store) readClaimed(ctx context.Context, taken map[int64]int64) ([]store.Delivery, error) {
-	seqs := make([]int64, 0, len(taken))
-	for seq := range taken {
-		seqs = append(seqs, seq)
-	}
-	list, err := json.Marshal(seqs)
-	if err != nil {
-		return nil, err
-	}
-	stmt, err := s.readerStmt(ctx, claimedSQL)
-	if err != nil {
-		return nil, err
-	}
-	rows, err := stmt.QueryContext(ctx, string(list))
-	if err != nil {
-		return nil, fmt.Errorf("sqlite: claim: %w", err)
-	}
-	var out []store.Delivery
-	for rows.Next() {
-		d, err := s.scanDelivery(rows, true)
-		if err != nil {
-			return nil, errors.Join(fmt.Errorf("sqlite: claim: %w", err), rows.Close())
-		}
-		out = append(out, d)
-	}
-	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
-		return nil, fmt.Errorf("sqlite: claim: %w", err)
-	}
-	return out, nil
-}
-
-// nextDueSQL is the earliest future due time of an endpoint's deliveries.
-const nextDueSQL = `SELECT min(next_attempt_at) FROM deliveries
-	WHERE endpoint_id = ? AND status IN ('pending', 'failed') AND next_attempt_at > ?`
-
-// DeliveryClaim implements store.DeliveryStore. It only reads: the leases
-// are in memory.
+// DeliveryClaim implements store.DeliveryStore: codec's claim, in the
+// rows, on the writer.
 func (s *Store) DeliveryClaim(ctx context.Context, params *store.DeliveryClaimParams) (*store.DeliveryClaimResult, error) {
-	now := codec.Nanos(params.Now)
-	res := &store.DeliveryClaimResult{}
-	n, leaseEnd := s.leases.active(params.EndpointID, now)
-	if params.Limit > 0 {
-		stmt, err := s.readerStmt(ctx, claimSQL)
+	var res *store.DeliveryClaimResult
+	err := s.writeRelaxed(ctx, func(b *batch) error {
+		var err error
+		res, err = s.claims.Claim(batchTx{b}, params)
 		if err != nil {
-			return nil, err
+			return fmt.Errorf("claim: %w", err)
 		}
-		// Deliveries in flight are due too: read past them (index only).
-		rows, err := stmt.QueryContext(ctx, params.EndpointID, now, params.Limit+n)
-		if err != nil {
-			return nil, fmt.Errorf("sqlite: claim: %w", err)
-		}
-		var seqs []int64
-		for rows.Next() {
-			var seq int64
-			if err := rows.Scan(&seq); err != nil {
-				return nil, errors.Join(fmt.Errorf("sqlite: claim: %w", err), rows.Close())
-			}
-			seqs = append(seqs, seq)
-		}
-		if err := errors.Join(rows.Err(), rows.Close()); err != nil {
-			return nil, fmt.Errorf("sqlite: claim: %w", err)
-		}
-		until := codec.Nanos(params.Now.Add(params.Lease))
-		taken := s.leases.take(params.EndpointID, seqs, params.Limit, until, now)
-		if len(taken) > 0 {
-			ds, err := s.readClaimed(ctx, taken)
-			if err != nil {
-				s.leases.drop(params.EndpointID, taken)
-				return nil, err
-			}
-			for _, d := range ds {
-				d.LeaseToken, d.LeaseUntil = taken[d.Seq], codec.FromNanos(until)
-				res.Deliveries = append(res.Deliveries, d)
-				delete(taken, d.Seq)
-			}
-			s.leases.drop(params.EndpointID, taken) // finished meanwhile
-			if leaseEnd == 0 || until < leaseEnd {
-				leaseEnd = until
-			}
-		}
-	}
-	stmt, err := s.readerStmt(ctx, nextDueSQL)
+		return nil
+	})
 	if err != nil {
 		return nil, err
 	}
-	var next sql.NullInt64
-	if err := stmt.QueryRowContext(ctx, params.EndpointID, now).Scan(&next); err != nil {
-		return nil, fmt.Errorf("sqlite: next due: %w", err)
-	}
-	switch {
-	case next.Valid && (leaseEnd == 0 || next.Int64 < leaseEnd):
-		res.NextDueAt = codec.FromNanos(next.Int64)
-	case leaseEnd != 0:
-		res.NextDueAt = codec.FromNanos(leaseEnd)
-	}
-	slices.SortFunc(res.Deliveries, func(a, b store.Delivery) int { return cmp.Compare(a.Seq, b.Seq) })
 	return res, nil
 }
 
@@ -341,47 +235,27 @@ func (s *Store) DeliveryComplete(ctx context.Context, params *store.DeliveryComp
 			return b.endpointMissOrConflict(params.EndpointID)
 		}
 		res.HealthVersion = params.ExpectHealthVersion + 1
-		var recorded []store.DeliveryResult
-		for _, dr := range params.Results {
+		for i := range params.Results {
+			dr := &params.Results[i]
 			seq, ok := s.ids.Seq(dr.DeliveryID)
-			if !ok || !s.leases.holds(params.EndpointID, seq, dr.LeaseToken) {
-				continue // the lease ended: another claim may own it now
+			if !ok {
+				continue
 			}
-			finished := int64(0)
-			if dr.Status == store.DeliveryDelivered || dr.Status == store.DeliveryExhausted {
-				finished = now
-			}
-			r, err := b.exec(`UPDATE deliveries SET status = ?, attempts = attempts + 1, round_attempts = round_attempts + 1,
-				next_attempt_at = ?, last_status_code = ?, last_error = ?, updated_at = ?, finished_at = ?
-				WHERE seq = ? AND endpoint_id = ? AND status IN ('pending', 'failed')`,
-				dr.Status, codec.Nanos(dr.NextAttemptAt), dr.Attempt.StatusCode, dr.Attempt.Error, now, finished,
-				seq, params.EndpointID)
+			complete, attempt := codec.CompleteArgs(dr, seq, params.EndpointID, now)
+			r, err := b.exec(codec.Numbered(codec.CompleteSQL), complete...)
 			if err != nil {
 				return fmt.Errorf("complete delivery: %w", err)
 			}
 			if n, err := r.RowsAffected(); err != nil {
 				return err
 			} else if n == 0 {
-				continue // gone (endpoint deleted) or finished meanwhile
+				continue // the lease ended and another claim holds it, or it finished meanwhile
 			}
-			recorded = append(recorded, dr)
-			a := dr.Attempt
-			body := a.ResponseBody
-			if body == nil {
-				body = []byte{}
-			}
-			if _, err := b.exec(`INSERT INTO delivery_attempts (delivery_seq, at, status_code, response_body, latency_ns, error)
-				VALUES (?, ?, ?, ?, ?, ?)`, seq, codec.Nanos(a.At), a.StatusCode, body, int64(a.Latency), a.Error); err != nil {
+			if _, err := b.exec(codec.Numbered(codec.AttemptSQL), attempt...); err != nil {
 				return fmt.Errorf("insert attempt: %w", err)
 			}
 			res.Applied++
 		}
-		b.afterRun = append(b.afterRun, func() {
-			for _, dr := range recorded {
-				seq, _ := s.ids.Seq(dr.DeliveryID)
-				s.leases.release(params.EndpointID, seq, dr.LeaseToken)
-			}
-		})
 		return nil
 	})
 	if err != nil {
@@ -396,28 +270,19 @@ func (s *Store) DeliveryGet(ctx context.Context, id string) (*store.Delivery, er
 	if !ok {
 		return nil, store.ErrDeliveryNotFound
 	}
-	d, err := s.scanDelivery(s.reader.QueryRowContext(ctx, `SELECT `+deliveryColumns+`, body FROM deliveries WHERE seq = ?`, seq), true)
+	d, err := s.claims.ScanLeased(s.reader.QueryRowContext(ctx, `SELECT `+codec.DeliveryLeaseColumns+` FROM deliveries WHERE seq = ?`, seq))
 	if isNoRows(err) {
 		return nil, store.ErrDeliveryNotFound
 	}
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: read delivery: %w", err)
 	}
-	s.withLease(&d)
 	return &d, nil
-}
-
-// withLease sets a delivery's lease from the lease book (the columns are
-// not used).
-func (s *Store) withLease(d *store.Delivery) {
-	if l, ok := s.leases.get(d.EndpointID, d.Seq); ok {
-		d.LeaseToken, d.LeaseUntil = l.token, codec.FromNanos(l.until)
-	}
 }
 
 // DeliveryList implements store.DeliveryStore.
 func (s *Store) DeliveryList(ctx context.Context, params *store.DeliveryListParams) ([]store.Delivery, error) {
-	q := `SELECT ` + deliveryColumns + ` FROM deliveries WHERE endpoint_id = ?`
+	q := `SELECT ` + deliveryColumns + `, lease_until, lease_token FROM deliveries WHERE endpoint_id = ?`
 	args := []any{params.EndpointID}
 	if params.Before != "" {
 		seq, ok := s.ids.Seq(params.Before)
@@ -455,11 +320,12 @@ func (s *Store) DeliveryList(ctx context.Context, params *store.DeliveryListPara
 	defer rows.Close()
 	var out []store.Delivery
 	for rows.Next() {
-		d, err := s.scanDelivery(rows, false)
+		var until, token int64
+		d, err := codec.ScanDelivery(s.ids, rows, &until, &token)
 		if err != nil {
 			return nil, fmt.Errorf("sqlite: list deliveries: %w", err)
 		}
-		s.withLease(&d)
+		d.LeaseUntil, d.LeaseToken = codec.FromNanos(until), token
 		out = append(out, d)
 	}
 	return out, rows.Err()
@@ -500,9 +366,9 @@ func (s *Store) DeliveryRetry(ctx context.Context, params *store.DeliveryRetryPa
 	}
 	err := s.write(ctx, func(b *batch) error {
 		var err error
-		out, err = s.scanDelivery(s.wconn.QueryRowContext(b.ctx, `UPDATE deliveries SET status = 'pending', round_attempts = 0,
+		out, err = codec.ScanDelivery(s.ids, s.wconn.QueryRowContext(b.ctx, `UPDATE deliveries SET status = 'pending', round_attempts = 0,
 			next_attempt_at = ?1, finished_at = 0, updated_at = ?1 WHERE seq = ?2 RETURNING `+deliveryColumns,
-			codec.Nanos(params.Now), seq), false)
+			codec.Nanos(params.Now), seq))
 		if isNoRows(err) {
 			return ruleError{store.ErrDeliveryNotFound}
 		}

@@ -8,10 +8,10 @@ import (
 	"github.com/heraldstreams/herald/store"
 )
 
-// Leases live in memory, in the one process that owns the database: a
-// delivery leased when the process stopped is claimable at once after a
-// restart, without waiting for its lease to end, and the claim itself
-// writes nothing.
+// Leases live in the rows, and one process owns the database (the lock
+// file): a delivery leased when the process stopped is claimable at once
+// after a restart, without waiting for its lease to end, since Open ends
+// the leases of the process before.
 func TestLeasesEndWithTheProcess(t *testing.T) {
 	ctx := context.Background()
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)

@@ -75,8 +75,9 @@ type Store struct {
 	syncFull bool
 	// metrics measure the committer (see commitMetrics).
 	metrics *commitMetrics
-	// leases are the delivery leases (see leaseBook).
-	leases *leaseBook
+	// owner names this process in the leases it takes (see claims.go).
+	owner  string
+	claims *codec.Claims
 	// ids names deliveries (see codec.DeliveryIDs).
 	ids *codec.DeliveryIDs
 	// walFrames is the WAL's size in frames at the last checkpoint.
@@ -159,7 +160,6 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		recent:    newRecentCache(),
 		wprepared: make(map[string]*sql.Stmt),
 		syncFull:  true,
-		leases:    newLeaseBook(),
 		rprepared: make(map[string]*sql.Stmt),
 		metrics:   newCommitMetrics(),
 	}
@@ -206,6 +206,9 @@ func (s *Store) open(ctx context.Context) error {
 		return err
 	}
 	if err := s.loadDeliveryIDs(ctx); err != nil {
+		return err
+	}
+	if err := s.startClaims(ctx); err != nil {
 		return err
 	}
 	// The committer never checkpoints (that would stall every append

@@ -17,6 +17,19 @@ func (factory) Open(t *testing.T) store.Store {
 	return open(t, t.TempDir())
 }
 
+// Peer tries to open the store's data directory again: the lock refuses.
+func (factory) Peer(t *testing.T, s store.Store) (store.Store, error) {
+	p, err := sqlite.Open(context.Background(), sqlite.Config{Dir: s.(*sqlite.Store).Dir(), Box: suiteBox})
+	if err == nil {
+		t.Cleanup(func() {
+			if err := p.Close(); err != nil {
+				t.Errorf("close: %v", err)
+			}
+		})
+	}
+	return p, err
+}
+
 func (factory) Reopen(t *testing.T, s store.Store) store.Store {
 	dir := s.(*sqlite.Store).Dir()
 	if err := s.Close(); err != nil {

@@ -267,8 +267,8 @@ func (s *Store) ConsumerUpdate(ctx context.Context, params *store.ConsumerUpdate
 	c := params.Consumer
 	paths, cursors := codec.EncodeMemberships(c.Streams)
 	const update = `UPDATE consumers SET state = ?, epoch = ?, wake_id = ?, attempts = ?, waking_deadline = ?,
-		next_retry_at = ?, liveness_deadline = ?, failing_since = ?, due_at = ?, paths = ?, cursors = ?, version = version + 1
-		WHERE id = ?`
+		next_retry_at = ?, liveness_deadline = ?, failing_since = ?, due_at = ?, paths = ?, cursors = ?, version = version + 1,
+		timer_until = 0, timer_owner = '' WHERE id = ?`
 	// Room for the two compare-and-set arguments, so appending them does
 	// not copy the list.
 	args := append(make([]any, 0, 14), c.State, c.Epoch, c.WakeID, c.Attempts, codec.Nanos(c.WakingDeadline), codec.Nanos(c.NextRetryAt),
@@ -346,16 +346,6 @@ func (s *Store) ConsumerGet(ctx context.Context, id string) (*store.Consumer, er
 		return nil, store.ErrConsumerNotFound
 	}
 	return &cs[0], nil
-}
-
-// ConsumerListDue implements store.SubscriptionStore.
-func (s *Store) ConsumerListDue(ctx context.Context, params *store.ConsumerListDueParams) ([]store.Consumer, error) {
-	limit := params.Limit
-	if limit <= 0 {
-		limit = 1000
-	}
-	return s.queryConsumers(ctx, `c.id IN (SELECT id FROM consumers WHERE due_at > 0 AND due_at <= ? ORDER BY due_at LIMIT ?)`, `c.due_at, c.id`,
-		codec.Nanos(params.Now), limit)
 }
 
 // ConsumerListByStream implements store.SubscriptionStore.

@@ -19,10 +19,14 @@ import (
 )
 
 // Factory makes stores for the suite. Open returns a fresh, empty store;
-// Reopen closes s and opens the same durable state again.
+// Reopen closes s and opens the same durable state again. Peer opens
+// another handle on s's database, as a replica does, closed at the end
+// of the test; for a store whose Peers is false it returns the error its
+// backend's open gives.
 type Factory interface {
 	Open(t *testing.T) store.Store
 	Reopen(t *testing.T, s store.Store) store.Store
+	Peer(t *testing.T, s store.Store) (store.Store, error)
 }
 
 // ParallelFactory is a Factory whose stores share nothing, so the suite's
@@ -62,6 +66,7 @@ func Run(t *testing.T, f Factory) {
 	runSubscriptions(t, f)
 	runDeliveries(t, f)
 	runKeys(t, f)
+	runPeers(t, f)
 }
 
 func mustCreate(t *testing.T, s store.Store, p *store.StreamCreateParams) store.Stream {

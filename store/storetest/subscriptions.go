@@ -164,13 +164,38 @@ func testConsumerQueries(t *testing.T, f Factory) {
 	if _, err := s.ConsumerInsert(ctx, &store.ConsumerInsertParams{Consumers: []store.Consumer{a, b, c}}); err != nil {
 		t.Fatal(err)
 	}
-	due, err := s.ConsumerListDue(ctx, &store.ConsumerListDueParams{Now: t0.Add(2 * time.Second)})
-	if err != nil || len(due) != 1 || due[0].ID != a.ID || len(due[0].Streams) != 2 {
-		t.Fatalf("due = %+v, %v", due, err)
+	// Due timers are claimed: a claimed one is not returned again while
+	// its lease runs, and the result tells the next timer.
+	claim := func(at time.Time) *store.ConsumerClaimDueResult {
+		t.Helper()
+		res, err := s.ConsumerClaimDue(ctx, &store.ConsumerClaimDueParams{Now: at, Lease: 10 * time.Minute})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
 	}
-	due, err = s.ConsumerListDue(ctx, &store.ConsumerListDueParams{Now: t0.Add(time.Hour)})
-	if err != nil || len(due) != 2 || due[0].ID != a.ID || due[1].ID != b.ID {
-		t.Fatalf("due later = %+v, %v", due, err)
+	due := claim(t0.Add(2 * time.Second))
+	if len(due.Consumers) != 1 || due.Consumers[0].ID != a.ID || len(due.Consumers[0].Streams) != 2 || !due.NextDueAt.Equal(b.DueAt) {
+		t.Fatalf("due = %+v", due)
+	}
+	if due := claim(t0.Add(3 * time.Second)); len(due.Consumers) != 0 {
+		t.Fatalf("due again while leased = %+v", due)
+	}
+	due = claim(t0.Add(time.Hour))
+	if len(due.Consumers) != 2 || due.Consumers[0].ID != a.ID || due.Consumers[1].ID != b.ID || !due.NextDueAt.IsZero() {
+		t.Fatalf("due after the lease = %+v", due)
+	}
+	// An update ends the lease: the timer it sets is claimable when due.
+	stored, err := s.ConsumerGet(ctx, a.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored.DueAt = t0.Add(time.Hour + time.Second)
+	if _, err := s.ConsumerUpdate(ctx, &store.ConsumerUpdateParams{Consumer: *stored, ExpectVersion: stored.Version}); err != nil {
+		t.Fatal(err)
+	}
+	if due := claim(t0.Add(time.Hour + 2*time.Second)); len(due.Consumers) != 1 || due.Consumers[0].ID != a.ID {
+		t.Fatalf("due after an update = %+v", due)
 	}
 	shared, err := s.ConsumerListByStream(ctx, &store.ConsumerListByStreamParams{Path: "/shared"})
 	if err != nil || len(shared) != 3 {

@@ -168,6 +168,9 @@ CREATE TABLE deliveries (
     created_at       BIGINT NOT NULL,
     updated_at       BIGINT NOT NULL,
     finished_at      BIGINT NOT NULL DEFAULT 0,
+    -- The W3C traceparent of the match that made the delivery ('': not
+    -- traced), so every attempt joins its trace.
+    trace_parent     TEXT COLLATE "C"   NOT NULL DEFAULT '',
     UNIQUE (endpoint_id, event_id)
 );
 CREATE SEQUENCE delivery_lease_tokens;

@@ -1,0 +1,128 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/heraldstreams/herald/internal/secretbox"
+)
+
+// limitReceiver accepts every webhook after hold, recording when each
+// arrived and the most requests it held at once.
+type limitReceiver struct {
+	hold    time.Duration
+	mu      sync.Mutex
+	at      []time.Time
+	running int
+	peak    int
+}
+
+func (rc *limitReceiver) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
+	rc.mu.Lock()
+	rc.at = append(rc.at, time.Now())
+	rc.running++
+	rc.peak = max(rc.peak, rc.running)
+	rc.mu.Unlock()
+	time.Sleep(rc.hold)
+	rc.mu.Lock()
+	rc.running--
+	rc.mu.Unlock()
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (rc *limitReceiver) snapshot() (at []time.Time, peak int) {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	return append([]time.Time(nil), rc.at...), rc.peak
+}
+
+// startReplicas starts two herald serve replicas on one PostgreSQL
+// schema, sharing one key-encryption key.
+func startReplicas(t *testing.T) (a, b *server) {
+	t.Helper()
+	pg := postgresURL(t)
+	dir := t.TempDir()
+	flags := append([]string{"--store", "postgres", "--postgres-url", pg}, deliveryFlags...)
+	a = startHerald(t, dir, flags...)
+	b = startHerald(t, t.TempDir(), append(flags, "--kek-file", filepath.Join(dir, secretbox.DefaultFileName))...)
+	return a, b
+}
+
+// publishAlternating publishes n events to the stream, alternating the
+// replicas, so both match and send.
+func publishAlternating(t *testing.T, replicas []*server, stream string, n int) {
+	t.Helper()
+	for i := range n {
+		base := replicas[i%len(replicas)].base
+		resp, out := do(t, "POST", base+"/_herald/v1/events", map[string]string{"Content-Type": "application/json"},
+			fmt.Sprintf(`{"id":"e-%d","type":"limit.event","stream":%q,"data":{"i":%d}}`, i, stream, i))
+		if resp.StatusCode/100 != 2 {
+			t.Fatalf("publish %d: %d %s", i, resp.StatusCode, out)
+		}
+	}
+}
+
+// An endpoint's rate_limit holds across two replicas together: 10
+// deliveries a second in all, not 10 each.
+func TestReplicasShareRateLimit(t *testing.T) {
+	a, b := startReplicas(t)
+	rc := &limitReceiver{}
+	hook := httptest.NewServer(rc)
+	t.Cleanup(hook.Close)
+	createEndpoint(t, a.base, fmt.Sprintf(`{"url":%q,"streams":["/rate"],"event_types":["limit.*"],"rate_limit":10}`, hook.URL+"/hook"))
+	publishAlternating(t, []*server{a, b}, "/rate", 80)
+	const window = 3 * time.Second
+	time.Sleep(window + 2*time.Second)
+	at, _ := rc.snapshot()
+	if len(at) == 0 {
+		t.Fatalf("nothing delivered\n%s\n%s", a.logs, b.logs)
+	}
+	in := 0
+	for _, x := range at {
+		if x.Sub(at[0]) < window {
+			in++
+		}
+	}
+	rate := float64(in) / window.Seconds()
+	t.Logf("two replicas delivered %d in the first %v: %.1f/s (rate_limit 10)", in, window, rate)
+	// At 10/s a 3 s window holds 30 (one more from the burst); at 10/s
+	// per replica it would hold 60.
+	if in < 24 || in > 36 {
+		t.Fatalf("%d deliveries in %v (%.1f/s), want about 30 (10/s across both replicas)", in, window, rate)
+	}
+}
+
+// An endpoint's max_in_flight holds across two replicas together: the
+// receiver never holds more than 2 requests at once.
+func TestReplicasShareMaxInFlight(t *testing.T) {
+	a, b := startReplicas(t)
+	rc := &limitReceiver{hold: 150 * time.Millisecond}
+	hook := httptest.NewServer(rc)
+	t.Cleanup(hook.Close)
+	createEndpoint(t, a.base, fmt.Sprintf(`{"url":%q,"streams":["/busy"],"event_types":["limit.*"],"max_in_flight":2}`, hook.URL+"/hook"))
+	const n = 30
+	publishAlternating(t, []*server{a, b}, "/busy", n)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for {
+		at, peak := rc.snapshot()
+		if peak > 2 {
+			t.Fatalf("%d requests in flight at once, max_in_flight is 2", peak)
+		}
+		if len(at) >= n {
+			t.Logf("%d deliveries, at most %d at once", len(at), peak)
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("%d of %d delivered\n%s\n%s", len(at), n, a.logs, b.logs)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}

@@ -1,0 +1,341 @@
+package codec
+
+import (
+	"cmp"
+	"maps"
+	"math"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/heraldstreams/herald/store"
+)
+
+// ClaimTx is the transaction a backend claims in. Statements are written
+// with $1-style placeholders; a backend whose driver wants another style
+// rewrites them (see Numbered).
+type ClaimTx interface {
+	QueryRow(sql string, args ...any) Row
+	Query(sql string, args []any, each func(Row) error) error
+	Exec(sql string, args ...any) error
+}
+
+// Numbered rewrites the $N placeholders of a statement to SQLite's ?N.
+// The shared statements hold no other '$'.
+func Numbered(sql string) string { return strings.ReplaceAll(sql, "$", "?") }
+
+// Claims is how a backend takes leases in its rows: its lock clause for
+// the rows a claim selects ("FOR UPDATE OF d SKIP LOCKED" where the
+// database has row locks, "" where one writer runs at a time), the owner
+// it writes in lease_owner, and the source of lease tokens.
+type Claims struct {
+	IDs   *DeliveryIDs
+	Owner string
+	Lock  string
+	// Token returns a lease token never returned before in the database.
+	Token func(tx ClaimTx) (int64, error)
+}
+
+// DeliveryLeaseColumns are DeliveryColumns followed by the body and the
+// lease (ScanLeased reads them).
+const DeliveryLeaseColumns = DeliveryColumns + `, body, lease_until, lease_token`
+
+// ScanLeased scans a row of DeliveryLeaseColumns.
+func (c *Claims) ScanLeased(row Row) (store.Delivery, error) {
+	var body []byte
+	var until, token int64
+	d, err := ScanDelivery(c.IDs, row, &body, &until, &token)
+	d.Body, d.LeaseUntil, d.LeaseToken = body, FromNanos(until), token
+	return d, err
+}
+
+// runningSQL counts an endpoint's running leases ($2 is now): its
+// deliveries in flight, whichever handle sent them.
+const runningSQL = `SELECT count(*) FROM deliveries WHERE endpoint_id = $1 AND status IN ('pending', 'failed') AND lease_until > $2`
+
+// claimSQL leases, in the rows, an endpoint's due deliveries that no
+// running lease holds, earliest first: at most $6, and at most $7 (when
+// above 0) less the endpoint's running leases, counted in the same
+// statement. $3 is the lease's end, $4 its token, $5 the owner.
+const claimSQL = `UPDATE deliveries SET lease_until = $3, lease_token = $4, lease_owner = $5
+	WHERE seq IN (
+		SELECT d.seq FROM deliveries d JOIN endpoints e ON e.id = d.endpoint_id
+		WHERE d.endpoint_id = $1 AND d.status IN ('pending', 'failed') AND d.next_attempt_at <= $2 AND d.lease_until <= $2
+			AND e.active AND e.disabled_at = 0 AND (NOT e.verify OR e.verified_at > 0)
+			AND (e.ordering <> 'stream' OR NOT EXISTS (
+				SELECT 1 FROM deliveries p WHERE p.endpoint_id = d.endpoint_id AND p.stream = d.stream
+					AND p.status IN ('pending', 'failed') AND p.position < d.position))
+		ORDER BY d.next_attempt_at, d.seq
+		LIMIT (SELECT CASE WHEN CAST($7 AS BIGINT) <= 0 THEN CAST($6 AS BIGINT)
+				WHEN CAST($7 AS BIGINT) - count(*) <= 0 THEN 0
+				WHEN CAST($6 AS BIGINT) < CAST($7 AS BIGINT) - count(*) THEN CAST($6 AS BIGINT)
+				ELSE CAST($7 AS BIGINT) - count(*) END
+			FROM deliveries WHERE endpoint_id = $1 AND status IN ('pending', 'failed') AND lease_until > $2)
+		%LOCK%)
+	RETURNING ` + DeliveryLeaseColumns
+
+// nextDueSQL is the earliest time after now ($2) at which an unfinished
+// delivery of an endpoint falls due or its lease ends.
+const nextDueSQL = `SELECT min(CASE WHEN lease_until > $2 THEN lease_until ELSE next_attempt_at END) FROM deliveries
+	WHERE endpoint_id = $1 AND status IN ('pending', 'failed') AND (next_attempt_at > $2 OR lease_until > $2)`
+
+// bucketSQL takes (and, inserting a full one when absent, makes) an
+// endpoint's rate bucket: the no-op update locks the row where rows
+// lock, so the claims and leased inserts of one endpoint run one at a
+// time across handles, and each counts the leases the one before took.
+const bucketSQL = `INSERT INTO endpoint_buckets (endpoint_id, tokens, refilled_at) VALUES ($1, $2, $3)
+	ON CONFLICT (endpoint_id) DO UPDATE SET endpoint_id = excluded.endpoint_id RETURNING tokens, refilled_at`
+
+const bucketWriteSQL = `UPDATE endpoint_buckets SET tokens = $2, refilled_at = $3 WHERE endpoint_id = $1`
+
+// Bucket is an endpoint's rate-limit token bucket as stored: Tokens at
+// At (Unix ns). Rate tokens a second accrue up to Burst(rate).
+type Bucket struct {
+	Tokens float64
+	At     int64
+}
+
+// Burst is the bucket size of a rate: a tenth of a second's worth, at
+// least 1, so a high rate is not throttled to one delivery per round
+// trip while a low one stays close to exact.
+func Burst(rate float64) float64 { return math.Max(1, math.Floor(rate/10)) }
+
+// Refill returns the bucket at now (a clock behind At adds nothing).
+func (b Bucket) Refill(rate float64, now int64) Bucket {
+	burst := Burst(rate)
+	if now > b.At {
+		b.Tokens += float64(now-b.At) / float64(time.Second) * rate
+		b.At = now
+	}
+	b.Tokens = math.Min(b.Tokens, burst)
+	return b
+}
+
+// epsilon absorbs the rounding of refills: ten refills of a tenth of a
+// token make a whole one.
+const epsilon = 1e-9
+
+// Whole is how many deliveries the bucket allows now.
+func (b Bucket) Whole() int { return max(0, int(math.Floor(b.Tokens+epsilon))) }
+
+// Wait is how long until the bucket holds one token (0 when it does).
+func (b Bucket) Wait(rate float64) time.Duration {
+	if b.Tokens+epsilon >= 1 || rate <= 0 {
+		return 0
+	}
+	return max(time.Duration((1-b.Tokens)/rate*float64(time.Second)), time.Nanosecond)
+}
+
+// takeBucket locks an endpoint's bucket and returns it refilled at now.
+func takeBucket(tx ClaimTx, endpoint string, rate float64, now int64) (Bucket, error) {
+	var b Bucket
+	if err := tx.QueryRow(bucketSQL, endpoint, Burst(rate), now).Scan(&b.Tokens, &b.At); err != nil {
+		return b, err
+	}
+	return b.Refill(rate, now), nil
+}
+
+// Claim leases up to params.Limit due deliveries of an endpoint within
+// its limits (store.DeliveryClaimParams): the endpoint's bucket row is
+// locked first, then one statement claims and counts the running leases,
+// and the bucket is written back, all in tx.
+func (c *Claims) Claim(tx ClaimTx, params *store.DeliveryClaimParams) (*store.DeliveryClaimResult, error) {
+	now := Nanos(params.Now)
+	res := &store.DeliveryClaimResult{}
+	b, err := takeBucket(tx, params.EndpointID, params.Rate, now)
+	if err != nil {
+		return nil, err
+	}
+	n := params.Limit
+	if params.Rate > 0 {
+		n = min(n, b.Whole())
+	}
+	if n > 0 {
+		token, err := c.Token(tx)
+		if err != nil {
+			return nil, err
+		}
+		until := Nanos(params.Now.Add(params.Lease))
+		sql := WithLock(claimSQL, c.Lock)
+		err = tx.Query(sql, []any{params.EndpointID, now, until, token, c.Owner, n, params.MaxInFlight}, func(r Row) error {
+			d, err := c.ScanLeased(r)
+			res.Deliveries = append(res.Deliveries, d)
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	got := len(res.Deliveries)
+	if params.Rate > 0 {
+		b.Tokens -= float64(got)
+		if err := tx.Exec(bucketWriteSQL, params.EndpointID, b.Tokens, b.At); err != nil {
+			return nil, err
+		}
+		if n < params.Limit && got == n {
+			res.RetryAt = params.Now.Add(b.Wait(params.Rate))
+		}
+	}
+	if err := tx.QueryRow(runningSQL, params.EndpointID, now).Scan(&res.InFlight); err != nil {
+		return nil, err
+	}
+	var next *int64
+	if err := tx.QueryRow(nextDueSQL, params.EndpointID, now).Scan(&next); err != nil {
+		return nil, err
+	}
+	if next != nil {
+		res.NextDueAt = FromNanos(*next)
+	}
+	slices.SortFunc(res.Deliveries, func(a, b store.Delivery) int { return cmp.Compare(a.Seq, b.Seq) })
+	return res, nil
+}
+
+// Grant decides how many of want fresh deliveries of an endpoint may be
+// inserted leased within its limits, and takes their rate tokens: the
+// same rule as Claim, for the deliveries a sender takes without a claim.
+func (c *Claims) Grant(tx ClaimTx, endpoint string, limits store.DeliveryLimits, want int, now int64) (int, error) {
+	b, err := takeBucket(tx, endpoint, limits.Rate, now)
+	if err != nil {
+		return 0, err
+	}
+	n := want
+	if limits.MaxInFlight > 0 {
+		var running int
+		if err := tx.QueryRow(runningSQL, endpoint, now).Scan(&running); err != nil {
+			return 0, err
+		}
+		n = min(n, max(0, limits.MaxInFlight-running))
+	}
+	if limits.Rate > 0 {
+		n = min(n, b.Whole())
+		b.Tokens -= float64(n)
+		if err := tx.Exec(bucketWriteSQL, endpoint, b.Tokens, b.At); err != nil {
+			return 0, err
+		}
+	}
+	return n, nil
+}
+
+// CompleteSQL records one attempt's outcome while its lease token ($9)
+// is the delivery's current one, and ends the lease.
+const CompleteSQL = `UPDATE deliveries SET status = $1, attempts = attempts + 1, round_attempts = round_attempts + 1,
+	next_attempt_at = $2, last_status_code = $3, last_error = $4, updated_at = $5, finished_at = $6,
+	lease_until = 0, lease_token = 0, lease_owner = ''
+	WHERE seq = $7 AND endpoint_id = $8 AND status IN ('pending', 'failed') AND lease_token = $9 AND lease_token <> 0`
+
+// AttemptSQL inserts one attempt of a delivery.
+const AttemptSQL = `INSERT INTO delivery_attempts (delivery_seq, at, status_code, response_body, latency_ns, error)
+	VALUES ($1, $2, $3, $4, $5, $6)`
+
+// CompleteArgs are the arguments of CompleteSQL and, after them, of
+// AttemptSQL for one result.
+func CompleteArgs(dr *store.DeliveryResult, seq int64, endpoint string, now int64) (complete, attempt []any) {
+	finished := int64(0)
+	if dr.Status == store.DeliveryDelivered || dr.Status == store.DeliveryExhausted {
+		finished = now
+	}
+	a := dr.Attempt
+	body := a.ResponseBody
+	if body == nil {
+		body = []byte{}
+	}
+	return []any{dr.Status, Nanos(dr.NextAttemptAt), a.StatusCode, a.Error, now, finished, seq, endpoint, dr.LeaseToken},
+		[]any{seq, Nanos(a.At), a.StatusCode, body, int64(a.Latency), a.Error}
+}
+
+// ConsumerClaimSQL leases due consumer timers ($1 now, $2 the lease's
+// end, $3 the owner, at most $4), earliest first; %LOCK% as in claimSQL.
+// (SQLite's RETURNING takes no table names: the columns go bare.)
+var ConsumerClaimSQL = `UPDATE consumers SET timer_until = $2, timer_owner = $3
+	WHERE id IN (SELECT id FROM consumers WHERE due_at > 0 AND due_at <= $1 AND timer_until <= $1
+		ORDER BY due_at, id LIMIT $4 %LOCK%)
+	RETURNING ` + strings.ReplaceAll(ConsumerColumns, "c.", "")
+
+// ConsumerNextDueSQL is the earliest timer after now ($1).
+const ConsumerNextDueSQL = `SELECT min(due_at) FROM consumers WHERE due_at > $1`
+
+// LeaseSQL takes or renews a named lease ($1) for an owner ($2) until $3
+// when it is free at now ($4), and returns the holder.
+const LeaseSQL = `INSERT INTO leases (name, owner, until) VALUES ($1, $2, $3)
+	ON CONFLICT (name) DO UPDATE SET owner = excluded.owner, until = excluded.until
+		WHERE leases.until <= $4 OR leases.owner = excluded.owner
+	RETURNING owner`
+
+// WithLock puts a backend's lock clause in a claim statement.
+func WithLock(sql, lock string) string { return strings.Replace(sql, "%LOCK%", lock, 1) }
+
+// sortDue orders claimed consumers by DueAt, then ID (RETURNING keeps no
+// order).
+func sortDue(cs []store.Consumer) {
+	slices.SortFunc(cs, func(a, b store.Consumer) int {
+		return cmp.Or(a.DueAt.Compare(b.DueAt), cmp.Compare(a.ID, b.ID))
+	})
+}
+
+// Grants decides, for every endpoint with deliveries given to
+// DeliveryEnqueue with a LeaseUntil, how many may be inserted leased
+// (Grant, endpoint by endpoint in ID order, so handles take the buckets
+// in one order), and returns a lease token for them (0 when none).
+func (c *Claims) Grants(tx ClaimTx, params *store.DeliveryEnqueueParams) (map[string]int, int64, error) {
+	want := make(map[string]int)
+	for i := range params.Deliveries {
+		if !params.Deliveries[i].LeaseUntil.IsZero() {
+			want[params.Deliveries[i].EndpointID]++
+		}
+	}
+	if len(want) == 0 {
+		return want, 0, nil
+	}
+	now := Nanos(params.Now)
+	for _, ep := range slices.Sorted(maps.Keys(want)) {
+		n, err := c.Grant(tx, ep, params.Limits[ep], want[ep], now)
+		if err != nil {
+			return nil, 0, err
+		}
+		want[ep] = n
+	}
+	token, err := c.Token(tx)
+	return want, token, err
+}
+
+// ClaimConsumers claims due consumer timers for owner (see
+// store.SubscriptionStore.ConsumerClaimDue), lock ending the selection.
+func ClaimConsumers(tx ClaimTx, params *store.ConsumerClaimDueParams, owner, lock string) (*store.ConsumerClaimDueResult, error) {
+	limit := params.Limit
+	if limit <= 0 {
+		limit = 1000
+	}
+	now := Nanos(params.Now)
+	res := &store.ConsumerClaimDueResult{}
+	err := tx.Query(WithLock(ConsumerClaimSQL, lock), []any{now, Nanos(params.Now.Add(params.Lease)), owner, limit}, func(r Row) error {
+		c, err := ScanConsumer(r)
+		res.Consumers = append(res.Consumers, c)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	var next *int64
+	if err := tx.QueryRow(ConsumerNextDueSQL, now).Scan(&next); err != nil {
+		return nil, err
+	}
+	if next != nil {
+		res.NextDueAt = FromNanos(*next)
+	}
+	sortDue(res.Consumers)
+	return res, nil
+}
+
+// AcquireLease takes or renews a named lease for owner (see
+// store.LeaseStore) and reports whether owner holds it.
+func AcquireLease(tx ClaimTx, params *store.LeaseAcquireParams, owner string, noRows func(error) bool) (bool, error) {
+	var holder string
+	err := tx.QueryRow(LeaseSQL, params.Name, owner, Nanos(params.Now.Add(params.TTL)), Nanos(params.Now)).Scan(&holder)
+	switch {
+	case noRows(err):
+		return false, nil // another holder's lease runs
+	case err != nil:
+		return false, err
+	}
+	return holder == owner, nil
+}
