@@ -89,8 +89,9 @@ func isStreamRoute(rt httpapi.Route) bool { return strings.HasPrefix(rt.Pattern,
 // TestOpenAPIMatchesTheRouter compares the document with the routes a
 // full server registers, both ways: a route served without an operation,
 // and an operation of a route no longer served, fail with the route's
-// name. Each operation's access (public, the callback token, or the
-// scope of its API key) must be the rule its route declares.
+// name. Each operation's access (public, the callback token, any valid
+// credential, or the scope of its API key) must be the rule its route
+// declares.
 func TestOpenAPIMatchesTheRouter(t *testing.T) {
 	m := newMatrix(t)
 	_, model := openAPIModel(t)
@@ -134,6 +135,19 @@ func checkAccess(t *testing.T, k routeKey, rule auth.Rule, op *v3.Operation) {
 		}
 		if _, ok := op.Security[0].Requirements.Get("callbackToken"); !ok {
 			t.Errorf("%s takes a callback token: its operation needs security: [{callbackToken: []}]", k)
+		}
+	case rule.Scope == "":
+		access := ""
+		if n, ok := op.Extensions.Get("x-herald-access"); ok {
+			access = n.Value
+		}
+		anyKey := len(op.Security) == 1 && op.Security[0].Requirements != nil && op.Security[0].Requirements.Len() == 1
+		if anyKey {
+			roles, ok := op.Security[0].Requirements.Get("apiKey")
+			anyKey = ok && len(roles) == 0
+		}
+		if access != "credential" || !anyKey {
+			t.Errorf("%s takes any valid credential: its operation needs x-herald-access: credential and security: [{apiKey: []}]", k)
 		}
 	default:
 		scope := ""
