@@ -45,7 +45,8 @@ func TestDocumentIsValidOpenAPI31(t *testing.T) {
 
 // TestEveryOperationDeclaresItsAccess: each operation names who may call
 // it, in its security requirement and in x-herald-scope (a scope) or
-// x-herald-access (public, callback-token), and the two agree.
+// x-herald-access (public, callback-token, or credential: any valid
+// credential whatever its scopes), and the two agree.
 func TestEveryOperationDeclaresItsAccess(t *testing.T) {
 	var doc struct {
 		Paths map[string]map[string]json.RawMessage `json:"paths"`
@@ -87,8 +88,18 @@ func TestEveryOperationDeclaresItsAccess(t *testing.T) {
 				if len(op.Security) != 1 || op.Security[0]["callbackToken"] == nil {
 					t.Errorf("%s: callback-token, but its security is %v", name, op.Security)
 				}
+			case op.Access == "credential" && op.Scope == "":
+				// [{apiKey: []}]: the scheme, and no scope.
+				anyKey := len(op.Security) == 1 && len(op.Security[0]) == 1
+				if anyKey {
+					roles, ok := op.Security[0]["apiKey"]
+					anyKey = ok && roles != nil && len(roles) == 0
+				}
+				if !anyKey {
+					t.Errorf("%s: credential, but its security is %v, not [{apiKey: []}]", name, op.Security)
+				}
 			default:
-				t.Errorf("%s: give exactly one of x-herald-scope and x-herald-access (public or callback-token)", name)
+				t.Errorf("%s: give exactly one of x-herald-scope and x-herald-access (public, callback-token or credential)", name)
 			}
 		}
 	}

@@ -5,8 +5,11 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"regexp"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -19,6 +22,7 @@ import (
 
 	"github.com/heraldstreams/herald/api"
 	"github.com/heraldstreams/herald/auth"
+	"github.com/heraldstreams/herald/delivery"
 	"github.com/heraldstreams/herald/httpapi"
 )
 
@@ -89,8 +93,9 @@ func isStreamRoute(rt httpapi.Route) bool { return strings.HasPrefix(rt.Pattern,
 // TestOpenAPIMatchesTheRouter compares the document with the routes a
 // full server registers, both ways: a route served without an operation,
 // and an operation of a route no longer served, fail with the route's
-// name. Each operation's access (public, the callback token, or the
-// scope of its API key) must be the rule its route declares.
+// name. Each operation's access (public, the callback token, any valid
+// credential, or the scope of its API key) must be the rule its route
+// declares.
 func TestOpenAPIMatchesTheRouter(t *testing.T) {
 	m := newMatrix(t)
 	_, model := openAPIModel(t)
@@ -134,6 +139,19 @@ func checkAccess(t *testing.T, k routeKey, rule auth.Rule, op *v3.Operation) {
 		}
 		if _, ok := op.Security[0].Requirements.Get("callbackToken"); !ok {
 			t.Errorf("%s takes a callback token: its operation needs security: [{callbackToken: []}]", k)
+		}
+	case rule.Scope == "":
+		access := ""
+		if n, ok := op.Extensions.Get("x-herald-access"); ok {
+			access = n.Value
+		}
+		anyKey := len(op.Security) == 1 && op.Security[0].Requirements != nil && op.Security[0].Requirements.Len() == 1
+		if anyKey {
+			roles, ok := op.Security[0].Requirements.Get("apiKey")
+			anyKey = ok && len(roles) == 0
+		}
+		if access != "credential" || !anyKey {
+			t.Errorf("%s takes any valid credential: its operation needs x-herald-access: credential and security: [{apiKey: []}]", k)
 		}
 	default:
 		scope := ""
@@ -329,6 +347,58 @@ func describe(errs []*verrors.ValidationError) string {
 	return b.String()
 }
 
+// challengeReceiver is an endpoint's URL that answers verification
+// challenges: it keeps the last code it received, and echoes it only
+// when echo is set. Deliveries get a 204.
+type challengeReceiver struct {
+	srv  *httptest.Server
+	echo atomic.Bool
+	mu   sync.Mutex
+	code string
+}
+
+func newChallengeReceiver(t *testing.T) *challengeReceiver {
+	cr := &challengeReceiver{}
+	cr.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, err := io.Copy(io.Discard, r.Body); err != nil {
+			w.WriteHeader(http.StatusBadRequest)
+			return
+		}
+		code := r.Header.Get(delivery.HeaderVerification)
+		if code == "" {
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+		cr.mu.Lock()
+		cr.code = code
+		cr.mu.Unlock()
+		if !cr.echo.Load() {
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		if err := json.NewEncoder(w).Encode(map[string]string{"challenge": code}); err != nil {
+			t.Errorf("answering the challenge: %v", err)
+		}
+	}))
+	t.Cleanup(cr.srv.Close)
+	return cr
+}
+
+// URL is the receiver's URL.
+func (cr *challengeReceiver) URL() string { return cr.srv.URL }
+
+// lastCode is the code of the last challenge received.
+func (cr *challengeReceiver) lastCode(t *testing.T) string {
+	t.Helper()
+	cr.mu.Lock()
+	defer cr.mu.Unlock()
+	if cr.code == "" {
+		t.Fatal("the endpoint received no challenge")
+	}
+	return cr.code
+}
+
 // decode decodes a JSON answer.
 func (c *specCheck) decode(body []byte, out any) {
 	c.t.Helper()
@@ -338,11 +408,12 @@ func (c *specCheck) decode(body []byte, out any) {
 }
 
 // TestOpenAPIDescribesRealAnswers drives a full server through the life
-// of keys, endpoints, events, deliveries and subscriptions, a callback
-// with a bad token, and the usual mistakes (404, 400 with a field, 401,
-// 403, 409, 415, 421), and validates every request and answer against the document
-// with an independent OpenAPI validator. Every documented operation must
-// have been exercised.
+// of keys, endpoints (their ownership verification included), events,
+// deliveries, subscriptions and their consumers, a callback with a bad
+// token, whoami, the stats and the dashboard, and the usual mistakes
+// (404, 400 with a field, 401, 403, 409, 415, 421, 422), and validates
+// every request and answer against the document with an independent
+// OpenAPI validator. Every documented operation must have been exercised.
 func TestOpenAPIDescribesRealAnswers(t *testing.T) {
 	m := newMatrix(t)
 	doc, model := openAPIModel(t)
@@ -376,12 +447,13 @@ func TestOpenAPIDescribesRealAnswers(t *testing.T) {
 	var ep struct{ ID string }
 	c.decode(c.do(exchange{method: "POST", path: "/_herald/v1/endpoints", key: admin, want: http.StatusCreated,
 		body: `{"url":"` + m.receiver.URL + `","event_types":["order.*"],"streams":["/**"],"filter":{"data.region":{"in":["eu","uk"]}},` +
-			`"description":"orders","tenant":"tenant-a","rate_limit":50,"max_in_flight":4,"ordering":"stream","retry_schedule":["0","5s",60],"headers":{"X-Team":"shop"}}`}), &ep)
+			`"description":"orders","tenant":"tenant-a","rate_limit":50,"max_in_flight":4,"ordering":"stream","retry_schedule":["0","5s",60],"headers":{"X-Team":"shop"},` +
+			`"name":"Orders","profile":"standard-webhooks","failure_policy":"retry_all","timeout_ms":5000}`}), &ep)
 	epPath := "/_herald/v1/endpoints/" + ep.ID
 	c.do(exchange{method: "GET", path: "/_herald/v1/endpoints", key: admin, want: http.StatusOK})
 	c.do(exchange{method: "GET", path: "/_herald/v1/endpoints?limit=1&tenant=tenant-a", key: admin, want: http.StatusOK})
 	c.do(exchange{method: "GET", path: epPath, key: admin, want: http.StatusOK})
-	c.do(exchange{method: "PATCH", path: epPath, key: admin, want: http.StatusOK, body: `{"description":"changed","rate_limit":null,"headers":{"X-Team":"***"}}`})
+	c.do(exchange{method: "PATCH", path: epPath, key: admin, want: http.StatusOK, body: `{"description":"changed","rate_limit":null,"headers":{"X-Team":"***"},"name":null,"failure_policy":"standard","timeout_ms":null}`})
 	c.do(exchange{method: "POST", path: epPath + "/rotate-secret", key: admin, want: http.StatusOK})
 	c.do(exchange{method: "POST", path: epPath + "/test", key: admin, want: http.StatusOK, body: `{"data":{"hello":"world"}}`})
 	c.do(exchange{method: "POST", path: epPath + "/test", key: admin, want: http.StatusOK})
@@ -418,9 +490,44 @@ func TestOpenAPIDescribesRealAnswers(t *testing.T) {
 	if bad.Error.Code != "unknown_field" || bad.Error.Field != "colour" {
 		t.Errorf("an unknown field answers %+v, want unknown_field naming colour", bad.Error)
 	}
+	c.decode(c.do(exchange{method: "POST", path: "/_herald/v1/endpoints", key: admin, want: http.StatusBadRequest, body: `{"url":"` + m.receiver.URL + `","profile":"carrier-pigeon"}`}), &bad)
+	if bad.Error.Code != "invalid_profile" || bad.Error.Field != "profile" {
+		t.Errorf("an unknown profile answers %+v, want invalid_profile naming profile", bad.Error)
+	}
+	c.do(exchange{method: "POST", path: "/_herald/v1/endpoints", key: admin, want: http.StatusBadRequest, body: `{"url":"` + m.receiver.URL + `","failure_policy":"never"}`, refused: true})
+	c.do(exchange{method: "PATCH", path: epPath, key: admin, want: http.StatusBadRequest, body: `{"timeout_ms":-1}`, refused: true})
 	c.do(exchange{method: "GET", path: epPath + "/deliveries?status=lost", key: admin, want: http.StatusBadRequest, refused: true})
 	c.do(exchange{method: "POST", path: "/_herald/v1/events", key: admin, want: http.StatusBadRequest, body: `{"data":{}}`, refused: true})
 	c.do(exchange{method: "POST", path: epPath + "/replay", key: admin, want: http.StatusBadRequest, body: `{"since":"yesterday"}`, refused: true})
+
+	// Ownership verification: an endpoint that does not echo its challenge
+	// is pending until its owner gives the code it received, or until it
+	// echoes a new challenge.
+	owner := newChallengeReceiver(t)
+	var pending struct {
+		ID, Status        string
+		VerificationError string `json:"verification_error"`
+	}
+	c.decode(c.do(exchange{method: "POST", path: "/_herald/v1/endpoints", key: admin, want: http.StatusCreated,
+		body: `{"url":"` + owner.URL() + `","verify":true,"name":"verified"}`}), &pending)
+	if pending.Status != "pending" || pending.VerificationError == "" {
+		t.Errorf("an endpoint that did not echo its challenge is %q (%q), want pending with the reason", pending.Status, pending.VerificationError)
+	}
+	verify := "/_herald/v1/endpoints/" + pending.ID + "/verify"
+	c.do(exchange{method: "POST", path: verify, key: admin, want: http.StatusUnprocessableEntity, body: `{"verification_code":"hvc_000000000000000000000000"}`})
+	c.do(exchange{method: "POST", path: verify, key: admin, want: http.StatusBadRequest, body: `{"code":"hvc_0"}`, refused: true})
+	var verified struct {
+		Status     string
+		VerifiedAt *string `json:"verified_at"`
+	}
+	c.decode(c.do(exchange{method: "POST", path: verify, key: admin, want: http.StatusOK, body: `{"verification_code":"` + owner.lastCode(t) + `"}`}), &verified)
+	if verified.Status != "active" || verified.VerifiedAt == nil {
+		t.Errorf("after the right code the endpoint is %q, verified at %v; want active and a time", verified.Status, verified.VerifiedAt)
+	}
+	c.do(exchange{method: "POST", path: verify, key: admin, want: http.StatusUnprocessableEntity})
+	owner.echo.Store(true)
+	c.do(exchange{method: "POST", path: verify, key: admin, want: http.StatusOK})
+	c.do(exchange{method: "POST", path: "/_herald/v1/endpoints/ep_000000000000000000000000/verify", key: admin, want: http.StatusNotFound})
 
 	// Refusals of the HTTP layer, before any route.
 	c.do(exchange{method: "POST", path: "/_herald/v1/events", key: admin, want: http.StatusUnsupportedMediaType,
@@ -437,6 +544,26 @@ func TestOpenAPIDescribesRealAnswers(t *testing.T) {
 	c.do(exchange{method: "PUT", path: "/area/*?subscription=bad%20id", key: admin, want: http.StatusBadRequest, body: sub, refused: true})
 	c.do(exchange{method: "GET", path: "/**?subscription=oa-1", key: admin, want: http.StatusOK})
 	c.do(exchange{method: "GET", path: "/area/openapi?subscriptions", key: admin, want: http.StatusOK})
+
+	// The consumer the subscription made for the stream that already
+	// matched it.
+	var consumers struct {
+		Data []struct {
+			ConsumerID string `json:"consumer_id"`
+		} `json:"data"`
+	}
+	c.decode(c.do(exchange{method: "GET", path: "/_herald/v1/subscriptions/oa-1/consumers?limit=10", key: admin, want: http.StatusOK}), &consumers)
+	const consumerID = "oa-1:%2Farea%2Fopenapi"
+	if len(consumers.Data) != 1 || consumers.Data[0].ConsumerID != consumerID {
+		t.Errorf("the consumers of oa-1 are %+v, want %s", consumers.Data, consumerID)
+	}
+	c.do(exchange{method: "GET", path: "/_herald/v1/subscriptions/oa-1/consumers?limit=0", key: admin, want: http.StatusBadRequest, refused: true})
+	c.do(exchange{method: "GET", path: "/_herald/v1/subscriptions/none/consumers", key: admin, want: http.StatusNotFound})
+	c.do(exchange{method: "GET", path: "/_herald/v1/consumers/" + consumerID, key: admin, want: http.StatusOK})
+	c.do(exchange{method: "GET", path: "/_herald/v1/consumers/oa-1:%2Fnone", key: admin, want: http.StatusNotFound})
+	pathLimited := m.key(t, []auth.Scope{auth.ScopeSubscriptionsRead}, "", "/area/**")
+	c.do(exchange{method: "GET", path: "/_herald/v1/subscriptions/oa-1/consumers", key: pathLimited, want: http.StatusForbidden})
+	c.do(exchange{method: "GET", path: "/_herald/v1/consumers/" + consumerID, key: pathLimited, want: http.StatusForbidden})
 	c.do(exchange{method: "DELETE", path: "/area/openapi?subscription=oa-1", key: admin, want: http.StatusNoContent})
 	c.do(exchange{method: "GET", path: "/**?subscription=oa-1", key: admin, want: http.StatusNotFound})
 	c.do(exchange{method: "DELETE", path: "/area/openapi?subscription=oa-1", key: admin, want: http.StatusNotFound})
@@ -449,6 +576,21 @@ func TestOpenAPIDescribesRealAnswers(t *testing.T) {
 	c.do(exchange{method: "GET", path: "/_herald/readyz", want: http.StatusOK})
 	c.do(exchange{method: "GET", path: "/_herald/metrics", key: admin, want: http.StatusOK})
 	c.do(exchange{method: "GET", path: api.Path, want: http.StatusOK})
+
+	// The dashboard and what it reads.
+	var me struct {
+		Kind, Tenant string
+		AuthEnabled  bool `json:"auth_enabled"`
+	}
+	c.decode(c.do(exchange{method: "GET", path: "/_herald/v1/whoami", key: other, want: http.StatusOK}), &me)
+	if me.Kind != "key" || me.Tenant != otherTenant || !me.AuthEnabled {
+		t.Errorf("whoami of a key of %s answers %+v", otherTenant, me)
+	}
+	c.do(exchange{method: "GET", path: "/_herald/v1/whoami", key: admin, want: http.StatusOK})
+	c.do(exchange{method: "GET", path: "/_herald/v1/whoami", want: http.StatusUnauthorized, refused: true})
+	c.do(exchange{method: "GET", path: "/_herald/v1/stats", key: admin, want: http.StatusOK})
+	c.do(exchange{method: "GET", path: "/_herald/v1/stats", key: other, want: http.StatusForbidden})
+	c.do(exchange{method: "GET", path: "/_herald/ui/", want: http.StatusOK})
 
 	c.do(exchange{method: "DELETE", path: epPath, key: admin, want: http.StatusNoContent})
 	c.do(exchange{method: "DELETE", path: epPath, key: admin, want: http.StatusNotFound})
