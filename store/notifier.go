@@ -16,6 +16,93 @@ type Notifier interface {
 	// buffer changes behind loses the oldest: engines treat changes as hints
 	// and keep their truth in the store.
 	Listen(buffer int) (<-chan TailChange, func())
+	// Invalidations returns a feed of changes of what engines cache
+	// (subscriptions, endpoints), made by this process or, on a shared
+	// backend, by any replica, and a function that stops it. Unlike
+	// Listen it loses nothing: changes not yet taken are coalesced, and
+	// when the backend may have missed some (a lost connection) the feed
+	// says that everything is invalid.
+	Invalidations() (*InvalidationFeed, func())
+}
+
+// CacheKind is what an Invalidation is about.
+type CacheKind uint8
+
+// Kinds of Invalidation.
+const (
+	// CacheSubscription: a webhook subscription was created or deleted.
+	CacheSubscription CacheKind = iota + 1
+	// CacheEndpoint: a delivery endpoint was created, changed, deleted,
+	// or its breaker opened.
+	CacheEndpoint
+)
+
+// Invalidation names one changed item of a cache. An empty ID means every
+// item of that kind.
+type Invalidation struct {
+	Kind CacheKind
+	ID   string
+}
+
+// maxPendingInvalidations bounds what one feed holds between takes; past
+// it the feed forgets the items and says that everything is invalid.
+const maxPendingInvalidations = 1024
+
+// InvalidationFeed is one engine's view of the invalidations: Ready is
+// signalled when some are pending, Take returns them.
+type InvalidationFeed struct {
+	ready   chan struct{}
+	mu      sync.Mutex
+	pending map[Invalidation]struct{} // guarded by mu
+	all     bool                      // guarded by mu
+}
+
+func newInvalidationFeed() *InvalidationFeed {
+	return &InvalidationFeed{ready: make(chan struct{}, 1), pending: make(map[Invalidation]struct{})}
+}
+
+// Ready receives a value when invalidations are pending.
+func (f *InvalidationFeed) Ready() <-chan struct{} { return f.ready }
+
+// Take returns the pending invalidations and forgets them; all reports
+// that every cached item is invalid (items is then empty).
+func (f *InvalidationFeed) Take() (items []Invalidation, all bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	all = f.all
+	if !all {
+		for inv := range f.pending {
+			items = append(items, inv)
+		}
+	}
+	f.all = false
+	clear(f.pending)
+	return items, all
+}
+
+// Pending reports whether invalidations wait to be taken.
+func (f *InvalidationFeed) Pending() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.all || len(f.pending) > 0
+}
+
+// add records invalidations (none: everything) and signals the feed.
+func (f *InvalidationFeed) add(items []Invalidation) {
+	f.mu.Lock()
+	if len(items) == 0 || f.all || len(f.pending)+len(items) > maxPendingInvalidations {
+		f.all = true
+		clear(f.pending)
+	} else {
+		for _, inv := range items {
+			f.pending[inv] = struct{}{}
+		}
+	}
+	f.mu.Unlock()
+	select {
+	case f.ready <- struct{}{}:
+	default:
+	}
 }
 
 // TailChange is one change of a stream's tail or lifecycle.
@@ -33,6 +120,7 @@ type Hub struct {
 	mu        sync.Mutex
 	waiters   map[int64]chan struct{}
 	listeners map[*hubListener]struct{}
+	feeds     map[*InvalidationFeed]struct{}
 }
 
 type hubListener struct {
@@ -46,6 +134,7 @@ func NewHub() *Hub {
 	return &Hub{
 		waiters:   make(map[int64]chan struct{}),
 		listeners: make(map[*hubListener]struct{}),
+		feeds:     make(map[*InvalidationFeed]struct{}),
 	}
 }
 
@@ -107,5 +196,49 @@ func (h *Hub) Publish(changes ...TailChange) {
 				}
 			}
 		}
+	}
+}
+
+// Invalidations implements Notifier.
+func (h *Hub) Invalidations() (*InvalidationFeed, func()) {
+	f := newInvalidationFeed()
+	h.mu.Lock()
+	h.feeds[f] = struct{}{}
+	h.mu.Unlock()
+	var once sync.Once
+	return f, func() {
+		once.Do(func() {
+			h.mu.Lock()
+			delete(h.feeds, f)
+			h.mu.Unlock()
+		})
+	}
+}
+
+// Invalidate feeds invalidations to every feed. Backends call it after the
+// change is durable.
+func (h *Hub) Invalidate(items ...Invalidation) {
+	if len(items) == 0 {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for f := range h.feeds {
+		f.add(items)
+	}
+}
+
+// Reset tells everyone that changes may have been missed (a shared
+// backend's change feed was lost and is back): every waiter wakes to read
+// again, and every invalidation feed says that everything is invalid.
+func (h *Hub) Reset() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for id, ch := range h.waiters {
+		close(ch)
+		delete(h.waiters, id)
+	}
+	for f := range h.feeds {
+		f.add(nil)
 	}
 }

@@ -103,6 +103,7 @@ func (m *memStore) SubscriptionCreate(_ context.Context, p *store.SubscriptionCr
 			}
 		}
 	}
+	m.hub.Invalidate(store.Invalidation{Kind: store.CacheSubscription, ID: in.ID})
 	return &store.SubscriptionCreateResult{Subscription: in, Created: true}, nil
 }
 
@@ -141,6 +142,7 @@ func (m *memStore) SubscriptionDelete(_ context.Context, p *store.SubscriptionDe
 			delete(m.consumers, id)
 		}
 	}
+	m.hub.Invalidate(store.Invalidation{Kind: store.CacheSubscription, ID: p.ID})
 	return nil
 }
 

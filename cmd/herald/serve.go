@@ -160,7 +160,7 @@ func serve(ctx context.Context, cfg *serveConfig, logOut io.Writer) error {
 	services.Add(1)
 	go func() {
 		defer services.Done()
-		reaper.New(reaper.Config{Store: st, Logger: log.With("part", "reaper")}).Run(svcCtx)
+		reaper.New(reaper.Config{Store: st, Interval: cfg.reaperInterval(), Logger: log.With("part", "reaper")}).Run(svcCtx)
 	}()
 
 	serveErr := make(chan error, 1)

@@ -51,7 +51,7 @@ func (s *Store) SubscriptionCreate(ctx context.Context, params *store.Subscripti
 			return err
 		}
 		res = &store.SubscriptionCreateResult{Subscription: in, Created: true}
-		return nil
+		return s.invalidate(ctx, tx, store.Invalidation{Kind: store.CacheSubscription, ID: in.ID})
 	})
 	if err != nil {
 		return nil, err
@@ -154,7 +154,7 @@ func (s *Store) SubscriptionDelete(ctx context.Context, params *store.Subscripti
 		if _, err := tx.Exec(ctx, `DELETE FROM consumers WHERE subscription_id = $1`, params.ID); err != nil {
 			return fmt.Errorf("postgres: delete consumers: %w", err)
 		}
-		return nil
+		return s.invalidate(ctx, tx, store.Invalidation{Kind: store.CacheSubscription, ID: params.ID})
 	})
 }
 

@@ -339,6 +339,9 @@ func (s *Store) DeliveryComplete(ctx context.Context, params *store.DeliveryComp
 			return b.endpointMissOrConflict(params.EndpointID)
 		}
 		res.HealthVersion = params.ExpectHealthVersion + 1
+		if !h.DisabledAt.IsZero() {
+			b.invalidate(store.CacheEndpoint, params.EndpointID)
+		}
 		var recorded []store.DeliveryResult
 		for _, dr := range params.Results {
 			seq, ok := s.ids.Seq(dr.DeliveryID)

@@ -46,6 +46,7 @@ func (s *Store) EndpointCreate(ctx context.Context, params *store.EndpointCreate
 			codec.Nanos(ep.CreatedAt), codec.Nanos(ep.UpdatedAt)); err != nil {
 			return fmt.Errorf("insert endpoint: %w", err)
 		}
+		b.invalidate(store.CacheEndpoint, ep.ID)
 		return b.snapshotCursors(ep.ID, params.Now)
 	})
 	if err != nil {
@@ -170,6 +171,7 @@ func (s *Store) EndpointUpdate(ctx context.Context, params *store.EndpointUpdate
 		if err != nil {
 			return fmt.Errorf("read endpoint: %w", err)
 		}
+		b.invalidate(store.CacheEndpoint, ep.ID)
 		return nil
 	})
 	if err != nil {
@@ -212,6 +214,7 @@ func (s *Store) EndpointDelete(ctx context.Context, id string) error {
 			}
 		}
 		b.afterRun = append(b.afterRun, func() { s.leases.forget(id) })
+		b.invalidate(store.CacheEndpoint, id)
 		return nil
 	})
 }

@@ -79,6 +79,7 @@ func (s *Store) SubscriptionCreate(ctx context.Context, params *store.Subscripti
 			return err
 		}
 		res = &store.SubscriptionCreateResult{Subscription: in, Created: true}
+		b.invalidate(store.CacheSubscription, in.ID)
 		return nil
 	})
 	return res, err
@@ -179,6 +180,7 @@ func (s *Store) SubscriptionDelete(ctx context.Context, params *store.Subscripti
 		if _, err := b.exec(`DELETE FROM consumers WHERE subscription_id = ?`, params.ID); err != nil {
 			return fmt.Errorf("delete consumers: %w", err)
 		}
+		b.invalidate(store.CacheSubscription, params.ID)
 		return nil
 	})
 }
