@@ -1,6 +1,11 @@
 package store
 
-import "sync"
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+)
 
 // Notifier tells readers and engines that a stream's tail changed. The
 // in-process Hub implements it for one process; a backend shared by several
@@ -44,6 +49,79 @@ type Invalidation struct {
 	ID   string
 }
 
+// CacheLoader keeps one kind of cache current from an InvalidationFeed
+// (see InvalidationFeed.Apply).
+type CacheLoader struct {
+	Kind CacheKind
+	// Load reads one item again (and forgets it when it is gone).
+	Load func(ctx context.Context, id string) error
+	// LoadAll reads every item again.
+	LoadAll func(ctx context.Context) error
+	// Taken, when set, is called when invalidations are taken, before
+	// they are applied; all reports that the feed said everything is
+	// invalid (stream changes may have been missed too).
+	Taken func(ctx context.Context, all bool)
+	// Retry is how long to wait before reading every item again after
+	// applying failed.
+	Retry time.Duration
+	Log   *slog.Logger
+}
+
+// Apply applies the feed to l's cache until ctx ends: the items of l's
+// kind are read again one by one, or all at once when the feed says
+// everything is invalid. When applying fails, every item is read again
+// after l.Retry, until that succeeds.
+func (f *InvalidationFeed) Apply(ctx context.Context, l *CacheLoader) {
+	retry := time.NewTimer(l.Retry)
+	retry.Stop()
+	defer retry.Stop()
+	failed := false
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-f.Ready():
+		case <-retry.C:
+		}
+		items, all := f.take(true)
+		if l.Taken != nil {
+			l.Taken(ctx, all)
+		}
+		err := l.apply(ctx, items, all || failed)
+		if failed = err != nil; failed {
+			if ctx.Err() != nil {
+				return
+			}
+			l.Log.Warn("applying cache invalidations failed; everything is read again shortly", "err", err)
+			retry.Reset(l.Retry)
+			continue
+		}
+		f.done()
+	}
+}
+
+func (l *CacheLoader) apply(ctx context.Context, items []Invalidation, all bool) error {
+	var ids []string
+	for _, inv := range items {
+		if inv.Kind != l.Kind {
+			continue
+		}
+		if inv.ID == "" {
+			all = true
+		}
+		ids = append(ids, inv.ID)
+	}
+	if all {
+		return l.LoadAll(ctx)
+	}
+	for _, id := range ids {
+		if err := l.Load(ctx, id); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // maxPendingInvalidations bounds what one feed holds between takes; past
 // it the feed forgets the items and says that everything is invalid.
 const maxPendingInvalidations = 1024
@@ -55,6 +133,7 @@ type InvalidationFeed struct {
 	mu      sync.Mutex
 	pending map[Invalidation]struct{} // guarded by mu
 	all     bool                      // guarded by mu
+	busy    bool                      // guarded by mu: taken by Apply, not yet applied
 }
 
 func newInvalidationFeed() *InvalidationFeed {
@@ -67,6 +146,12 @@ func (f *InvalidationFeed) Ready() <-chan struct{} { return f.ready }
 // Take returns the pending invalidations and forgets them; all reports
 // that every cached item is invalid (items is then empty).
 func (f *InvalidationFeed) Take() (items []Invalidation, all bool) {
+	return f.take(false)
+}
+
+// take is Take; applying marks the feed busy until done, so Pending stays
+// true until what was taken is applied.
+func (f *InvalidationFeed) take(applying bool) (items []Invalidation, all bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	all = f.all
@@ -77,14 +162,24 @@ func (f *InvalidationFeed) Take() (items []Invalidation, all bool) {
 	}
 	f.all = false
 	clear(f.pending)
+	f.busy = f.busy || applying
 	return items, all
 }
 
-// Pending reports whether invalidations wait to be taken.
+// done ends what take(true) began.
+func (f *InvalidationFeed) done() {
+	f.mu.Lock()
+	f.busy = false
+	f.mu.Unlock()
+}
+
+// Pending reports whether invalidations wait to be taken, or (under
+// Apply) to be applied: a cache kept by Apply is current when it reports
+// false.
 func (f *InvalidationFeed) Pending() bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.all || len(f.pending) > 0
+	return f.all || len(f.pending) > 0 || f.busy
 }
 
 // add records invalidations (none: everything) and signals the feed.

@@ -9,7 +9,6 @@ import (
 	"io"
 	"log/slog"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -141,11 +140,9 @@ type Engine struct {
 
 	subsMu sync.RWMutex
 	subs   map[string]*cachedSub // guarded by subsMu
-	// invalidations is the store's feed of subscription changes; stale
-	// is set from when the engine takes changes from it until they are
-	// applied (engine_subs.go).
+	// invalidations is the store's feed of subscription changes
+	// (engine_subs.go).
 	invalidations *store.InvalidationFeed
-	stale         atomic.Bool
 	// creating holds the subscriptions being created (engine_subs.go).
 	creating map[*creation]struct{} // guarded by subsMu
 

@@ -48,25 +48,28 @@ func TestEngineSubscriptionOfAnotherReplica(t *testing.T) {
 // while an invalidation is not yet applied reads the subscriptions from
 // the store before deciding what to spawn.
 func TestEngineFreshSubscriptionsBeforeSpawn(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		st := newMemStore()
-		e := startEngine(t, st, &receiver{}, rigKeyring(t), 0, false)
-		defer e.Stop()
-		synctest.Wait()
-		// A subscription the engine has not applied: stored, its
-		// invalidation taken from the feed but not applied yet.
-		st.putSilently("sub", "/x/*")
-		e.stale.Store(true)
-		st.mu.Lock()
-		st.streams["/x/a"] = &store.Stream{ID: 99, Path: "/x/a", Tail: 1}
-		st.mu.Unlock()
-		if err := e.processStream(context.Background(), "/x/a", flagChanged|flagSpawn); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := st.ConsumerGet(context.Background(), ConsumerID("sub", "/x/a")); err != nil {
-			t.Fatalf("no consumer spawned from the stored subscription: %v", err)
-		}
-	})
+	st := newMemStore()
+	e, err := NewEngine(EngineConfig{Store: st, Sender: newSender(&receiver{}), Keyring: rigKeyring(t), CallbackBaseURL: "https://herald.test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Stop()
+	// A subscription the engine has not applied: stored, and announced
+	// in the feed, which nothing applies.
+	feed, stop := st.hub.Invalidations()
+	defer stop()
+	e.invalidations = feed
+	st.putSilently("sub", "/x/*")
+	st.hub.Invalidate(store.Invalidation{Kind: store.CacheSubscription, ID: "sub"})
+	st.mu.Lock()
+	st.streams["/x/a"] = &store.Stream{ID: 99, Path: "/x/a", Tail: 1}
+	st.mu.Unlock()
+	if err := e.processStream(context.Background(), "/x/a", flagChanged|flagSpawn); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.ConsumerGet(context.Background(), ConsumerID("sub", "/x/a")); err != nil {
+		t.Fatalf("no consumer spawned from the stored subscription: %v", err)
+	}
 }
 
 // TestEngineResetReloads: when the store's feed says that everything is

@@ -54,63 +54,21 @@ const invalidationRetry = time.Second
 // says that everything is invalid (it was lost and is back, so stream
 // changes may have been missed too) every subscription is read again,
 // the consumers of every stream are reconciled and the due timers swept.
-// When applying fails, every subscription is read again a second later,
-// until that succeeds.
 func (e *Engine) watchInvalidations(stop func()) {
 	defer stop()
-	retry := time.NewTimer(invalidationRetry)
-	retry.Stop()
-	defer retry.Stop()
-	failed := false
-	for {
-		select {
-		case <-e.ctx.Done():
-			return
-		case <-e.invalidations.Ready():
-		case <-retry.C:
-		}
-		e.stale.Store(true)
-		items, all := e.invalidations.Take()
-		if all {
-			e.goOwned(e.reconcile)
-			e.timers.wake()
-		}
-		if err := e.applyInvalidations(e.ctx, items, all || failed); err != nil {
-			if e.ctx.Err() != nil {
-				return
+	e.invalidations.Apply(e.ctx, &store.CacheLoader{
+		Kind:    store.CacheSubscription,
+		Load:    e.reloadSubscription,
+		LoadAll: e.refreshSubscriptions,
+		Taken: func(_ context.Context, all bool) {
+			if all {
+				e.goOwned(e.reconcile)
+				e.timers.wake()
 			}
-			e.log.Warn("applying subscription changes; every subscription is read again shortly", "err", err)
-			failed = true
-			retry.Reset(invalidationRetry)
-			continue
-		}
-		failed = false
-		e.stale.Store(false)
-	}
-}
-
-// applyInvalidations reads again the subscriptions named in items, or
-// every one when all is set or an item names no subscription.
-func (e *Engine) applyInvalidations(ctx context.Context, items []store.Invalidation, all bool) error {
-	if !all {
-		for _, inv := range items {
-			if inv.Kind == store.CacheSubscription && inv.ID == "" {
-				all = true
-			}
-		}
-	}
-	if all {
-		return e.refreshSubscriptions(ctx)
-	}
-	for _, inv := range items {
-		if inv.Kind != store.CacheSubscription {
-			continue
-		}
-		if err := e.reloadSubscription(ctx, inv.ID); err != nil {
-			return err
-		}
-	}
-	return nil
+		},
+		Retry: invalidationRetry,
+		Log:   e.log,
+	})
 }
 
 // reloadSubscription reads one subscription again: it is cached, or
@@ -140,7 +98,7 @@ func (e *Engine) reloadSubscription(ctx context.Context, id string) error {
 // commit order, before the changes committed after them), it reads them
 // all from the store. A decision to spawn a consumer calls it first.
 func (e *Engine) freshSubscriptions(ctx context.Context) error {
-	if e.invalidations == nil || (!e.stale.Load() && !e.invalidations.Pending()) {
+	if e.invalidations == nil || !e.invalidations.Pending() {
 		return nil // not started, or up to date
 	}
 	return e.refreshSubscriptions(ctx)
