@@ -6,8 +6,11 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"os"
+	"slices"
+	"strconv"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/heraldstreams/herald/internal/secretbox"
 	"github.com/heraldstreams/herald/store"
@@ -256,4 +259,32 @@ func TestLostFeedResets(t *testing.T) {
 		t.Fatal(err)
 	}
 	<-again
+}
+
+// BenchmarkInvalidationAcrossHandles measures how stale another replica's
+// cache can be: the time from the start of a subscription write through
+// one handle until another handle's invalidation feed has it. It reports
+// the p50 and p99 in milliseconds.
+func BenchmarkInvalidationAcrossHandles(b *testing.B) {
+	schema := newSchema(b)
+	a, other := open(b, schema), open(b, schema)
+	ctx := context.Background()
+	feed, stop := other.Notifier().Invalidations()
+	defer stop()
+	lat := make([]time.Duration, 0, b.N)
+	for i := 0; b.Loop(); i++ {
+		start := time.Now()
+		if _, err := a.SubscriptionCreate(ctx, &store.SubscriptionCreateParams{
+			Subscription: store.Subscription{ID: "s" + strconv.Itoa(i), Pattern: "/x/*", Webhook: "https://example.com/h", Secret: "whsec_x"},
+		}); err != nil {
+			b.Fatal(err)
+		}
+		<-feed.Ready()
+		lat = append(lat, time.Since(start))
+		feed.Take()
+	}
+	slices.Sort(lat)
+	ms := func(q float64) float64 { return float64(lat[int(q*float64(len(lat)-1))]) / float64(time.Millisecond) }
+	b.ReportMetric(ms(0.5), "p50-ms")
+	b.ReportMetric(ms(0.99), "p99-ms")
 }
