@@ -44,6 +44,7 @@ const (
 	DefaultSweepInterval       = 5 * time.Second
 	DefaultRetention           = 30 * 24 * time.Hour
 	DefaultPruneInterval       = time.Minute
+	DefaultRefreshInterval     = time.Minute
 	DefaultMatchWorkers        = 4
 	// EndpointShareDivisor sets an endpoint's share of the global pool:
 	// whatever its max_in_flight, one endpoint holds at most
@@ -105,9 +106,16 @@ type EngineConfig struct {
 	// (capped by the share as any other).
 	EndpointMaxInFlight int
 	// SweepInterval is how often every stream and endpoint is checked even
-	// without a notification (changes made by another replica, or dropped
-	// by a lagging feed).
+	// without a notification (stream changes dropped by a lagging feed,
+	// deliveries whose lease or retry time came).
 	SweepInterval time.Duration
+	// RefreshInterval is how often every endpoint is read again from the
+	// store. The store's invalidation feed keeps the endpoint cache
+	// current (an endpoint created, changed, deleted or disabled by
+	// another replica is read again as soon as its notification arrives,
+	// and every endpoint when the feed was lost); this is only a safety
+	// net.
+	RefreshInterval time.Duration
 	// Retention is how long finished deliveries and their attempts are
 	// kept; PruneInterval how often they are pruned.
 	Retention     time.Duration
@@ -227,6 +235,9 @@ func NewEngine(cfg EngineConfig) (*Engine, error) {
 	if cfg.PruneInterval <= 0 {
 		cfg.PruneInterval = DefaultPruneInterval
 	}
+	if cfg.RefreshInterval <= 0 {
+		cfg.RefreshInterval = DefaultRefreshInterval
+	}
 	if cfg.MatchWorkers <= 0 {
 		cfg.MatchWorkers = DefaultMatchWorkers
 	}
@@ -290,11 +301,20 @@ func NewEngine(cfg EngineConfig) (*Engine, error) {
 func (e *Engine) Start(ctx context.Context) error {
 	var err error
 	e.startOnce.Do(func() {
+		// The invalidation feed is taken before the endpoints are read,
+		// so that a change committed meanwhile is applied after the read.
+		invalidations, stopInvalidations := e.st.Notifier().Invalidations()
 		if err = e.loadEndpoints(ctx); err != nil {
+			stopInvalidations()
 			return
 		}
+		if !e.goOwned(func() { e.watchInvalidations(invalidations, stopInvalidations) }) {
+			stopInvalidations()
+		}
 		feed, stopFeed := e.st.Notifier().Listen(listenBuffer)
-		e.goOwned(func() { e.listenLoop(feed, stopFeed) })
+		if !e.goOwned(func() { e.listenLoop(feed, stopFeed) }) {
+			stopFeed()
+		}
 		e.goOwned(e.sweepLoop)
 		e.goOwned(e.pruneLoop)
 		for range e.cfg.MatchWorkers {
@@ -552,27 +572,63 @@ func (e *Engine) kick(ids map[string]bool) {
 	}
 }
 
-// sweepLoop reloads endpoints, re-checks every stream and wakes every
-// runner, every SweepInterval.
+// sweepLoop re-checks every stream and wakes every runner every
+// SweepInterval, and reads every endpoint again every RefreshInterval.
 func (e *Engine) sweepLoop() {
-	t := time.NewTicker(e.cfg.SweepInterval)
-	defer t.Stop()
+	sweep := time.NewTicker(e.cfg.SweepInterval)
+	defer sweep.Stop()
+	refresh := time.NewTicker(e.cfg.RefreshInterval)
+	defer refresh.Stop()
 	for {
 		select {
 		case <-e.ctx.Done():
 			return
-		case <-t.C:
+		case <-refresh.C:
 			if err := e.loadEndpoints(e.ctx); err != nil && e.ctx.Err() == nil {
-				e.log.Warn("endpoint sweep failed", "err", err)
+				e.log.Warn("endpoint refresh failed", "err", err)
 			}
-			e.sweepStreams(e.ctx)
-			e.mu.RLock()
-			for _, r := range e.runners {
-				r.wake()
-			}
-			e.mu.RUnlock()
+		case <-sweep.C:
+			e.sweepAll(e.ctx)
 		}
 	}
+}
+
+// sweepAll queues every stream some endpoint sources from and wakes every
+// runner.
+func (e *Engine) sweepAll(ctx context.Context) {
+	e.sweepStreams(ctx)
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	for _, r := range e.runners {
+		r.wake()
+	}
+}
+
+// invalidationRetry is how long the engine waits before reading every
+// endpoint again after it failed to apply the invalidation feed.
+const invalidationRetry = time.Second
+
+// watchInvalidations applies the store's invalidation feed to the
+// endpoint cache until the engine stops: an endpoint changed elsewhere
+// (another replica, or the breaker of another runner) is read again, and
+// when the feed says that everything is invalid (it was lost and is
+// back, so stream changes may have been missed too) every endpoint is
+// read again and every stream and runner swept.
+func (e *Engine) watchInvalidations(feed *store.InvalidationFeed, stop func()) {
+	defer stop()
+	feed.Apply(e.ctx, &store.CacheLoader{
+		Kind: store.CacheEndpoint,
+		Load: e.EndpointChanged,
+		LoadAll: func(ctx context.Context) error {
+			if err := e.loadEndpoints(ctx); err != nil {
+				return err
+			}
+			e.sweepAll(ctx)
+			return nil
+		},
+		Retry: invalidationRetry,
+		Log:   e.log,
+	})
 }
 
 // sweepStreams queues every stream some endpoint sources from.

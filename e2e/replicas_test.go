@@ -42,16 +42,19 @@ func (rc *limitReceiver) snapshot() (at []time.Time, peak int) {
 	return append([]time.Time(nil), rc.at...), rc.peak
 }
 
-// startReplicas starts two herald serve replicas on one PostgreSQL
-// schema, sharing one key-encryption key.
-func startReplicas(t *testing.T) (a, b *server) {
+// startReplicas starts n herald serve replicas on one fresh PostgreSQL
+// schema, sharing the first one's key-encryption key, each with the
+// extra flags.
+func startReplicas(t *testing.T, n int, extra ...string) []*server {
 	t.Helper()
 	pg := postgresURL(t)
-	dir := t.TempDir()
-	flags := append([]string{"--store", "postgres", "--postgres-url", pg}, deliveryFlags...)
-	a = startHerald(t, dir, flags...)
-	b = startHerald(t, t.TempDir(), append(flags, "--kek-file", filepath.Join(dir, secretbox.DefaultFileName))...)
-	return a, b
+	kek := filepath.Join(t.TempDir(), secretbox.DefaultFileName)
+	out := make([]*server, n)
+	for i := range out {
+		flags := append([]string{"--store", "postgres", "--postgres-url", pg, "--kek-file", kek}, extra...)
+		out[i] = startHerald(t, t.TempDir(), flags...)
+	}
+	return out
 }
 
 // publishAlternating publishes n events to the stream, alternating the
@@ -71,7 +74,8 @@ func publishAlternating(t *testing.T, replicas []*server, stream string, n int) 
 // An endpoint's rate_limit holds across two replicas together: 10
 // deliveries a second in all, not 10 each.
 func TestReplicasShareRateLimit(t *testing.T) {
-	a, b := startReplicas(t)
+	r := startReplicas(t, 2, deliveryFlags...)
+	a, b := r[0], r[1]
 	rc := &limitReceiver{}
 	hook := httptest.NewServer(rc)
 	t.Cleanup(hook.Close)
@@ -101,7 +105,8 @@ func TestReplicasShareRateLimit(t *testing.T) {
 // An endpoint's max_in_flight holds across two replicas together: the
 // receiver never holds more than 2 requests at once.
 func TestReplicasShareMaxInFlight(t *testing.T) {
-	a, b := startReplicas(t)
+	r := startReplicas(t, 2, deliveryFlags...)
+	a, b := r[0], r[1]
 	rc := &limitReceiver{hold: 150 * time.Millisecond}
 	hook := httptest.NewServer(rc)
 	t.Cleanup(hook.Close)

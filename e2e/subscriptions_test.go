@@ -52,6 +52,34 @@ func createSubscription(t *testing.T, base, pattern, id, hook string) string {
 	return sub.Secret
 }
 
+// wakeHook is a webhook endpoint that answers every wake 2xx (the
+// consumer goes LIVE) and sends it on the returned channel; check, when
+// set, vets each request first (a failure answers 400 and fails the
+// test).
+func wakeHook(t *testing.T, check func(r *http.Request, body []byte) error) (*httptest.Server, <-chan *client.Wake) {
+	wakes := make(chan *client.Wake, 16)
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(r.Body)
+		if err == nil && check != nil {
+			err = check(r, body)
+		}
+		if err != nil {
+			t.Errorf("wake: %v", err)
+			w.WriteHeader(http.StatusBadRequest)
+			return
+		}
+		wake, err := client.ParseWake(body)
+		if err != nil {
+			t.Errorf("wake: %v", err)
+			w.WriteHeader(http.StatusBadRequest)
+			return
+		}
+		wakes <- wake
+		io.WriteString(w, "{}")
+	}))
+	return hook, wakes
+}
+
 // metric returns the value of one sample of /_herald/metrics, "" when it
 // is absent.
 func metric(t *testing.T, base, sample string) string {
@@ -174,30 +202,14 @@ func TestExampleConsumer(t *testing.T) {
 // epoch.
 func TestSubscriptionsSurviveKill9(t *testing.T) {
 	dir := t.TempDir()
-	wakes := make(chan *client.Wake, 16)
 	var secret string
 	var mu sync.Mutex
-	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, err := io.ReadAll(r.Body)
+	hook, wakes := wakeHook(t, func(r *http.Request, body []byte) error {
 		mu.Lock()
 		s := secret
 		mu.Unlock()
-		if err == nil {
-			err = client.VerifyWakeSignature(s, r.Header.Get(client.WakeSignatureHeader), body, time.Now(), 0)
-		}
-		if err != nil {
-			t.Errorf("wake: %v", err)
-			w.WriteHeader(http.StatusBadRequest)
-			return
-		}
-		wake, err := client.ParseWake(body)
-		if err != nil {
-			t.Errorf("wake: %v", err)
-			return
-		}
-		wakes <- wake
-		io.WriteString(w, "{}") // 2xx: LIVE, the consumer calls back
-	}))
+		return client.VerifyWakeSignature(s, r.Header.Get(client.WakeSignatureHeader), body, time.Now(), 0)
+	})
 	defer hook.Close()
 
 	srv := startHerald(t, dir, "--webhook-allow-cidrs", "127.0.0.0/8")

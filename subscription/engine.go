@@ -57,7 +57,10 @@ var (
 const (
 	DefaultEngineWorkers = 64
 	DefaultSweepInterval = time.Second
-	DefaultMaxInFlight   = 8192
+	// DefaultRefreshInterval is how often the subscriptions are read
+	// again in full, a safety net under the invalidation feed.
+	DefaultRefreshInterval = time.Minute
+	DefaultMaxInFlight     = 8192
 	// listenBuffer is the tail-change feed's buffer. The feed is lossy by
 	// design; the listener only moves changes into the coalescing queue,
 	// so it falls behind only when starved.
@@ -102,6 +105,12 @@ type EngineConfig struct {
 	// another replica, or before a restart). Deadlines this process sets
 	// fire on time regardless.
 	SweepInterval time.Duration
+	// RefreshInterval is how often every subscription is read again from
+	// the store. The store's invalidation feed keeps the cache current
+	// (a subscription created or deleted by another replica is seen as
+	// soon as its notification arrives, and everything is read again
+	// when the feed was lost); this is only a safety net.
+	RefreshInterval time.Duration
 	// MaxInFlight bounds the webhook requests in flight.
 	MaxInFlight int
 	// ExclusiveStore says that this engine makes every change to the
@@ -132,11 +141,15 @@ type Engine struct {
 	metrics *engineMetrics
 	workers int
 	sweep   time.Duration
+	refresh time.Duration
 
 	locks [lockStripes]sync.Mutex
 
 	subsMu sync.RWMutex
 	subs   map[string]*cachedSub // guarded by subsMu
+	// invalidations is the store's feed of subscription changes
+	// (engine_subs.go).
+	invalidations *store.InvalidationFeed
 	// creating holds the subscriptions being created (engine_subs.go).
 	creating map[*creation]struct{} // guarded by subsMu
 
@@ -172,6 +185,7 @@ func NewEngine(cfg EngineConfig) (*Engine, error) {
 		tracer:   telemetry.Tracer(cfg.TracerProvider),
 		workers:  cfg.Workers,
 		sweep:    cfg.SweepInterval,
+		refresh:  cfg.RefreshInterval,
 		subs:     map[string]*cachedSub{},
 		creating: map[*creation]struct{}{},
 		queue:    newPathQueue(),
@@ -190,6 +204,9 @@ func NewEngine(cfg EngineConfig) (*Engine, error) {
 	if e.sweep <= 0 {
 		e.sweep = DefaultSweepInterval
 	}
+	if e.refresh <= 0 {
+		e.refresh = DefaultRefreshInterval
+	}
 	if cfg.MaxInFlight <= 0 {
 		cfg.MaxInFlight = DefaultMaxInFlight
 	}
@@ -204,19 +221,30 @@ func NewEngine(cfg EngineConfig) (*Engine, error) {
 }
 
 // Start loads the subscriptions and starts the engine's goroutines: the
-// tail-change listener, the workers, the timer sweep, and a
-// reconciliation of every stream some consumer is subscribed to (a wake
-// whose tail change was not processed before a crash is found there). It returns after the
-// subscriptions are loaded; Stop ends everything it started.
+// tail-change listener, the invalidation watcher, the workers, the timer
+// sweep, and a reconciliation of every stream some consumer is subscribed
+// to (a wake whose tail change was not processed before a crash is found
+// there). It returns after the subscriptions are loaded; Stop ends
+// everything it started.
 func (e *Engine) Start(ctx context.Context) error {
+	// The feed is taken before the subscriptions are read, so that a
+	// change committed meanwhile is applied after the read.
+	feed, stopFeed := e.st.Notifier().Invalidations()
 	if err := e.refreshSubscriptions(ctx); err != nil {
+		stopFeed()
 		return err
 	}
 	started := false
 	e.start.Do(func() {
 		started = true
+		e.invalidations = feed
+		if !e.goOwned(func() { e.watchInvalidations(stopFeed) }) {
+			stopFeed()
+		}
 		changes, stopListen := e.st.Notifier().Listen(listenBuffer)
-		e.goOwned(func() { e.listen(changes, stopListen) })
+		if !e.goOwned(func() { e.listen(changes, stopListen) }) {
+			stopListen()
+		}
 		for range e.workers {
 			e.goOwned(e.work)
 		}
@@ -224,6 +252,7 @@ func (e *Engine) Start(ctx context.Context) error {
 		e.goOwned(e.reconcile)
 	})
 	if !started {
+		stopFeed()
 		return errors.New("subscription: engine already started")
 	}
 	return nil

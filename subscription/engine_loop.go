@@ -147,10 +147,15 @@ func (d *deadlines) add(t time.Time) {
 	}
 	d.mu.Unlock()
 	if earliest {
-		select {
-		case d.signal <- struct{}{}:
-		default:
-		}
+		d.wake()
+	}
+}
+
+// wake makes the sweep run now.
+func (d *deadlines) wake() {
+	select {
+	case d.signal <- struct{}{}:
+	default:
 	}
 }
 
@@ -296,6 +301,9 @@ func (e *Engine) applyEach(ctx context.Context, consumers []store.Consumer, ev E
 // does not have yet. They start at OffsetStart: the stream was created or
 // appended to after the subscription, so all its events are new to them.
 func (e *Engine) spawn(ctx context.Context, path string, existing []store.Consumer) (bool, error) {
+	if err := e.freshSubscriptions(ctx); err != nil {
+		return false, err
+	}
 	subs := e.matching(path)
 	if len(subs) == 0 {
 		return false, nil
@@ -354,8 +362,9 @@ func (e *Engine) streamDeleted(ctx context.Context, path string) error {
 }
 
 // sweepLoop runs Sweep when the earliest known deadline is due, and at
-// least every SweepInterval; it also refreshes the subscriptions, which
-// another replica may have changed.
+// least every SweepInterval; every RefreshInterval it also reads every
+// subscription again (a safety net: the invalidation feed keeps them
+// current).
 func (e *Engine) sweepLoop() {
 	timer := time.NewTimer(0)
 	defer timer.Stop()
@@ -372,7 +381,7 @@ func (e *Engine) sweepLoop() {
 		if err := e.Sweep(e.ctx); err != nil && e.ctx.Err() == nil {
 			e.log.Warn("sweeping due consumers", "err", err)
 		}
-		if now.Sub(lastRefresh) >= e.sweep {
+		if now.Sub(lastRefresh) >= e.refresh {
 			lastRefresh = now
 			if err := e.refreshSubscriptions(e.ctx); err != nil && e.ctx.Err() == nil {
 				e.log.Warn("refreshing subscriptions", "err", err)

@@ -106,6 +106,7 @@ func (m *memStore) SubscriptionCreate(_ context.Context, p *store.SubscriptionCr
 			}
 		}
 	}
+	m.hub.Invalidate(store.Invalidation{Kind: store.CacheSubscription, ID: in.ID})
 	return &store.SubscriptionCreateResult{Subscription: in, Created: true}, nil
 }
 
@@ -146,6 +147,7 @@ func (m *memStore) SubscriptionDelete(_ context.Context, p *store.SubscriptionDe
 			removed++
 		}
 	}
+	m.hub.Invalidate(store.Invalidation{Kind: store.CacheSubscription, ID: p.ID})
 	return removed, nil
 }
 

@@ -174,18 +174,22 @@ func newRigSweep(t *testing.T, dir string, hook *receiver, sweep time.Duration) 
 	return r
 }
 
+// newSender is a sender that delivers wakes to hook.
+func newSender(hook *receiver) *transportSender {
+	return &transportSender{
+		client: &http.Client{Transport: handlerTransport{h: hook}},
+		policy: webhook.Policy{AllowCIDRs: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}},
+	}
+}
+
 // startEngine starts an engine on st that delivers wakes to hook.
 // exclusive is EngineConfig.ExclusiveStore: true for the embedded store
 // and the in-memory one; the model test also runs with it off.
 func startEngine(t *testing.T, st EngineStore, hook *receiver, keys *Keyring, sweep time.Duration, exclusive bool) *Engine {
 	t.Helper()
-	sender := &transportSender{
-		client: &http.Client{Transport: handlerTransport{h: hook}},
-		policy: webhook.Policy{AllowCIDRs: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}},
-	}
 	eng, err := NewEngine(EngineConfig{
 		Store:           st,
-		Sender:          sender,
+		Sender:          newSender(hook),
 		Keyring:         keys,
 		CallbackBaseURL: "https://herald.test",
 		SweepInterval:   sweep,

@@ -2,7 +2,9 @@ package subscription
 
 import (
 	"context"
+	"errors"
 	"sync"
+	"time"
 
 	"go.opentelemetry.io/otel/trace"
 
@@ -42,6 +44,66 @@ func (e *Engine) refreshSubscriptions(ctx context.Context) error {
 	e.subs = next
 	e.subsMu.Unlock()
 	return nil
+}
+
+// invalidationRetry is how long the engine waits before reading every
+// subscription again after it failed to apply the invalidation feed.
+const invalidationRetry = time.Second
+
+// watchInvalidations applies the store's invalidation feed to the
+// subscription cache until the engine stops: a subscription created or
+// deleted elsewhere (another replica) is read again, and when the feed
+// says that everything is invalid (it was lost and is back, so stream
+// changes may have been missed too) every subscription is read again,
+// the consumers of every stream are reconciled and the due timers swept.
+func (e *Engine) watchInvalidations(stop func()) {
+	defer stop()
+	e.invalidations.Apply(e.ctx, &store.CacheLoader{
+		Kind:    store.CacheSubscription,
+		Load:    e.reloadSubscription,
+		LoadAll: e.refreshSubscriptions,
+		Taken: func(_ context.Context, all bool) {
+			if all {
+				e.goOwned(e.reconcile)
+				e.timers.wake()
+			}
+		},
+		Retry: invalidationRetry,
+		Log:   e.log,
+	})
+}
+
+// reloadSubscription reads one subscription again: it is cached, or
+// forgotten when the store no longer has it.
+func (e *Engine) reloadSubscription(ctx context.Context, id string) error {
+	s, err := e.st.SubscriptionGet(ctx, id)
+	if errors.Is(err, store.ErrSubscriptionNotFound) {
+		e.uncacheSubscription(id)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	p, err := glob.Compile(s.Pattern)
+	if err != nil {
+		e.log.Warn("stored subscription has an invalid pattern", "subscription", s.ID, "err", err)
+		e.uncacheSubscription(id)
+		return nil
+	}
+	e.cacheSubscription(*s, p)
+	return nil
+}
+
+// freshSubscriptions makes sure that the cache holds every subscription
+// committed before the stream change being processed: when the engine
+// has not applied every invalidation it was sent (they reach the feed in
+// commit order, before the changes committed after them), it reads them
+// all from the store. A decision to spawn a consumer calls it first.
+func (e *Engine) freshSubscriptions(ctx context.Context) error {
+	if e.invalidations == nil || !e.invalidations.Pending() {
+		return nil // not started, or up to date
+	}
+	return e.refreshSubscriptions(ctx)
 }
 
 func (e *Engine) cacheSubscription(s store.Subscription, p *glob.Pattern) {

@@ -26,10 +26,13 @@ type arrival struct {
 type liveRun struct {
 	t         *target
 	streamURL string
-	sse       bool
-	armed     atomic.Int64 // readers with a request open at the server
-	errs      atomic.Int64
-	arrivals  chan arrival
+	// readURL is where the readers read the stream: streamURL, or the
+	// same path on another replica (-read-base).
+	readURL  string
+	sse      bool
+	armed    atomic.Int64 // readers with a request open at the server
+	errs     atomic.Int64
+	arrivals chan arrival
 }
 
 // runLive measures how long an append takes to reach -readers live
@@ -43,6 +46,7 @@ func runLive(ctx context.Context, args []string, out *output) error {
 	readers := fs.Int("readers", 1, "live readers")
 	posts := fs.Int("n", 200, "appends")
 	gap := fs.Duration("gap", 20*time.Millisecond, "pause after every reader got an append and waits again")
+	readBase := fs.String("read-base", "", "base URL the readers read through (another replica sharing the database); -base when empty")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -53,8 +57,12 @@ func runLive(ctx context.Context, args []string, out *output) error {
 		return errors.New("live: -readers and -n must be at least 1")
 	}
 	t := newTarget(tf, *readers+16, 0)
-	lr := &liveRun{t: t, streamURL: fmt.Sprintf("%s/bench/live-%s", t.base, runID()), sse: *mode == "sse",
+	path := "/bench/live-" + runID()
+	lr := &liveRun{t: t, streamURL: t.base + path, readURL: t.base + path, sse: *mode == "sse",
 		arrivals: make(chan arrival, 4**readers)}
+	if *readBase != "" {
+		lr.readURL = strings.TrimSuffix(*readBase, "/") + path
+	}
 	if err := t.createStream(ctx, lr.streamURL, "application/json", nil); err != nil {
 		return err
 	}
@@ -110,7 +118,7 @@ func runLive(ctx context.Context, args []string, out *output) error {
 	}
 	secs := time.Since(start).Seconds()
 	s1, s2, s3 := fromSend.summary(), fromResp.summary(), postLat.summary()
-	return out.emit(t.errs.addTo(result{"test": "live", "mode": *mode, "readers": *readers, "posts": *posts,
+	return out.emit(t.errs.addTo(result{"test": "live", "mode": *mode, "readers": *readers, "posts": *posts, "cross_replica": *readBase != "",
 		"deliveries": s1.n, "missing": missing, "reader_errors": lr.errs.Load(),
 		"send2recv_p50": s1.p50, "send2recv_p99": s1.p99, "send2recv_max": s1.max,
 		"resp2recv_p50": s2.p50, "resp2recv_p99": s2.p99, "post_p50": s3.p50, "post_p99": s3.p99, "secs": secs}),
@@ -159,7 +167,7 @@ func (lr *liveRun) readOnce(ctx context.Context, offset string) (string, error) 
 	if lr.sse {
 		live = "sse"
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, lr.streamURL+"?offset="+url.QueryEscape(offset)+"&live="+live, nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, lr.readURL+"?offset="+url.QueryEscape(offset)+"&live="+live, nil)
 	if err != nil {
 		return offset, err
 	}

@@ -8,6 +8,7 @@
 //	herald-bench seed    -url URL/bench/big -bytes 10000000
 //	herald-bench read    -url URL/bench/big -c 4 -d 5s
 //	herald-bench live    -base URL -mode sse -readers 1000 -n 20
+//	herald-bench live    -base URL -read-base URL2 -n 1000   (append on one replica, read on another)
 //	herald-bench hold    -base URL -n 1000 -hold 8s
 //	herald-bench webhook -base URL -streams 1000 -c 1000 -d 15s
 //

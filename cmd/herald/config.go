@@ -217,3 +217,39 @@ func (f logLevelFlag) Set(v string) error {
 	}
 	return nil
 }
+
+// Background work of a store that replicas share (--store postgres) is
+// slower than the embedded store's, so that an idle replica costs the
+// database almost nothing (docs/performance.md, Several replicas):
+// everything that must be prompt is announced by the change feed.
+const (
+	// sharedConsumerSweep is how often a replica asks the database for
+	// consumer deadlines it does not know of: those armed by a replica
+	// that stopped before they were due (a running replica fires its own
+	// on time).
+	sharedConsumerSweep = 5 * time.Second
+	// sharedReaperInterval is how often a replica removes expired
+	// streams (they are invisible from their deadline on; this frees
+	// their rows).
+	sharedReaperInterval = 10 * time.Second
+)
+
+// sharedStore reports whether several replicas may share the store.
+func (c *serveConfig) sharedStore() bool { return c.Store == "postgres" }
+
+// consumerSweepInterval is the subscription engine's SweepInterval (0:
+// the engine's default).
+func (c *serveConfig) consumerSweepInterval() time.Duration {
+	if c.sharedStore() {
+		return sharedConsumerSweep
+	}
+	return 0
+}
+
+// reaperInterval is the reaper's Interval (0: its default).
+func (c *serveConfig) reaperInterval() time.Duration {
+	if c.sharedStore() {
+		return sharedReaperInterval
+	}
+	return 0
+}

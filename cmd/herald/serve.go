@@ -216,7 +216,7 @@ func serve(ctx context.Context, cfg *serveConfig, log *slog.Logger, env func(str
 	services.Add(1)
 	go func() {
 		defer services.Done()
-		reaper.New(reaper.Config{Store: st, Logger: log.With("part", "reaper")}).Run(svcCtx)
+		reaper.New(reaper.Config{Store: st, Interval: cfg.reaperInterval(), Logger: log.With("part", "reaper")}).Run(svcCtx)
 	}()
 
 	serveErr := make(chan error, 1)

@@ -86,10 +86,12 @@ func startSubscriptions(ctx context.Context, p subscriptionsParams) (*subscripti
 		Logger:          p.Logger,
 		Registerer:      p.Metrics,
 		TracerProvider:  p.Tracing,
+		SweepInterval:   cfg.consumerSweepInterval(),
 		// The embedded store belongs to this process alone (it holds the
 		// data directory's lock), so the engine sees every membership
-		// change.
-		ExclusiveStore: true,
+		// change; replicas sharing a database change memberships under
+		// each other.
+		ExclusiveStore: !cfg.sharedStore(),
 	})
 	if err != nil {
 		return nil, err

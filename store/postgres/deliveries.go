@@ -183,6 +183,12 @@ func (s *Store) DeliveryComplete(ctx context.Context, params *store.DeliveryComp
 			return endpointMissOrConflict(ctx, tx, params.EndpointID)
 		}
 		res.HealthVersion = params.ExpectHealthVersion + 1
+		if !h.DisabledAt.IsZero() {
+			// The breaker is open: other replicas stop sending now.
+			if err := s.invalidate(ctx, tx, store.Invalidation{Kind: store.CacheEndpoint, ID: params.EndpointID}); err != nil {
+				return err
+			}
+		}
 		for i := range params.Results {
 			dr := &params.Results[i]
 			seq, ok := s.ids.Seq(dr.DeliveryID)

@@ -44,7 +44,10 @@ func (s *Store) EndpointCreate(ctx context.Context, params *store.EndpointCreate
 		if tag.RowsAffected() == 0 {
 			return store.ErrEndpointExists
 		}
-		return snapshotCursors(ctx, tx, ep.ID, params.Now)
+		if err := snapshotCursors(ctx, tx, ep.ID, params.Now); err != nil {
+			return err
+		}
+		return s.invalidate(ctx, tx, store.Invalidation{Kind: store.CacheEndpoint, ID: ep.ID})
 	})
 	if err != nil {
 		return nil, err
@@ -127,7 +130,7 @@ func (s *Store) EndpointUpdate(ctx context.Context, params *store.EndpointUpdate
 		if err != nil {
 			return fmt.Errorf("postgres: read endpoint: %w", err)
 		}
-		return nil
+		return s.invalidate(ctx, tx, store.Invalidation{Kind: store.CacheEndpoint, ID: ep.ID})
 	})
 	if err != nil {
 		return nil, err
@@ -167,7 +170,7 @@ func (s *Store) EndpointDelete(ctx context.Context, id string) error {
 				return fmt.Errorf("postgres: delete endpoint data: %w", err)
 			}
 		}
-		return nil
+		return s.invalidate(ctx, tx, store.Invalidation{Kind: store.CacheEndpoint, ID: id})
 	})
 }
 

@@ -64,25 +64,80 @@ func decodeChange(payload string) (c store.TailChange, long bool, err error) {
 // back (they do not while the listen connection is being opened again).
 const noteWait = 5 * time.Second
 
-// notify announces changes in tx: PostgreSQL delivers them to every
+// notify announces changes in tx (see announce).
+func (s *Store) notify(ctx context.Context, tx *wtx, changes ...store.TailChange) error {
+	for _, c := range changes {
+		if err := s.announce(ctx, tx, encodeChange(c)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// invalidate announces in tx that cached items changed (see announce).
+func (s *Store) invalidate(ctx context.Context, tx *wtx, items ...store.Invalidation) error {
+	for _, inv := range items {
+		if err := s.announce(ctx, tx, encodeInvalidation(inv)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// announce sends one notification in tx: PostgreSQL delivers it to every
 // listener when tx commits, in commit order, and never if it rolls back.
 // Each carries this handle's id and a number, so the listener can tell
 // the writer, which waits for them after the commit (tx): a write's
 // changes are published to this handle's Notifier before it returns, as
 // in every backend, and in commit order.
-func (s *Store) notify(ctx context.Context, tx *wtx, changes ...store.TailChange) error {
-	for _, c := range changes {
-		seq := s.noteSeq.Add(1)
-		s.notesMu.Lock()
-		s.notes[seq] = make(chan struct{})
-		s.notesMu.Unlock()
-		tx.notes = append(tx.notes, seq)
-		payload := s.owner + ":" + strconv.FormatUint(seq, 10) + " " + encodeChange(c)
-		if _, err := tx.Exec(ctx, `SELECT pg_notify($1, $2)`, s.channel, payload); err != nil {
-			return fmt.Errorf("notify: %w", err)
-		}
+func (s *Store) announce(ctx context.Context, tx *wtx, change string) error {
+	seq := s.noteSeq.Add(1)
+	s.notesMu.Lock()
+	s.notes[seq] = make(chan struct{})
+	s.notesMu.Unlock()
+	tx.notes = append(tx.notes, seq)
+	payload := s.owner + ":" + strconv.FormatUint(seq, 10) + " " + change
+	if _, err := tx.Exec(ctx, `SELECT pg_notify($1, $2)`, s.channel, payload); err != nil {
+		return fmt.Errorf("notify: %w", err)
 	}
 	return nil
+}
+
+// invalidationMark starts the payload of an invalidation, which no
+// stream change starts with (those start with a stream id).
+const invalidationMark = "@"
+
+// cacheKindCodes are the letters that name each CacheKind in a payload.
+var cacheKindCodes = map[store.CacheKind]string{store.CacheSubscription: "s", store.CacheEndpoint: "e"}
+
+// encodeInvalidation is the NOTIFY payload of an invalidation: "@k id",
+// k naming the kind. An id too long for a payload is left out, which
+// invalidates every item of the kind.
+func encodeInvalidation(inv store.Invalidation) string {
+	id := inv.ID
+	if len(id) > maxNotifyPath {
+		id = ""
+	}
+	return invalidationMark + cacheKindCodes[inv.Kind] + " " + id
+}
+
+// decodeInvalidation is the inverse of encodeInvalidation; ok is false
+// for a payload that is not an invalidation.
+func decodeInvalidation(payload string) (inv store.Invalidation, ok bool, err error) {
+	rest, isInv := strings.CutPrefix(payload, invalidationMark)
+	if !isInv {
+		return inv, false, nil
+	}
+	code, id, found := strings.Cut(rest, " ")
+	if !found {
+		return inv, true, fmt.Errorf("malformed invalidation %q", payload)
+	}
+	for k, c := range cacheKindCodes {
+		if c == code {
+			return store.Invalidation{Kind: k, ID: id}, true, nil
+		}
+	}
+	return inv, true, fmt.Errorf("invalidation of an unknown kind %q", payload)
 }
 
 // awaitNotes waits until the listener received the notifications of a
@@ -123,12 +178,23 @@ func (s *Store) forgetNotes(seqs []uint64) {
 	}
 }
 
-// received tells the writer of one of this handle's notifications that
+// delivered tells the writer of one of this handle's notifications that
 // the listener has it.
-func (s *Store) received(seq uint64) {
+func (s *Store) delivered(seq uint64) {
 	s.notesMu.Lock()
 	defer s.notesMu.Unlock()
 	if ch, ok := s.notes[seq]; ok {
+		close(ch)
+		delete(s.notes, seq)
+	}
+}
+
+// releaseNotes lets every writer waiting for its notifications go: the
+// feed was lost, so they may never come (the Hub is reset instead).
+func (s *Store) releaseNotes() {
+	s.notesMu.Lock()
+	defer s.notesMu.Unlock()
+	for seq, ch := range s.notes {
 		close(ch)
 		delete(s.notes, seq)
 	}
@@ -149,8 +215,9 @@ func splitNote(payload string) (owner string, seq uint64, change string, err err
 }
 
 // listen feeds the Hub from the LISTEN connection until ctx ends. A lost
-// connection is opened again; changes made meanwhile are not seen, which
-// waiters and engines tolerate (they treat changes as hints and time out).
+// connection is opened again, once a second until it opens; changes made
+// meanwhile are not seen, so when it is back the Hub is reset: waiters
+// read again, and engines reload their caches and look at every stream.
 func (s *Store) listen(ctx context.Context, conn *pgx.Conn, cfg *pgx.ConnConfig) {
 	defer s.wg.Done()
 	defer func() {
@@ -171,10 +238,13 @@ func (s *Store) listen(ctx context.Context, conn *pgx.Conn, cfg *pgx.ConnConfig)
 				select {
 				case <-ctx.Done():
 					return
-				case <-time.After(time.Second):
+				case <-time.After(relistenDelay):
 				}
 				continue
 			}
+			s.log.Info("stream change feed is back; caches are reloaded")
+			s.hub.Reset()
+			s.releaseNotes()
 		}
 		n, err := conn.WaitForNotification(ctx)
 		if err != nil {
@@ -188,26 +258,46 @@ func (s *Store) listen(ctx context.Context, conn *pgx.Conn, cfg *pgx.ConnConfig)
 			conn = nil
 			continue
 		}
-		owner, seq, payload, err := splitNote(n.Payload)
+		s.received(ctx, n.Payload)
+	}
+}
+
+// relistenDelay is how long listen waits between two failed attempts to
+// open the LISTEN connection again.
+const relistenDelay = time.Second
+
+// received publishes one notification to the Hub and, when this handle
+// sent it, tells its writer.
+func (s *Store) received(ctx context.Context, payload string) {
+	owner, seq, change, err := splitNote(payload)
+	if err != nil {
+		s.log.Warn("stream change feed", "err", err)
+		return
+	}
+	if owner == s.owner {
+		defer s.delivered(seq)
+	}
+	if inv, ok, err := decodeInvalidation(change); ok {
 		if err != nil {
 			s.log.Warn("stream change feed", "err", err)
-			continue
+			// Not knowing what changed, every item of every kind is.
+			s.hub.Invalidate(store.Invalidation{Kind: store.CacheSubscription}, store.Invalidation{Kind: store.CacheEndpoint})
+			return
 		}
-		c, long, err := decodeChange(payload)
-		if err != nil {
-			s.log.Warn("stream change feed", "err", err)
-			continue
-		}
-		if long {
-			if err := s.pool.QueryRow(ctx, `SELECT path FROM streams WHERE id = $1`, c.StreamID).Scan(&c.Path); err != nil && !isNoRows(err) {
-				s.log.Warn("read the path of a changed stream", "err", err)
-			}
-		}
-		s.hub.Publish(c)
-		if owner == s.owner {
-			s.received(seq)
+		s.hub.Invalidate(inv)
+		return
+	}
+	c, long, err := decodeChange(change)
+	if err != nil {
+		s.log.Warn("stream change feed", "err", err)
+		return
+	}
+	if long {
+		if err := s.pool.QueryRow(ctx, `SELECT path FROM streams WHERE id = $1`, c.StreamID).Scan(&c.Path); err != nil && !isNoRows(err) {
+			s.log.Warn("read the path of a changed stream", "err", err)
 		}
 	}
+	s.hub.Publish(c)
 }
 
 // relisten opens a new LISTEN connection.

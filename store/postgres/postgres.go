@@ -53,6 +53,11 @@ type Options struct {
 	ConfigureConn func(*pgx.ConnConfig)
 }
 
+// pingAfterIdle is how long a pooled connection may sit idle before it is
+// pinged when it is next taken (a dead one is then replaced instead of
+// failing the query).
+const pingAfterIdle = 10 * time.Second
+
 // Store is the PostgreSQL implementation of store.Store.
 //
 // What is per handle (per replica): the Hub that fans notifications out
@@ -114,6 +119,10 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	if opts.ConfigureConn != nil {
 		opts.ConfigureConn(cfg.ConnConfig)
 	}
+	// A connection is pinged before use only after a long idle time, not
+	// after every second (pgxpool's default): an idle replica's few
+	// queries would cost a ping each.
+	cfg.ShouldPing = func(_ context.Context, p pgxpool.ShouldPingParams) bool { return p.IdleDuration > pingAfterIdle }
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: connect: %w", err)

@@ -51,7 +51,7 @@ func (s *Store) SubscriptionCreate(ctx context.Context, params *store.Subscripti
 			return err
 		}
 		res = &store.SubscriptionCreateResult{Subscription: in, Created: true}
-		return nil
+		return s.invalidate(ctx, tx, store.Invalidation{Kind: store.CacheSubscription, ID: in.ID})
 	})
 	if err != nil {
 		return nil, err
@@ -157,7 +157,7 @@ func (s *Store) SubscriptionDelete(ctx context.Context, params *store.Subscripti
 			return fmt.Errorf("postgres: delete consumers: %w", err)
 		}
 		removed = tag.RowsAffected()
-		return nil
+		return s.invalidate(ctx, tx, store.Invalidation{Kind: store.CacheSubscription, ID: params.ID})
 	})
 	return int(removed), err
 }

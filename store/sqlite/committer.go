@@ -125,6 +125,12 @@ func (s *Store) cacheProducer(stream int64, id string, p protocol.ProducerState)
 	m[id] = p
 }
 
+// invalidate tells the Notifier's invalidation feeds, once the batch
+// commits, that a cached item changed.
+func (b *batch) invalidate(kind store.CacheKind, id string) {
+	b.afterRun = append(b.afterRun, func() { b.s.hub.Invalidate(store.Invalidation{Kind: kind, ID: id}) })
+}
+
 // flush writes the dirty stream rows.
 func (b *batch) flush() error {
 	for _, e := range b.dirty {

@@ -235,6 +235,9 @@ func (s *Store) DeliveryComplete(ctx context.Context, params *store.DeliveryComp
 			return b.endpointMissOrConflict(params.EndpointID)
 		}
 		res.HealthVersion = params.ExpectHealthVersion + 1
+		if !h.DisabledAt.IsZero() {
+			b.invalidate(store.CacheEndpoint, params.EndpointID)
+		}
 		for i := range params.Results {
 			dr := &params.Results[i]
 			seq, ok := s.ids.Seq(dr.DeliveryID)

@@ -48,6 +48,7 @@ func (s *Store) EndpointCreate(ctx context.Context, params *store.EndpointCreate
 			codec.Nanos(ep.Verification.SentAt), ep.Verification.Error); err != nil {
 			return fmt.Errorf("insert endpoint: %w", err)
 		}
+		b.invalidate(store.CacheEndpoint, ep.ID)
 		return b.snapshotCursors(ep.ID, params.Now)
 	})
 	if err != nil {
@@ -176,6 +177,7 @@ func (s *Store) EndpointUpdate(ctx context.Context, params *store.EndpointUpdate
 		if err != nil {
 			return fmt.Errorf("read endpoint: %w", err)
 		}
+		b.invalidate(store.CacheEndpoint, ep.ID)
 		return nil
 	})
 	if err != nil {
@@ -218,6 +220,7 @@ func (s *Store) EndpointDelete(ctx context.Context, id string) error {
 				return fmt.Errorf("delete endpoint data: %w", err)
 			}
 		}
+		b.invalidate(store.CacheEndpoint, id)
 		return nil
 	})
 }

@@ -79,6 +79,7 @@ func (s *Store) SubscriptionCreate(ctx context.Context, params *store.Subscripti
 			return err
 		}
 		res = &store.SubscriptionCreateResult{Subscription: in, Created: true}
+		b.invalidate(store.CacheSubscription, in.ID)
 		return nil
 	})
 	return res, err
@@ -181,6 +182,7 @@ func (s *Store) SubscriptionDelete(ctx context.Context, params *store.Subscripti
 		if err != nil {
 			return fmt.Errorf("delete consumers: %w", err)
 		}
+		b.invalidate(store.CacheSubscription, params.ID)
 		removed, err = res.RowsAffected()
 		return err
 	})

@@ -61,6 +61,7 @@ func Run(t *testing.T, f Factory) {
 	run(t, f, "Delete", testDelete)
 	run(t, f, "Forks", testForks)
 	run(t, f, "Notifier", testNotifier)
+	run(t, f, "Invalidations", testInvalidations)
 	run(t, f, "Concurrency", testConcurrency)
 	run(t, f, "Durability", testDurability)
 	runSubscriptions(t, f)
