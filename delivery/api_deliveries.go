@@ -57,6 +57,9 @@ func deliveryView(d *store.Delivery) deliveryJSON {
 type listDeliveriesJSON struct {
 	Data       []deliveryJSON `json:"data"`
 	NextCursor *string        `json:"next_cursor"`
+	// Total is how many deliveries pass the filters, on every page; only
+	// with ?count=true.
+	Total *int `json:"total,omitempty"`
 }
 
 var deliveryStatuses = map[string]bool{
@@ -64,11 +67,20 @@ var deliveryStatuses = map[string]bool{
 }
 
 func (a *API) listDeliveries(w http.ResponseWriter, r *http.Request) {
-	if err := checkQuery(r, "status", "event_type", "since", "until", "cursor", "limit"); err != nil {
+	if err := checkQuery(r, "status", "event_type", "since", "until", "cursor", "limit", "count"); err != nil {
 		a.fail(w, r, err)
 		return
 	}
 	q := r.URL.Query()
+	var count bool
+	switch q.Get("count") {
+	case "", "false":
+	case "true":
+		count = true
+	default:
+		a.fail(w, r, badRequest(CodeInvalidParameter, "count", "count is true or false"))
+		return
+	}
 	p := &store.DeliveryListParams{EndpointID: pathID(r), Status: q.Get("status"), EventType: q.Get("event_type")}
 	if p.Status != "" && !deliveryStatuses[p.Status] {
 		a.fail(w, r, badRequest(CodeInvalidParameter, "status", "status is one of pending, failed, delivered, exhausted"))
@@ -116,6 +128,14 @@ func (a *API) listDeliveries(w http.ResponseWriter, r *http.Request) {
 			break
 		}
 		out.Data = append(out.Data, deliveryView(&ds[i]))
+	}
+	if count {
+		n, err := a.e.st.DeliveryCount(r.Context(), p)
+		if err != nil {
+			a.fail(w, r, err)
+			return
+		}
+		out.Total = &n
 	}
 	writeJSON(w, http.StatusOK, out)
 }

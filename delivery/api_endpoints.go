@@ -139,7 +139,7 @@ type listEndpointsJSON struct {
 }
 
 func (a *API) listEndpoints(w http.ResponseWriter, r *http.Request) {
-	if err := checkQuery(r, "cursor", "limit", "tenant"); err != nil {
+	if err := checkQuery(r, "cursor", "limit", "tenant", "status"); err != nil {
 		a.fail(w, r, err)
 		return
 	}
@@ -147,6 +147,11 @@ func (a *API) listEndpoints(w http.ResponseWriter, r *http.Request) {
 	limit, err := parseLimit(q.Get("limit"))
 	if err != nil {
 		a.fail(w, r, err)
+		return
+	}
+	status := q.Get("status")
+	if status != "" && !endpointStatuses[status] {
+		a.fail(w, r, badRequest(CodeInvalidParameter, "status", "status is one of active, paused, disabled, pending"))
 		return
 	}
 	if c := q.Get("cursor"); c != "" && !isEndpointID(c) {
@@ -163,7 +168,7 @@ func (a *API) listEndpoints(w http.ResponseWriter, r *http.Request) {
 	if tenant == "" {
 		tenant = q.Get("tenant")
 	}
-	eps, err := a.e.st.EndpointList(r.Context(), &store.EndpointListParams{After: q.Get("cursor"), Limit: limit + 1, Tenant: tenant})
+	eps, err := a.e.st.EndpointList(r.Context(), &store.EndpointListParams{After: q.Get("cursor"), Limit: limit + 1, Tenant: tenant, Status: status})
 	if err != nil {
 		a.fail(w, r, err)
 		return
@@ -177,6 +182,10 @@ func (a *API) listEndpoints(w http.ResponseWriter, r *http.Request) {
 		out.Data = append(out.Data, a.endpointView(&eps[i], false))
 	}
 	writeJSON(w, http.StatusOK, out)
+}
+
+var endpointStatuses = map[string]bool{
+	store.EndpointActive: true, store.EndpointPaused: true, store.EndpointDisabled: true, store.EndpointPending: true,
 }
 
 // isEndpointID reports whether s has the form of the ids CreateEndpoint

@@ -155,6 +155,11 @@ const EndpointColumns = `id, url, event_types, streams, filter, description, ten
 	created_at, updated_at, version, health_version,
 	name, profile, failure_policy, timeout_ms, verify, verified_at, verification_hash, verification_sent_at, verification_error`
 
+// EndpointStatusSQL is an SQL expression, over an endpoints row, of its
+// status as Endpoint.Status gives it: disabled, pending, active or paused.
+const EndpointStatusSQL = `CASE WHEN disabled_at > 0 THEN 'disabled' WHEN verify AND verified_at = 0 THEN 'pending'
+	WHEN active THEN 'active' ELSE 'paused' END`
+
 // EndpointRow holds the encoded list-valued columns of an endpoint, and
 // its secret columns as stored (sealed by the backend).
 type EndpointRow struct {
