@@ -66,6 +66,9 @@ type Store interface {
 	// KeyStore keeps API keys (their hashes).
 	KeyStore
 
+	// EventTypeStore keeps the event type catalogue.
+	EventTypeStore
+
 	// Notifier reports tail changes of this store's streams.
 	Notifier() Notifier
 

@@ -62,6 +62,7 @@ func Run(t *testing.T, f Factory) {
 	runSubscriptions(t, f)
 	runDeliveries(t, f)
 	runKeys(t, f)
+	runEventTypes(t, f)
 }
 
 func mustCreate(t *testing.T, s store.Store, p *store.StreamCreateParams) store.Stream {

@@ -244,6 +244,23 @@ func DecodeEndpoint(ep *store.Endpoint, r *EndpointRow) error {
 	return nil
 }
 
+// EventTypeColumns are the columns ScanEventType reads.
+const EventTypeColumns = `name, description, schema, deprecated, created_at, updated_at, version`
+
+// ScanEventType scans an event type row.
+func ScanEventType(row Row) (store.EventType, error) {
+	var et store.EventType
+	var created, updated int64
+	if err := row.Scan(&et.Name, &et.Description, &et.Schema, &et.Deprecated, &created, &updated, &et.Version); err != nil {
+		return et, err
+	}
+	if len(et.Schema) == 0 {
+		et.Schema = nil
+	}
+	et.CreatedAt, et.UpdatedAt = FromNanos(created), FromNanos(updated)
+	return et, nil
+}
+
 // KeyColumns are the columns ScanKey reads.
 const KeyColumns = `id, hash, scopes, tenant, paths, description, expires_at, created_at`
 
