@@ -67,11 +67,11 @@ var deliveryStatuses = map[string]bool{
 }
 
 func (a *API) listDeliveries(w http.ResponseWriter, r *http.Request) {
-	if err := checkQuery(r, "status", "event_type", "since", "until", "cursor", "limit", "count"); err != nil {
+	q, limit, err := listQuery(r, "status", "event_type", "since", "until", "count")
+	if err != nil {
 		a.fail(w, r, err)
 		return
 	}
-	q := r.URL.Query()
 	var count bool
 	switch q.Get("count") {
 	case "", "false":
@@ -107,11 +107,6 @@ func (a *API) listDeliveries(w http.ResponseWriter, r *http.Request) {
 	}
 	// A cursor is the id of the last delivery of a page.
 	p.Before = q.Get("cursor")
-	limit, err := parseLimit(q.Get("limit"))
-	if err != nil {
-		a.fail(w, r, err)
-		return
-	}
 	p.Limit = limit + 1
 	ds, err := a.e.st.DeliveryList(r.Context(), p)
 	if errors.Is(err, store.ErrInvalidCursor) {
@@ -121,14 +116,8 @@ func (a *API) listDeliveries(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, err)
 		return
 	}
-	out := listDeliveriesJSON{Data: []deliveryJSON{}}
-	for i := range ds {
-		if i == limit {
-			out.NextCursor = &ds[i-1].ID
-			break
-		}
-		out.Data = append(out.Data, deliveryView(&ds[i]))
-	}
+	var out listDeliveriesJSON
+	out.Data, out.NextCursor = pageOf(ds, limit, func(d *store.Delivery) string { return d.ID }, deliveryView)
 	if count {
 		n, err := a.e.st.DeliveryCount(r.Context(), p)
 		if err != nil {
@@ -184,6 +173,8 @@ type publishJSON struct {
 	Stream    string `json:"stream"`
 	Offset    string `json:"offset"`
 	Duplicate bool   `json:"duplicate"`
+	// DeprecatedType: the enforced catalogue marks the type deprecated.
+	DeprecatedType bool `json:"deprecated_type,omitempty"`
 }
 
 func (a *API) publish(w http.ResponseWriter, r *http.Request) {
@@ -231,7 +222,8 @@ func (a *API) publish(w http.ResponseWriter, r *http.Request) {
 	if res.Duplicate {
 		status = http.StatusOK
 	}
-	writeJSON(w, status, publishJSON{Event: res.Event, Stream: res.Stream, Offset: res.Offset, Duplicate: res.Duplicate})
+	writeJSON(w, status, publishJSON{Event: res.Event, Stream: res.Stream, Offset: res.Offset, Duplicate: res.Duplicate,
+		DeprecatedType: res.DeprecatedType})
 }
 
 // parseOffset reads a replay offset: "-1" (the start) or an offset token.

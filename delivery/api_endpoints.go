@@ -106,13 +106,9 @@ func (a *API) endpointView(ep *store.Endpoint, withSecret bool) endpointJSON {
 }
 
 func (a *API) createEndpoint(w http.ResponseWriter, r *http.Request) {
-	body, err := readBody(w, r, maxRequestBody, false)
-	if err != nil {
-		a.fail(w, r, err)
-		return
-	}
 	var req endpointRequest
-	if err := decodeStrict(body, &req); err != nil {
+	err := decodeBody(w, r, maxRequestBody, &req)
+	if err != nil {
 		a.fail(w, r, err)
 		return
 	}
@@ -139,12 +135,7 @@ type listEndpointsJSON struct {
 }
 
 func (a *API) listEndpoints(w http.ResponseWriter, r *http.Request) {
-	if err := checkQuery(r, "cursor", "limit", "tenant", "status"); err != nil {
-		a.fail(w, r, err)
-		return
-	}
-	q := r.URL.Query()
-	limit, err := parseLimit(q.Get("limit"))
+	q, limit, err := listQuery(r, "tenant", "status")
 	if err != nil {
 		a.fail(w, r, err)
 		return
@@ -173,14 +164,9 @@ func (a *API) listEndpoints(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, err)
 		return
 	}
-	out := listEndpointsJSON{Data: []endpointJSON{}}
-	for i := range eps {
-		if i == limit {
-			out.NextCursor = &eps[i-1].ID
-			break
-		}
-		out.Data = append(out.Data, a.endpointView(&eps[i], false))
-	}
+	var out listEndpointsJSON
+	out.Data, out.NextCursor = pageOf(eps, limit, func(ep *store.Endpoint) string { return ep.ID },
+		func(ep *store.Endpoint) endpointJSON { return a.endpointView(ep, false) })
 	writeJSON(w, http.StatusOK, out)
 }
 
@@ -413,13 +399,8 @@ type replayJSON struct {
 }
 
 func (a *API) replay(w http.ResponseWriter, r *http.Request) {
-	body, err := readBody(w, r, maxRequestBody, false)
-	if err != nil {
-		a.fail(w, r, err)
-		return
-	}
 	var req replayRequest
-	if err := decodeStrict(body, &req); err != nil {
+	if err := decodeBody(w, r, maxRequestBody, &req); err != nil {
 		a.fail(w, r, err)
 		return
 	}

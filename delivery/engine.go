@@ -23,6 +23,7 @@ import (
 // EngineStore is the part of the storage contract the engine uses.
 type EngineStore interface {
 	store.DeliveryStore
+	store.EventTypeStore
 	StreamGet(ctx context.Context, params *store.StreamGetParams) (*store.Stream, error)
 	StreamRead(ctx context.Context, params *store.StreamReadParams) (*store.StreamReadResult, error)
 	StreamList(ctx context.Context, params *store.StreamListParams) ([]store.Stream, error)
@@ -132,6 +133,9 @@ type EngineConfig struct {
 	// RequireVerification puts every new endpoint under ownership
 	// verification, whatever its "verify" says.
 	RequireVerification bool
+	// EnforceEventTypes enforces the event type catalogue on published
+	// events and endpoints' event_types (see CreateEventType).
+	EnforceEventTypes bool
 }
 
 // Engine delivers events: it matches stream messages to endpoints and
@@ -148,6 +152,7 @@ type Engine struct {
 	tracer  trace.Tracer
 	metrics *engineMetrics
 	breaker Breaker
+	types   typeCache
 
 	mu        sync.RWMutex
 	endpoints map[string]*liveEndpoint // guarded by mu

@@ -33,6 +33,7 @@ type deliveryConfig struct {
 	ProfilesFile        string
 	FailurePolicy       string
 	VerifyEndpoints     bool
+	EnforceEventTypes   bool
 }
 
 func (c *deliveryConfig) addFlags(fs *flag.FlagSet) {
@@ -53,6 +54,8 @@ func (c *deliveryConfig) addFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.FailurePolicy, "delivery-failure-policy", delivery.FailurePolicyStandard,
 		"event delivery: failure policy of endpoints that set none: standard (a 4xx other than 408, 409, 425 and 429 is final) or retry_all")
 	fs.BoolVar(&c.VerifyEndpoints, "delivery-verify-endpoints", false, "event delivery: every new endpoint must prove it owns its URL (a challenge) before it receives events")
+	fs.BoolVar(&c.EnforceEventTypes, "delivery-enforce-event-types", false,
+		"event delivery: enforce the event type catalogue: POST /_herald/v1/events takes only catalogued types whose data passes the type's schema, and endpoints' event_types must name catalogued types")
 }
 
 func (c *deliveryConfig) problems() []string {
@@ -165,6 +168,7 @@ func startDelivery(ctx context.Context, p deliveryParams) (*delivery.Engine, err
 		FailurePolicy:       c.FailurePolicy,
 		Timeout:             c.Timeout,
 		RequireVerification: c.VerifyEndpoints,
+		EnforceEventTypes:   c.EnforceEventTypes,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("event delivery: %w", err)
