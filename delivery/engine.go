@@ -136,6 +136,14 @@ type EngineConfig struct {
 	// EnforceEventTypes enforces the event type catalogue on published
 	// events and endpoints' event_types (see CreateEventType).
 	EnforceEventTypes bool
+	// LogLevel is the level of the line logged for each attempt's
+	// outcome (slog.LevelInfo, the zero value, by default); a dead letter
+	// is logged at warn, or at LogLevel when that is higher.
+	LogLevel slog.Level
+	// MetricsTenantLabel adds the endpoint's tenant as a label to the
+	// metrics of attempts and outcomes: one series per tenant, so it is
+	// off by default (an installation of many tenants makes many series).
+	MetricsTenantLabel bool
 }
 
 // Engine delivers events: it matches stream messages to endpoints and
@@ -280,7 +288,7 @@ func NewEngine(cfg EngineConfig) (*Engine, error) {
 	if _, err := io.ReadFull(cfg.Rand, e.runKey[:]); err != nil {
 		return nil, fmt.Errorf("delivery: random key: %w", err)
 	}
-	m, err := newEngineMetrics(cfg.Registerer, cfg.Store)
+	m, err := newEngineMetrics(cfg.Registerer, cfg.Store, cfg.MetricsTenantLabel)
 	if err != nil {
 		return nil, fmt.Errorf("delivery: metrics: %w", err)
 	}
