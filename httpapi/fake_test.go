@@ -25,6 +25,8 @@ type fakeStore struct {
 	store.DeliveryStore
 	// KeyStore is nil for the same reason.
 	store.KeyStore
+	// EventTypeStore is nil for the same reason.
+	store.EventTypeStore
 	t        *testing.T
 	create   func(*store.StreamCreateParams) (*store.StreamCreateResult, error)
 	append   func(*store.StreamAppendParams) (*store.StreamAppendResult, error)
