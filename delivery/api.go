@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"reflect"
 	"strings"
 	"time"
@@ -44,6 +45,9 @@ func (a *API) Mount(m auth.Mounter) {
 		dlvRead  = auth.Rule{Scope: auth.ScopeDeliveriesRead}
 		dlvWrite = auth.Rule{Scope: auth.ScopeDeliveriesWrite}
 		publish  = auth.Rule{Scope: auth.ScopeEventsPublish}
+		// The catalogue is read like endpoints (whoever configures an
+		// endpoint needs its types) and changed by the admin only.
+		catalogue = auth.Rule{Scope: auth.ScopeAdmin}
 	)
 	for _, r := range []struct {
 		pattern string
@@ -64,6 +68,11 @@ func (a *API) Mount(m auth.Mounter) {
 		{"GET " + APIPrefix + "deliveries/{id}", dlvRead, ownsDelivery, a.getDelivery},
 		{"POST " + APIPrefix + "deliveries/{id}/retry", dlvWrite, ownsDelivery, a.retryDelivery},
 		{"POST " + APIPrefix + "events", publish, ownsNothing, a.publish},
+		{"POST " + APIPrefix + "event-types", catalogue, ownsNothing, a.installationWide(a.createEventType)},
+		{"GET " + APIPrefix + "event-types", epRead, ownsNothing, a.listEventTypes},
+		{"GET " + APIPrefix + "event-types/{name}", epRead, ownsNothing, a.getEventType},
+		{"PATCH " + APIPrefix + "event-types/{name}", catalogue, ownsNothing, a.installationWide(a.patchEventType)},
+		{"DELETE " + APIPrefix + "event-types/{name}", catalogue, ownsNothing, a.installationWide(a.deleteEventType)},
 	} {
 		if strings.Contains(r.pattern, "{id}") != (r.owner != ownsNothing) {
 			panic("delivery: route " + r.pattern + ": an {id} route must say what the id names, and only one") // a programming error
@@ -115,6 +124,9 @@ var errorTable = []struct {
 	{store.ErrEndpointNotFound, http.StatusNotFound, CodeEndpointNotFound},
 	{store.ErrDeliveryNotFound, http.StatusNotFound, CodeDeliveryNotFound},
 	{store.ErrEndpointConflict, http.StatusConflict, CodeConflict},
+	{store.ErrEventTypeNotFound, http.StatusNotFound, CodeEventTypeNotFound},
+	{store.ErrEventTypeExists, http.StatusConflict, CodeEventTypeExists},
+	{store.ErrEventTypeConflict, http.StatusConflict, CodeConflict},
 	{ErrVerificationFailed, http.StatusUnprocessableEntity, CodeVerificationFailed},
 	{ErrStreamNotSourced, http.StatusBadRequest, CodeStreamNotSourced},
 	{store.ErrContentTypeMismatch, http.StatusConflict, CodeStreamNotJSON},
@@ -144,7 +156,7 @@ func (a *API) fail(w http.ResponseWriter, r *http.Request, err error) {
 		status, d = ae.status, errorDetail{ae.code, ae.message, ae.field}
 	case errors.As(err, &ve):
 		status, d = http.StatusBadRequest, errorDetail{ve.Code, ve.Message, ve.Field}
-		if ve.Code == CodeEventTooLarge {
+		if ve.Code == CodeEventTooLarge || ve.Code == CodeSchemaTooLarge {
 			status = http.StatusRequestEntityTooLarge
 		}
 	case errors.As(err, &closed):
@@ -199,6 +211,16 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64, emptyOK bool)
 		return nil, badRequest(CodeInvalidJSON, "", "a JSON body is required")
 	}
 	return body, nil
+}
+
+// decodeBody reads a required JSON request body of at most limit bytes
+// and decodes it strictly (see decodeStrict) into v.
+func decodeBody(w http.ResponseWriter, r *http.Request, limit int64, v any) error {
+	body, err := readBody(w, r, limit, false)
+	if err != nil {
+		return err
+	}
+	return decodeStrict(body, v)
 }
 
 // decodeStrict decodes JSON into v, refusing unknown fields (a misspelt
@@ -317,6 +339,32 @@ func describeType(t reflect.Type) string {
 		return "a JSON object"
 	}
 	return "another kind of JSON value"
+}
+
+// listQuery checks the query of a list route (known parameters besides
+// cursor and limit) and returns it with the page size.
+func listQuery(r *http.Request, known ...string) (url.Values, int, error) {
+	if err := checkQuery(r, append(known, "cursor", "limit")...); err != nil {
+		return nil, 0, err
+	}
+	q := r.URL.Query()
+	limit, err := parseLimit(q.Get("limit"))
+	return q, limit, err
+}
+
+// pageOf returns the views of a page of items read with one more than
+// limit, and the next_cursor: the key of the page's last item when there
+// is more.
+func pageOf[T, V any](items []T, limit int, key func(*T) string, view func(*T) V) ([]V, *string) {
+	out := []V{}
+	for i := range items {
+		if i == limit {
+			next := key(&items[i-1])
+			return out, &next
+		}
+		out = append(out, view(&items[i]))
+	}
+	return out, nil
 }
 
 // checkQuery refuses query parameters the route does not know.

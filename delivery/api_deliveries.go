@@ -57,6 +57,9 @@ func deliveryView(d *store.Delivery) deliveryJSON {
 type listDeliveriesJSON struct {
 	Data       []deliveryJSON `json:"data"`
 	NextCursor *string        `json:"next_cursor"`
+	// Total is how many deliveries pass the filters, on every page; only
+	// with ?count=true.
+	Total *int `json:"total,omitempty"`
 }
 
 var deliveryStatuses = map[string]bool{
@@ -64,11 +67,20 @@ var deliveryStatuses = map[string]bool{
 }
 
 func (a *API) listDeliveries(w http.ResponseWriter, r *http.Request) {
-	if err := checkQuery(r, "status", "event_type", "since", "until", "cursor", "limit"); err != nil {
+	q, limit, err := listQuery(r, "status", "event_type", "since", "until", "count")
+	if err != nil {
 		a.fail(w, r, err)
 		return
 	}
-	q := r.URL.Query()
+	var count bool
+	switch q.Get("count") {
+	case "", "false":
+	case "true":
+		count = true
+	default:
+		a.fail(w, r, badRequest(CodeInvalidParameter, "count", "count is true or false"))
+		return
+	}
 	p := &store.DeliveryListParams{EndpointID: pathID(r), Status: q.Get("status"), EventType: q.Get("event_type")}
 	if p.Status != "" && !deliveryStatuses[p.Status] {
 		a.fail(w, r, badRequest(CodeInvalidParameter, "status", "status is one of pending, failed, delivered, exhausted"))
@@ -95,11 +107,6 @@ func (a *API) listDeliveries(w http.ResponseWriter, r *http.Request) {
 	}
 	// A cursor is the id of the last delivery of a page.
 	p.Before = q.Get("cursor")
-	limit, err := parseLimit(q.Get("limit"))
-	if err != nil {
-		a.fail(w, r, err)
-		return
-	}
 	p.Limit = limit + 1
 	ds, err := a.e.st.DeliveryList(r.Context(), p)
 	if errors.Is(err, store.ErrInvalidCursor) {
@@ -109,13 +116,15 @@ func (a *API) listDeliveries(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, err)
 		return
 	}
-	out := listDeliveriesJSON{Data: []deliveryJSON{}}
-	for i := range ds {
-		if i == limit {
-			out.NextCursor = &ds[i-1].ID
-			break
+	var out listDeliveriesJSON
+	out.Data, out.NextCursor = pageOf(ds, limit, func(d *store.Delivery) string { return d.ID }, deliveryView)
+	if count {
+		n, err := a.e.st.DeliveryCount(r.Context(), p)
+		if err != nil {
+			a.fail(w, r, err)
+			return
 		}
-		out.Data = append(out.Data, deliveryView(&ds[i]))
+		out.Total = &n
 	}
 	writeJSON(w, http.StatusOK, out)
 }
@@ -164,6 +173,8 @@ type publishJSON struct {
 	Stream    string `json:"stream"`
 	Offset    string `json:"offset"`
 	Duplicate bool   `json:"duplicate"`
+	// DeprecatedType: the enforced catalogue marks the type deprecated.
+	DeprecatedType bool `json:"deprecated_type,omitempty"`
 }
 
 func (a *API) publish(w http.ResponseWriter, r *http.Request) {
@@ -211,7 +222,8 @@ func (a *API) publish(w http.ResponseWriter, r *http.Request) {
 	if res.Duplicate {
 		status = http.StatusOK
 	}
-	writeJSON(w, status, publishJSON{Event: res.Event, Stream: res.Stream, Offset: res.Offset, Duplicate: res.Duplicate})
+	writeJSON(w, status, publishJSON{Event: res.Event, Stream: res.Stream, Offset: res.Offset, Duplicate: res.Duplicate,
+		DeprecatedType: res.DeprecatedType})
 }
 
 // parseOffset reads a replay offset: "-1" (the start) or an offset token.

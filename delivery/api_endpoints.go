@@ -106,13 +106,9 @@ func (a *API) endpointView(ep *store.Endpoint, withSecret bool) endpointJSON {
 }
 
 func (a *API) createEndpoint(w http.ResponseWriter, r *http.Request) {
-	body, err := readBody(w, r, maxRequestBody, false)
-	if err != nil {
-		a.fail(w, r, err)
-		return
-	}
 	var req endpointRequest
-	if err := decodeStrict(body, &req); err != nil {
+	err := decodeBody(w, r, maxRequestBody, &req)
+	if err != nil {
 		a.fail(w, r, err)
 		return
 	}
@@ -139,14 +135,14 @@ type listEndpointsJSON struct {
 }
 
 func (a *API) listEndpoints(w http.ResponseWriter, r *http.Request) {
-	if err := checkQuery(r, "cursor", "limit", "tenant"); err != nil {
+	q, limit, err := listQuery(r, "tenant", "status")
+	if err != nil {
 		a.fail(w, r, err)
 		return
 	}
-	q := r.URL.Query()
-	limit, err := parseLimit(q.Get("limit"))
-	if err != nil {
-		a.fail(w, r, err)
+	status := q.Get("status")
+	if status != "" && !endpointStatuses[status] {
+		a.fail(w, r, badRequest(CodeInvalidParameter, "status", "status is one of active, paused, disabled, pending"))
 		return
 	}
 	if c := q.Get("cursor"); c != "" && !isEndpointID(c) {
@@ -163,20 +159,19 @@ func (a *API) listEndpoints(w http.ResponseWriter, r *http.Request) {
 	if tenant == "" {
 		tenant = q.Get("tenant")
 	}
-	eps, err := a.e.st.EndpointList(r.Context(), &store.EndpointListParams{After: q.Get("cursor"), Limit: limit + 1, Tenant: tenant})
+	eps, err := a.e.st.EndpointList(r.Context(), &store.EndpointListParams{After: q.Get("cursor"), Limit: limit + 1, Tenant: tenant, Status: status})
 	if err != nil {
 		a.fail(w, r, err)
 		return
 	}
-	out := listEndpointsJSON{Data: []endpointJSON{}}
-	for i := range eps {
-		if i == limit {
-			out.NextCursor = &eps[i-1].ID
-			break
-		}
-		out.Data = append(out.Data, a.endpointView(&eps[i], false))
-	}
+	var out listEndpointsJSON
+	out.Data, out.NextCursor = pageOf(eps, limit, func(ep *store.Endpoint) string { return ep.ID },
+		func(ep *store.Endpoint) endpointJSON { return a.endpointView(ep, false) })
 	writeJSON(w, http.StatusOK, out)
+}
+
+var endpointStatuses = map[string]bool{
+	store.EndpointActive: true, store.EndpointPaused: true, store.EndpointDisabled: true, store.EndpointPending: true,
 }
 
 // isEndpointID reports whether s has the form of the ids CreateEndpoint
@@ -404,13 +399,8 @@ type replayJSON struct {
 }
 
 func (a *API) replay(w http.ResponseWriter, r *http.Request) {
-	body, err := readBody(w, r, maxRequestBody, false)
-	if err != nil {
-		a.fail(w, r, err)
-		return
-	}
 	var req replayRequest
-	if err := decodeStrict(body, &req); err != nil {
+	if err := decodeBody(w, r, maxRequestBody, &req); err != nil {
 		a.fail(w, r, err)
 		return
 	}

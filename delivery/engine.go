@@ -23,6 +23,7 @@ import (
 // EngineStore is the part of the storage contract the engine uses.
 type EngineStore interface {
 	store.DeliveryStore
+	store.EventTypeStore
 	StreamGet(ctx context.Context, params *store.StreamGetParams) (*store.Stream, error)
 	StreamRead(ctx context.Context, params *store.StreamReadParams) (*store.StreamReadResult, error)
 	StreamList(ctx context.Context, params *store.StreamListParams) ([]store.Stream, error)
@@ -140,6 +141,17 @@ type EngineConfig struct {
 	// RequireVerification puts every new endpoint under ownership
 	// verification, whatever its "verify" says.
 	RequireVerification bool
+	// EnforceEventTypes enforces the event type catalogue on published
+	// events and endpoints' event_types (see CreateEventType).
+	EnforceEventTypes bool
+	// LogLevel is the level of the line logged for each attempt's
+	// outcome (slog.LevelInfo, the zero value, by default); a dead letter
+	// is logged at warn, or at LogLevel when that is higher.
+	LogLevel slog.Level
+	// MetricsTenantLabel adds the endpoint's tenant as a label to the
+	// metrics of attempts and outcomes: one series per tenant, so it is
+	// off by default (an installation of many tenants makes many series).
+	MetricsTenantLabel bool
 }
 
 // Engine delivers events: it matches stream messages to endpoints and
@@ -156,6 +168,7 @@ type Engine struct {
 	tracer  trace.Tracer
 	metrics *engineMetrics
 	breaker Breaker
+	types   typeCache
 
 	mu        sync.RWMutex
 	endpoints map[string]*liveEndpoint // guarded by mu
@@ -286,7 +299,7 @@ func NewEngine(cfg EngineConfig) (*Engine, error) {
 	if _, err := io.ReadFull(cfg.Rand, e.runKey[:]); err != nil {
 		return nil, fmt.Errorf("delivery: random key: %w", err)
 	}
-	m, err := newEngineMetrics(cfg.Registerer, cfg.Store)
+	m, err := newEngineMetrics(cfg.Registerer, cfg.Store, cfg.MetricsTenantLabel)
 	if err != nil {
 		return nil, fmt.Errorf("delivery: metrics: %w", err)
 	}

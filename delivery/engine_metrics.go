@@ -8,13 +8,16 @@ import (
 )
 
 // engineMetrics are the engine's Prometheus metrics. They exist even
-// without a registerer, so the engine never checks for nil.
+// without a registerer, so the engine never checks for nil. With
+// tenantLabel, the metrics of attempts and outcomes carry the tenant of
+// the delivery's endpoint ("" when it has none) as a "tenant" label.
 type engineMetrics struct {
+	tenantLabel bool
 	outcomes    *prometheus.CounterVec
-	attemptTime prometheus.Histogram
-	endToEnd    prometheus.Histogram
-	attempts    prometheus.Histogram
-	deadLetters prometheus.Counter
+	attemptTime *prometheus.HistogramVec
+	endToEnd    *prometheus.HistogramVec
+	attempts    *prometheus.HistogramVec
+	deadLetters *prometheus.CounterVec
 	matched     prometheus.Counter
 }
 
@@ -24,35 +27,48 @@ type metricsSource interface {
 	DeliveryBacklog(ctx context.Context) (map[string]int, error)
 }
 
-func newEngineMetrics(reg prometheus.Registerer, src metricsSource) (*engineMetrics, error) {
+func newEngineMetrics(reg prometheus.Registerer, src metricsSource, tenantLabel bool) (*engineMetrics, error) {
+	var tenant []string
+	if tenantLabel {
+		tenant = []string{"tenant"}
+	}
 	m := &engineMetrics{
+		tenantLabel: tenantLabel,
 		outcomes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "herald_delivery_attempts_total",
 			Help: "Delivery attempts by outcome: delivered (2xx), retrying (failed, another attempt is scheduled), exhausted (failed, no attempt left: a dead letter).",
-		}, []string{"outcome"}),
-		attemptTime: prometheus.NewHistogram(prometheus.HistogramOpts{
+		}, append([]string{"outcome"}, tenant...)),
+		attemptTime: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "herald_delivery_attempt_duration_seconds",
 			Help:    "Time from sending a delivery to the end of the endpoint's response.",
 			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 18),
-		}),
-		endToEnd: prometheus.NewHistogram(prometheus.HistogramOpts{
+		}, tenant),
+		endToEnd: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "herald_delivery_latency_seconds",
 			Help:    "Time from a delivery's creation (the event matched) to its successful attempt, retries included.",
 			Buckets: prometheus.ExponentialBuckets(0.001, 2, 24),
-		}),
-		attempts: prometheus.NewHistogram(prometheus.HistogramOpts{
+		}, tenant),
+		attempts: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "herald_delivery_attempts_per_delivery",
 			Help:    "Attempts a delivery took, observed when it is delivered or exhausted.",
 			Buckets: []float64{1, 2, 3, 4, 5, 6, 7, 8, 10, 15, 20},
-		}),
-		deadLetters: prometheus.NewCounter(prometheus.CounterOpts{
+		}, tenant),
+		deadLetters: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "herald_delivery_dead_letters_total",
 			Help: "Deliveries exhausted: every attempt of the retry schedule failed.",
-		}),
+		}, tenant),
 		matched: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "herald_delivery_deliveries_created_total",
 			Help: "Deliveries created by matching stream messages to endpoints.",
 		}),
+	}
+	if !tenantLabel {
+		// Without labels each is one series, shown from the start (at
+		// zero) as a plain counter or histogram is.
+		m.deadLetters.WithLabelValues()
+		m.attemptTime.WithLabelValues()
+		m.endToEnd.WithLabelValues()
+		m.attempts.WithLabelValues()
 	}
 	if reg == nil {
 		return m, nil
@@ -63,6 +79,15 @@ func newEngineMetrics(reg prometheus.Registerer, src metricsSource) (*engineMetr
 		}
 	}
 	return m, nil
+}
+
+// labels returns the label values of a metric: values, then the tenant
+// when the tenant label is on.
+func (m *engineMetrics) labels(tenant string, values ...string) []string {
+	if m.tenantLabel {
+		return append(values, tenant)
+	}
+	return values
 }
 
 // storeCollector reports endpoints by status and the backlog per endpoint,

@@ -62,6 +62,9 @@ func (e *Engine) CreateEndpoint(ctx context.Context, p *CreateEndpointParams) (*
 	if err != nil {
 		return nil, err
 	}
+	if err := e.checkEndpointTypes(ctx, cfg.EventTypes, nil); err != nil {
+		return nil, err
+	}
 	secret := p.Secret
 	if secret == "" {
 		if secret, err = e.newSecret(); err != nil {
@@ -139,6 +142,9 @@ func (e *Engine) UpdateEndpoint(ctx context.Context, p *UpdateEndpointParams) (*
 	cfg, err := ValidateEndpoint(ctx, &ValidateEndpointParams{Config: &p.Config, CheckURL: e.sender.ValidateURL, CompileStream: compileStream,
 		Profiles: e.cfg.Profiles, MaxTimeout: e.cfg.Timeout})
 	if err != nil {
+		return nil, err
+	}
+	if err := e.checkEndpointTypes(ctx, cfg.EventTypes, cur.EventTypes); err != nil {
 		return nil, err
 	}
 	if p.Config.RetrySchedule == nil {
@@ -543,12 +549,16 @@ type PublishResult struct {
 	Stream    string
 	Offset    string
 	Duplicate bool
+	// DeprecatedType: the catalogue is enforced and marks the event's
+	// type deprecated (the event is accepted all the same).
+	DeprecatedType bool
 }
 
 // Publish appends an event to its stream, assigning an id when it has
-// none. An id published before is not appended again (Duplicate).
-// Errors: *ValidationError for a bad stream or tenant, and the store's
-// append errors.
+// none. An id published before is not appended again (Duplicate). With
+// the catalogue enforced, the event's type must be catalogued and its
+// data pass the type's schema. Errors: *ValidationError for a bad stream,
+// tenant, or (enforced) type or data, and the store's append errors.
 func (e *Engine) Publish(ctx context.Context, p *PublishParams) (*PublishResult, error) {
 	stream := p.Stream
 	if stream == "" {
@@ -566,6 +576,10 @@ func (e *Engine) Publish(ctx context.Context, p *PublishParams) (*PublishResult,
 	}
 	if len(ev.Data) == 0 {
 		ev.Data = json.RawMessage("null")
+	}
+	deprecated, err := e.checkEvent(ctx, &ev)
+	if err != nil {
+		return nil, err
 	}
 	if ev.ID == "" {
 		id, err := e.newID("evt_")
@@ -588,7 +602,8 @@ func (e *Engine) Publish(ctx context.Context, p *PublishParams) (*PublishResult,
 	if err != nil {
 		return nil, err
 	}
-	return &PublishResult{Event: ev, Stream: out.Stream, Offset: protocol.FormatOffset(out.Position), Duplicate: out.Duplicate}, nil
+	return &PublishResult{Event: ev, Stream: out.Stream, Offset: protocol.FormatOffset(out.Position), Duplicate: out.Duplicate,
+		DeprecatedType: deprecated}, nil
 }
 
 // CodeInvalidStream: a stream path is not absolute, has an empty, "." or

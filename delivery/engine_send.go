@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"sync"
 	"time"
@@ -428,7 +429,7 @@ func (r *runner) record(batch []sendResult) (time.Time, bool) {
 			h, sig = e.breaker.Observe(h, Observation{Success: ok, At: res.at, Error: obsErr})
 			tripped = tripped || sig == SignalTrip
 			params.Results = append(params.Results, dr)
-			finals = append(finals, finalOutcome{status: dr.Status, attempts: res.d.Attempts + 1, created: res.d.CreatedAt, latency: res.latency})
+			finals = append(finals, finalOutcome{status: dr.Status, tenant: le.ep.Tenant, attempts: res.d.Attempts + 1, created: res.d.CreatedAt, latency: res.latency})
 		}
 		params.Health = toStoreHealth(h)
 		out, err := e.st.DeliveryComplete(ctx, params)
@@ -440,7 +441,7 @@ func (r *runner) record(batch []sendResult) (time.Time, bool) {
 			}
 			for i, f := range finals {
 				e.observe(f, now)
-				e.logOutcome(r.id, batch[i].d, params.Results[i])
+				e.logOutcome(ctx, le, batch[i].d, params.Results[i])
 			}
 			for _, dr := range params.Results {
 				if dr.Status == store.DeliveryFailed && (r.nextDue.IsZero() || dr.NextAttemptAt.Before(r.nextDue)) {
@@ -467,23 +468,41 @@ func (r *runner) record(batch []sendResult) (time.Time, bool) {
 	return time.Time{}, false
 }
 
-// logOutcome logs a failed attempt (with when the next one is due) and a
-// delivery that ran out of attempts (a dead letter), with its ids. The
-// error text names no URL (see webhook.Sender), so no credential in an
-// endpoint's URL reaches the log.
-func (e *Engine) logOutcome(endpoint string, d store.Delivery, dr store.DeliveryResult) {
-	attrs := []any{"endpoint", endpoint, "delivery", d.ID, "event", d.EventID, "event_type", d.EventType,
-		"attempt", d.Attempts + 1, "status", dr.Attempt.StatusCode, "err", dr.Attempt.Error}
+// logOutcome logs one line for every attempt's outcome (delivered,
+// retrying, exhausted), with the same fields each time, at the engine's
+// outcome level (a dead letter at warn at least). The error text names
+// no URL (see webhook.Sender), so no credential in an endpoint's URL
+// reaches the log.
+func (e *Engine) logOutcome(ctx context.Context, le *liveEndpoint, d store.Delivery, dr store.DeliveryResult) {
+	level, msg := e.cfg.LogLevel, "delivery attempt"
+	attrs := []slog.Attr{slog.String("endpoint", le.ep.ID), slog.String("tenant", le.ep.Tenant), slog.String("delivery", d.ID),
+		slog.String("event", d.EventID), slog.String("event_type", d.EventType), slog.Int("attempt", d.Attempts+1),
+		slog.String("outcome", outcomeName(dr.Status)), slog.Int("status", dr.Attempt.StatusCode),
+		slog.Duration("latency", dr.Attempt.Latency)}
 	switch dr.Status {
 	case store.DeliveryFailed:
-		e.log.Info("delivery attempt failed", append(attrs, "next_attempt_at", dr.NextAttemptAt)...)
+		attrs = append(attrs, slog.String("err", dr.Attempt.Error), slog.Time("next_attempt_at", dr.NextAttemptAt))
 	case store.DeliveryExhausted:
-		e.log.Warn("delivery exhausted: dead letter", attrs...)
+		level, msg = max(level, slog.LevelWarn), "delivery exhausted: dead letter"
+		attrs = append(attrs, slog.String("err", dr.Attempt.Error))
 	}
+	e.log.LogAttrs(ctx, level, msg, attrs...)
+}
+
+// outcomeName is the outcome of an attempt as metrics and logs name it.
+func outcomeName(status string) string {
+	switch status {
+	case store.DeliveryDelivered:
+		return "delivered"
+	case store.DeliveryExhausted:
+		return "exhausted"
+	}
+	return "retrying"
 }
 
 type finalOutcome struct {
 	status   string
+	tenant   string
 	attempts int
 	created  time.Time
 	latency  time.Duration
@@ -491,18 +510,16 @@ type finalOutcome struct {
 
 func (e *Engine) observe(f finalOutcome, now time.Time) {
 	m := e.metrics
-	m.attemptTime.Observe(f.latency.Seconds())
+	tenant := m.labels(f.tenant)
+	m.attemptTime.WithLabelValues(tenant...).Observe(f.latency.Seconds())
+	m.outcomes.WithLabelValues(m.labels(f.tenant, outcomeName(f.status))...).Inc()
 	switch f.status {
 	case store.DeliveryDelivered:
-		m.outcomes.WithLabelValues("delivered").Inc()
-		m.attempts.Observe(float64(f.attempts))
-		m.endToEnd.Observe(now.Sub(f.created).Seconds())
+		m.attempts.WithLabelValues(tenant...).Observe(float64(f.attempts))
+		m.endToEnd.WithLabelValues(tenant...).Observe(now.Sub(f.created).Seconds())
 	case store.DeliveryExhausted:
-		m.outcomes.WithLabelValues("exhausted").Inc()
-		m.attempts.Observe(float64(f.attempts))
-		m.deadLetters.Inc()
-	default:
-		m.outcomes.WithLabelValues("retrying").Inc()
+		m.attempts.WithLabelValues(tenant...).Observe(float64(f.attempts))
+		m.deadLetters.WithLabelValues(tenant...).Inc()
 	}
 }
 

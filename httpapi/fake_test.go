@@ -27,6 +27,8 @@ type fakeStore struct {
 	store.KeyStore
 	// LeaseStore is nil for the same reason.
 	store.LeaseStore
+	// EventTypeStore is nil for the same reason.
+	store.EventTypeStore
 	t        *testing.T
 	create   func(*store.StreamCreateParams) (*store.StreamCreateResult, error)
 	append   func(*store.StreamAppendParams) (*store.StreamAppendResult, error)

@@ -49,7 +49,8 @@ type DeliveryStore interface {
 	// EndpointGet returns one endpoint, or ErrEndpointNotFound.
 	EndpointGet(ctx context.Context, id string) (*Endpoint, error)
 	// EndpointList returns endpoints ordered by ID, after params.After,
-	// at most params.Limit (0: all), of params.Tenant when not "".
+	// at most params.Limit (0: all), of params.Tenant when not "", of
+	// params.Status (see Endpoint.Status) when not "".
 	EndpointList(ctx context.Context, params *EndpointListParams) ([]Endpoint, error)
 	// EndpointUpdate replaces an endpoint's configuration (and secrets)
 	// when its Version is still params.ExpectVersion, and returns the
@@ -106,6 +107,9 @@ type DeliveryStore interface {
 	// DeliveryList returns an endpoint's deliveries, newest first (by
 	// Seq), without bodies, filtered by params.
 	DeliveryList(ctx context.Context, params *DeliveryListParams) ([]Delivery, error)
+	// DeliveryCount returns how many deliveries of an endpoint pass the
+	// filters of params (Before and Limit are ignored).
+	DeliveryCount(ctx context.Context, params *DeliveryListParams) (int, error)
 	// DeliveryAttempts returns a delivery's attempts, oldest first.
 	DeliveryAttempts(ctx context.Context, deliveryID string) ([]DeliveryAttempt, error)
 	// DeliveryRetry makes a delivery pending and due at Now with a fresh
@@ -335,6 +339,9 @@ type EndpointListParams struct {
 	After  string
 	Limit  int
 	Tenant string
+	// Status is EndpointActive, EndpointPaused, EndpointPending,
+	// EndpointDisabled, or "" for any.
+	Status string
 }
 
 // EndpointUpdateParams are the inputs of EndpointUpdate.

@@ -76,6 +76,9 @@ type Store interface {
 	// next one opens, since that handle is gone.
 	Peers() bool
 
+	// EventTypeStore keeps the event type catalogue.
+	EventTypeStore
+
 	// Notifier reports tail changes of this store's streams.
 	Notifier() Notifier
 

@@ -33,6 +33,9 @@ type deliveryConfig struct {
 	ProfilesFile        string
 	FailurePolicy       string
 	VerifyEndpoints     bool
+	EnforceEventTypes   bool
+	LogLevel            slog.Level
+	MetricsTenantLabel  bool
 }
 
 func (c *deliveryConfig) addFlags(fs *flag.FlagSet) {
@@ -53,6 +56,13 @@ func (c *deliveryConfig) addFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.FailurePolicy, "delivery-failure-policy", delivery.FailurePolicyStandard,
 		"event delivery: failure policy of endpoints that set none: standard (a 4xx other than 408, 409, 425 and 429 is final) or retry_all")
 	fs.BoolVar(&c.VerifyEndpoints, "delivery-verify-endpoints", false, "event delivery: every new endpoint must prove it owns its URL (a challenge) before it receives events")
+	fs.BoolVar(&c.EnforceEventTypes, "delivery-enforce-event-types", false,
+		"event delivery: enforce the event type catalogue: POST /_herald/v1/events takes only catalogued types whose data passes the type's schema, and endpoints' event_types must name catalogued types")
+	c.LogLevel = slog.LevelInfo
+	fs.Var(logLevelFlag{&c.LogLevel}, "delivery-log-level",
+		"event delivery: level of the line logged for every attempt's outcome (endpoint, tenant, event, delivery, attempt, outcome, status, latency): debug, info (the default), warn or error; a dead letter is logged at warn at least. Lines under --log-level are not written")
+	fs.BoolVar(&c.MetricsTenantLabel, "delivery-metrics-tenant-label", false,
+		"event delivery: add the endpoint's tenant as a label to the attempt and outcome metrics (one series per tenant: off by default, as many tenants make many series)")
 }
 
 func (c *deliveryConfig) problems() []string {
@@ -165,6 +175,9 @@ func startDelivery(ctx context.Context, p deliveryParams) (*delivery.Engine, err
 		FailurePolicy:       c.FailurePolicy,
 		Timeout:             c.Timeout,
 		RequireVerification: c.VerifyEndpoints,
+		EnforceEventTypes:   c.EnforceEventTypes,
+		LogLevel:            c.LogLevel,
+		MetricsTenantLabel:  c.MetricsTenantLabel,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("event delivery: %w", err)

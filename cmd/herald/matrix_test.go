@@ -191,6 +191,7 @@ type matrixFixtures struct {
 	sub        string
 	consumerID string
 	receiver   string
+	eventType  string
 }
 
 func (m *matrix) fixtures(t *testing.T) *matrixFixtures {
@@ -221,6 +222,8 @@ func (m *matrix) fixtures(t *testing.T) *matrixFixtures {
 	var k struct{ ID string }
 	m.admin(t, "POST", "/_herald/v1/keys", `{"scopes":["streams:read"],"tenant":"`+matrixTenant+`"}`, http.StatusCreated, &k)
 	f.keyID = k.ID
+	f.eventType = "matrix.type-" + n
+	m.admin(t, "POST", "/_herald/v1/event-types", `{"name":"`+f.eventType+`"}`, http.StatusCreated, nil)
 	return f
 }
 
@@ -233,6 +236,10 @@ type matrixRequest struct {
 	// listsOwned: the answer lists resources; a key of another tenant
 	// must not see tenant-a's (the string must not appear).
 	listsOwned string
+	// installation: the route changes what every tenant shares; a key of
+	// any tenant is refused (403 tenant_forbidden) and the right key has
+	// no tenant.
+	installation bool
 }
 
 // request makes the concrete request for a route, or reports false for
@@ -300,6 +307,19 @@ func (f *matrixFixtures) request(rt httpapi.Route) (matrixRequest, bool) {
 		r.path, r.owned = "/_herald/v1/deliveries/"+f.delivery+"/retry", true
 	case "/_herald/v1/events":
 		r.path, r.body = rt.Pattern, `{"type":"matrix.other","data":{}}`
+	case "/_herald/v1/event-types":
+		r.path = rt.Pattern
+		if rt.Method == http.MethodPost {
+			r.body, r.installation = `{"name":"matrix.new-`+f.n+`"}`, true
+		}
+	case "/_herald/v1/event-types/{name}":
+		r.path = "/_herald/v1/event-types/" + f.eventType
+		switch rt.Method {
+		case http.MethodPatch:
+			r.body, r.installation = `{"deprecated":true}`, true
+		case http.MethodDelete:
+			r.installation = true
+		}
 	default:
 		return r, false
 	}
@@ -404,6 +424,8 @@ func (m *matrix) check(t *testing.T, rt httpapi.Route, f *matrixFixtures, req ma
 	other := m.key(t, []auth.Scope{scope}, otherTenant)
 	status, body = send(other, nil)
 	switch {
+	case req.installation:
+		expect("key of a tenant changing what tenants share", status, body, http.StatusForbidden, "tenant_forbidden")
 	case req.owned:
 		expect("key of another tenant", status, body, http.StatusNotFound, "")
 	case req.listsOwned != "":
@@ -414,6 +436,10 @@ func (m *matrix) check(t *testing.T, rt httpapi.Route, f *matrixFixtures, req ma
 	default:
 		allowed("key of another tenant", status, body)
 	}
-	status, body = send(m.key(t, []auth.Scope{scope}, matrixTenant), nil)
+	right := matrixTenant
+	if req.installation {
+		right = ""
+	}
+	status, body = send(m.key(t, []auth.Scope{scope}, right), nil)
 	allowed("the right key", status, body)
 }

@@ -235,8 +235,7 @@ func (s *Store) DeliveryGet(ctx context.Context, id string) (*store.Delivery, er
 
 // DeliveryList implements store.DeliveryStore.
 func (s *Store) DeliveryList(ctx context.Context, params *store.DeliveryListParams) ([]store.Delivery, error) {
-	q := &query{sql: `SELECT ` + codec.DeliveryColumns + `, lease_until, lease_token FROM deliveries WHERE endpoint_id = $1`,
-		args: []any{params.EndpointID}}
+	q := deliveryFilter(`SELECT `+codec.DeliveryColumns+`, lease_until, lease_token FROM deliveries`, params)
 	if params.Before != "" {
 		seq, ok := s.ids.Seq(params.Before)
 		if !ok {
@@ -244,6 +243,37 @@ func (s *Store) DeliveryList(ctx context.Context, params *store.DeliveryListPara
 		}
 		q.add(` AND seq < `, seq)
 	}
+	q.sql += ` ORDER BY seq DESC`
+	if params.Limit > 0 {
+		q.add(` LIMIT `, params.Limit)
+	}
+	return collect(ctx, s, q, "list deliveries", func(r codec.Row) (store.Delivery, error) {
+		var until, token int64
+		d, err := codec.ScanDelivery(s.ids, r, &until, &token)
+		d.LeaseUntil, d.LeaseToken = codec.FromNanos(until), token
+		return d, err
+	})
+}
+
+// DeliveryCount implements store.DeliveryStore.
+func (s *Store) DeliveryCount(ctx context.Context, params *store.DeliveryListParams) (int, error) {
+	n, err := collect(ctx, s, deliveryFilter(`SELECT count(*) FROM deliveries`, params), "count deliveries",
+		func(r codec.Row) (int, error) {
+			var n int
+			err := r.Scan(&n)
+			return n, err
+		})
+	if err != nil {
+		return 0, err
+	}
+	return n[0], nil
+}
+
+// deliveryFilter is the query of the deliveries that DeliveryList and
+// DeliveryCount consider (the cursor and the limit aside), selected by
+// sel.
+func deliveryFilter(sel string, params *store.DeliveryListParams) *query {
+	q := &query{sql: sel + ` WHERE endpoint_id = $1`, args: []any{params.EndpointID}}
 	if params.Status != "" {
 		q.add(` AND status = `, params.Status)
 	}
@@ -256,16 +286,7 @@ func (s *Store) DeliveryList(ctx context.Context, params *store.DeliveryListPara
 	if !params.Until.IsZero() {
 		q.add(` AND created_at < `, codec.Nanos(params.Until))
 	}
-	q.sql += ` ORDER BY seq DESC`
-	if params.Limit > 0 {
-		q.add(` LIMIT `, params.Limit)
-	}
-	return collect(ctx, s, q, "list deliveries", func(r codec.Row) (store.Delivery, error) {
-		var until, token int64
-		d, err := codec.ScanDelivery(s.ids, r, &until, &token)
-		d.LeaseUntil, d.LeaseToken = codec.FromNanos(until), token
-		return d, err
-	})
+	return q
 }
 
 // DeliveryAttempts implements store.DeliveryStore.

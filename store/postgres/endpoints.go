@@ -85,6 +85,9 @@ func (s *Store) EndpointList(ctx context.Context, params *store.EndpointListPara
 	if params.Tenant != "" {
 		q.add(` AND tenant = `, params.Tenant)
 	}
+	if params.Status != "" {
+		q.add(` AND (`+codec.EndpointStatusSQL+`) = `, params.Status)
+	}
 	q.sql += ` ORDER BY id`
 	if params.Limit > 0 {
 		q.add(` LIMIT `, params.Limit)
@@ -176,8 +179,6 @@ func (s *Store) EndpointDelete(ctx context.Context, id string) error {
 
 // EndpointCount implements store.DeliveryStore.
 func (s *Store) EndpointCount(ctx context.Context) (map[string]int, error) {
-	return s.countBy(ctx, `SELECT CASE WHEN disabled_at > 0 THEN 'disabled' WHEN verify AND verified_at = 0 THEN 'pending'
-		WHEN active THEN 'active' ELSE 'paused' END, count(*)
-		FROM endpoints GROUP BY 1`, "count endpoints",
+	return s.countBy(ctx, `SELECT `+codec.EndpointStatusSQL+`, count(*) FROM endpoints GROUP BY 1`, "count endpoints",
 		map[string]int{store.EndpointActive: 0, store.EndpointPaused: 0, store.EndpointPending: 0, store.EndpointDisabled: 0})
 }

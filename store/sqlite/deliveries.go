@@ -285,8 +285,8 @@ func (s *Store) DeliveryGet(ctx context.Context, id string) (*store.Delivery, er
 
 // DeliveryList implements store.DeliveryStore.
 func (s *Store) DeliveryList(ctx context.Context, params *store.DeliveryListParams) ([]store.Delivery, error) {
-	q := `SELECT ` + deliveryColumns + `, lease_until, lease_token FROM deliveries WHERE endpoint_id = ?`
-	args := []any{params.EndpointID}
+	where, args := deliveryFilter(params)
+	q := `SELECT ` + deliveryColumns + `, lease_until, lease_token FROM deliveries WHERE ` + where
 	if params.Before != "" {
 		seq, ok := s.ids.Seq(params.Before)
 		if !ok {
@@ -294,22 +294,6 @@ func (s *Store) DeliveryList(ctx context.Context, params *store.DeliveryListPara
 		}
 		q += ` AND seq < ?`
 		args = append(args, seq)
-	}
-	if params.Status != "" {
-		q += ` AND status = ?`
-		args = append(args, params.Status)
-	}
-	if params.EventType != "" {
-		q += ` AND event_type = ?`
-		args = append(args, params.EventType)
-	}
-	if !params.Since.IsZero() {
-		q += ` AND created_at >= ?`
-		args = append(args, codec.Nanos(params.Since))
-	}
-	if !params.Until.IsZero() {
-		q += ` AND created_at < ?`
-		args = append(args, codec.Nanos(params.Until))
 	}
 	q += ` ORDER BY seq DESC`
 	if params.Limit > 0 {
@@ -332,6 +316,41 @@ func (s *Store) DeliveryList(ctx context.Context, params *store.DeliveryListPara
 		out = append(out, d)
 	}
 	return out, rows.Err()
+}
+
+// DeliveryCount implements store.DeliveryStore.
+func (s *Store) DeliveryCount(ctx context.Context, params *store.DeliveryListParams) (int, error) {
+	where, args := deliveryFilter(params)
+	var n int
+	if err := s.reader.QueryRowContext(ctx, `SELECT count(*) FROM deliveries WHERE `+where, args...).Scan(&n); err != nil {
+		return 0, fmt.Errorf("sqlite: count deliveries: %w", err)
+	}
+	return n, nil
+}
+
+// deliveryFilter is the WHERE clause, with its arguments, of the
+// deliveries that DeliveryList and DeliveryCount consider (the cursor
+// and the limit aside).
+func deliveryFilter(params *store.DeliveryListParams) (string, []any) {
+	where := `endpoint_id = ?`
+	args := []any{params.EndpointID}
+	if params.Status != "" {
+		where += ` AND status = ?`
+		args = append(args, params.Status)
+	}
+	if params.EventType != "" {
+		where += ` AND event_type = ?`
+		args = append(args, params.EventType)
+	}
+	if !params.Since.IsZero() {
+		where += ` AND created_at >= ?`
+		args = append(args, codec.Nanos(params.Since))
+	}
+	if !params.Until.IsZero() {
+		where += ` AND created_at < ?`
+		args = append(args, codec.Nanos(params.Until))
+	}
+	return where, args
 }
 
 // DeliveryAttempts implements store.DeliveryStore.

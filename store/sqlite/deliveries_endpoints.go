@@ -115,6 +115,10 @@ func (s *Store) EndpointList(ctx context.Context, params *store.EndpointListPara
 		q += ` AND tenant = ?`
 		args = append(args, params.Tenant)
 	}
+	if params.Status != "" {
+		q += ` AND (` + codec.EndpointStatusSQL + `) = ?`
+		args = append(args, params.Status)
+	}
 	q += ` ORDER BY id`
 	if params.Limit > 0 {
 		q += ` LIMIT ?`
@@ -227,9 +231,7 @@ func (s *Store) EndpointDelete(ctx context.Context, id string) error {
 
 // EndpointCount implements store.DeliveryStore.
 func (s *Store) EndpointCount(ctx context.Context) (map[string]int, error) {
-	rows, err := s.reader.QueryContext(ctx, `SELECT CASE WHEN disabled_at > 0 THEN 'disabled' WHEN verify AND verified_at = 0 THEN 'pending'
-		WHEN active THEN 'active' ELSE 'paused' END, count(*)
-		FROM endpoints GROUP BY 1`)
+	rows, err := s.reader.QueryContext(ctx, `SELECT `+codec.EndpointStatusSQL+`, count(*) FROM endpoints GROUP BY 1`)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: count endpoints: %w", err)
 	}

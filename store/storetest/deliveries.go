@@ -23,6 +23,8 @@ func runDeliveries(t *testing.T, f Factory) {
 	run(t, f, "DeliveryListRetryPrune", testDeliveryListRetryPrune)
 	run(t, f, "EventPublish", testEventPublish)
 	run(t, f, "EventIDSpans", testEventIDSpans)
+	run(t, f, "EndpointListStatus", testEndpointListStatus)
+	run(t, f, "DeliveryCount", testDeliveryCount)
 }
 
 func endpoint(id string) store.Endpoint {
@@ -64,11 +66,30 @@ func mustClaim(t *testing.T, s store.Store, ep string, limit int, now time.Time)
 }
 
 func eventIDs(ds []store.Delivery) []string {
-	out := make([]string, len(ds))
-	for i, d := range ds {
-		out[i] = d.EventID
+	return fieldOf(ds, func(d *store.Delivery) string { return d.EventID })
+}
+
+// fieldOf returns one field of each item.
+func fieldOf[T any](items []T, field func(*T) string) []string {
+	out := make([]string, len(items))
+	for i := range items {
+		out[i] = field(&items[i])
 	}
 	return out
+}
+
+// oddEvenDeliveries are five deliveries of ep, e0 to e4 at positions 0
+// to 40; the odd ones of type "t.odd".
+func oddEvenDeliveries(ep string) []store.Delivery {
+	var ds []store.Delivery
+	for i := range 5 {
+		d := delivery(ep, fmt.Sprintf("e%d", i), int64(i*10))
+		if i%2 == 1 {
+			d.EventType = "t.odd"
+		}
+		ds = append(ds, d)
+	}
+	return ds
 }
 
 func testEndpointCRUD(t *testing.T, f Factory) {
@@ -457,15 +478,7 @@ func testDeliveryListRetryPrune(t *testing.T, f Factory) {
 	s := f.Open(t)
 	ctx := context.Background()
 	mustEndpoint(t, s, endpoint("ep"))
-	var ds []store.Delivery
-	for i := range 5 {
-		d := delivery("ep", fmt.Sprintf("e%d", i), int64(i*10))
-		if i%2 == 1 {
-			d.EventType = "t.odd"
-		}
-		ds = append(ds, d)
-	}
-	mustEnqueue(t, s, ds...)
+	mustEnqueue(t, s, oddEvenDeliveries("ep")...)
 	claimed := mustClaim(t, s, "ep", 2, t0).Deliveries // e0, e1
 	hv := mustHealthVersion(t, s, "ep")
 	if _, err := s.DeliveryComplete(ctx, &store.DeliveryCompleteParams{EndpointID: "ep", ExpectHealthVersion: hv, Now: t0,

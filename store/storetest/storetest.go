@@ -68,6 +68,7 @@ func Run(t *testing.T, f Factory) {
 	runDeliveries(t, f)
 	runKeys(t, f)
 	runPeers(t, f)
+	runEventTypes(t, f)
 }
 
 func mustCreate(t *testing.T, s store.Store, p *store.StreamCreateParams) store.Stream {

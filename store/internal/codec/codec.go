@@ -155,6 +155,11 @@ const EndpointColumns = `id, url, event_types, streams, filter, description, ten
 	created_at, updated_at, version, health_version,
 	name, profile, failure_policy, timeout_ms, verify, verified_at, verification_hash, verification_sent_at, verification_error`
 
+// EndpointStatusSQL is an SQL expression, over an endpoints row, of its
+// status as Endpoint.Status gives it: disabled, pending, active or paused.
+const EndpointStatusSQL = `CASE WHEN disabled_at > 0 THEN 'disabled' WHEN verify AND verified_at = 0 THEN 'pending'
+	WHEN active THEN 'active' ELSE 'paused' END`
+
 // EndpointRow holds the encoded list-valued columns of an endpoint, and
 // its secret columns as stored (sealed by the backend).
 type EndpointRow struct {
@@ -237,6 +242,23 @@ func DecodeEndpoint(ep *store.Endpoint, r *EndpointRow) error {
 		ep.RetrySchedule = append(ep.RetrySchedule, time.Duration(n))
 	}
 	return nil
+}
+
+// EventTypeColumns are the columns ScanEventType reads.
+const EventTypeColumns = `name, description, schema, deprecated, created_at, updated_at, version`
+
+// ScanEventType scans an event type row.
+func ScanEventType(row Row) (store.EventType, error) {
+	var et store.EventType
+	var created, updated int64
+	if err := row.Scan(&et.Name, &et.Description, &et.Schema, &et.Deprecated, &created, &updated, &et.Version); err != nil {
+		return et, err
+	}
+	if len(et.Schema) == 0 {
+		et.Schema = nil
+	}
+	et.CreatedAt, et.UpdatedAt = FromNanos(created), FromNanos(updated)
+	return et, nil
 }
 
 // KeyColumns are the columns ScanKey reads.

@@ -250,3 +250,16 @@ CREATE TABLE id_keys (
     name TEXT COLLATE "C" PRIMARY KEY,
     key  BYTEA NOT NULL
 );
+
+-- Event delivery: the event type catalogue. schema is the JSON Schema of
+-- the events' data (NULL: none); version increases with every change.
+-- Names compare in byte order ("C"): a prefix's types follow it.
+CREATE TABLE event_types (
+    name        TEXT COLLATE "C" PRIMARY KEY,
+    description TEXT COLLATE "C" NOT NULL DEFAULT '',
+    schema      BYTEA,
+    deprecated  BOOLEAN          NOT NULL DEFAULT false,
+    created_at  BIGINT           NOT NULL,
+    updated_at  BIGINT           NOT NULL,
+    version     BIGINT           NOT NULL DEFAULT 1
+);
