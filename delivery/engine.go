@@ -132,6 +132,10 @@ type EngineConfig struct {
 	// RequireVerification puts every new endpoint under ownership
 	// verification, whatever its "verify" says.
 	RequireVerification bool
+	// ReplayBatch is how many deliveries one step of a replay job queues
+	// at most (each step stores the job's progress); DefaultReplayBatch
+	// when 0.
+	ReplayBatch int
 }
 
 // Engine delivers events: it matches stream messages to endpoints and
@@ -152,6 +156,9 @@ type Engine struct {
 	mu        sync.RWMutex
 	endpoints map[string]*liveEndpoint // guarded by mu
 	runners   map[string]*runner       // guarded by mu
+
+	replayMu sync.Mutex
+	replays  map[string]chan struct{} // replay jobs running here, closed when their run ends; guarded by replayMu
 
 	queue  *pathQueue
 	global chan struct{} // global in-flight slots
@@ -252,6 +259,9 @@ func NewEngine(cfg EngineConfig) (*Engine, error) {
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = webhook.DefaultTimeout
 	}
+	if cfg.ReplayBatch <= 0 {
+		cfg.ReplayBatch = DefaultReplayBatch
+	}
 	e := &Engine{
 		cfg:       cfg,
 		st:        cfg.Store,
@@ -262,6 +272,7 @@ func NewEngine(cfg EngineConfig) (*Engine, error) {
 		breaker:   Breaker{Threshold: cfg.BreakerThreshold},
 		endpoints: make(map[string]*liveEndpoint),
 		runners:   make(map[string]*runner),
+		replays:   make(map[string]chan struct{}),
 		queue:     newPathQueue(),
 		global:    make(chan struct{}, cfg.GlobalMaxInFlight),
 		freed:     make(chan struct{}),
@@ -285,8 +296,8 @@ func NewEngine(cfg EngineConfig) (*Engine, error) {
 	return e, nil
 }
 
-// Start loads the endpoints and starts the matcher, the runners and the
-// pruner. It returns at once; Stop ends them.
+// Start loads the endpoints and starts the matcher, the runners, the
+// pruner and the replay jobs whose engine is gone. It returns at once; Stop ends them.
 func (e *Engine) Start(ctx context.Context) error {
 	var err error
 	e.startOnce.Do(func() {
@@ -301,6 +312,7 @@ func (e *Engine) Start(ctx context.Context) error {
 			e.goOwned(e.matchWorker)
 		}
 		e.sweepStreams(e.ctx)
+		e.claimReplays(e.ctx)
 	})
 	return err
 }
@@ -566,6 +578,7 @@ func (e *Engine) sweepLoop() {
 				e.log.Warn("endpoint sweep failed", "err", err)
 			}
 			e.sweepStreams(e.ctx)
+			e.claimReplays(e.ctx)
 			e.mu.RLock()
 			for _, r := range e.runners {
 				r.wake()

@@ -253,7 +253,7 @@ func (r *runner) handoff(le *liveEndpoint, ds []store.Delivery) {
 }
 
 // sendEarly sends a delivery on a slot already taken; with a ticket, a
-// delivery being inserted leased, before its insert commits (see
+// delivery being inserted leased, as soon as its insert commits (see
 // handover). parent is the span an attempt's span is a child of (the
 // match of a fresh event; invalid for a claim).
 func (r *runner) sendEarly(parent trace.SpanContext, le *liveEndpoint, d store.Delivery, t *ticket) {
@@ -318,10 +318,22 @@ func (r *runner) untilDue(now time.Time) time.Duration {
 
 // send attempts one delivery and hands the outcome to the loop. With a
 // ticket (an early send), it first waits to learn whether the store kept
-// the delivery, and drops the outcome if not. The attempt is a span, a
+// the delivery, and sends nothing if not. The attempt is a span, a
 // child of parent when valid; its POST carries the span's traceparent.
 func (r *runner) send(parent trace.SpanContext, le *liveEndpoint, d store.Delivery, t *ticket) {
 	e := r.e
+	if t != nil {
+		// Nothing is POSTed that the store does not hold leased: every
+		// POST is an attempt of the log.
+		<-t.done
+		kept, ok := t.kept[deliveryKey{d.EndpointID, d.EventID}]
+		if !ok {
+			r.unreserve(1)
+			r.wake()
+			return
+		}
+		d = kept
+	}
 	ctx, span := e.tracer.Start(telemetry.Follow(e.sendCtx, parent), "delivery.attempt", trace.WithAttributes(
 		attribute.String("herald.endpoint_id", d.EndpointID), attribute.String("herald.event_id", d.EventID),
 		attribute.String("herald.event_type", d.EventType), attribute.String("herald.stream", d.Stream),
@@ -342,16 +354,6 @@ func (r *runner) send(parent trace.SpanContext, le *liveEndpoint, d store.Delive
 	latency := e.now().Sub(at)
 	if resp != nil {
 		latency = resp.Latency
-	}
-	if t != nil {
-		<-t.done
-		kept, ok := t.kept[deliveryKey{d.EndpointID, d.EventID}]
-		if !ok {
-			r.unreserve(1)
-			r.wake()
-			return
-		}
-		d = kept
 	}
 	span.SetAttributes(attribute.String("herald.delivery_id", d.ID))
 	r.results <- sendResult{d: d, resp: resp, err: err, at: at, latency: latency}
