@@ -275,6 +275,7 @@ func (r *replayRun) requeue(ctx context.Context) error {
 		if r.job.Total+len(ids) >= MaxReplayEvents {
 			ids, r.truncated = ids[:MaxReplayEvents-r.job.Total], true
 		}
+		prev := r.prog
 		r.prog.After = ds[len(ds)-1].ID
 		now := r.e.now()
 		step, err := r.step(len(ids), store.ReplayRunning, now.Add(replayLease))
@@ -284,6 +285,7 @@ func (r *replayRun) requeue(ctx context.Context) error {
 		n, err := r.e.st.DeliveryRequeue(ctx, &store.DeliveryRequeueParams{EndpointID: r.job.EndpointID, IDs: ids, Status: r.p.Status,
 			Now: now, Job: step})
 		if err != nil {
+			r.prog, r.truncated = prev, false // as stored
 			return err
 		}
 		r.stepped(len(ids), n, now)
@@ -407,9 +409,11 @@ func (r *replayRun) rematchStream(ctx context.Context, path string) error {
 		}
 		out, err := e.st.DeliveryEnqueue(ctx, &store.DeliveryEnqueueParams{Stream: path, Spans: ids.writes, Deliveries: batch,
 			Sightings: sightings, Replay: true, Now: now, Job: step})
+		if err != nil {
+			r.prog, r.truncated = prev, false // as stored
+		}
 		if errors.Is(err, store.ErrCursorConflict) && conflicts < casAttempts {
 			conflicts++ // the matcher named or saw this page first: read it again
-			r.prog, r.truncated = prev, false
 			continue
 		}
 		if err != nil {
