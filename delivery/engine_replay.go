@@ -239,14 +239,13 @@ func (r *replayRun) stepped(total, queued int, now time.Time) {
 	r.e.kick(map[string]bool{r.job.EndpointID: true})
 }
 
-// save stores the job's state alone (its lease until lease).
+// save stores the job's state and lease (until lease) alone, leaving its
+// progress as the last step stored it: a step whose call failed may have
+// been stored all the same (a commit the caller stopped waiting for).
 func (r *replayRun) save(ctx context.Context, state string, lease time.Time) error {
-	step, err := r.step(0, state, lease)
-	if err != nil {
-		return err
-	}
+	step := store.ReplayJobStep{ID: r.job.ID, Owner: r.job.Owner, LeaseUntil: lease, State: state, Truncated: r.truncated, Error: r.failure}
 	now := r.e.now()
-	if err := r.e.st.ReplayJobUpdate(ctx, &store.ReplayJobUpdateParams{Step: *step, Now: now}); err != nil {
+	if err := r.e.st.ReplayJobUpdate(ctx, &store.ReplayJobUpdateParams{Step: step, Now: now}); err != nil {
 		return err
 	}
 	r.renewed = now

@@ -73,7 +73,7 @@ type ReplayJobStep struct {
 	// are added to Queued as well.
 	AddTotal  int
 	AddQueued int
-	// Progress replaces the stored progress.
+	// Progress replaces the stored progress unless empty.
 	Progress   []byte
 	LeaseUntil time.Time
 	// State is ReplayRunning, or the state that finishes the job (with

@@ -373,7 +373,8 @@ func ScanReplayJob(row Row) (store.ReplayJob, error) {
 // for Postgres, "?" for SQLite.
 func ReplayStepSQL(mark string) string { return strings.ReplaceAll(replayStepSQL, "#", mark) }
 
-const replayStepSQL = `UPDATE replay_jobs SET total = total + #1, queued = queued + #2, progress = #3, lease_until = #4,
+const replayStepSQL = `UPDATE replay_jobs SET total = total + #1, queued = queued + #2,
+	progress = CASE WHEN length(#3) = 0 THEN progress ELSE #3 END, lease_until = #4,
 	state = #5, truncated = #6, error = #7, updated_at = CAST(#8 AS BIGINT),
 	finished_at = CASE WHEN #5 = 'running' THEN 0 ELSE CAST(#8 AS BIGINT) END
 	WHERE id = #9 AND owner = #10 AND state = 'running'`
