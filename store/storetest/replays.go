@@ -151,6 +151,14 @@ func testReplayJobWithDeliveries(t *testing.T, f Factory) {
 	if j := mustJob(t, s, "rpl_1"); j.Total != 3 || j.Queued != 3 {
 		t.Fatalf("job after the requeue = %+v", j)
 	}
+	// A step without progress keeps the stored one.
+	if err := s.ReplayJobUpdate(ctx, &store.ReplayJobUpdateParams{Step: store.ReplayJobStep{ID: "rpl_1", Owner: "run-a",
+		State: store.ReplayRunning}, Now: t0}); err != nil {
+		t.Fatal(err)
+	}
+	if j := mustJob(t, s, "rpl_1"); string(j.Progress) != `{"p":2}` || !j.LeaseUntil.IsZero() {
+		t.Fatalf("job after a step without progress = %+v", j)
+	}
 	if n, err := s.DeliveryRequeue(ctx, &store.DeliveryRequeueParams{EndpointID: "other", IDs: ids, Status: store.DeliveryFailed,
 		Now: t0}); err != nil || n != 0 {
 		t.Fatalf("requeue of another endpoint's deliveries = %d, %v", n, err)

@@ -374,7 +374,7 @@ func ScanReplayJob(row Row) (store.ReplayJob, error) {
 func ReplayStepSQL(mark string) string { return strings.ReplaceAll(replayStepSQL, "#", mark) }
 
 const replayStepSQL = `UPDATE replay_jobs SET total = total + #1, queued = queued + #2,
-	progress = CASE WHEN length(#3) = 0 THEN progress ELSE #3 END, lease_until = #4,
+	progress = CASE WHEN #11 THEN progress ELSE #3 END, lease_until = #4,
 	state = #5, truncated = #6, error = #7, updated_at = CAST(#8 AS BIGINT),
 	finished_at = CASE WHEN #5 = 'running' THEN 0 ELSE CAST(#8 AS BIGINT) END
 	WHERE id = #9 AND owner = #10 AND state = 'running'`
@@ -382,7 +382,8 @@ const replayStepSQL = `UPDATE replay_jobs SET total = total + #1, queued = queue
 // ReplayStepArgs are the arguments of ReplayStepSQL; queued is what the
 // caller queued in the same transaction.
 func ReplayStepArgs(s *store.ReplayJobStep, queued int, now time.Time) []any {
-	return []any{s.AddTotal, s.AddQueued + queued, nonNilBytes(s.Progress), Nanos(s.LeaseUntil), s.State, s.Truncated, s.Error, Nanos(now), s.ID, s.Owner}
+	return []any{s.AddTotal, s.AddQueued + queued, nonNilBytes(s.Progress), Nanos(s.LeaseUntil), s.State, s.Truncated, s.Error, Nanos(now), s.ID, s.Owner,
+		len(s.Progress) == 0}
 }
 
 // ReplayJobInsertArgs are the values of a new job's columns id,
