@@ -65,6 +65,7 @@ func (a *API) Mount(m auth.Mounter) {
 		{"POST " + APIPrefix + "endpoints/{id}/verify", epWrite, ownsEndpoint, a.verifyEndpoint},
 		{"POST " + APIPrefix + "endpoints/{id}/replay", dlvWrite, ownsEndpoint, a.replay},
 		{"GET " + APIPrefix + "endpoints/{id}/deliveries", dlvRead, ownsEndpoint, a.listDeliveries},
+		{"GET " + APIPrefix + "replays/{id}", dlvRead, ownsReplay, a.getReplay},
 		{"GET " + APIPrefix + "deliveries/{id}", dlvRead, ownsDelivery, a.getDelivery},
 		{"POST " + APIPrefix + "deliveries/{id}/retry", dlvWrite, ownsDelivery, a.retryDelivery},
 		{"POST " + APIPrefix + "events", publish, ownsNothing, a.publish},
@@ -89,6 +90,7 @@ const (
 	CodeUnknownParameter   Code = "unknown_parameter"
 	CodeEndpointNotFound   Code = "endpoint_not_found"
 	CodeDeliveryNotFound   Code = "delivery_not_found"
+	CodeReplayNotFound     Code = "replay_not_found"
 	CodeConflict           Code = "conflict"
 	CodeVerificationFailed Code = "verification_failed"
 	CodeStreamNotSourced   Code = "stream_not_sourced"
@@ -123,6 +125,7 @@ var errorTable = []struct {
 }{
 	{store.ErrEndpointNotFound, http.StatusNotFound, CodeEndpointNotFound},
 	{store.ErrDeliveryNotFound, http.StatusNotFound, CodeDeliveryNotFound},
+	{store.ErrReplayJobNotFound, http.StatusNotFound, CodeReplayNotFound},
 	{store.ErrEndpointConflict, http.StatusConflict, CodeConflict},
 	{store.ErrEventTypeNotFound, http.StatusNotFound, CodeEventTypeNotFound},
 	{store.ErrEventTypeExists, http.StatusConflict, CodeEventTypeExists},

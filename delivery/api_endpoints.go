@@ -389,14 +389,33 @@ func (a *API) testEndpoint(w http.ResponseWriter, r *http.Request) {
 
 type replayRequest struct {
 	Since  string `json:"since,omitempty"`
+	Until  string `json:"until,omitempty"`
 	Offset string `json:"offset,omitempty"`
 	Stream string `json:"stream,omitempty"`
+	Status string `json:"status,omitempty"`
 }
 
+// replayJSON is a replay job as the API shows it.
 type replayJSON struct {
-	Queued    int  `json:"queued"`
-	Truncated bool `json:"truncated"`
+	ID         string  `json:"id"`
+	EndpointID string  `json:"endpoint_id"`
+	State      string  `json:"state"`
+	Queued     int     `json:"queued"`
+	Total      int     `json:"total"`
+	Truncated  bool    `json:"truncated"`
+	Error      string  `json:"error,omitempty"`
+	CreatedAt  *string `json:"created_at"`
+	UpdatedAt  *string `json:"updated_at"`
+	FinishedAt *string `json:"finished_at"`
 }
+
+func replayView(j *store.ReplayJob) replayJSON {
+	return replayJSON{ID: j.ID, EndpointID: j.EndpointID, State: j.State, Queued: j.Queued, Total: j.Total, Truncated: j.Truncated,
+		Error: j.Error, CreatedAt: formatTime(j.CreatedAt), UpdatedAt: formatTime(j.UpdatedAt), FinishedAt: formatTime(j.FinishedAt)}
+}
+
+// replayStatuses are the statuses a replay may requeue.
+var replayStatuses = map[string]bool{store.DeliveryExhausted: true, store.DeliveryFailed: true}
 
 func (a *API) replay(w http.ResponseWriter, r *http.Request) {
 	var req replayRequest
@@ -404,37 +423,73 @@ func (a *API) replay(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, err)
 		return
 	}
-	p := &ReplayParams{EndpointID: pathID(r), Stream: req.Stream}
-	if req.Since == "" && req.Offset == "" {
-		a.fail(w, r, badRequest(CodeInvalidParameter, "since", "give since (an RFC 3339 time) or offset (a stream offset, -1 for the start)"))
+	p, err := replayParams(&req)
+	if err != nil {
+		a.fail(w, r, err)
 		return
 	}
-	if req.Since != "" {
-		t, err := time.Parse(time.RFC3339, req.Since)
-		if err != nil {
-			a.fail(w, r, badRequest(CodeInvalidTimestamp, "since", "since must be RFC 3339, like 2026-01-02T15:04:05Z"))
-			return
+	p.EndpointID = pathID(r)
+	job, err := a.e.Replay(r.Context(), p)
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusAccepted, replayView(job))
+}
+
+// replayParams checks a replay request.
+func replayParams(req *replayRequest) (*ReplayParams, error) {
+	p := &ReplayParams{Stream: req.Stream, Status: req.Status}
+	if req.Since == "" && req.Offset == "" && req.Status == "" {
+		return nil, badRequest(CodeInvalidParameter, "since",
+			"give since (an RFC 3339 time), offset (a stream offset, -1 for the start) or status (exhausted or failed)")
+	}
+	if req.Status != "" && !replayStatuses[req.Status] {
+		return nil, badRequest(CodeInvalidParameter, "status", "status is exhausted or failed")
+	}
+	for _, f := range []struct {
+		name, value string
+		dst         *time.Time
+	}{{"since", req.Since, &p.Since}, {"until", req.Until, &p.Until}} {
+		if f.value == "" {
+			continue
 		}
-		p.Since = t
+		t, err := time.Parse(time.RFC3339, f.value)
+		if err != nil {
+			return nil, badRequest(CodeInvalidTimestamp, f.name, "%s must be RFC 3339, like 2026-01-02T15:04:05Z", f.name)
+		}
+		*f.dst = t
+	}
+	if !p.Until.IsZero() && !p.Since.Before(p.Until) && !p.Since.IsZero() {
+		return nil, badRequest(CodeInvalidParameter, "until", "until must be after since")
 	}
 	if req.Offset != "" {
+		if req.Status != "" {
+			return nil, badRequest(CodeInvalidParameter, "offset", "offset replays a stream; status requeues deliveries: give one of them")
+		}
 		pos, err := parseOffset(req.Offset)
 		if err != nil {
-			a.fail(w, r, err)
-			return
+			return nil, err
 		}
 		p.HasFrom, p.From = true, pos
 	}
 	if req.Stream != "" {
 		if err := validateStream(req.Stream); err != nil {
-			a.fail(w, r, err)
-			return
+			return nil, err
 		}
 	}
-	res, err := a.e.Replay(r.Context(), p)
+	return p, nil
+}
+
+func (a *API) getReplay(w http.ResponseWriter, r *http.Request) {
+	if err := checkQuery(r); err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	job, err := a.e.ReplayJob(r.Context(), pathID(r))
 	if err != nil {
 		a.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusAccepted, replayJSON{Queued: res.Queued, Truncated: res.Truncated})
+	writeJSON(w, http.StatusOK, replayView(job))
 }

@@ -13,7 +13,7 @@ import (
 // sees and changes only that tenant's endpoints, their deliveries and
 // attempts, and publishes only that tenant's events:
 //
-//   - another tenant's endpoint or delivery answers 404 with the code of a
+//   - another tenant's endpoint, delivery or replay job answers 404 with the code of a
 //     missing one, so its existence is not shown;
 //   - listing endpoints is limited to the credential's tenant whatever
 //     ?tenant says;
@@ -37,6 +37,7 @@ const (
 	ownsNothing owner = iota
 	ownsEndpoint
 	ownsDelivery
+	ownsReplay
 )
 
 // errNoPrincipal: a route was served without the access check that
@@ -105,6 +106,24 @@ func (a *API) visibleDelivery(ctx context.Context, id string) (*store.Delivery, 
 	return d, nil
 }
 
+// visibleReplay reports store.ErrReplayJobNotFound, as for a missing
+// one, when the request's credential may not see the replay job id: a job
+// is its endpoint's tenant's.
+func (a *API) visibleReplay(ctx context.Context, id string) error {
+	tenant, err := tenantOf(ctx)
+	if err != nil {
+		return err
+	}
+	job, err := a.e.st.ReplayJobGet(ctx, id)
+	if err != nil {
+		return err
+	}
+	if tenant != "" && job.Tenant != tenant {
+		return store.ErrReplayJobNotFound
+	}
+	return nil
+}
+
 // owned returns h behind the check that the resource its path's {id}
 // names is visible to the caller (a 404 when it is not).
 func (a *API) owned(o owner, h http.HandlerFunc) http.HandlerFunc {
@@ -114,10 +133,13 @@ func (a *API) owned(o owner, h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		ctx, id := r.Context(), pathID(r)
 		var err error
-		if o == ownsEndpoint {
+		switch o {
+		case ownsEndpoint:
 			_, err = a.visibleEndpoint(ctx, id)
-		} else {
+		case ownsDelivery:
 			_, err = a.visibleDelivery(ctx, id)
+		default:
+			err = a.visibleReplay(ctx, id)
 		}
 		if err != nil {
 			a.fail(w, r, err)

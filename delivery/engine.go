@@ -152,6 +152,10 @@ type EngineConfig struct {
 	// metrics of attempts and outcomes: one series per tenant, so it is
 	// off by default (an installation of many tenants makes many series).
 	MetricsTenantLabel bool
+	// ReplayBatch is how many deliveries one step of a replay job queues
+	// at most (each step stores the job's progress); DefaultReplayBatch
+	// when 0.
+	ReplayBatch int
 }
 
 // Engine delivers events: it matches stream messages to endpoints and
@@ -173,6 +177,9 @@ type Engine struct {
 	mu        sync.RWMutex
 	endpoints map[string]*liveEndpoint // guarded by mu
 	runners   map[string]*runner       // guarded by mu
+
+	replayMu sync.Mutex
+	replays  map[string]chan struct{} // replay jobs running here, closed when their run ends; guarded by replayMu
 
 	queue  *pathQueue
 	global chan struct{} // global in-flight slots
@@ -276,6 +283,9 @@ func NewEngine(cfg EngineConfig) (*Engine, error) {
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = webhook.DefaultTimeout
 	}
+	if cfg.ReplayBatch <= 0 {
+		cfg.ReplayBatch = DefaultReplayBatch
+	}
 	e := &Engine{
 		cfg:       cfg,
 		st:        cfg.Store,
@@ -286,6 +296,7 @@ func NewEngine(cfg EngineConfig) (*Engine, error) {
 		breaker:   Breaker{Threshold: cfg.BreakerThreshold},
 		endpoints: make(map[string]*liveEndpoint),
 		runners:   make(map[string]*runner),
+		replays:   make(map[string]chan struct{}),
 		queue:     newPathQueue(),
 		global:    make(chan struct{}, cfg.GlobalMaxInFlight),
 		freed:     make(chan struct{}),
@@ -309,8 +320,8 @@ func NewEngine(cfg EngineConfig) (*Engine, error) {
 	return e, nil
 }
 
-// Start loads the endpoints and starts the matcher, the runners and the
-// pruner. It returns at once; Stop ends them.
+// Start loads the endpoints and starts the matcher, the runners, the
+// pruner and the replay jobs whose engine is gone. It returns at once; Stop ends them.
 func (e *Engine) Start(ctx context.Context) error {
 	var err error
 	e.startOnce.Do(func() {
@@ -334,6 +345,7 @@ func (e *Engine) Start(ctx context.Context) error {
 			e.goOwned(e.matchWorker)
 		}
 		e.sweepStreams(e.ctx)
+		e.claimReplays(e.ctx)
 	})
 	return err
 }
@@ -602,6 +614,7 @@ func (e *Engine) sweepLoop() {
 			}
 		case <-sweep.C:
 			e.sweepAll(e.ctx)
+			e.claimReplays(e.ctx)
 		}
 	}
 }

@@ -172,6 +172,8 @@ func (e *Engine) endpointsFor(path string) []*liveEndpoint {
 type parsedMessage struct {
 	target *Target
 	tenant string
+	// ownID: the id is the message's own, not one named for it.
+	ownID bool
 	// bodies are the event rendered by each profile that needed it.
 	bodies map[*Profile][]byte
 }
@@ -222,7 +224,8 @@ func parseMessage(ctx context.Context, raw []byte, path string, pos int64, ids e
 	if err := json.Unmarshal(w.Type, &ev.Type); err != nil || ValidateEventType(ev.Type) != nil {
 		return nil, nil
 	}
-	if json.Unmarshal(w.ID, &ev.ID) != nil || ValidateEventID(ev.ID) != nil {
+	ownID := json.Unmarshal(w.ID, &ev.ID) == nil && ValidateEventID(ev.ID) == nil
+	if !ownID {
 		id, err := ids.id(ctx, pos)
 		if err != nil {
 			return nil, err
@@ -240,7 +243,7 @@ func parseMessage(ctx context.Context, raw []byte, path string, pos int64, ids e
 	if len(w.Data) > 0 {
 		ev.Data = w.Data
 	}
-	m := &parsedMessage{target: NewTarget(ev, path)}
+	m := &parsedMessage{target: NewTarget(ev, path), ownID: ownID}
 	if len(w.Tenant) > 0 && json.Unmarshal(w.Tenant, &m.tenant) != nil {
 		m.tenant = ""
 	}
@@ -257,6 +260,64 @@ func (le *liveEndpoint) receives(m *parsedMessage) bool {
 		return false
 	}
 	return le.filters.Match(m.target)
+}
+
+// pageEvent is one event of a page: where its message starts, where the
+// next one does.
+type pageEvent struct {
+	pos, next int64
+	m         *parsedMessage
+}
+
+// readEvents reads the whole messages of data, which starts at position
+// from of the stream at path, as events. An event whose own id was seen
+// before at another place (published through the API, or appended
+// earlier, to any stream of this installation, within the retention) is
+// a duplicate and left out, as is every repeat of an id in the page; the
+// ids met for the first time are returned as sightings, to be recorded
+// with the page's deliveries.
+func (e *Engine) readEvents(ctx context.Context, path string, from int64, data []byte, ids eventIDs, now time.Time) ([]pageEvent, []store.EventSighting, error) {
+	var evs []pageEvent
+	var own []string
+	for pos := from; len(data) > 0; {
+		i := bytes.IndexByte(data, '\n')
+		m, err := parseMessage(ctx, data[:i], path, pos, ids, now)
+		if err != nil {
+			return nil, nil, err
+		}
+		next := pos + int64(i+1)
+		if m != nil {
+			evs = append(evs, pageEvent{pos: pos, next: next, m: m})
+			if m.ownID {
+				own = append(own, m.target.Event.ID)
+			}
+		}
+		data, pos = data[i+1:], next
+	}
+	if len(own) == 0 {
+		return evs, nil, nil
+	}
+	seen, err := e.st.EventIDsSeen(ctx, own)
+	if err != nil {
+		return nil, nil, err
+	}
+	var sightings []store.EventSighting
+	met := make(map[string]bool, len(own))
+	kept := evs[:0]
+	for _, ev := range evs {
+		if id := ev.m.target.Event.ID; ev.m.ownID {
+			at, known := seen[id]
+			if met[id] || known && (at.Stream != path || at.Position != ev.pos) {
+				continue
+			}
+			met[id] = true
+			if !known {
+				sightings = append(sightings, store.EventSighting{EventID: id, Position: ev.pos})
+			}
+		}
+		kept = append(kept, ev)
+	}
+	return kept, sightings, nil
 }
 
 // matchState is one endpoint's progress on the stream being matched.
@@ -350,33 +411,21 @@ func (e *Engine) matchPage(ctx context.Context, path string, eps []*liveEndpoint
 	}
 	var deliveries []store.Delivery
 	ids := e.newPageIDs(st.ID, from, next)
-	for pos := from; len(data) > 0; {
-		i := bytes.IndexByte(data, '\n')
-		raw := data[:i]
-		data = data[i+1:]
-		msgPos := pos
-		pos += int64(i + 1)
-		var m *parsedMessage
-		parsed := false
+	evs, sightings, err := e.readEvents(ctx, path, from, data, ids, now)
+	if err != nil {
+		return false, err
+	}
+	for _, ev := range evs {
 		for _, ms := range states {
-			if ms.start > msgPos {
+			if ms.start > ev.pos || !ms.le.receives(ev.m) {
 				continue
 			}
-			if !parsed {
-				if m, err = parseMessage(ctx, raw, path, msgPos, ids, now); err != nil {
-					return false, err
-				}
-				parsed = true
-			}
-			if m == nil || !ms.le.receives(m) {
-				continue
-			}
-			if d, ok := e.newDelivery(ms.le, m, msgPos, now); ok {
+			if d, ok := e.newDelivery(ms.le, ev.m, ev.pos, now); ok {
 				deliveries = append(deliveries, d)
 			}
 		}
 	}
-	params := &store.DeliveryEnqueueParams{Stream: path, Spans: ids.writes, Deliveries: deliveries, Now: now}
+	params := &store.DeliveryEnqueueParams{Stream: path, Spans: ids.writes, Deliveries: deliveries, Sightings: sightings, Now: now}
 	for _, ms := range states {
 		pos := max(next, ms.start)
 		if ms.found && ms.cursor.StreamID == st.ID && ms.cursor.Position == pos {
@@ -387,7 +436,7 @@ func (e *Engine) matchPage(ctx context.Context, path string, eps []*liveEndpoint
 			StreamID: st.ID, Position: pos,
 		})
 	}
-	if len(params.Cursors) == 0 && len(deliveries) == 0 && len(params.Spans) == 0 {
+	if len(params.Cursors) == 0 && len(deliveries) == 0 && len(params.Spans) == 0 && len(sightings) == 0 {
 		return false, nil
 	}
 	parent := trace.SpanContextFromContext(ctx)

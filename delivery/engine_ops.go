@@ -30,15 +30,12 @@ var (
 
 // Limits of the operations.
 const (
-	// MaxReplayEvents bounds the deliveries one replay queues.
-	MaxReplayEvents = 100_000
 	// TestEventType is the type of the event `test` sends.
 	TestEventType = "herald.test"
 	// VerificationEventType is the type of the verification challenge.
 	VerificationEventType = "herald.verification"
 	// HeaderVerification carries the challenge of the verification POST.
 	HeaderVerification = "Herald-Verification"
-	replayEnqueueBatch = 1000
 )
 
 // CreateEndpointParams are the inputs of CreateEndpoint.
@@ -378,164 +375,6 @@ func (e *Engine) RetryDelivery(ctx context.Context, id string) (*store.Delivery,
 	return d, nil
 }
 
-// ReplayParams choose the events a replay re-delivers: those of the
-// endpoint's streams (or of Stream) from position From (or from each
-// stream's start when HasFrom is false) whose timestamp is at or after
-// Since (zero: any).
-type ReplayParams struct {
-	EndpointID string
-	Stream     string
-	HasFrom    bool
-	From       int64
-	Since      time.Time
-}
-
-// ReplayResult says what a replay queued.
-type ReplayResult struct {
-	Queued int
-	// Truncated is true when MaxReplayEvents was reached.
-	Truncated bool
-}
-
-// Replay re-delivers, in bulk, past events that match the endpoint: each
-// gets its delivery made pending again (or created, if it was pruned or
-// never matched). Events past the endpoint's cursor are left to the
-// matcher.
-func (e *Engine) Replay(ctx context.Context, p *ReplayParams) (*ReplayResult, error) {
-	ep, err := e.st.EndpointGet(ctx, p.EndpointID)
-	if err != nil {
-		return nil, err
-	}
-	le, err := e.compile(ep)
-	if err != nil {
-		return nil, err
-	}
-	now := e.now()
-	var paths []string
-	if p.Stream != "" {
-		if !le.matchesStream(p.Stream) {
-			return nil, ErrStreamNotSourced
-		}
-		paths = []string{p.Stream}
-	} else {
-		streams, err := e.st.StreamList(ctx, &store.StreamListParams{Now: now})
-		if err != nil {
-			return nil, err
-		}
-		for _, s := range streams {
-			if le.matchesStream(s.Path) {
-				paths = append(paths, s.Path)
-			}
-		}
-	}
-	res := &ReplayResult{}
-	for _, path := range paths {
-		if err := e.replayStream(ctx, le, path, p, res); err != nil {
-			return nil, err
-		}
-		if res.Truncated {
-			break
-		}
-	}
-	e.kick(map[string]bool{le.ep.ID: true})
-	return res, nil
-}
-
-func (e *Engine) replayStream(ctx context.Context, le *liveEndpoint, path string, p *ReplayParams, res *ReplayResult) error {
-	now := e.now()
-	st, err := e.st.StreamGet(ctx, &store.StreamGetParams{Path: path, Now: now})
-	if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrStreamGone) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	if !protocol.IsJSON(st.ContentType) {
-		return nil
-	}
-	cursors, err := e.st.DeliveryCursors(ctx, &store.DeliveryCursorsParams{Stream: path})
-	if err != nil {
-		return err
-	}
-	end := int64(-1)
-	for _, c := range cursors {
-		if c.EndpointID == le.ep.ID && c.StreamID == st.ID {
-			end = c.Position
-		}
-	}
-	from := st.ForkPosition
-	if p.HasFrom {
-		from = max(from, p.From)
-	}
-	var batch []store.Delivery
-	// flush enqueues the batch with the id spans its ids came from.
-	flush := func(spans []store.EventIDSpanWrite) error {
-		if len(batch) == 0 && len(spans) == 0 {
-			return nil
-		}
-		out, err := e.st.DeliveryEnqueue(ctx, &store.DeliveryEnqueueParams{Stream: path, Spans: spans, Deliveries: batch, Replay: true, Now: now})
-		if err != nil {
-			return err
-		}
-		res.Queued += out.Queued
-		batch = batch[:0]
-		return nil
-	}
-	conflicts := 0
-	for from < end {
-		r, err := e.st.StreamRead(ctx, &store.StreamReadParams{Path: path, From: from, MaxBytes: matchPage, Now: now, Internal: true})
-		if err != nil {
-			return err
-		}
-		data := r.Data[:bytes.LastIndexByte(r.Data, '\n')+1]
-		if len(data) == 0 {
-			break
-		}
-		page := int64(len(data))
-		ids := e.newPageIDs(st.ID, from, min(from+page, end))
-		kept := len(batch)
-		truncated := false
-		for pos := from; len(data) > 0 && pos < end; {
-			i := bytes.IndexByte(data, '\n')
-			m, err := parseMessage(ctx, data[:i], path, pos, ids, now)
-			if err != nil {
-				return err
-			}
-			msgPos := pos
-			data, pos = data[i+1:], pos+int64(i+1)
-			if m == nil || !le.receives(m) || m.target.Event.Timestamp.Before(p.Since) {
-				continue
-			}
-			if d, ok := e.newDelivery(le, m, msgPos, now); ok {
-				batch = append(batch, d)
-			}
-			if res.Queued+len(batch) >= MaxReplayEvents {
-				truncated = true
-				break
-			}
-		}
-		// New spans are stored with the deliveries named from them, before
-		// the next page reads the spans again.
-		if len(ids.writes) > 0 || truncated || len(batch) >= replayEnqueueBatch {
-			err := flush(ids.writes)
-			if errors.Is(err, store.ErrCursorConflict) && conflicts < casAttempts {
-				conflicts++ // the matcher named this page first: do it again
-				batch = batch[:kept]
-				continue
-			}
-			if err != nil {
-				return err
-			}
-			if truncated {
-				res.Truncated = true
-				return nil
-			}
-		}
-		from += page
-	}
-	return flush(nil)
-}
-
 // PublishParams are the inputs of Publish.
 type PublishParams struct {
 	Event  *Event
@@ -555,9 +394,11 @@ type PublishResult struct {
 }
 
 // Publish appends an event to its stream, assigning an id when it has
-// none. An id published before is not appended again (Duplicate). With
-// the catalogue enforced, the event's type must be catalogued and its
-// data pass the type's schema. Errors: *ValidationError for a bad stream,
+// none. An id seen before (published, or appended to a stream an
+// endpoint sources from) is not appended again: the result is Duplicate,
+// with the event as first seen (its timestamp and data). With the
+// catalogue enforced, the event's type must be catalogued and its data
+// pass the type's schema. Errors: *ValidationError for a bad stream,
 // tenant, or (enforced) type or data, and the store's append errors.
 func (e *Engine) Publish(ctx context.Context, p *PublishParams) (*PublishResult, error) {
 	stream := p.Stream
@@ -602,8 +443,45 @@ func (e *Engine) Publish(ctx context.Context, p *PublishParams) (*PublishResult,
 	if err != nil {
 		return nil, err
 	}
+	if out.Duplicate {
+		stored, err := e.storedEvent(ctx, out.Stream, out.Position, ev.ID)
+		if err != nil {
+			return nil, err
+		}
+		if stored != nil {
+			ev = *stored
+		}
+	}
 	return &PublishResult{Event: ev, Stream: out.Stream, Offset: protocol.FormatOffset(out.Position), Duplicate: out.Duplicate,
 		DeprecatedType: deprecated}, nil
+}
+
+// knownID names an event whose id is known (eventIDs).
+type knownID string
+
+func (k knownID) id(context.Context, int64) (string, error) { return string(k), nil }
+
+// storedEvent reads the event id whose message starts at pos of the
+// stream at path: the event as first published or appended. It is nil
+// when the stream no longer holds it (deleted, or not an event there).
+func (e *Engine) storedEvent(ctx context.Context, path string, pos int64, id string) (*Event, error) {
+	now := e.now()
+	r, err := e.st.StreamRead(ctx, &store.StreamReadParams{Path: path, From: pos, MaxBytes: e.cfg.MaxEventBytes + 4096, Now: now, Internal: true})
+	if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrStreamGone) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	end := bytes.IndexByte(r.Data, '\n')
+	if end < 0 {
+		return nil, nil
+	}
+	m, err := parseMessage(ctx, r.Data[:end], path, pos, knownID(id), now)
+	if err != nil || m == nil || m.target.Event.ID != id {
+		return nil, err
+	}
+	return m.target.Event, nil
 }
 
 // CodeInvalidStream: a stream path is not absolute, has an empty, "." or

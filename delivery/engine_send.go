@@ -235,7 +235,7 @@ func (r *runner) handoff(le *liveEndpoint, ds []store.Delivery) {
 }
 
 // sendEarly sends a delivery on a slot already taken; with a ticket, a
-// delivery being inserted leased, before its insert commits (see
+// delivery being inserted leased, as soon as its insert commits (see
 // handover). parent is the span an attempt's span is a child of (the
 // match of a fresh event; invalid for a claim).
 func (r *runner) sendEarly(parent trace.SpanContext, le *liveEndpoint, d store.Delivery, t *ticket) {

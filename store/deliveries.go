@@ -41,6 +41,8 @@ import (
 // crash of the process loses none of them and a machine crash loses only
 // a suffix of them (never one that a later durable write depends on).
 type DeliveryStore interface {
+	ReplayStore
+
 	// EndpointCreate stores a new endpoint and, in the same transaction,
 	// sets its cursor on every existing stream to the stream's tail: an
 	// endpoint receives the events appended after it was created.
@@ -59,8 +61,8 @@ type DeliveryStore interface {
 	// endpoint get one at their tail, so widening the stream patterns
 	// does not deliver the past. ErrEndpointNotFound, ErrEndpointConflict.
 	EndpointUpdate(ctx context.Context, params *EndpointUpdateParams) (*Endpoint, error)
-	// EndpointDelete removes an endpoint with its cursors, deliveries and
-	// attempts. ErrEndpointNotFound when absent.
+	// EndpointDelete removes an endpoint with its cursors, deliveries,
+	// attempts and replay jobs. ErrEndpointNotFound when absent.
 	EndpointDelete(ctx context.Context, id string) error
 	// EndpointCount returns how many endpoints are "active", "paused",
 	// "pending" and "disabled" (see Endpoint.Status).
@@ -80,8 +82,10 @@ type DeliveryStore interface {
 	// Limits allow (the rest are inserted pending, for a claim). A cursor
 	// whose stored state is not the expected one fails the whole call
 	// with ErrCursorConflict and nothing is written; so does a span that
-	// would overlap a stored one, or an extension of a span that is no
-	// longer as read.
+	// would overlap a stored one, an extension of a span that is no
+	// longer as read, or a sighting of an event id first seen elsewhere.
+	// A Job is stepped in the same transaction (ErrReplayJobLost when it
+	// is no longer the caller's, and nothing is written).
 	DeliveryEnqueue(ctx context.Context, params *DeliveryEnqueueParams) (*DeliveryEnqueueResult, error)
 	// DeliveryClaim leases up to Limit due deliveries of one endpoint
 	// (pending or failed, NextAttemptAt at or before Now, no lease running
@@ -112,13 +116,22 @@ type DeliveryStore interface {
 	DeliveryCount(ctx context.Context, params *DeliveryListParams) (int, error)
 	// DeliveryAttempts returns a delivery's attempts, oldest first.
 	DeliveryAttempts(ctx context.Context, deliveryID string) ([]DeliveryAttempt, error)
+	// DeliveryRequeue makes the deliveries of params.IDs that are of the
+	// endpoint and still of params.Status pending and due at Now with a
+	// fresh schedule (as DeliveryRetry), and returns how many. The Job is
+	// stepped in the same transaction (ErrReplayJobLost, nothing written).
+	DeliveryRequeue(ctx context.Context, params *DeliveryRequeueParams) (int, error)
+	// EventIDsSeen returns where each of ids was first seen, by
+	// EventPublish or a sighting of DeliveryEnqueue; ids never seen (or
+	// pruned) are absent.
+	EventIDsSeen(ctx context.Context, ids []string) (map[string]EventPlace, error)
 	// DeliveryRetry makes a delivery pending and due at Now with a fresh
 	// schedule, whatever its status; a delivery in flight stays leased
 	// (claimable when its lease ends without an outcome).
 	// ErrDeliveryNotFound.
 	DeliveryRetry(ctx context.Context, params *DeliveryRetryParams) (*Delivery, error)
 	// DeliveryPrune removes finished deliveries (with their attempts),
-	// and published event ids, older than params.Before; at most
+	// finished replay jobs, and seen event ids, older than params.Before; at most
 	// params.Limit deliveries per call. It also removes the id spans of
 	// up to params.Limit streams that no longer exist. It returns how many deliveries it
 	// removed.
@@ -129,8 +142,9 @@ type DeliveryStore interface {
 
 	// EventPublish appends one event (a framed JSON message) to a stream,
 	// creating the stream (application/json) when missing, and records
-	// its ID, in one transaction. An ID recorded before is not appended
-	// again: the result is the first publication with Duplicate set.
+	// its ID, in one transaction. An ID recorded before (published, or
+	// sighted by DeliveryEnqueue) is not appended again: the result is
+	// where it was first seen, with Duplicate set.
 	// Errors: those of StreamAppend.
 	EventPublish(ctx context.Context, params *EventPublishParams) (*EventPublishResult, error)
 }
@@ -377,11 +391,17 @@ type DeliveryEnqueueParams struct {
 	Spans      []EventIDSpanWrite
 	Cursors    []CursorAdvance
 	Deliveries []Delivery
-	Replay     bool
+	// Sightings are event ids met in the stream, recorded as seen (as
+	// EventPublish records the ids it publishes) unless they were seen at
+	// the same place before.
+	Sightings []EventSighting
+	Replay    bool
 	// Limits are the limits of the endpoints whose deliveries are given
 	// with a LeaseUntil, by endpoint ID (absent: no limit).
 	Limits map[string]DeliveryLimits
 	Now    time.Time
+	// Job, when set, is stepped with the deliveries it queued.
+	Job *ReplayJobStep
 }
 
 // DeliveryEnqueueResult is the output of DeliveryEnqueue.

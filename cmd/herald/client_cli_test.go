@@ -288,6 +288,10 @@ func TestEndpointsEventsDeliveriesCommands(t *testing.T) {
 		t.Fatalf("replay json: %q, %v", out, err)
 	}
 
+	// Requeueing dead letters: none here, and the job says so once done.
+	expectOutput(t, "deliveries replay --status", mustCLI(t, env, "deliveries", "replay", "--endpoint", ep.ID, "--status", "exhausted",
+		"--until", "2100-01-01T00:00:00Z"), " done: queued 0 deliveries of 0 events")
+
 	expectOutput(t, "endpoints rm", mustCLI(t, env, "endpoints", "rm", ep.ID), "deleted endpoint "+ep.ID)
 	if _, err := runCLI(t, env, "endpoints", "get", ep.ID); err == nil || !strings.Contains(err.Error(), "404") {
 		t.Fatalf("get after rm: %v", err)

@@ -29,6 +29,7 @@ type deliveryConfig struct {
 	Retention           time.Duration
 	DefaultStream       string
 	MaxEventBytes       int
+	ReplayBatch         int
 	Profile             string
 	ProfilesFile        string
 	FailurePolicy       string
@@ -47,9 +48,11 @@ func (c *deliveryConfig) addFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.Timeout, "delivery-timeout", webhook.DefaultTimeout, "event delivery: timeout of one attempt")
 	fs.IntVar(&c.MaxInFlight, "delivery-max-in-flight", delivery.DefaultGlobalMaxInFlight, "event delivery: deliveries in flight across all endpoints; one endpoint holds at most a quarter of them")
 	fs.IntVar(&c.EndpointMaxInFlight, "delivery-endpoint-max-in-flight", delivery.DefaultEndpointMaxInFlight, "event delivery: deliveries in flight per endpoint that sets no max_in_flight (at most a quarter of --delivery-max-in-flight)")
-	fs.DurationVar(&c.Retention, "delivery-retention", delivery.DefaultRetention, "event delivery: how long finished deliveries, their attempts and published event ids are kept")
+	fs.DurationVar(&c.Retention, "delivery-retention", delivery.DefaultRetention, "event delivery: how long finished deliveries, their attempts, finished replay jobs and seen event ids are kept")
 	fs.StringVar(&c.DefaultStream, "delivery-default-stream", delivery.DefaultStream, "event delivery: stream of events published without one")
 	fs.IntVar(&c.MaxEventBytes, "delivery-max-event-bytes", delivery.DefaultMaxEventBytes, "event delivery: largest event accepted by POST /_herald/v1/events")
+	fs.IntVar(&c.ReplayBatch, "delivery-replay-batch", delivery.DefaultReplayBatch,
+		"event delivery: deliveries one step of a replay job queues at most (each step stores the job's progress)")
 	fs.StringVar(&c.Profile, "delivery-profile", delivery.ProfileStandardWebhooks,
 		"event delivery: wire profile of endpoints that choose none ("+strings.Join(delivery.ShippedProfiles(), ", ")+", or one of --delivery-profiles-file)")
 	fs.StringVar(&c.ProfilesFile, "delivery-profiles-file", "", "event delivery: JSON file of further wire profiles, {\"profiles\": [...]}")
@@ -84,8 +87,8 @@ func (c *deliveryConfig) problems() []string {
 	if c.Lease <= c.Timeout {
 		out = append(out, "--delivery-lease must be longer than --delivery-timeout")
 	}
-	if c.MaxInFlight < 1 || c.EndpointMaxInFlight < 1 || c.MaxEventBytes < 1 {
-		out = append(out, "--delivery-max-in-flight, --delivery-endpoint-max-in-flight and --delivery-max-event-bytes must be positive")
+	if c.MaxInFlight < 1 || c.EndpointMaxInFlight < 1 || c.MaxEventBytes < 1 || c.ReplayBatch < 1 {
+		out = append(out, "--delivery-max-in-flight, --delivery-endpoint-max-in-flight, --delivery-max-event-bytes and --delivery-replay-batch must be positive")
 	}
 	if !strings.HasPrefix(c.DefaultStream, "/") || strings.HasPrefix(c.DefaultStream, httpapi.HeraldPrefix) {
 		out = append(out, "--delivery-default-stream must be a stream path")
@@ -171,6 +174,7 @@ func startDelivery(ctx context.Context, p deliveryParams) (*delivery.Engine, err
 		Retention:           c.Retention,
 		DefaultStream:       c.DefaultStream,
 		MaxEventBytes:       c.MaxEventBytes,
+		ReplayBatch:         c.ReplayBatch,
 		Profiles:            profiles,
 		FailurePolicy:       c.FailurePolicy,
 		Timeout:             c.Timeout,

@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 )
 
 const endpointsUsage = `Manage the endpoints a running Herald delivers events to.
@@ -38,6 +39,19 @@ Usage:
 
 ` + commonFlagsUsage
 
+// replayOut is a replay job as the API shows it.
+type replayOut struct {
+	ID        string `json:"id"`
+	State     string `json:"state"`
+	Queued    int    `json:"queued"`
+	Total     int    `json:"total"`
+	Truncated bool   `json:"truncated"`
+	Error     string `json:"error"`
+}
+
+// replayPoll is how often replay reads a running job's progress.
+const replayPoll = 500 * time.Millisecond
+
 const deliveriesUsage = `Inspect, retry and replay the deliveries of a running Herald.
 
 Usage:
@@ -45,9 +59,14 @@ Usage:
                        [--event-type TYPE] [--since RFC3339] [--until RFC3339] [--limit N]
   herald deliveries get ID        (the payload and every attempt)
   herald deliveries retry ID      (pending now, with a fresh schedule)
-  herald deliveries replay --endpoint ID (--since RFC3339 | --offset OFFSET) [--stream PATH]
+  herald deliveries replay --endpoint ID (--since RFC3339 | --offset OFFSET | --status exhausted|failed)
+                           [--until RFC3339] [--stream PATH] [--no-wait]
 
-replay queues past events again at once and prints how many it queued.
+replay starts a replay job: past events matched again (--since, --until,
+--offset, --stream), or the deliveries of a status made pending again
+(--status, with --since and --until bounding when they were created). It
+prints the job's progress (queued/total) until it is done, unless
+--no-wait; with --output json it prints the finished job.
 
 ` + commonFlagsUsage
 
@@ -66,6 +85,7 @@ func runDeliveries(ctx context.Context, args []string, cio clientIO) error {
 const (
 	endpointsPath  = "/_herald/v1/endpoints"
 	deliveriesPath = "/_herald/v1/deliveries"
+	replaysPath    = "/_herald/v1/replays"
 )
 
 // endpointOut is what the table form shows of an endpoint; the JSON form
@@ -419,34 +439,53 @@ func deliveriesAction(c *apiClient, sub string) (*action, bool) {
 			return c.done(raw, "delivery %s is %s, to be sent at %s", d.ID, d.Status, strOr(d.NextAttemptAt, "once a sender is free"))
 		}}, true
 	case "replay":
-		var since, offset, stream string
+		var since, until, offset, stream, status string
+		var noWait bool
 		c.fs.StringVar(&endpoint, "endpoint", "", "the endpoint to replay to (required)")
 		c.fs.StringVar(&since, "since", "", "replay events since this RFC 3339 time")
+		c.fs.StringVar(&until, "until", "", "replay events before this RFC 3339 time")
 		c.fs.StringVar(&offset, "offset", "", "replay events from this offset (-1: the start)")
 		c.fs.StringVar(&stream, "stream", "", "replay only this stream (default: every stream the endpoint sources from)")
-		return &action{args: "--endpoint ID (--since RFC3339 | --offset OFFSET)", run: func(ctx context.Context, _ []string) error {
-			if endpoint == "" || (since == "" && offset == "") {
-				return fmt.Errorf("%w: --endpoint and one of --since and --offset are required", errUsage)
+		c.fs.StringVar(&status, "status", "", "requeue the deliveries of this status instead: exhausted or failed")
+		c.fs.BoolVar(&noWait, "no-wait", false, "print the job as started, without waiting for it to finish")
+		return &action{args: "--endpoint ID (--since RFC3339 | --offset OFFSET | --status STATUS)", run: func(ctx context.Context, _ []string) error {
+			if endpoint == "" || (since == "" && offset == "" && status == "") {
+				return fmt.Errorf("%w: --endpoint and one of --since, --offset and --status are required", errUsage)
 			}
 			body := map[string]string{}
-			for k, v := range map[string]string{"since": since, "offset": offset, "stream": stream} {
+			for k, v := range map[string]string{"since": since, "until": until, "offset": offset, "stream": stream, "status": status} {
 				if v != "" {
 					body[k] = v
 				}
 			}
-			var res struct {
-				Queued    int  `json:"queued"`
-				Truncated bool `json:"truncated"`
-			}
-			raw, err := c.fetch(ctx, http.MethodPost, idPath(endpointsPath, endpoint)+"/replay", body, &res)
+			var job replayOut
+			raw, err := c.fetch(ctx, http.MethodPost, idPath(endpointsPath, endpoint)+"/replay", body, &job)
 			if err != nil {
 				return err
 			}
-			more := ""
-			if res.Truncated {
-				more = " (the most one replay queues: replay again from the last one for the rest)"
+			for !noWait && job.State == "running" {
+				if c.output != "json" {
+					if _, err := fmt.Fprintf(c.stdout, "replay %s: %d/%d queued\n", job.ID, job.Queued, job.Total); err != nil {
+						return err
+					}
+				}
+				select {
+				case <-ctx.Done():
+					return ctx.Err()
+				case <-time.After(replayPoll):
+				}
+				if raw, err = c.fetch(ctx, http.MethodGet, idPath(replaysPath, job.ID), nil, &job); err != nil {
+					return err
+				}
 			}
-			return c.done(raw, "queued %d deliveries to %s%s", res.Queued, endpoint, more)
+			more := ""
+			if job.Truncated {
+				more = " (the most one replay covers: replay again from the last one for the rest)"
+			}
+			if job.State == "failed" {
+				return fmt.Errorf("replay %s failed after queueing %d of %d: %s", job.ID, job.Queued, job.Total, job.Error)
+			}
+			return c.done(raw, "replay %s %s: queued %d deliveries of %d events to %s%s", job.ID, job.State, job.Queued, job.Total, endpoint, more)
 		}}, true
 	}
 	return nil, false

@@ -187,6 +187,7 @@ type matrixFixtures struct {
 	stream     string
 	endpoint   string
 	delivery   string
+	replay     string
 	keyID      string
 	sub        string
 	consumerID string
@@ -219,6 +220,9 @@ func (m *matrix) fixtures(t *testing.T) *matrixFixtures {
 			time.Sleep(10 * time.Millisecond)
 		}
 	}
+	var job struct{ ID string }
+	m.admin(t, "POST", "/_herald/v1/endpoints/"+f.endpoint+"/replay", `{"status":"exhausted"}`, http.StatusAccepted, &job)
+	f.replay = job.ID
 	var k struct{ ID string }
 	m.admin(t, "POST", "/_herald/v1/keys", `{"scopes":["streams:read"],"tenant":"`+matrixTenant+`"}`, http.StatusCreated, &k)
 	f.keyID = k.ID
@@ -301,6 +305,8 @@ func (f *matrixFixtures) request(rt httpapi.Route) (matrixRequest, bool) {
 		r.path, r.owned, r.body = ep+"/replay", true, `{"since":"2000-01-01T00:00:00Z"}`
 	case "/_herald/v1/endpoints/{id}/deliveries":
 		r.path, r.owned = ep+"/deliveries", true
+	case "/_herald/v1/replays/{id}":
+		r.path, r.owned = "/_herald/v1/replays/"+f.replay, true
 	case "/_herald/v1/deliveries/{id}":
 		r.path, r.owned = "/_herald/v1/deliveries/"+f.delivery, true
 	case "/_herald/v1/deliveries/{id}/retry":

@@ -139,6 +139,14 @@ func (s *Store) DeliveryEnqueue(ctx context.Context, params *store.DeliveryEnque
 			}
 			res.Queued += int(tag.RowsAffected())
 		}
+		for i := range params.Sightings {
+			if err := writeSighting(ctx, tx, params.Stream, &params.Sightings[i], now); err != nil {
+				return err
+			}
+		}
+		if params.Job != nil {
+			return stepJob(ctx, tx, params.Job, res.Queued, params.Now)
+		}
 		return nil
 	})
 	if err != nil {
@@ -352,6 +360,9 @@ func (s *Store) DeliveryPrune(ctx context.Context, params *store.DeliveryPrunePa
 		}
 		if _, err := tx.Exec(ctx, `DELETE FROM published_events WHERE created_at < $1`, before); err != nil {
 			return fmt.Errorf("postgres: prune event ids: %w", err)
+		}
+		if _, err := tx.Exec(ctx, `DELETE FROM replay_jobs WHERE finished_at > 0 AND finished_at < $1`, before); err != nil {
+			return fmt.Errorf("postgres: prune replay jobs: %w", err)
 		}
 		// Id spans go with their stream (a stream id is never used again
 		// in one database).

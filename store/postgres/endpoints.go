@@ -168,6 +168,7 @@ func (s *Store) EndpointDelete(ctx context.Context, id string) error {
 			`DELETE FROM deliveries WHERE endpoint_id = $1`,
 			`DELETE FROM delivery_cursors WHERE endpoint_id = $1`,
 			`DELETE FROM endpoint_buckets WHERE endpoint_id = $1`,
+			`DELETE FROM replay_jobs WHERE endpoint_id = $1`,
 		} {
 			if _, err := tx.Exec(ctx, q, id); err != nil {
 				return fmt.Errorf("postgres: delete endpoint data: %w", err)

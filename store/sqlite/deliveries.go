@@ -98,7 +98,7 @@ func (s *Store) writeSpan(b *batch, w *store.EventIDSpanWrite) error {
 func (s *Store) DeliveryEnqueue(ctx context.Context, params *store.DeliveryEnqueueParams) (*store.DeliveryEnqueueResult, error) {
 	res := &store.DeliveryEnqueueResult{}
 	write := s.writeRelaxed // redone from the cursors if lost
-	if params.Replay {
+	if params.Replay || params.Job != nil {
 		write = s.write // acknowledged to the caller of the replay
 	}
 	err := write(ctx, func(b *batch) error {
@@ -162,6 +162,14 @@ func (s *Store) DeliveryEnqueue(ctx context.Context, params *store.DeliveryEnque
 				}
 			}
 			res.Queued += int(n)
+		}
+		for i := range params.Sightings {
+			if err := b.writeSighting(params.Stream, &params.Sightings[i], now); err != nil {
+				return err
+			}
+		}
+		if params.Job != nil {
+			return b.stepJob(params.Job, res.Queued, now)
 		}
 		return nil
 	})
@@ -430,6 +438,9 @@ func (s *Store) DeliveryPrune(ctx context.Context, params *store.DeliveryPrunePa
 		removed = int(n)
 		if _, err := b.exec(`DELETE FROM published_events WHERE created_at < ?`, before); err != nil {
 			return fmt.Errorf("prune event ids: %w", err)
+		}
+		if _, err := b.exec(`DELETE FROM replay_jobs WHERE finished_at > 0 AND finished_at < ?`, before); err != nil {
+			return fmt.Errorf("prune replay jobs: %w", err)
 		}
 		// Id spans go with their stream (a stream id is never used again
 		// in one database).

@@ -219,6 +219,7 @@ func (s *Store) EndpointDelete(ctx context.Context, id string) error {
 			`DELETE FROM deliveries WHERE endpoint_id = ?`,
 			`DELETE FROM delivery_cursors WHERE endpoint_id = ?`,
 			`DELETE FROM endpoint_buckets WHERE endpoint_id = ?`,
+			`DELETE FROM replay_jobs WHERE endpoint_id = ?`,
 		} {
 			if _, err := b.exec(q, id); err != nil {
 				return fmt.Errorf("delete endpoint data: %w", err)

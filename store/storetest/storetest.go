@@ -66,6 +66,7 @@ func Run(t *testing.T, f Factory) {
 	run(t, f, "Durability", testDurability)
 	runSubscriptions(t, f)
 	runDeliveries(t, f)
+	runReplays(t, f)
 	runKeys(t, f)
 	runPeers(t, f)
 	runEventTypes(t, f)

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/heraldstreams/herald/internal/jsontext"
@@ -371,4 +372,53 @@ func OpenEndpoint(row Row, open SecretFunc) (store.Endpoint, error) {
 		return ep, err
 	}
 	return ep, DecodeEndpoint(&ep, &r)
+}
+
+// ReplayJobColumns are the columns ScanReplayJob reads.
+const ReplayJobColumns = `id, endpoint_id, tenant, request, state, queued, total, truncated, error, progress, owner,
+	lease_until, created_at, updated_at, finished_at`
+
+// ScanReplayJob scans a replay job row.
+func ScanReplayJob(row Row) (store.ReplayJob, error) {
+	var j store.ReplayJob
+	var lease, created, updated, finished int64
+	if err := row.Scan(&j.ID, &j.EndpointID, &j.Tenant, &j.Request, &j.State, &j.Queued, &j.Total, &j.Truncated, &j.Error,
+		&j.Progress, &j.Owner, &lease, &created, &updated, &finished); err != nil {
+		return j, err
+	}
+	j.LeaseUntil, j.CreatedAt, j.UpdatedAt, j.FinishedAt = FromNanos(lease), FromNanos(created), FromNanos(updated), FromNanos(finished)
+	return j, nil
+}
+
+// ReplayStepSQL is the update of a running job by its owner, its
+// numbered placeholders (ReplayStepArgs in order) written with mark: "$"
+// for Postgres, "?" for SQLite.
+func ReplayStepSQL(mark string) string { return strings.ReplaceAll(replayStepSQL, "#", mark) }
+
+const replayStepSQL = `UPDATE replay_jobs SET total = total + #1, queued = queued + #2,
+	progress = CASE WHEN #11 THEN progress ELSE #3 END, lease_until = #4,
+	state = #5, truncated = #6, error = #7, updated_at = CAST(#8 AS BIGINT),
+	finished_at = CASE WHEN #5 = 'running' THEN 0 ELSE CAST(#8 AS BIGINT) END
+	WHERE id = #9 AND owner = #10 AND state = 'running'`
+
+// ReplayStepArgs are the arguments of ReplayStepSQL; queued is what the
+// caller queued in the same transaction.
+func ReplayStepArgs(s *store.ReplayJobStep, queued int, now time.Time) []any {
+	return []any{s.AddTotal, s.AddQueued + queued, nonNilBytes(s.Progress), Nanos(s.LeaseUntil), s.State, s.Truncated, s.Error, Nanos(now), s.ID, s.Owner,
+		len(s.Progress) == 0}
+}
+
+// ReplayJobInsertArgs are the values of a new job's columns id,
+// endpoint_id, tenant, request, progress, owner, lease_until and
+// created_at (also its updated_at).
+func ReplayJobInsertArgs(j *store.ReplayJob) []any {
+	return []any{j.ID, j.EndpointID, j.Tenant, nonNilBytes(j.Request), nonNilBytes(j.Progress), j.Owner, Nanos(j.LeaseUntil), Nanos(j.CreatedAt)}
+}
+
+// nonNilBytes is b, or an empty slice for a NOT NULL column.
+func nonNilBytes(b []byte) []byte {
+	if b == nil {
+		return []byte{}
+	}
+	return b
 }

@@ -70,3 +70,15 @@ func (x *DeliveryIDs) Seq(id string) (int64, bool) {
 	// Only the lower-case spelling is the id.
 	return seq, seq > 0 && x.ID(seq) == id
 }
+
+// Seqs returns the seqs of the ids this installation gave; others are
+// left out.
+func (x *DeliveryIDs) Seqs(ids []string) []int64 {
+	out := make([]int64, 0, len(ids))
+	for _, id := range ids {
+		if seq, ok := x.Seq(id); ok {
+			out = append(out, seq)
+		}
+	}
+	return out
+}

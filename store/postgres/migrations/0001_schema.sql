@@ -205,6 +205,31 @@ CREATE TABLE published_events (
 );
 CREATE INDEX published_events_created ON published_events (created_at);
 
+-- Replay jobs (docs/delivery.md, Replay): a replay's request and progress
+-- (the engine's JSON), its counts and state, and the engine holding it
+-- until lease_until. published_events also keeps the ids the matcher met
+-- in appended events, first seen first.
+CREATE TABLE replay_jobs (
+    id          TEXT COLLATE "C"   PRIMARY KEY,
+    endpoint_id TEXT COLLATE "C"   NOT NULL,
+    tenant      TEXT COLLATE "C"   NOT NULL DEFAULT '',
+    request     BYTEA   NOT NULL,
+    state       TEXT COLLATE "C"   NOT NULL,
+    queued      BIGINT  NOT NULL DEFAULT 0,
+    total       BIGINT  NOT NULL DEFAULT 0,
+    truncated   BOOLEAN NOT NULL DEFAULT false,
+    error       TEXT COLLATE "C"   NOT NULL DEFAULT '',
+    progress    BYTEA   NOT NULL,
+    owner       TEXT COLLATE "C"   NOT NULL,
+    lease_until BIGINT  NOT NULL,
+    created_at  BIGINT  NOT NULL,
+    updated_at  BIGINT  NOT NULL,
+    finished_at BIGINT  NOT NULL DEFAULT 0
+);
+CREATE INDEX replay_jobs_endpoint ON replay_jobs (endpoint_id);
+CREATE INDEX replay_jobs_running ON replay_jobs (lease_until) WHERE state = 'running';
+CREATE INDEX replay_jobs_finished ON replay_jobs (finished_at) WHERE finished_at > 0;
+
 -- Where the ids of events appended without one come from (see
 -- store.EventIDSpan).
 CREATE TABLE event_id_spans (
