@@ -106,7 +106,7 @@ export async function pagedTable(opts) {
     }
   });
   update();
-  return add(wrap, tableOf(opts.caption, opts.headers, tbody), h('div', {class: 'actions'}, status, more), problem);
+  return add(wrap, [tableOf(opts.caption, opts.headers, tbody), h('div', {class: 'actions'}, status, more), problem]);
 }
 
 // empty says there is nothing to show, and what to do about it.
