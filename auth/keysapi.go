@@ -38,6 +38,10 @@ type KeysAPIConfig struct {
 	Rand   io.Reader
 	Now    func() time.Time
 	Logger *slog.Logger
+	// PortalURL is the dashboard's address as its users reach it (Herald's
+	// public URL and /_herald/ui/): a portal token's url is it with the
+	// token in the fragment (#key=). None: the answer has no url.
+	PortalURL string
 }
 
 // KeysAPI serves the key API, every route of it behind the admin scope:
@@ -46,6 +50,8 @@ type KeysAPIConfig struct {
 //	GET    /_herald/v1/keys       list:   {"data": [...], "next_cursor"}; ?limit=&cursor=&tenant=
 //	GET    /_herald/v1/keys/{id}  one key (never its secret)
 //	DELETE /_herald/v1/keys/{id}  revoke: 204, effective at once
+//	POST   /_herald/v1/portal-tokens  a short-lived key of one tenant for the
+//	                                  dashboard's tenant portal: 201 {"token", "url", ...}
 //
 // An admin credential limited to a tenant sees and makes only keys of
 // its tenant; one limited to stream paths cannot make keys at all (it
@@ -79,6 +85,7 @@ func (k *KeysAPI) Mount(m Mounter) {
 	m.Handle("GET "+KeysPrefix, admin, http.HandlerFunc(k.list))
 	m.Handle("GET "+KeysPrefix+"/{id}", admin, http.HandlerFunc(k.get))
 	m.Handle("DELETE "+KeysPrefix+"/{id}", admin, http.HandlerFunc(k.delete))
+	m.Handle("POST "+PortalTokensPath, admin, http.HandlerFunc(k.mintPortalToken))
 }
 
 // Handler returns a mux serving only the key API.
@@ -168,82 +175,101 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 
 func (k *KeysAPI) create(w http.ResponseWriter, r *http.Request) {
 	caller, _ := FromContext(r.Context())
-	if err := checkQuery(r); err != nil {
-		k.fail(w, r, err)
-		return
-	}
-	req, err := decodeCreate(w, r)
-	if err != nil {
+	var req createRequest
+	if err := decodeBody(w, r, &req); err != nil {
 		k.fail(w, r, err)
 		return
 	}
 	now := k.cfg.Now()
-	key, err := validateCreate(req, now)
+	key, err := validateCreate(&req, now)
 	if err != nil {
 		k.fail(w, r, err)
 		return
 	}
-	if len(caller.Paths) > 0 {
-		k.fail(w, r, forbidden("a credential limited to stream paths cannot create keys"))
+	if key.Tenant, err = tenantOfNewKey(caller, key.Tenant); err != nil {
+		k.fail(w, r, err)
 		return
 	}
-	if caller.Tenant != "" {
-		if key.Tenant != "" && key.Tenant != caller.Tenant {
-			k.fail(w, r, forbidden("a credential of one tenant cannot create keys of another"))
-			return
-		}
-		key.Tenant = caller.Tenant
+	v, err := k.issue(r.Context(), key, now)
+	if err != nil {
+		k.fail(w, r, err)
+		return
 	}
+	writeJSON(w, http.StatusCreated, v)
+}
+
+// tenantOfNewKey is the tenant of a key caller makes asking for tenant:
+// a credential limited to a tenant makes keys of its own tenant only, and
+// one limited to stream paths makes none (the key could be wider than
+// itself).
+func tenantOfNewKey(caller *Principal, tenant string) (string, error) {
+	if len(caller.Paths) > 0 {
+		return "", forbidden("a credential limited to stream paths cannot create keys")
+	}
+	if caller.Tenant == "" {
+		return tenant, nil
+	}
+	if tenant != "" && tenant != caller.Tenant {
+		return "", forbidden("a credential of one tenant cannot create keys of another")
+	}
+	return caller.Tenant, nil
+}
+
+// issue gives key (without id and hash) a new id and secret, stores it
+// and returns it with its secret, which only this answer shows.
+func (k *KeysAPI) issue(ctx context.Context, key store.Key, now time.Time) (keyView, error) {
 	id, secret, hash, err := NewKey(k.cfg.Rand)
 	if err != nil {
-		k.fail(w, r, err)
-		return
+		return keyView{}, err
 	}
 	key.ID, key.Hash = id, hash
-	stored, err := k.cfg.Store.KeyCreate(r.Context(), &store.KeyCreateParams{Key: key, Now: now})
+	stored, err := k.cfg.Store.KeyCreate(ctx, &store.KeyCreateParams{Key: key, Now: now})
 	if err != nil {
-		k.fail(w, r, err)
-		return
+		return keyView{}, err
 	}
 	// A lookup of this id may have cached its absence (ids are random, so
 	// only by a guess): forget it.
 	k.cfg.Auth.Invalidate(id)
 	v := view(stored)
 	v.Key = secret
-	writeJSON(w, http.StatusCreated, v)
+	return v, nil
 }
 
-func decodeCreate(w http.ResponseWriter, r *http.Request) (*createRequest, error) {
+// decodeBody decodes the JSON object body of a request without query
+// parameters into out, refusing unknown fields and trailing data.
+func decodeBody(w http.ResponseWriter, r *http.Request, out any) error {
+	if err := checkQuery(r); err != nil {
+		return err
+	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxKeysBody))
 	if err != nil {
 		var mb *http.MaxBytesError
 		if errors.As(err, &mb) {
-			return nil, &apiError{http.StatusRequestEntityTooLarge, errorDetail{Code: "BODY_TOO_LARGE", Message: fmt.Sprintf("the body is over %d bytes", maxKeysBody)}}
+			return &apiError{http.StatusRequestEntityTooLarge, errorDetail{Code: "BODY_TOO_LARGE", Message: fmt.Sprintf("the body is over %d bytes", maxKeysBody)}}
 		}
-		return nil, badRequest("INVALID_JSON", "", "the body could not be read")
+		return badRequest("INVALID_JSON", "", "the body could not be read")
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
-	var req createRequest
-	if err := dec.Decode(&req); err != nil {
+	if err := dec.Decode(out); err != nil {
 		var te *json.UnmarshalTypeError
 		var pe *time.ParseError
 		msg := err.Error()
 		switch {
 		case errors.As(err, &te):
-			return nil, badRequest("INVALID_JSON", te.Field, "%s must be a JSON %s", te.Field, te.Type.String())
+			return badRequest("INVALID_JSON", te.Field, "%s must be a JSON %s", te.Field, te.Type.String())
 		case errors.As(err, &pe):
-			return nil, badRequest("INVALID_EXPIRES_AT", "expires_at", "expires_at must be an RFC 3339 time, such as 2027-01-02T15:04:05Z")
+			return badRequest("INVALID_EXPIRES_AT", "expires_at", "expires_at must be an RFC 3339 time, such as 2027-01-02T15:04:05Z")
 		case strings.HasPrefix(msg, "json: unknown field "):
 			field := strings.Trim(strings.TrimPrefix(msg, "json: unknown field "), `"`)
-			return nil, badRequest("UNKNOWN_FIELD", field, "unknown field %q", field)
+			return badRequest("UNKNOWN_FIELD", field, "unknown field %q", field)
 		}
-		return nil, badRequest("INVALID_JSON", "", "the body is not a valid JSON object: %s", strings.TrimPrefix(msg, "json: "))
+		return badRequest("INVALID_JSON", "", "the body is not a valid JSON object: %s", strings.TrimPrefix(msg, "json: "))
 	}
 	if dec.More() {
-		return nil, badRequest("INVALID_JSON", "", "the body has data after the JSON object")
+		return badRequest("INVALID_JSON", "", "the body has data after the JSON object")
 	}
-	return &req, nil
+	return nil
 }
 
 // validateCreate checks a create request and returns the key to store

@@ -16,8 +16,13 @@ import (
 
 const adminKey = "admin-key-for-tests-0123456789abcdef"
 
-// keysServer is the key API on a real store, with one extra route that
-// needs streams:read on the stream at its path, to try the keys on.
+// testPortalURL is the dashboard's address the test server's portal
+// tokens are handed over at.
+const testPortalURL = "https://herald.example/_herald/ui/"
+
+// keysServer is the key API on a real store, with two extra routes to try
+// the keys on: one that needs streams:read on the stream at its path, and
+// one that needs endpoints:read; both answer the principal's id and tenant.
 func keysServer(t *testing.T) *httptest.Server {
 	t.Helper()
 	st, err := sqlite.Open(context.Background(), sqlite.Config{Dir: t.TempDir()})
@@ -34,13 +39,18 @@ func keysServer(t *testing.T) *httptest.Server {
 		t.Fatal(err)
 	}
 	mux := http.NewServeMux()
-	auth.NewKeysAPI(auth.KeysAPIConfig{Auth: a, Store: st}).Mount(auth.ServeMux{Mux: mux, Auth: a})
-	mux.Handle("GET /streams/", a.Require(auth.Rule{Scope: auth.ScopeStreamsRead, StreamPath: func(r *http.Request) string {
-		return strings.TrimPrefix(r.URL.Path, "/streams")
-	}}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	auth.NewKeysAPI(auth.KeysAPIConfig{Auth: a, Store: st, PortalURL: testPortalURL}).Mount(auth.ServeMux{Mux: mux, Auth: a})
+	who := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p, _ := auth.FromContext(r.Context())
 		_, _ = io.WriteString(w, p.ID)
-	})))
+		if p.Tenant != "" {
+			_, _ = io.WriteString(w, " "+p.Tenant)
+		}
+	})
+	mux.Handle("GET /streams/", a.Require(auth.Rule{Scope: auth.ScopeStreamsRead, StreamPath: func(r *http.Request) string {
+		return strings.TrimPrefix(r.URL.Path, "/streams")
+	}}, who))
+	mux.Handle("GET /endpoints", a.Require(auth.Rule{Scope: auth.ScopeEndpointsRead}, who))
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	return srv
@@ -78,6 +88,21 @@ func call(t *testing.T, srv *httptest.Server, method, path, key, body string) (i
 	return resp.StatusCode, b
 }
 
+// postCreated POSTs body to path with key and decodes the answer, failing
+// unless it is a 201.
+func postCreated[T any](t *testing.T, srv *httptest.Server, path, key, body string) T {
+	t.Helper()
+	status, b := call(t, srv, "POST", path, key, body)
+	if status != 201 {
+		t.Fatalf("POST %s %s: %d %s", path, body, status, b)
+	}
+	var out T
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
 func errCode(t *testing.T, body []byte) (string, string) {
 	t.Helper()
 	var e struct {
@@ -107,7 +132,7 @@ func TestKeysAPILifecycle(t *testing.T) {
 	}
 
 	// The new key works where its scope and paths allow, and nowhere else.
-	if status, body := call(t, srv, "GET", "/streams/agents/a", created.Key, ""); status != 200 || string(body) != created.ID {
+	if status, body := call(t, srv, "GET", "/streams/agents/a", created.Key, ""); status != 200 || string(body) != created.ID+" acme" {
 		t.Fatalf("using the key: %d %s", status, body)
 	}
 	if status, _ := call(t, srv, "GET", "/streams/other", created.Key, ""); status != 403 {
@@ -232,15 +257,7 @@ func TestKeysAPITenantAdmin(t *testing.T) {
 	srv := keysServer(t)
 	mk := func(key, body string) keyJSON {
 		t.Helper()
-		status, b := call(t, srv, "POST", "/_herald/v1/keys", key, body)
-		if status != 201 {
-			t.Fatalf("create %s: %d %s", body, status, b)
-		}
-		var k keyJSON
-		if err := json.Unmarshal(b, &k); err != nil {
-			t.Fatal(err)
-		}
-		return k
+		return postCreated[keyJSON](t, srv, "/_herald/v1/keys", key, body)
 	}
 	acmeAdmin := mk(adminKey, `{"scopes":["admin"],"tenant":"acme"}`)
 	other := mk(adminKey, `{"scopes":["streams:read"],"tenant":"other"}`)

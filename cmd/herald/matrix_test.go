@@ -244,6 +244,9 @@ type matrixRequest struct {
 	// any tenant is refused (403 tenant_forbidden) and the right key has
 	// no tenant.
 	installation bool
+	// namesTenant: the body names tenant-a, which a key of another
+	// tenant may not act for (403).
+	namesTenant bool
 }
 
 // request makes the concrete request for a route, or reports false for
@@ -285,6 +288,8 @@ func (f *matrixFixtures) request(rt httpapi.Route) (matrixRequest, bool) {
 		} else {
 			r.listsOwned = f.keyID
 		}
+	case "/_herald/v1/portal-tokens":
+		r.path, r.body, r.namesTenant = rt.Pattern, `{"tenant":"`+matrixTenant+`","ttl":"5m"}`, true
 	case "/_herald/v1/keys/{id}":
 		r.path, r.owned = "/_herald/v1/keys/"+f.keyID, true
 	case "/_herald/v1/endpoints":
@@ -434,6 +439,8 @@ func (m *matrix) check(t *testing.T, rt httpapi.Route, f *matrixFixtures, req ma
 		expect("key of a tenant changing what tenants share", status, body, http.StatusForbidden, "tenant_forbidden")
 	case req.owned:
 		expect("key of another tenant", status, body, http.StatusNotFound, "")
+	case req.namesTenant:
+		expect("key of another tenant", status, body, http.StatusForbidden, "FORBIDDEN")
 	case req.listsOwned != "":
 		allowed("list with a key of another tenant", status, body)
 		if strings.Contains(body, req.listsOwned) {

@@ -434,6 +434,16 @@ func TestOpenAPIDescribesRealAnswers(t *testing.T) {
 	c.do(exchange{method: "POST", path: "/_herald/v1/keys", key: admin, want: http.StatusBadRequest, body: `{"scopes":["streams:everything"]}`, refused: true})
 	c.do(exchange{method: "POST", path: "/_herald/v1/keys", key: admin, want: http.StatusBadRequest, body: `{"scopes":["admin"],"colour":"red"}`, refused: true})
 
+	// A portal token: minted, refused without its tenant, and listed as a key.
+	var portal struct{ ID, URL string }
+	c.decode(c.do(exchange{method: "POST", path: "/_herald/v1/portal-tokens", key: admin, want: http.StatusCreated, body: `{"tenant":"tenant-a","ttl":"10m"}`}), &portal)
+	if !strings.HasPrefix(portal.URL, m.base+"/_herald/ui/#key=hk_"+portal.ID+"_") {
+		t.Errorf("the portal token's url is %q", portal.URL)
+	}
+	c.do(exchange{method: "POST", path: "/_herald/v1/portal-tokens", key: admin, want: http.StatusBadRequest, body: `{"ttl":"10m"}`})
+	c.do(exchange{method: "POST", path: "/_herald/v1/portal-tokens", key: admin, want: http.StatusBadRequest, body: `{"tenant":"tenant-a","ttl":10}`, refused: true})
+	c.do(exchange{method: "GET", path: "/_herald/v1/keys/" + portal.ID, key: admin, want: http.StatusOK})
+
 	// A key without the endpoints:write scope, then revoked.
 	c.do(exchange{method: "POST", path: "/_herald/v1/endpoints", key: key.Key, want: http.StatusForbidden, body: `{"url":"` + m.receiver.URL + `"}`})
 	other := m.key(t, []auth.Scope{auth.ScopeEndpointsWrite}, otherTenant)

@@ -122,7 +122,8 @@ func newApp(ctx context.Context, cfg *serveConfig, log *slog.Logger, tp trace.Tr
 	rec := newStatsRecorder(metrics, log.With("part", "stats"))
 	api.Handle("GET "+httpapi.HeraldPrefix+"v1/stats", auth.Rule{Scope: auth.ScopeAdmin}, rec)
 	api.Handle("GET "+apidoc.Path, auth.Rule{Public: true}, apidoc.Handler())
-	auth.NewKeysAPI(auth.KeysAPIConfig{Auth: authn, Store: st, Logger: log.With("part", "keys")}).Mount(api)
+	auth.NewKeysAPI(auth.KeysAPIConfig{Auth: authn, Store: st, Logger: log.With("part", "keys"),
+		PortalURL: publicURL(cfg.PublicURL, ln.Addr()) + ui.Prefix}).Mount(api)
 	subs, err := startSubscriptions(ctx, subscriptionsParams{
 		Config: cfg, Store: st, TokenKeys: st, API: api, Metrics: metrics, Tracing: tp,
 		Logger: log.With("part", "subscriptions"), Listener: ln.Addr(),

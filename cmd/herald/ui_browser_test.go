@@ -19,6 +19,7 @@ import (
 
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 
 	"github.com/heraldstreams/herald/auth"
 )
@@ -37,18 +38,26 @@ func chromiumPath() (string, error) {
 	return "", fmt.Errorf("no chromium or chromium-browser on PATH: the dashboard's browser tests need Chromium; install Debian's package with: apt-get install -y chromium")
 }
 
-// uiRig is a Herald with access control on, a webhook receiver that
-// fails on demand, and a headless Chromium on the dashboard.
+// uiRig is a Herald with access control on (its circuit breaker trips
+// after breakerThreshold failures in a row), a webhook receiver that fails
+// on demand, and a headless Chromium on the dashboard.
 type uiRig struct {
 	*matrix
-	ctx        context.Context
-	ui         string
-	shots      string
-	failing    atomic.Bool
-	received   atomic.Int64
-	errsMu     sync.Mutex
-	exceptions []string
+	ctx   context.Context
+	ui    string
+	shots string
+	// failing makes the receiver answer 500; breakerDown does so for the
+	// paths under /breaker only. Under /hang it never answers, until the
+	// request ends or hang is closed.
+	failing     atomic.Bool
+	breakerDown atomic.Bool
+	hang        chan struct{}
+	received    atomic.Int64
+	errsMu      sync.Mutex
+	exceptions  []string
 }
+
+const breakerThreshold = 3
 
 func newUIRig(t *testing.T) *uiRig {
 	t.Helper()
@@ -56,21 +65,30 @@ func newUIRig(t *testing.T) *uiRig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &uiRig{}
+	r := &uiRig{hang: make(chan struct{})}
 	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		if _, err := io.Copy(io.Discard, req.Body); err != nil {
 			w.WriteHeader(http.StatusBadRequest)
 			return
 		}
 		r.received.Add(1)
-		if r.failing.Load() {
+		switch {
+		case strings.HasPrefix(req.URL.Path, "/hang"):
+			select {
+			case <-req.Context().Done():
+			case <-r.hang:
+			}
+			w.WriteHeader(http.StatusServiceUnavailable)
+		case r.failing.Load() || strings.HasPrefix(req.URL.Path, "/breaker") && r.breakerDown.Load():
 			http.Error(w, "receiver down for the test", http.StatusInternalServerError)
-			return
+		default:
+			w.WriteHeader(http.StatusNoContent)
 		}
-		w.WriteHeader(http.StatusNoContent)
 	}))
 	t.Cleanup(receiver.Close)
-	a := startHerald(t, "--webhook-allow-cidrs", "127.0.0.0/8", "--delivery-retry-schedule", "0,1h")
+	t.Cleanup(func() { close(r.hang) }) // before the receiver closes: it waits for its requests
+	a := startHerald(t, "--webhook-allow-cidrs", "127.0.0.0/8", "--delivery-retry-schedule", "0,1h",
+		"--delivery-breaker-threshold", strconv.Itoa(breakerThreshold))
 	base := "http://" + a.ln.Addr().String()
 	r.matrix = &matrix{t: t, app: a, base: base, receiver: receiver}
 	r.ui = base + "/_herald/ui/"
@@ -119,8 +137,20 @@ func (r *uiRig) do(t *testing.T, what string, steps ...chromedp.Action[chromedp.
 	ctx, cancel := context.WithTimeout(r.ctx, 20*time.Second)
 	defer cancel()
 	if err := chromedp.Do(ctx, steps...); err != nil {
-		t.Fatalf("%s: %v", what, err)
+		t.Fatalf("%s: %v; the page shows: %s", what, err, r.mainText())
 	}
+}
+
+// mainText is what the page's main element shows, for a failure's
+// message.
+func (r *uiRig) mainText() string {
+	ctx, cancel := context.WithTimeout(r.ctx, 5*time.Second)
+	defer cancel()
+	text, err := chromedp.Run(ctx, chromedp.Evaluate[string](`location.href + "\n" + document.querySelector('main').innerText`))
+	if err != nil {
+		return "(unreadable: " + err.Error() + ")"
+	}
+	return text
 }
 
 // eval evaluates a JavaScript expression into out.
@@ -195,6 +225,79 @@ func (r *uiRig) screenshot(t *testing.T, name string) {
 	}
 }
 
+// refresh clicks the view's Refresh button and waits until the view is
+// loaded again, with the keyboard's focus back on the button.
+func (r *uiRig) refresh(t *testing.T) {
+	t.Helper()
+	r.do(t, "refreshing",
+		chromedp.Evaluate[chromedp.Void](`document.getElementById('loaded').dataset.old = 'yes'`),
+		chromedp.Click(chromedp.CSS(`#refresh`)),
+		chromedp.Poll[chromedp.Void](`(() => { const l = document.getElementById('loaded'); return !!l && !l.dataset.old && document.activeElement.id === 'refresh'; })()`,
+			chromedp.WithPollingTimeout(15*time.Second)))
+}
+
+// refreshUntil refreshes the shown view until sel shows want.
+func (r *uiRig) refreshUntil(t *testing.T, sel, want string) {
+	t.Helper()
+	expr, err := json.Marshal([]string{sel, want})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(15 * time.Second); !eval[bool](t, r, fmt.Sprintf(`(([s, w]) => document.querySelector(s).innerText.includes(w))(%s)`, expr)); {
+		if time.Now().After(deadline) {
+			t.Fatalf("refreshing never showed %q in %s: %s", want, sel, eval[string](t, r, "document.querySelector('main').innerText"))
+		}
+		time.Sleep(100 * time.Millisecond)
+		r.refresh(t)
+	}
+}
+
+// rows counts the rows of the table in sel.
+func (r *uiRig) rows(t *testing.T, sel string) int {
+	t.Helper()
+	js, err := json.Marshal(sel + " tbody tr")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return int(eval[float64](t, r, "document.querySelectorAll("+string(js)+").length"))
+}
+
+// loadMore checks that the paged list in sel shows a first page of 100
+// rows, loads the rest with its Load more button and checks that it then
+// shows all want rows, each once, with the keyboard's focus on the count
+// where the button was.
+func (r *uiRig) loadMore(t *testing.T, sel string, want int) {
+	t.Helper()
+	if n := r.rows(t, sel); n != 100 {
+		t.Errorf("%s: the first page has %d rows, want 100", sel, n)
+	}
+	r.do(t, "loading more in "+sel, chromedp.Click(chromedp.CSS(sel+`-more`)), chromedp.WaitNotVisible(chromedp.CSS(sel+`-more`)))
+	all := fmt.Sprintf("Showing all %d", want)
+	r.waitFocus(t, sel+` [role=status]`, all)
+	if n := r.rows(t, sel); n != want {
+		t.Errorf("%s: after Load more %d rows, want %d", sel, n, want)
+	}
+	js, err := json.Marshal(sel + " tbody a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := eval[float64](t, r, `new Set([...document.querySelectorAll(`+string(js)+`)].map(a => a.textContent)).size`); int(n) != want {
+		t.Errorf("%s: %v different ids in %d rows", sel, n, want)
+	}
+}
+
+// waitFocus waits until the focused element matches sel and shows text.
+func (r *uiRig) waitFocus(t *testing.T, sel, text string) {
+	t.Helper()
+	js, err := json.Marshal([]string{sel, text})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.do(t, "waiting for the focus on "+sel, chromedp.Poll[chromedp.Void](
+		fmt.Sprintf(`(([s, w]) => !!document.activeElement && document.activeElement.matches(s) && document.activeElement.innerText.includes(w))(%s)`, js),
+		chromedp.WithPollingTimeout(15*time.Second)))
+}
+
 // signIn signs in on the sign-in form with key.
 func (r *uiRig) signIn(t *testing.T, key string) {
 	t.Helper()
@@ -220,12 +323,17 @@ func (r *uiRig) publish(t *testing.T, typ, tenant string, n int) {
 
 // TestDashboardInBrowser drives the dashboard in headless Chromium against
 // a real Herald: an operator signs in, creates an endpoint, watches a
-// delivery arrive, sees a failing one's attempts and retries it, pauses
-// and resumes the endpoint, sends it a test event, replays its events
-// after confirming, tails a stream and lists subscriptions; then a
-// tenant's key sees its own endpoints and deliveries and nothing of
-// another tenant's, on a desktop and on a phone, and through the portal's
-// #key= hand-over.
+// delivery arrive, sees a failing one's attempts, retries it and refreshes
+// until it is delivered, pauses and resumes the endpoint, sends it a test
+// event, replays its events after confirming, rotates its secret (shown
+// once), deletes another, re-enables one the circuit breaker disabled,
+// tails a stream, lists subscriptions and sees a consumer stuck waking on
+// the overview, which refreshes itself; signs in and reaches the
+// endpoints with the keyboard alone; then a tenant's key sees its own
+// endpoints and deliveries and nothing of another tenant's, on a desktop
+// and on a phone, and so does the portal opened at a minted portal
+// token's URL; a tenant with more than a page of endpoints and deliveries
+// loads the rest.
 func TestDashboardInBrowser(t *testing.T) {
 	r := newUIRig(t)
 
@@ -274,7 +382,10 @@ func TestDashboardInBrowser(t *testing.T) {
 	r.failing.Store(false)
 	r.do(t, "retrying", chromedp.Click(chromedp.CSS(`#retry`)))
 	r.waitText(t, "#retry-result", "Queued again")
-	r.until(t, dlvRoute, "#delivery-status", "delivered")
+	r.refreshUntil(t, "#delivery-status", "delivered")
+	if eval[string](t, r, `location.hash`) != dlvRoute {
+		t.Errorf("refreshing moved the page to %s", eval[string](t, r, `location.hash`))
+	}
 	if rows := eval[float64](t, r, `document.querySelectorAll('main table tbody tr').length`); rows != 2 {
 		t.Errorf("the retried delivery shows %v attempts, want 2", rows)
 	}
@@ -295,6 +406,63 @@ func TestDashboardInBrowser(t *testing.T) {
 	r.waitText(t, "#action-result", "Queued")
 	r.screenshot(t, "06-endpoint")
 
+	// The secret rotated after a confirmation: the new one is shown once,
+	// the old one never again, and neither after a refresh.
+	r.do(t, "rotating the secret, confirmed",
+		chromedp.Click(chromedp.CSS(`#rotate`)),
+		chromedp.WaitVisible(chromedp.CSS(`#confirm-yes`)),
+		chromedp.Click(chromedp.CSS(`#confirm-yes`)))
+	r.waitText(t, "#action-result", "The secret was rotated")
+	rotated := eval[string](t, r, `document.querySelector('#secret').textContent`)
+	if !strings.HasPrefix(rotated, "whsec_") || rotated == secret {
+		t.Errorf("after the rotation the page shows secret %q (the old one was %q)", rotated, secret)
+	}
+	if strings.Contains(r.pageText(t), secret) {
+		t.Error("after the rotation the page shows the old secret")
+	}
+	r.waitText(t, "#action-result", "keeps signing beside it until")
+	r.screenshot(t, "13-secret-rotated")
+	r.refresh(t)
+	if page := r.pageText(t); strings.Contains(page, secret) || strings.Contains(page, rotated) || strings.Contains(page, "whsec_") {
+		t.Error("after a refresh the page shows a signing secret")
+	}
+
+	// An endpoint deleted after a confirmation is gone from the list.
+	doomed := r.tenantEndpoint(t, "", "/doomed")
+	r.visit(t, "#/endpoints/"+doomed, "#delete")
+	r.do(t, "deleting, confirmed",
+		chromedp.Click(chromedp.CSS(`#delete`)),
+		chromedp.WaitVisible(chromedp.CSS(`#confirm-yes`)),
+		chromedp.Click(chromedp.CSS(`#confirm-yes`)),
+		chromedp.WaitVisible(chromedp.CSS(`#endpoint-list`)))
+	if h := eval[string](t, r, `location.hash`); h != "#/endpoints" {
+		t.Errorf("after the delete the page is at %s", h)
+	}
+	r.waitText(t, "#endpoint-list", epID)
+	if strings.Contains(eval[string](t, r, `document.querySelector('main').innerText`), doomed) {
+		t.Errorf("the deleted endpoint %s is still listed", doomed)
+	}
+	r.admin(t, "GET", "/_herald/v1/endpoints/"+doomed, "", http.StatusNotFound, nil)
+
+	// The breaker disables an endpoint whose receiver keeps failing;
+	// Re-enable makes it active again.
+	r.breakerDown.Store(true)
+	broken := r.tenantEndpoint(t, "", "/breaker")
+	for i := range breakerThreshold {
+		r.publish(t, "order.breaker", "", 100+i)
+	}
+	r.until(t, "#/endpoints/"+broken, "main dl", "disabled")
+	r.waitText(t, "#re-enable", "Re-enable")
+	r.screenshot(t, "14-endpoint-disabled")
+	r.breakerDown.Store(false)
+	r.do(t, "re-enabling", chromedp.Click(chromedp.CSS(`#re-enable`)), chromedp.WaitVisible(chromedp.CSS(`#pause`)))
+	r.waitText(t, "main dl", "active")
+	var ep struct{ Status string }
+	r.admin(t, "GET", "/_herald/v1/endpoints/"+broken, "", http.StatusOK, &ep)
+	if ep.Status != "active" {
+		t.Errorf("after Re-enable the endpoint is %q", ep.Status)
+	}
+
 	// A stream tailed live: an append shows up pretty-printed.
 	r.admin(t, "PUT", "/ui/tail", `[]`, http.StatusCreated, nil)
 	r.visit(t, "#/streams?path=/ui/tail", "#stream-form")
@@ -311,7 +479,23 @@ func TestDashboardInBrowser(t *testing.T) {
 	r.visit(t, "#/subscriptions", "#subscription-list table")
 	r.waitText(t, "#subscription-list", "ui-sub")
 	r.screenshot(t, "08-subscriptions")
-	r.visit(t, "#/overview", "#charts")
+
+	// A consumer whose webhook never answers is stuck in WAKING on the
+	// overview; the overview refreshes itself (its 30 s timer shortened
+	// here by the test, in the page).
+	r.admin(t, "PUT", "/hang/**?subscription=ui-hang", `{"webhook":"`+r.receiver.URL+`/hang"}`, http.StatusCreated, nil)
+	r.admin(t, "PUT", "/hang/s1", `[]`, http.StatusCreated, nil)
+	r.admin(t, "POST", "/hang/s1", `{"wake":"up"}`, http.StatusNoContent, nil)
+	r.until(t, "#/overview", "#stuck-consumers", "ui-hang:")
+	r.do(t, "shortening the overview's refresh",
+		chromedp.Evaluate[chromedp.Void](`window.heraldTestTimeout = window.setTimeout; window.setTimeout = (f, ms, ...a) => window.heraldTestTimeout(f, ms === 30000 ? 50 : ms, ...a)`))
+	r.visit(t, "#/overview?auto", "#charts")
+	r.do(t, "waiting for the overview to refresh itself",
+		chromedp.Evaluate[chromedp.Void](`document.getElementById('loaded').dataset.old = 'yes'`),
+		chromedp.Poll[chromedp.Void](`(() => { const l = document.getElementById('loaded'); return !!l && !l.dataset.old; })()`, chromedp.WithPollingTimeout(15*time.Second)),
+		chromedp.Evaluate[chromedp.Void](`window.setTimeout = window.heraldTestTimeout`))
+	r.waitText(t, "#loaded", "refreshes every 30 s")
+	r.waitText(t, "#stuck-consumers", "ui-hang:")
 	for _, series := range []string{"appends", "deliveries", "failures"} {
 		if n := eval[string](t, r, `document.querySelector('[data-series=`+series+`] .big').textContent`); n == "0" {
 			t.Errorf("the overview counts no %s in the last hour", series)
@@ -330,6 +514,24 @@ func TestDashboardInBrowser(t *testing.T) {
 	if k := eval[any](t, r, `sessionStorage.getItem('herald.key')`); k != nil {
 		t.Errorf("after signing out sessionStorage holds %v", k)
 	}
+
+	// With the keyboard only: type the key, Enter, and the view's heading
+	// has the focus; Shift+Tab back to the navigation, Enter on
+	// Endpoints, and the endpoints view's heading has it.
+	r.waitFocus(t, `#signin input[name=key]`, "")
+	r.do(t, "signing in with the keyboard", chromedp.KeyEvent(testAdminKey), chromedp.KeyEvent(kb.Enter))
+	r.waitFocus(t, `main h1`, "Overview")
+	for i := 0; !eval[bool](t, r, `document.activeElement.matches('#nav a[data-view=endpoints]')`); i++ {
+		if i == 10 {
+			t.Fatalf("ten Shift+Tab presses from the heading never reached the Endpoints link; the focus is on %s", eval[string](t, r, `document.activeElement.outerHTML`))
+		}
+		r.do(t, "Shift+Tab", chromedp.KeyEvent(kb.Tab, chromedp.KeyModifiers(chromedp.ModifierShift)))
+	}
+	r.do(t, "Enter on Endpoints", chromedp.KeyEvent(kb.Enter))
+	r.waitFocus(t, `main h1`, "Endpoints")
+	r.waitText(t, "#endpoint-list", epID)
+	r.do(t, "signing out", chromedp.Click(chromedp.CSS(`#signout`)), chromedp.WaitVisible(chromedp.CSS(`#signin`)))
+
 	r.signIn(t, key)
 	r.waitText(t, "#who", matrixTenant)
 	nav := eval[string](t, r, `document.querySelector('#nav').innerText`)
@@ -368,21 +570,75 @@ func TestDashboardInBrowser(t *testing.T) {
 	r.screenshot(t, "12-portal-phone")
 	r.do(t, "desktop width", chromedp.EmulateViewport(1280, 800))
 
-	// The embedded portal gets its key in the fragment, which leaves the
-	// address at once.
-	r.do(t, "handing the portal its key",
+	// The embedded portal opened with a minted portal token: the key is
+	// in the URL's fragment, which leaves the address at once, and the
+	// portal shows its tenant only. The token is listed among the keys.
+	var portal struct{ ID, Token, URL string }
+	r.admin(t, "POST", "/_herald/v1/portal-tokens", `{"tenant":"`+matrixTenant+`","ttl":"10m"}`, http.StatusCreated, &portal)
+	r.do(t, "opening the portal's URL",
 		chromedp.Evaluate[chromedp.Void](`sessionStorage.clear()`),
-		chromedp.Navigate(r.ui+"#key="+key),
+		chromedp.Navigate(portal.URL),
 		chromedp.WaitVisible(chromedp.CSS(`#endpoint-list table`)))
-	if h := eval[string](t, r, `location.href`); strings.Contains(h, key) {
-		t.Errorf("the key stays in the address: %s", h)
+	if h := eval[string](t, r, `location.href`); strings.Contains(h, portal.Token) {
+		t.Errorf("the token stays in the address: %s", h)
+	}
+	if k := eval[string](t, r, `sessionStorage.getItem('herald.key')`); k != portal.Token {
+		t.Errorf("sessionStorage holds %q, want the portal token", k)
 	}
 	r.waitText(t, "#who", matrixTenant)
+	r.waitText(t, "#who", portal.ID)
+	r.waitText(t, "#endpoint-list", mine)
+	hidden("the portal of a portal token")
+	r.screenshot(t, "15-portal-token")
+	var listed struct{ Description string }
+	r.admin(t, "GET", "/_herald/v1/keys/"+portal.ID, "", http.StatusOK, &listed)
+	if !strings.Contains(listed.Description, "portal token") {
+		t.Errorf("the portal token is listed as %q", listed.Description)
+	}
+
+	// Beyond a page: a tenant with 101 endpoints, one with 101
+	// deliveries, sees the first 100 of each and loads the rest.
+	const paged = "tenant-c"
+	for i := range 100 {
+		r.admin(t, "POST", "/_herald/v1/endpoints", fmt.Sprintf(`{"url":"%s/filler-%d","tenant":%q,"event_types":["filler.none"]}`, r.receiver.URL, i, paged), http.StatusCreated, nil)
+	}
+	busy := r.tenantEndpoint(t, paged, "/busy")
+	for i := range 101 {
+		r.publish(t, "order.paged", paged, i)
+	}
+	r.waitDeliveries(t, busy, 101)
+	var pagedPortal struct{ URL string }
+	r.admin(t, "POST", "/_herald/v1/portal-tokens", `{"tenant":"`+paged+`"}`, http.StatusCreated, &pagedPortal)
+	r.do(t, "opening the paged tenant's portal",
+		chromedp.Navigate(pagedPortal.URL),
+		chromedp.WaitVisible(chromedp.CSS(`#endpoint-list-more`)))
+	r.waitText(t, "#who", paged)
+	r.loadMore(t, "#endpoint-list", 101)
+	r.waitText(t, "#endpoint-list", busy)
+	r.screenshot(t, "16-endpoints-paged")
+	r.visit(t, "#/deliveries?endpoint="+busy, "#delivery-list-more")
+	r.loadMore(t, "#delivery-list", 101)
+	r.screenshot(t, "17-deliveries-paged")
 
 	r.errsMu.Lock()
 	defer r.errsMu.Unlock()
 	if len(r.exceptions) > 0 {
 		t.Errorf("the page threw: %v", r.exceptions)
+	}
+}
+
+// waitDeliveries waits until the endpoint has at least n deliveries.
+func (r *uiRig) waitDeliveries(t *testing.T, endpoint string, n int) {
+	t.Helper()
+	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		var list struct{ Data []struct{ ID string } }
+		r.admin(t, "GET", "/_herald/v1/endpoints/"+endpoint+"/deliveries?limit=1000", "", http.StatusOK, &list)
+		if len(list.Data) >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the endpoint has %d deliveries, want %d", len(list.Data), n)
+		}
 	}
 }
 

@@ -13,9 +13,12 @@ export function can(me, scope) {
   return me.admin || me.scopes.includes(scope);
 }
 
+// Each view renders what is true when it is loaded, shows when that was
+// and has a Refresh button; every (ms) refreshes it on its own while the
+// tab is visible. The streams view reads live instead.
 const views = [
-  {name: 'overview', title: 'Overview', allowed: me => me.admin, render: overview},
-  {name: 'streams', title: 'Streams', allowed: me => can(me, 'streams:read'), render: streams},
+  {name: 'overview', title: 'Overview', allowed: me => me.admin, render: overview, every: 30000},
+  {name: 'streams', title: 'Streams', allowed: me => can(me, 'streams:read'), render: streams, live: true},
   {name: 'subscriptions', title: 'Subscriptions', allowed: me => can(me, 'subscriptions:read'), render: subscriptions},
   {name: 'endpoints', title: 'Endpoints', allowed: me => can(me, 'endpoints:read'), render: endpoints},
   {name: 'deliveries', title: 'Deliveries', allowed: me => can(me, 'deliveries:read') && can(me, 'endpoints:read'), render: deliveries},
@@ -25,7 +28,8 @@ const main = document.getElementById('main');
 const nav = document.getElementById('nav');
 const who = document.getElementById('who');
 let me = null;
-let current = null; // the shown view's AbortController: ends its live reads
+let current = null; // the shown view's AbortController: ends its live reads and its refresh timer
+let dueWhileHidden = false; // the shown view's refresh came due while the tab was hidden
 
 // takeKeyFromFragment moves a key given in the URL's fragment
 // (#key=hk_…, how a platform hands the tenant portal its key) into
@@ -51,7 +55,7 @@ async function start() {
     return;
   }
   shell();
-  route();
+  route(null);
 }
 
 function signIn(err) {
@@ -103,10 +107,45 @@ function parseRoute() {
   return {name: parts[0] || '', args: parts.slice(1), params: new URLSearchParams(q || '')};
 }
 
-async function route() {
+// loadedBar says when the view was loaded, with its Refresh button.
+function loadedBar(view) {
+  const now = new Date();
+  return h('p', {class: 'loaded muted', id: 'loaded', 'data-loaded': String(now.getTime())},
+    'Loaded at ', h('time', {datetime: now.toISOString()}, now.toLocaleTimeString()),
+    view.every ? ` · refreshes every ${view.every / 1000} s while shown` : '', ' ',
+    h('button', {type: 'button', id: 'refresh', onclick: ev => {
+      ev.currentTarget.disabled = true;
+      ev.currentTarget.textContent = 'Refreshing…';
+      route('button');
+    }}, 'Refresh'));
+}
+
+// schedule refreshes view after view.every while the tab is visible; a
+// refresh that comes due while it is hidden waits until it is shown.
+function schedule(view, signal) {
+  if (!view.every) return;
+  const timer = setTimeout(() => {
+    if (signal.aborted) return;
+    if (document.visibilityState === 'visible') route('auto');
+    else dueWhileHidden = true;
+  }, view.every);
+  signal.addEventListener('abort', () => clearTimeout(timer));
+}
+
+document.addEventListener('visibilitychange', () => {
+  if (document.visibilityState === 'visible' && dueWhileHidden) route('auto');
+});
+
+// route shows the view the URL's fragment names. refresh is how a shown
+// view is loaded again: 'button' (its Refresh button) or 'auto' (its
+// timer); those keep the view on screen until the new one is in, and
+// keep the keyboard's place. Otherwise focus moves to the new view's
+// heading.
+async function route(refresh) {
   if (!me) return;
   if (current) current.abort();
   current = new AbortController();
+  dueWhileHidden = false;
   const allowed = views.filter(v => v.allowed(me));
   const r = parseRoute();
   let view = allowed.find(v => v.name === r.name);
@@ -124,19 +163,30 @@ async function route() {
   }
   document.title = view.title + ' · Herald';
   const ctx = {me, signal: current.signal, can: scope => can(me, scope), params: r.params};
-  clear(main, h('p', {class: 'muted', role: 'status'}, 'Loading…'));
-  main.focus({preventScroll: true});
+  const focusWasInMain = main.contains(document.activeElement) && document.activeElement !== main;
+  if (!refresh) {
+    clear(main, h('p', {class: 'muted', role: 'status'}, 'Loading…'));
+    main.focus({preventScroll: true});
+  }
+  let content;
   try {
-    const content = await view.render(ctx, ...r.args);
-    if (!ctx.signal.aborted) clear(main, content);
+    content = await view.render(ctx, ...r.args);
   } catch (e) {
     if (e.name === 'AbortError' || ctx.signal.aborted) return;
     if (e.status === 401) {
       signIn(e);
       return;
     }
-    clear(main, h('h1', null, view.title), errorBox(e));
+    content = [h('h1', null, view.title), errorBox(e)];
   }
+  if (ctx.signal.aborted) return;
+  clear(main, content);
+  const heading = main.querySelector('h1');
+  if (!view.live) heading.after(loadedBar(view));
+  heading.tabIndex = -1;
+  if (refresh === 'button') document.getElementById('refresh').focus({preventScroll: true});
+  else if (!refresh || focusWasInMain) heading.focus({preventScroll: refresh === 'auto'});
+  schedule(view, ctx.signal);
 }
 
 window.addEventListener('hashchange', () => {
@@ -144,6 +194,6 @@ window.addEventListener('hashchange', () => {
     start();
     return;
   }
-  route();
+  route(null);
 });
 start();

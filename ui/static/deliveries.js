@@ -1,9 +1,12 @@
 // Deliveries: an endpoint's deliveries filtered by status, event type and
 // time; one delivery with every attempt; retry.
 import {api, listAll, query} from './api.js';
-import {h, clear, badge, table, empty, errorBox, field, time, props, pretty} from './dom.js';
+import {h, clear, badge, table, pagedTable, empty, errorBox, field, time, props, pretty} from './dom.js';
 
 const statuses = ['', 'pending', 'failed', 'delivered', 'exhausted'];
+
+// pageSize is how many deliveries a page of the list shows.
+const pageSize = 100;
 
 // localInput turns an RFC 3339 instant into a datetime-local value in the
 // viewer's zone, and back.
@@ -43,22 +46,22 @@ async function list(ctx) {
     location.hash = '#/deliveries' + query({endpoint: endpoint.value, status: status.value, event_type: type.value.trim(),
       since: fromLocalInput(since.value), until: fromLocalInput(until.value)});
   });
-  const filter = {status: status.value, event_type: type.value.trim(), since: q.get('since') || '', until: q.get('until') || '', limit: 100};
-  let page;
+  const filter = {status: status.value, event_type: type.value.trim(), since: q.get('since') || '', until: q.get('until') || '', limit: pageSize};
+  const path = '/_herald/v1/endpoints/' + encodeURIComponent(endpoint.value) + '/deliveries';
+  let list;
   try {
-    page = await api('GET', '/_herald/v1/endpoints/' + encodeURIComponent(endpoint.value) + '/deliveries' + query(filter));
+    list = await pagedTable({
+      id: 'delivery-list', caption: 'Deliveries, newest first',
+      headers: ['Created', 'Delivery', 'Event type', 'Status', 'Attempts', 'Last status', 'Next attempt'],
+      cells: d => [time(d.created_at), h('a', {href: '#/deliveries/' + encodeURIComponent(d.id), class: 'mono'}, d.id), d.event_type, badge(d.status),
+        String(d.attempt_count), d.last_status_code ? String(d.last_status_code) : '—', time(d.next_attempt_at)],
+      fetchPage: cursor => api('GET', path + query(Object.assign({cursor}, filter))),
+      emptyText: 'No delivery matches. Widen the filter, or publish an event the endpoint subscribes to.',
+    });
   } catch (e) {
     return [h('h1', null, 'Deliveries'), form, errorBox(e)];
   }
-  return [
-    h('h1', null, 'Deliveries'), form,
-    h('div', {id: 'delivery-list'},
-      page.data.length ? table('Deliveries, newest first', ['Created', 'Delivery', 'Event type', 'Status', 'Attempts', 'Last status', 'Next attempt'], page.data,
-        d => [time(d.created_at), h('a', {href: '#/deliveries/' + encodeURIComponent(d.id), class: 'mono'}, d.id), d.event_type, badge(d.status),
-          String(d.attempt_count), d.last_status_code ? String(d.last_status_code) : '—', time(d.next_attempt_at)])
-        : empty('No delivery matches. Widen the filter, or publish an event the endpoint subscribes to.')),
-    page.next_cursor ? h('p', {class: 'muted'}, 'Showing the newest 100: narrow the time range to see older ones.') : null,
-  ];
+  return [h('h1', null, 'Deliveries'), form, list];
 }
 
 async function detail(ctx, id) {
@@ -69,7 +72,7 @@ async function detail(ctx, id) {
     button.disabled = true;
     try {
       await api('POST', '/_herald/v1/deliveries/' + encodeURIComponent(id) + '/retry', {});
-      clear(out, h('p', {class: 'notice'}, 'Queued again with a fresh retry schedule. ', h('a', {href: '#/deliveries/' + encodeURIComponent(id) + '?t=' + Date.now()}, 'Refresh')));
+      clear(out, h('p', {class: 'notice'}, 'Queued again with a fresh retry schedule: Refresh to see its new attempts.'));
     } catch (e) {
       clear(out, errorBox(e));
     } finally {

@@ -49,14 +49,64 @@ export function badge(word) {
   return h('span', {class: 'badge ' + (tones[word] || 'info')}, word);
 }
 
-// table makes an accessible table: caption, header cells with scope, and
-// one row per item; cells(item) returns the row's cells.
-export function table(caption, headers, items, cells) {
+// rows makes one table row per item; cells(item) returns the row's cells
+// (a td of its own, or what goes in one).
+function rows(items, cells) {
+  return items.map(it => h('tr', null, cells(it).map(c => c instanceof Node && c.tagName === 'TD' ? c : h('td', null, c))));
+}
+
+function tableOf(caption, headers, tbody) {
   return h('div', {class: 'table-wrap'},
     h('table', null,
       h('caption', null, caption),
       h('thead', null, h('tr', null, headers.map(t => h('th', {scope: 'col'}, t)))),
-      h('tbody', null, items.map(it => h('tr', null, cells(it).map(c => c instanceof Node && c.tagName === 'TD' ? c : h('td', null, c)))))));
+      tbody));
+}
+
+// table makes an accessible table: caption, header cells with scope, and
+// one row per item; cells(item) returns the row's cells.
+export function table(caption, headers, items, cells) {
+  return tableOf(caption, headers, h('tbody', null, rows(items, cells)));
+}
+
+// pagedTable shows a list route page by page: a table of the first page
+// and, while the route has a next_cursor, a "Load more" button that adds
+// the next page's rows. fetchPage(cursor) answers {data, next_cursor}
+// ('' for the first page). It resolves to the element, id opts.id, once
+// the first page is in; emptyText is shown when there is nothing.
+export async function pagedTable(opts) {
+  const first = await opts.fetchPage('');
+  const wrap = h('div', {id: opts.id});
+  if (!first.data.length) return add(wrap, empty(opts.emptyText));
+  const tbody = h('tbody', null, rows(first.data, opts.cells));
+  const status = h('p', {class: 'muted', role: 'status', tabindex: -1});
+  const more = h('button', {type: 'button', class: 'more', id: opts.id + '-more'}, 'Load more');
+  const problem = h('div');
+  let cursor = first.next_cursor;
+  let shown = first.data.length;
+  const update = () => {
+    status.textContent = cursor ? `Showing the first ${shown}; there are more.` : `Showing all ${shown}.`;
+    more.hidden = !cursor;
+  };
+  more.addEventListener('click', async () => {
+    more.disabled = true;
+    clear(problem);
+    try {
+      const page = await opts.fetchPage(cursor);
+      add(tbody, rows(page.data, opts.cells));
+      shown += page.data.length;
+      cursor = page.next_cursor;
+      update();
+      // The button is gone with the last page: keep the keyboard's place.
+      if (!cursor) status.focus();
+    } catch (e) {
+      clear(problem, errorBox(e));
+    } finally {
+      more.disabled = false;
+    }
+  });
+  update();
+  return add(wrap, [tableOf(opts.caption, opts.headers, tbody), h('div', {class: 'actions'}, status, more), problem]);
 }
 
 // empty says there is nothing to show, and what to do about it.

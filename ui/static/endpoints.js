@@ -1,7 +1,7 @@
 // Endpoints: their health and breaker state, and what an operator or a
 // tenant does with them.
-import {api, listAll} from './api.js';
-import {h, clear, badge, table, empty, errorBox, field, time, props, pretty, confirmAction} from './dom.js';
+import {api, query} from './api.js';
+import {h, clear, badge, pagedTable, errorBox, field, time, props, pretty, confirmAction} from './dom.js';
 
 const link = id => h('a', {href: '#/endpoints/' + encodeURIComponent(id), class: 'mono'}, id);
 
@@ -38,14 +38,19 @@ function secretNotice(text, secret) {
     h('p', null, 'Signing secret (shown only now): ', h('code', {class: 'mono', id: 'secret'}, secret)));
 }
 
+// pageSize is how many endpoints a page of the list shows.
+const pageSize = 100;
+
 async function list(ctx) {
-  const body = h('div', {id: 'endpoint-list'});
+  const body = h('div');
   const load = async () => {
-    const eps = await listAll('/_herald/v1/endpoints', 5000);
-    clear(body, eps.items.length ? table('Endpoints', ['Endpoint', 'URL', 'Tenant', 'Status', 'Failures in a row', 'Last success', 'Last failure'], eps.items,
-      e => [link(e.id), h('td', {class: 'mono'}, e.url), e.tenant || '—', badge(e.status), String(e.consecutive_failures), time(e.last_success_at), time(e.last_failure_at)])
-      : empty(ctx.can('endpoints:write') ? 'No endpoint yet: create one below to receive events.' : 'No endpoint yet. Ask an administrator to create one.'),
-    eps.more ? h('p', {class: 'muted'}, 'Showing the first 5000 endpoints.') : null);
+    clear(body, await pagedTable({
+      id: 'endpoint-list', caption: 'Endpoints',
+      headers: ['Endpoint', 'URL', 'Tenant', 'Status', 'Failures in a row', 'Last success', 'Last failure'],
+      cells: e => [link(e.id), h('td', {class: 'mono'}, e.url), e.tenant || '—', badge(e.status), String(e.consecutive_failures), time(e.last_success_at), time(e.last_failure_at)],
+      fetchPage: cursor => api('GET', '/_herald/v1/endpoints' + query({limit: pageSize, cursor})),
+      emptyText: ctx.can('endpoints:write') ? 'No endpoint yet: create one below to receive events.' : 'No endpoint yet. Ask an administrator to create one.',
+    }));
   };
   await load();
   return [h('h1', null, 'Endpoints'), body,
@@ -90,7 +95,7 @@ async function detail(ctx, id) {
     actions.push(act('Rotate secret…', async () => {
       if (!await confirmAction('Rotate the signing secret? The old one keeps signing beside the new one for the rotation overlap, so the receiver can switch.', 'Rotate')) return;
       const r = await api('POST', path + '/rotate-secret', {});
-      clear(out, secretNotice('The secret was rotated.', r.secret));
+      clear(out, secretNotice(['The secret was rotated. ', r.previous_secret_expires_at ? ['The previous one keeps signing beside it until ', time(r.previous_secret_expires_at), '.'] : null], r.secret));
     }, {id: 'rotate'}));
     actions.push(act('Delete…', async () => {
       if (!await confirmAction('Delete this endpoint with its deliveries and attempts? This cannot be undone.', 'Delete')) return;

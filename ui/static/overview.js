@@ -80,12 +80,12 @@ export async function overview() {
       chart('appends', 'Appends', st.minutes), chart('wakes', 'Wakes', st.minutes),
       chart('deliveries', 'Deliveries', st.minutes), chart('failures', 'Failed attempts', st.minutes)),
     h('h2', null, 'Endpoints that need attention'),
-    attention.length ? table('Endpoints paused, disabled by the circuit breaker, or failing', ['Endpoint', 'URL', 'Tenant', 'Status', 'Failures in a row', 'Last error'], attention,
+    h('div', {id: 'attention'}, attention.length ? table('Endpoints paused, disabled by the circuit breaker, or failing', ['Endpoint', 'URL', 'Tenant', 'Status', 'Failures in a row', 'Last error'], attention,
       e => [epLink(e), h('td', {class: 'mono'}, e.url), e.tenant || '—', badge(e.status), String(e.consecutive_failures), e.last_error || '—'])
-      : empty('Every endpoint is active and its last attempt succeeded.'),
+      : empty('Every endpoint is active and its last attempt succeeded.')),
     h('h2', null, 'Consumers stuck waking'),
-    cons.error ? errorBox(cons.error) : cons.stuck.length ? table('Consumers whose wake has not been claimed', ['Consumer', 'Subscription', 'Epoch', 'Attempts', 'Failing since', 'Next deadline'], cons.stuck,
+    h('div', {id: 'stuck-consumers'}, cons.error ? errorBox(cons.error) : cons.stuck.length ? table('Consumers whose wake has not been claimed', ['Consumer', 'Subscription', 'Epoch', 'Attempts', 'Failing since', 'Next deadline'], cons.stuck,
       c => [h('td', {class: 'mono'}, c.consumer_id), h('a', {href: '#/subscriptions/' + encodeURIComponent(c.subscription_id)}, c.subscription_id), String(c.epoch), String(c.attempts), time(c.failing_since), time(c.next_deadline)])
-      : empty('No consumer is waiting for its webhook to answer.'),
+      : empty('No consumer is waiting for its webhook to answer.')),
   ];
 }
