@@ -407,11 +407,124 @@ func (c *specCheck) decode(body []byte, out any) {
 	}
 }
 
+// fails sends x, which must be refused, and checks the error's code and
+// field ("" for none).
+func (c *specCheck) fails(x exchange, code, field string) {
+	c.t.Helper()
+	var bad struct {
+		Error struct{ Code, Field string } `json:"error"`
+	}
+	c.decode(c.do(x), &bad)
+	if bad.Error.Code != code || bad.Error.Field != field {
+		c.t.Errorf("%s %s answers %+v, want code %q and field %q", x.method, x.path, bad.Error, code, field)
+	}
+}
+
+// on returns a check of the same document against another server; the
+// routes it exercises count for both.
+func (c *specCheck) on(a *app) *specCheck {
+	other := *c
+	other.m = &matrix{t: c.t, app: a, base: "http://" + a.ln.Addr().String(), receiver: c.m.receiver}
+	return &other
+}
+
+// exerciseReplays starts replay jobs of both kinds on the endpoint at
+// epPath (of matrixTenant), reads one back, and makes the usual mistakes.
+func exerciseReplays(c *specCheck, epPath string) {
+	t, admin := c.t, testAdminKey
+	var job struct{ ID, State string }
+	c.decode(c.do(exchange{method: "POST", path: epPath + "/replay", key: admin, want: http.StatusAccepted, body: `{"since":"2000-01-01T00:00:00Z","until":"2999-01-01T00:00:00Z"}`}), &job)
+	if job.State != "done" && job.State != "running" {
+		t.Errorf("a replay job is %q, want done or running", job.State)
+	}
+	c.do(exchange{method: "POST", path: epPath + "/replay", key: admin, want: http.StatusAccepted, body: `{"offset":"-1","stream":"/herald/events"}`})
+	c.do(exchange{method: "POST", path: epPath + "/replay", key: admin, want: http.StatusAccepted, body: `{"status":"exhausted","since":"2000-01-01T00:00:00Z"}`})
+	replay := "/_herald/v1/replays/" + job.ID
+	c.do(exchange{method: "GET", path: replay, key: admin, want: http.StatusOK})
+	reader := c.m.key(t, []auth.Scope{auth.ScopeDeliveriesRead}, otherTenant)
+	c.fails(exchange{method: "GET", path: replay, key: reader, want: http.StatusNotFound}, "replay_not_found", "")
+	c.fails(exchange{method: "GET", path: "/_herald/v1/replays/rpl_000000000000000000000000", key: admin, want: http.StatusNotFound}, "replay_not_found", "")
+	c.fails(exchange{method: "GET", path: replay + "?verbose=1", key: admin, want: http.StatusBadRequest}, "unknown_parameter", "verbose")
+	c.fails(exchange{method: "POST", path: epPath + "/replay", key: admin, want: http.StatusBadRequest, body: `{"offset":"-1","status":"failed"}`, refused: true}, "invalid_parameter", "offset")
+	c.fails(exchange{method: "POST", path: epPath + "/replay", key: admin, want: http.StatusBadRequest, body: `{"until":"2999-01-01T00:00:00Z"}`, refused: true}, "invalid_parameter", "since")
+	c.fails(exchange{method: "POST", path: epPath + "/replay", key: admin, want: http.StatusBadRequest, body: `{"status":"delivered"}`, refused: true}, "invalid_parameter", "status")
+	c.fails(exchange{method: "POST", path: epPath + "/replay", key: admin, want: http.StatusBadRequest, body: `{"since":"2000-01-01T00:00:00Z","until":"1999-01-01T00:00:00Z"}`}, "invalid_parameter", "until")
+}
+
+// exerciseCatalogue adds, reads, changes and removes event types, as the
+// admin key and as keys of a tenant, with the usual mistakes.
+func exerciseCatalogue(c *specCheck) {
+	t, admin := c.t, testAdminKey
+	const types = "/_herald/v1/event-types"
+	c.do(exchange{method: "POST", path: types, key: admin, want: http.StatusCreated,
+		body: `{"name":"catalogue.created","description":"Something was made.","schema":{"type":"object","required":["region"],"properties":{"region":{"type":"string"}}}}`})
+	c.do(exchange{method: "POST", path: types, key: admin, want: http.StatusCreated, body: `{"name":"catalogue.legacy","deprecated":true,"schema":null}`})
+	c.fails(exchange{method: "POST", path: types, key: admin, want: http.StatusConflict, body: `{"name":"catalogue.legacy"}`}, "event_type_exists", "")
+
+	reader := c.m.key(t, []auth.Scope{auth.ScopeEndpointsRead}, matrixTenant)
+	var page struct {
+		NextCursor *string `json:"next_cursor"`
+	}
+	c.decode(c.do(exchange{method: "GET", path: types + "?limit=1", key: reader, want: http.StatusOK}), &page)
+	if page.NextCursor == nil {
+		t.Fatal("a page of one of two event types has no next_cursor")
+	}
+	c.do(exchange{method: "GET", path: types + "?limit=1&cursor=" + *page.NextCursor, key: reader, want: http.StatusOK})
+	c.do(exchange{method: "GET", path: types + "/catalogue.created", key: reader, want: http.StatusOK})
+	c.do(exchange{method: "PATCH", path: types + "/catalogue.legacy", key: admin, want: http.StatusOK,
+		body: `{"description":"Use catalogue.created.","schema":true,"deprecated":null}`})
+	c.do(exchange{method: "PATCH", path: types + "/catalogue.legacy", key: admin, want: http.StatusOK, body: `{"description":null,"schema":null,"deprecated":true}`})
+
+	// A tenant reads the catalogue but does not change it, not even with
+	// the admin scope; a key without admin does not get that far.
+	tenantAdmin := c.m.key(t, []auth.Scope{auth.ScopeAdmin}, matrixTenant)
+	c.fails(exchange{method: "POST", path: types, key: tenantAdmin, want: http.StatusForbidden, body: `{"name":"catalogue.mine"}`}, "tenant_forbidden", "")
+	c.fails(exchange{method: "PATCH", path: types + "/catalogue.created", key: tenantAdmin, want: http.StatusForbidden, body: `{"deprecated":true}`}, "tenant_forbidden", "")
+	c.fails(exchange{method: "DELETE", path: types + "/catalogue.created", key: tenantAdmin, want: http.StatusForbidden}, "tenant_forbidden", "")
+	c.fails(exchange{method: "POST", path: types, key: reader, want: http.StatusForbidden, body: `{"name":"catalogue.mine"}`}, "FORBIDDEN", "")
+
+	c.fails(exchange{method: "POST", path: types, key: admin, want: http.StatusBadRequest, body: `{"name":"catalogue.bad","schema":{"type":12}}`}, "invalid_schema", "schema/type")
+	c.fails(exchange{method: "POST", path: types, key: admin, want: http.StatusBadRequest, body: `{"name":"catalogue.remote","schema":{"$ref":"https://example.com/schema.json"}}`}, "invalid_schema", "schema")
+	c.fails(exchange{method: "POST", path: types, key: admin, want: http.StatusBadRequest, body: `{"name":"catalogue.colour","colour":"red"}`, refused: true}, "unknown_field", "colour")
+	c.fails(exchange{method: "POST", path: types, key: admin, want: http.StatusBadRequest, body: `{"name":"not a type"}`, refused: true}, "invalid_event_type", "name")
+	big := `{"name":"catalogue.big","schema":{"description":"` + strings.Repeat("x", delivery.MaxSchemaBytes) + `"}}`
+	c.fails(exchange{method: "POST", path: types, key: admin, want: http.StatusRequestEntityTooLarge, body: big}, "schema_too_large", "schema")
+	c.fails(exchange{method: "PATCH", path: types + "/catalogue.created", key: admin, want: http.StatusBadRequest, body: `{"deprecated":"yes"}`, refused: true}, "invalid_json", "deprecated")
+	c.fails(exchange{method: "GET", path: types + "?order=name", key: admin, want: http.StatusBadRequest}, "unknown_parameter", "order")
+	c.fails(exchange{method: "GET", path: types + "/catalogue.none", key: reader, want: http.StatusNotFound}, "event_type_not_found", "")
+	c.fails(exchange{method: "PATCH", path: types + "/catalogue.none", key: admin, want: http.StatusNotFound, body: `{"deprecated":true}`}, "event_type_not_found", "")
+
+	c.do(exchange{method: "DELETE", path: types + "/catalogue.legacy", key: admin, want: http.StatusNoContent})
+	c.fails(exchange{method: "DELETE", path: types + "/catalogue.legacy", key: admin, want: http.StatusNotFound}, "event_type_not_found", "")
+}
+
+// exerciseEnforcedCatalogue publishes to a server that enforces the event
+// type catalogue: an unknown type, data that fails its schema, a
+// deprecated type, and an endpoint whose event_types cover no type.
+func exerciseEnforcedCatalogue(c *specCheck) {
+	t, admin := c.t, testAdminKey
+	c.do(exchange{method: "POST", path: "/_herald/v1/event-types", key: admin, want: http.StatusCreated,
+		body: `{"name":"shop.order","schema":{"type":"object","properties":{"items":{"type":"array","items":{"type":"string"}}}}}`})
+	c.do(exchange{method: "POST", path: "/_herald/v1/event-types", key: admin, want: http.StatusCreated, body: `{"name":"shop.basket","deprecated":true}`})
+	c.fails(exchange{method: "POST", path: "/_herald/v1/events", key: admin, want: http.StatusBadRequest, body: `{"type":"shop.refund","data":{}}`}, "unknown_event_type", "type")
+	c.fails(exchange{method: "POST", path: "/_herald/v1/events", key: admin, want: http.StatusBadRequest, body: `{"type":"shop.order","data":{"items":["a",2]}}`}, "event_data_invalid", "data/items/1")
+	var published struct {
+		DeprecatedType bool `json:"deprecated_type"`
+	}
+	c.decode(c.do(exchange{method: "POST", path: "/_herald/v1/events", key: admin, want: http.StatusAccepted, body: `{"type":"shop.basket","data":{}}`}), &published)
+	if !published.DeprecatedType {
+		t.Error("an event of a deprecated type is answered without deprecated_type")
+	}
+	c.fails(exchange{method: "POST", path: "/_herald/v1/endpoints", key: admin, want: http.StatusBadRequest,
+		body: `{"url":"` + c.m.receiver.URL + `","event_types":["shop.*","billing.*"]}`}, "unknown_event_type", "event_types[1]")
+}
+
 // TestOpenAPIDescribesRealAnswers drives a full server through the life
 // of keys, endpoints (their ownership verification included), events,
-// deliveries, subscriptions and their consumers, a callback with a bad
-// token, whoami, the stats and the dashboard, and the usual mistakes
-// (404, 400 with a field, 401, 403, 409, 415, 421, 422), and validates
+// deliveries, replay jobs, the event type catalogue (and a second server
+// that enforces it), subscriptions and their consumers, a callback with a
+// bad token, whoami, the stats and the dashboard, and the usual mistakes
+// (404, 400 with a field, 401, 403, 409, 413, 415, 421, 422), and validates
 // every request and answer against the document with an independent
 // OpenAPI validator. Every documented operation must have been exercised.
 func TestOpenAPIDescribesRealAnswers(t *testing.T) {
@@ -461,7 +574,8 @@ func TestOpenAPIDescribesRealAnswers(t *testing.T) {
 			`"name":"Orders","profile":"standard-webhooks","failure_policy":"retry_all","timeout_ms":5000}`}), &ep)
 	epPath := "/_herald/v1/endpoints/" + ep.ID
 	c.do(exchange{method: "GET", path: "/_herald/v1/endpoints", key: admin, want: http.StatusOK})
-	c.do(exchange{method: "GET", path: "/_herald/v1/endpoints?limit=1&tenant=tenant-a", key: admin, want: http.StatusOK})
+	c.do(exchange{method: "GET", path: "/_herald/v1/endpoints?limit=1&tenant=tenant-a&status=active", key: admin, want: http.StatusOK})
+	c.fails(exchange{method: "GET", path: "/_herald/v1/endpoints?status=asleep", key: admin, want: http.StatusBadRequest, refused: true}, "invalid_parameter", "status")
 	c.do(exchange{method: "GET", path: epPath, key: admin, want: http.StatusOK})
 	c.do(exchange{method: "PATCH", path: epPath, key: admin, want: http.StatusOK, body: `{"description":"changed","rate_limit":null,"headers":{"X-Team":"***"},"name":null,"failure_policy":"standard","timeout_ms":null}`})
 	c.do(exchange{method: "POST", path: epPath + "/rotate-secret", key: admin, want: http.StatusOK})
@@ -471,8 +585,15 @@ func TestOpenAPIDescribesRealAnswers(t *testing.T) {
 	// Events and deliveries.
 	c.do(exchange{method: "POST", path: "/_herald/v1/events", key: admin, want: http.StatusAccepted,
 		body: `{"id":"order-1","type":"order.created","data":{"region":"eu"},"tenant":"tenant-a","timestamp":"2026-01-02T15:04:05Z"}`})
-	c.do(exchange{method: "POST", path: "/_herald/v1/events", key: admin, want: http.StatusOK,
-		body: `{"id":"order-1","type":"order.created","data":{"region":"eu"},"tenant":"tenant-a","timestamp":"2026-01-02T15:04:05Z"}`})
+	var dup struct {
+		Duplicate bool
+		Event     struct{ ID, Timestamp string }
+	}
+	c.decode(c.do(exchange{method: "POST", path: "/_herald/v1/events", key: admin, want: http.StatusOK,
+		body: `{"id":"order-1","type":"order.created","data":{"region":"uk"},"tenant":"tenant-a","timestamp":"2026-02-03T00:00:00Z"}`}), &dup)
+	if !dup.Duplicate || dup.Event.ID != "order-1" || dup.Event.Timestamp != "2026-01-02T15:04:05Z" {
+		t.Errorf("a duplicate answers %+v, want the event as first stored", dup)
+	}
 	var list struct {
 		Data []struct{ ID string } `json:"data"`
 	}
@@ -483,11 +604,19 @@ func TestOpenAPIDescribesRealAnswers(t *testing.T) {
 		c.decode(c.do(exchange{method: "GET", path: epPath + "/deliveries", key: admin, want: http.StatusOK}), &list)
 	}
 	dlv := "/_herald/v1/deliveries/" + list.Data[0].ID
-	c.do(exchange{method: "GET", path: epPath + "/deliveries?status=delivered&event_type=order.created&since=2000-01-01T00:00:00Z&until=2999-01-01T00:00:00Z&limit=10", key: admin, want: http.StatusOK})
+	var counted struct{ Total *int }
+	c.decode(c.do(exchange{method: "GET", path: epPath + "/deliveries?status=delivered&event_type=order.created&since=2000-01-01T00:00:00Z&until=2999-01-01T00:00:00Z&limit=10&count=true", key: admin, want: http.StatusOK}), &counted)
+	if counted.Total == nil {
+		t.Error("a list of deliveries with count=true has no total")
+	}
+	c.fails(exchange{method: "GET", path: epPath + "/deliveries?count=maybe", key: admin, want: http.StatusBadRequest, refused: true}, "invalid_parameter", "count")
 	c.do(exchange{method: "GET", path: dlv, key: admin, want: http.StatusOK})
 	c.do(exchange{method: "POST", path: dlv + "/retry", key: admin, want: http.StatusAccepted})
-	c.do(exchange{method: "POST", path: epPath + "/replay", key: admin, want: http.StatusAccepted, body: `{"since":"2000-01-01T00:00:00Z"}`})
-	c.do(exchange{method: "POST", path: epPath + "/replay", key: admin, want: http.StatusAccepted, body: `{"offset":"-1"}`})
+	exerciseReplays(c, epPath)
+
+	// The event type catalogue, and a server that enforces it.
+	exerciseCatalogue(c)
+	exerciseEnforcedCatalogue(c.on(startHerald(t, "--webhook-allow-cidrs", "127.0.0.0/8", "--delivery-enforce-event-types")))
 
 	// Mistakes of the caller.
 	c.do(exchange{method: "GET", path: "/_herald/v1/endpoints/ep_000000000000000000000000", key: admin, want: http.StatusNotFound})
