@@ -177,6 +177,11 @@ type Engine struct {
 	mu        sync.RWMutex
 	endpoints map[string]*liveEndpoint // guarded by mu
 	runners   map[string]*runner       // guarded by mu
+	// loadMu makes the loads of endpoints from the store (one, or all)
+	// run one at a time, so a full load that read the store before an
+	// endpoint was made cannot drop it after a load of that endpoint
+	// installed it.
+	loadMu sync.Mutex
 
 	replayMu sync.Mutex
 	replays  map[string]chan struct{} // replay jobs running here, closed when their run ends; guarded by replayMu
@@ -493,6 +498,8 @@ func EndpointShare(global int) int {
 // loadEndpoints replaces the endpoint cache with the store's endpoints,
 // starting and stopping runners to match.
 func (e *Engine) loadEndpoints(ctx context.Context) error {
+	e.loadMu.Lock()
+	defer e.loadMu.Unlock()
 	eps, err := e.st.EndpointList(ctx, &store.EndpointListParams{})
 	if err != nil {
 		return fmt.Errorf("delivery: load endpoints: %w", err)
@@ -575,6 +582,8 @@ func (e *Engine) setHealth(id string, h store.EndpointHealth, version int64) {
 // EndpointChanged reloads one endpoint from the store (after the API
 // created, changed or deleted it) and wakes its runner.
 func (e *Engine) EndpointChanged(ctx context.Context, id string) error {
+	e.loadMu.Lock()
+	defer e.loadMu.Unlock()
 	ep, err := e.st.EndpointGet(ctx, id)
 	if errors.Is(err, store.ErrEndpointNotFound) {
 		e.uninstall(id)

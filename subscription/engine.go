@@ -146,7 +146,10 @@ type Engine struct {
 	locks [lockStripes]sync.Mutex
 
 	subsMu sync.RWMutex
-	subs   map[string]*cachedSub // guarded by subsMu
+	// subsLoadMu makes the loads of subscriptions from the store (one,
+	// or all) run one at a time.
+	subsLoadMu sync.Mutex
+	subs       map[string]*cachedSub // guarded by subsMu
 	// invalidations is the store's feed of subscription changes
 	// (engine_subs.go).
 	invalidations *store.InvalidationFeed

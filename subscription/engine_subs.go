@@ -3,6 +3,7 @@ package subscription
 import (
 	"context"
 	"errors"
+	"maps"
 	"sync"
 	"time"
 
@@ -20,12 +21,17 @@ type cachedSub struct {
 
 // refreshSubscriptions reloads the subscriptions from the store.
 func (e *Engine) refreshSubscriptions(ctx context.Context) error {
+	// Loads run one at a time, so a full reload that read the store
+	// before a subscription was made cannot replace the cache after a
+	// reload of that one subscription put it there.
+	e.subsLoadMu.Lock()
+	defer e.subsLoadMu.Unlock()
 	list, err := e.st.SubscriptionList(ctx, &store.SubscriptionListParams{})
 	if err != nil {
 		return err
 	}
 	e.subsMu.RLock()
-	old := e.subs
+	old := maps.Clone(e.subs) // the map is changed in place by cacheSubscription
 	e.subsMu.RUnlock()
 	next := make(map[string]*cachedSub, len(list))
 	for _, s := range list {
@@ -76,6 +82,8 @@ func (e *Engine) watchInvalidations(stop func()) {
 // reloadSubscription reads one subscription again: it is cached, or
 // forgotten when the store no longer has it.
 func (e *Engine) reloadSubscription(ctx context.Context, id string) error {
+	e.subsLoadMu.Lock()
+	defer e.subsLoadMu.Unlock()
 	s, err := e.st.SubscriptionGet(ctx, id)
 	if errors.Is(err, store.ErrSubscriptionNotFound) {
 		e.uncacheSubscription(id)
