@@ -59,6 +59,8 @@ type endpointJSON struct {
 	DisabledReason          string            `json:"disabled_reason,omitempty"`
 	CreatedAt               *string           `json:"created_at"`
 	UpdatedAt               *string           `json:"updated_at"`
+	// Health is set by GET /endpoints/{id} only.
+	Health *healthJSON `json:"health,omitempty"`
 }
 
 func (a *API) endpointView(ep *store.Endpoint, withSecret bool) endpointJSON {
@@ -210,7 +212,12 @@ func (a *API) getEndpoint(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, a.endpointView(ep, false))
+	v := a.endpointView(ep, false)
+	if v.Health, err = a.endpointHealth(r.Context(), ep); err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, v)
 }
 
 // patchable are the fields PATCH accepts.

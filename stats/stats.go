@@ -49,6 +49,9 @@ type Config struct {
 	Now func() time.Time
 	// Logger receives sampling failures; slog.Default() when nil.
 	Logger *slog.Logger
+	// Backlog, when set, counts the deliveries waiting now (pending or
+	// failed, across every endpoint); ServeHTTP adds it to the answer.
+	Backlog func(context.Context) (int, error)
 }
 
 // Recorder keeps the last hour's counts per minute. It is safe for
@@ -166,6 +169,9 @@ type Minute struct {
 type Snapshot struct {
 	Series  []string `json:"series"`
 	Minutes []Minute `json:"minutes"`
+	// Backlog is the deliveries waiting when the snapshot was served
+	// (with Config.Backlog only).
+	Backlog *int `json:"backlog,omitempty"`
 }
 
 // Snapshot returns the last Minutes minutes, the current one last;
@@ -202,7 +208,17 @@ func (r *Recorder) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		writeJSON(w, http.StatusInternalServerError, map[string]any{"error": map[string]string{"code": "INTERNAL", "message": "reading the counters failed"}})
 		return
 	}
-	writeJSON(w, http.StatusOK, r.Snapshot())
+	snap := r.Snapshot()
+	if r.cfg.Backlog != nil {
+		n, err := r.cfg.Backlog(req.Context())
+		if err != nil {
+			r.cfg.Logger.ErrorContext(req.Context(), "counting the delivery backlog failed", "err", err)
+			writeJSON(w, http.StatusInternalServerError, map[string]any{"error": map[string]string{"code": "INTERNAL", "message": "counting the delivery backlog failed"}})
+			return
+		}
+		snap.Backlog = &n
+	}
+	writeJSON(w, http.StatusOK, snap)
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

@@ -3,6 +3,7 @@ package stats
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -134,5 +135,25 @@ func TestServeHTTPSamplesFirst(t *testing.T) {
 	}
 	if got := s.Minutes[len(s.Minutes)-1].Counts["appends"]; got != 4 {
 		t.Errorf("the current minute counts %v appends, want 4", got)
+	}
+}
+
+func TestServeHTTPCountsTheBacklog(t *testing.T) {
+	r, _, _, _ := newRig(t)
+	r.cfg.Backlog = func(context.Context) (int, error) { return 7, nil }
+	w := httptest.NewRecorder()
+	r.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/_herald/v1/stats", nil))
+	var s Snapshot
+	if err := json.Unmarshal(w.Body.Bytes(), &s); err != nil || w.Code != http.StatusOK {
+		t.Fatalf("%d %v", w.Code, err)
+	}
+	if s.Backlog == nil || *s.Backlog != 7 {
+		t.Errorf("backlog %v, want 7", s.Backlog)
+	}
+	r.cfg.Backlog = func(context.Context) (int, error) { return 0, errors.New("store down") }
+	w = httptest.NewRecorder()
+	r.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/_herald/v1/stats", nil))
+	if w.Code != http.StatusInternalServerError {
+		t.Errorf("a failed count answered %d, want 500", w.Code)
 	}
 }

@@ -116,6 +116,11 @@ type DeliveryStore interface {
 	DeliveryCount(ctx context.Context, params *DeliveryListParams) (int, error)
 	// DeliveryAttempts returns a delivery's attempts, oldest first.
 	DeliveryAttempts(ctx context.Context, deliveryID string) ([]DeliveryAttempt, error)
+	// DeliveryRecentAttempts returns an endpoint's latest attempts,
+	// newest first, without their response bodies: at most params.Limit,
+	// among the attempts of its params.Limit newest deliveries (so the
+	// cost is bounded whatever the endpoint's history).
+	DeliveryRecentAttempts(ctx context.Context, params *RecentAttemptsParams) ([]DeliveryAttempt, error)
 	// DeliveryRequeue makes the deliveries of params.IDs that are of the
 	// endpoint and still of params.Status pending and due at Now with a
 	// fresh schedule (as DeliveryRetry), and returns how many. The Job is
@@ -491,6 +496,12 @@ type DeliveryListParams struct {
 	// ErrInvalidCursor.
 	Before string
 	Limit  int
+}
+
+// RecentAttemptsParams are the inputs of DeliveryRecentAttempts.
+type RecentAttemptsParams struct {
+	EndpointID string
+	Limit      int
 }
 
 // DeliveryRetryParams are the inputs of DeliveryRetry.

@@ -604,6 +604,17 @@ func TestOpenAPIDescribesRealAnswers(t *testing.T) {
 		c.decode(c.do(exchange{method: "GET", path: epPath + "/deliveries", key: admin, want: http.StatusOK}), &list)
 	}
 	dlv := "/_herald/v1/deliveries/" + list.Data[0].ID
+	// The endpoint's health summary, once an attempt was made: figures,
+	// not nulls.
+	var got struct {
+		Health struct{ Attempts int } `json:"health"`
+	}
+	for deadline := time.Now().Add(10 * time.Second); got.Health.Attempts == 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the endpoint's health never counted an attempt")
+		}
+		c.decode(c.do(exchange{method: "GET", path: epPath, key: admin, want: http.StatusOK}), &got)
+	}
 	var counted struct{ Total *int }
 	c.decode(c.do(exchange{method: "GET", path: epPath + "/deliveries?status=delivered&event_type=order.created&since=2000-01-01T00:00:00Z&until=2999-01-01T00:00:00Z&limit=10&count=true", key: admin, want: http.StatusOK}), &counted)
 	if counted.Total == nil {

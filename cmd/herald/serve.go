@@ -23,6 +23,7 @@ import (
 	"github.com/heraldstreams/herald/internal/secretbox"
 	"github.com/heraldstreams/herald/reaper"
 	"github.com/heraldstreams/herald/stats"
+	"github.com/heraldstreams/herald/store"
 	"github.com/heraldstreams/herald/store/postgres"
 	"github.com/heraldstreams/herald/store/sqlite"
 	"github.com/heraldstreams/herald/subscription"
@@ -119,7 +120,7 @@ func newApp(ctx context.Context, cfg *serveConfig, log *slog.Logger, tp trace.Tr
 		return fail(err)
 	}
 	api.Handle("GET "+ui.Prefix, auth.Rule{Public: true}, dashboard)
-	rec := newStatsRecorder(metrics, log.With("part", "stats"))
+	rec := newStatsRecorder(metrics, st, log.With("part", "stats"))
 	api.Handle("GET "+httpapi.HeraldPrefix+"v1/stats", auth.Rule{Scope: auth.ScopeAdmin}, rec)
 	api.Handle("GET "+apidoc.Path, auth.Rule{Public: true}, apidoc.Handler())
 	auth.NewKeysAPI(auth.KeysAPIConfig{Auth: authn, Store: st, Logger: log.With("part", "keys"),
@@ -151,9 +152,19 @@ func newApp(ctx context.Context, cfg *serveConfig, log *slog.Logger, tp trace.Tr
 
 // newStatsRecorder keeps the last hour's per-minute counts of appends,
 // wakes, deliveries and failed delivery attempts for the dashboard
-// (GET /_herald/v1/stats), read from the counters in metrics.
-func newStatsRecorder(metrics prometheus.Gatherer, log *slog.Logger) *stats.Recorder {
-	return stats.New(stats.Config{Gatherer: metrics, Logger: log, Series: []stats.Series{
+// (GET /_herald/v1/stats), read from the counters in metrics, and
+// answers with the deliveries waiting across every endpoint, counted in
+// st.
+func newStatsRecorder(metrics prometheus.Gatherer, st store.DeliveryStore, log *slog.Logger) *stats.Recorder {
+	backlog := func(ctx context.Context) (int, error) {
+		by, err := st.DeliveryBacklog(ctx)
+		total := 0
+		for _, n := range by {
+			total += n
+		}
+		return total, err
+	}
+	return stats.New(stats.Config{Gatherer: metrics, Logger: log, Backlog: backlog, Series: []stats.Series{
 		{Name: "appends", Metric: "herald_stream_appends_total"},
 		{Name: "wakes", Metric: "herald_subscription_wakes_total"},
 		{Name: "deliveries", Metric: "herald_delivery_attempts_total", Label: "outcome", Values: []string{"delivered"}},

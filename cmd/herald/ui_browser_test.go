@@ -398,12 +398,25 @@ func TestDashboardInBrowser(t *testing.T) {
 	r.do(t, "resuming", chromedp.Click(chromedp.CSS(`#resume`)), chromedp.WaitVisible(chromedp.CSS(`#pause`)))
 	r.do(t, "sending a test event", chromedp.Click(chromedp.CSS(`#test`)))
 	r.waitText(t, "#action-result", "accepted the test event")
-	r.do(t, "replaying since 2000, confirmed",
+	// Its health: three attempts (a 500 among them), so a success rate
+	// of 66.7%, latencies in milliseconds, the breaker closed, nothing
+	// waiting.
+	r.waitText(t, "#health", "66.7% of the last 3 attempts")
+	r.waitText(t, "#health", " ms · p99 ")
+	r.waitText(t, "#health", "closed")
+	r.waitText(t, "#endpoint-backlog", "0 waiting")
+	// A range replay, confirmed, is followed until its job is done.
+	r.do(t, "replaying from 2000 until 2999, confirmed",
 		chromedp.SetValue(chromedp.CSS(`#replay input[name=since]`), "2000-01-01T00:00"),
+		chromedp.SetValue(chromedp.CSS(`#replay input[name=until]`), "2999-01-01T00:00"),
 		chromedp.Click(chromedp.CSS(`#replay button[type=submit]`)),
-		chromedp.WaitVisible(chromedp.CSS(`#confirm-yes`)),
-		chromedp.Click(chromedp.CSS(`#confirm-yes`)))
-	r.waitText(t, "#action-result", "Queued")
+		chromedp.WaitVisible(chromedp.CSS(`#confirm-yes`)))
+	r.waitText(t, "dialog", "until")
+	r.do(t, "confirming the replay", chromedp.Click(chromedp.CSS(`#confirm-yes`)))
+	r.waitText(t, "#replay-progress", "is done: 2 of 2 queued")
+	if job := eval[map[string]any](t, r, `Object.assign({}, document.getElementById('replay-progress').dataset)`); job["state"] != "done" || job["total"] != "2" || job["queued"] != "2" {
+		t.Errorf("the replay's progress shows %v, want done with 2 of 2 queued", job)
+	}
 	r.screenshot(t, "06-endpoint")
 
 	// The secret rotated after a confirmation: the new one is shown once,
@@ -453,7 +466,16 @@ func TestDashboardInBrowser(t *testing.T) {
 	}
 	r.until(t, "#/endpoints/"+broken, "main dl", "disabled")
 	r.waitText(t, "#re-enable", "Re-enable")
+	r.waitText(t, "#health", "open")
+	r.waitText(t, "#health", "0.0% of the last")
+	r.waitText(t, "#endpoint-backlog", strconv.Itoa(breakerThreshold)+" waiting (0 pending, "+strconv.Itoa(breakerThreshold)+" failed")
 	r.screenshot(t, "14-endpoint-disabled")
+	// The overview counts the deliveries waiting, the failed ones included.
+	r.visit(t, "#/overview?backlog", "#backlog")
+	if n := eval[float64](t, r, `Number(document.getElementById('backlog').textContent)`); n < breakerThreshold {
+		t.Errorf("the overview shows %v deliveries waiting, want at least the %d failed ones", n, breakerThreshold)
+	}
+	r.visit(t, "#/endpoints/"+broken, "#re-enable")
 	r.breakerDown.Store(false)
 	r.do(t, "re-enabling", chromedp.Click(chromedp.CSS(`#re-enable`)), chromedp.WaitVisible(chromedp.CSS(`#pause`)))
 	r.waitText(t, "main dl", "active")

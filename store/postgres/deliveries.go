@@ -314,6 +314,21 @@ func (s *Store) DeliveryAttempts(ctx context.Context, deliveryID string) ([]stor
 		})
 }
 
+// DeliveryRecentAttempts implements store.DeliveryStore.
+func (s *Store) DeliveryRecentAttempts(ctx context.Context, params *store.RecentAttemptsParams) ([]store.DeliveryAttempt, error) {
+	return collect(ctx, s, &query{sql: `SELECT a.id, a.delivery_seq, a.at, a.status_code, a.latency_ns, a.error
+		FROM delivery_attempts a WHERE a.delivery_seq IN
+			(SELECT seq FROM deliveries WHERE endpoint_id = $1 ORDER BY seq DESC LIMIT $2)
+		ORDER BY a.id DESC LIMIT $2`, args: []any{params.EndpointID, params.Limit}}, "recent attempts",
+		func(r codec.Row) (store.DeliveryAttempt, error) {
+			var a store.DeliveryAttempt
+			var seq, at, latency int64
+			err := r.Scan(&a.ID, &seq, &at, &a.StatusCode, &latency, &a.Error)
+			a.DeliveryID, a.At, a.Latency = s.ids.ID(seq), codec.FromNanos(at), time.Duration(latency)
+			return a, err
+		})
+}
+
 // DeliveryRetry implements store.DeliveryStore.
 func (s *Store) DeliveryRetry(ctx context.Context, params *store.DeliveryRetryParams) (*store.Delivery, error) {
 	seq, ok := s.ids.Seq(params.ID)

@@ -387,6 +387,29 @@ func (s *Store) DeliveryAttempts(ctx context.Context, deliveryID string) ([]stor
 	return out, rows.Err()
 }
 
+// DeliveryRecentAttempts implements store.DeliveryStore.
+func (s *Store) DeliveryRecentAttempts(ctx context.Context, params *store.RecentAttemptsParams) ([]store.DeliveryAttempt, error) {
+	rows, err := s.reader.QueryContext(ctx, `SELECT a.id, a.delivery_seq, a.at, a.status_code, a.latency_ns, a.error
+		FROM delivery_attempts a WHERE a.delivery_seq IN
+			(SELECT seq FROM deliveries WHERE endpoint_id = ?1 ORDER BY seq DESC LIMIT ?2)
+		ORDER BY a.id DESC LIMIT ?2`, params.EndpointID, params.Limit)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: recent attempts: %w", err)
+	}
+	defer rows.Close()
+	var out []store.DeliveryAttempt
+	for rows.Next() {
+		var a store.DeliveryAttempt
+		var seq, at, latency int64
+		if err := rows.Scan(&a.ID, &seq, &at, &a.StatusCode, &latency, &a.Error); err != nil {
+			return nil, fmt.Errorf("sqlite: recent attempts: %w", err)
+		}
+		a.DeliveryID, a.At, a.Latency = s.ids.ID(seq), codec.FromNanos(at), time.Duration(latency)
+		out = append(out, a)
+	}
+	return out, rows.Err()
+}
+
 // DeliveryRetry implements store.DeliveryStore.
 func (s *Store) DeliveryRetry(ctx context.Context, params *store.DeliveryRetryParams) (*store.Delivery, error) {
 	var out store.Delivery

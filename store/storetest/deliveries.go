@@ -17,6 +17,7 @@ func runDeliveries(t *testing.T, f Factory) {
 	run(t, f, "EndpointProfileAndVerification", testEndpointProfileAndVerification)
 	run(t, f, "DeliveryEnqueueCAS", testDeliveryEnqueueCAS)
 	run(t, f, "DeliveryClaimLease", testDeliveryClaimLease)
+	run(t, f, "DeliveryRecentAttempts", testDeliveryRecentAttempts)
 	run(t, f, "DeliveryEnqueueLeased", testDeliveryEnqueueLeased)
 	run(t, f, "DeliveryOrderingStream", testDeliveryOrderingStream)
 	run(t, f, "DeliveryCompleteHealth", testDeliveryCompleteHealth)

@@ -104,3 +104,71 @@ func testDeliveryCount(t *testing.T, f Factory) {
 		t.Errorf("unknown endpoint: %d, %v", n, err)
 	}
 }
+
+// testDeliveryRecentAttempts reads an endpoint's latest attempts, newest
+// first and without bodies, among its newest deliveries only, and none of
+// another endpoint's.
+func testDeliveryRecentAttempts(t *testing.T, f Factory) {
+	s := f.Open(t)
+	ctx := context.Background()
+	mustEndpoint(t, s, endpoint("ep"))
+	mustEndpoint(t, s, endpoint("ep_other"))
+	mustEnqueue(t, s, delivery("ep", "e0", 0), delivery("ep", "e1", 10), delivery("ep", "e2", 20), delivery("ep_other", "x", 0))
+	attempt := func(code int, ms int) store.DeliveryAttempt {
+		return store.DeliveryAttempt{At: t0, StatusCode: code, ResponseBody: []byte("body"), Latency: time.Duration(ms) * time.Millisecond}
+	}
+	complete := func(ep string, ds []store.Delivery, outcomes ...store.DeliveryResult) {
+		t.Helper()
+		for i := range outcomes {
+			outcomes[i].DeliveryID, outcomes[i].LeaseToken = ds[i].ID, ds[i].LeaseToken
+		}
+		if _, err := s.DeliveryComplete(ctx, &store.DeliveryCompleteParams{EndpointID: ep, ExpectHealthVersion: mustHealthVersion(t, s, ep),
+			Now: t0, Results: outcomes}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	first := mustClaim(t, s, "ep", 3, t0).Deliveries
+	if len(first) != 3 {
+		t.Fatalf("claimed %d, want 3", len(first))
+	}
+	complete("ep", first,
+		store.DeliveryResult{Attempt: attempt(500, 30), Status: store.DeliveryFailed, NextAttemptAt: t0},
+		store.DeliveryResult{Attempt: attempt(200, 10), Status: store.DeliveryDelivered},
+		store.DeliveryResult{Attempt: attempt(200, 20), Status: store.DeliveryDelivered})
+	again := mustClaim(t, s, "ep", 1, t0.Add(time.Second)).Deliveries
+	if len(again) != 1 || again[0].ID != first[0].ID {
+		t.Fatalf("claimed again %v, want %s", again, first[0].ID)
+	}
+	complete("ep", again, store.DeliveryResult{Attempt: attempt(200, 40), Status: store.DeliveryDelivered})
+	complete("ep_other", mustClaim(t, s, "ep_other", 1, t0).Deliveries,
+		store.DeliveryResult{Attempt: attempt(503, 99), Status: store.DeliveryFailed, NextAttemptAt: t0.Add(time.Hour)})
+
+	latencies := func(as []store.DeliveryAttempt) []string {
+		return fieldOf(as, func(a *store.DeliveryAttempt) string { return a.Latency.String() })
+	}
+	all, err := s.DeliveryRecentAttempts(ctx, &store.RecentAttemptsParams{EndpointID: "ep", Limit: 10})
+	if err != nil || len(all) != 4 {
+		t.Fatalf("recent = %v, %v; want 4 attempts", all, err)
+	}
+	if got := latencies(all); got[0] != "40ms" {
+		t.Errorf("newest attempt's latency %v, want 40ms first (of %v)", got[0], got)
+	}
+	if all[0].DeliveryID != first[0].ID || all[0].StatusCode != 200 || all[0].ResponseBody != nil {
+		t.Errorf("newest attempt %+v: want delivery %s, status 200, no body", all[0], first[0].ID)
+	}
+	codes := map[int]int{}
+	for _, a := range all {
+		codes[a.StatusCode]++
+	}
+	if codes[200] != 3 || codes[500] != 1 {
+		t.Errorf("status codes %v, want three 200 and one 500", codes)
+	}
+	// A limit of 1 reads the newest delivery (e2) only.
+	one, err := s.DeliveryRecentAttempts(ctx, &store.RecentAttemptsParams{EndpointID: "ep", Limit: 1})
+	if err != nil || len(one) != 1 || one[0].Latency != 20*time.Millisecond || one[0].DeliveryID != first[2].ID {
+		t.Errorf("limit 1 = %+v, %v; want the attempt of %s (20ms)", one, err, first[2].ID)
+	}
+	if none, err := s.DeliveryRecentAttempts(ctx, &store.RecentAttemptsParams{EndpointID: "ep_none", Limit: 10}); err != nil || len(none) != 0 {
+		t.Errorf("unknown endpoint: %v, %v", none, err)
+	}
+}

@@ -43,7 +43,7 @@ export function time(iso) {
 const tones = {
   active: 'ok', delivered: 'ok', ok: 'ok', LIVE: 'ok', IDLE: 'info',
   paused: 'warn', pending: 'info', failed: 'warn', WAKING: 'warn',
-  disabled: 'bad', exhausted: 'bad', unavailable: 'bad',
+  disabled: 'bad', exhausted: 'bad', unavailable: 'bad', closed: 'ok', open: 'bad',
 };
 export function badge(word) {
   return h('span', {class: 'badge ' + (tones[word] || 'info')}, word);

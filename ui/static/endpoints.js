@@ -105,22 +105,7 @@ async function detail(ctx, id) {
   }
 
   let replay = null;
-  if (ctx.can('deliveries:write')) {
-    const since = h('input', {type: 'datetime-local', name: 'since', required: true, step: 1});
-    replay = h('form', {class: 'inline', id: 'replay'}, field('Replay events since (your time zone)', since), h('button', {type: 'submit'}, 'Replay…'));
-    replay.addEventListener('submit', async ev => {
-      ev.preventDefault();
-      const at = new Date(since.value);
-      if (Number.isNaN(at.getTime())) return;
-      if (!await confirmAction(`Queue a new delivery to this endpoint of every matching event since ${at.toLocaleString()}? Events with a pending delivery are skipped.`, 'Replay')) return;
-      try {
-        const r = await api('POST', path + '/replay', {since: at.toISOString().replace(/\.\d+Z$/, 'Z')});
-        clear(out, h('p', {class: 'notice'}, `Queued ${r.queued} deliveries.`, r.truncated ? ' More matched than one replay queues: replay again from a later time.' : ''));
-      } catch (e) {
-        clear(out, errorBox(e));
-      }
-    });
-  }
+  if (ctx.can('deliveries:write')) replay = replayForm(path, out);
 
   return [
     h('h1', null, 'Endpoint ', h('span', {class: 'mono'}, ep.id)),
@@ -142,10 +127,84 @@ async function detail(ctx, id) {
       ['Filter', ep.filter === null ? '—' : h('pre', null, pretty(JSON.stringify(ep.filter)))],
       ['Created', time(ep.created_at)],
     ]),
+    h('h2', null, 'Health'),
+    healthView(ep.health),
     actions.length ? h('div', {class: 'actions'}, actions) : null,
     replay,
     out,
   ];
+}
+
+// healthView shows the endpoint's recent attempts, breaker and backlog.
+function healthView(hl) {
+  if (!hl) return null;
+  const ms = v => v === null ? '—' : `${v} ms`;
+  return h('div', {id: 'health'}, props([
+    ['Success rate', hl.success_rate === null ? 'no attempt yet'
+      : `${(hl.success_rate * 100).toFixed(1)}% of the last ${hl.attempts} attempts`],
+    ['Latency', hl.attempts ? `p50 ${ms(hl.latency_p50_ms)} · p99 ${ms(hl.latency_p99_ms)}` : '—'],
+    ['Breaker', [badge(hl.breaker), ` ${hl.consecutive_failures} of ${hl.breaker_threshold} failures in a row`]],
+    ['Backlog', h('span', {id: 'endpoint-backlog'}, `${hl.backlog} waiting (${hl.pending} pending, ${hl.failed} failed and retrying)`)],
+  ]));
+}
+
+// rfc3339 is a datetime-local value, read in the viewer's zone, as UTC
+// RFC 3339 ('' when empty, null when not a time).
+function rfc3339(value) {
+  if (!value) return '';
+  const at = new Date(value);
+  return Number.isNaN(at.getTime()) ? null : at.toISOString().replace(/\.\d+Z$/, 'Z');
+}
+
+// replayForm starts a replay of a range after a confirmation, then shows
+// the job's progress until it is done.
+function replayForm(path, out) {
+  const since = h('input', {type: 'datetime-local', name: 'since', required: true, step: 1});
+  const until = h('input', {type: 'datetime-local', name: 'until', step: 1});
+  const which = h('select', {name: 'status'},
+    h('option', {value: ''}, 'every matching event'),
+    h('option', {value: 'exhausted'}, 'only failed deliveries (dead letters)'),
+    h('option', {value: 'failed'}, 'only deliveries still retrying'));
+  const form = h('form', {class: 'inline', id: 'replay'},
+    field('Replay since (your time zone)', since), field('Until (optional, excluded)', until), field('What', which),
+    h('button', {type: 'submit'}, 'Replay…'));
+  form.addEventListener('submit', async ev => {
+    ev.preventDefault();
+    const from = rfc3339(since.value), to = rfc3339(until.value);
+    if (!from || to === null) return;
+    const body = {since: from};
+    if (to) body.until = to;
+    if (which.value) body.status = which.value;
+    const range = `from ${new Date(from).toLocaleString()}` + (to ? ` until ${new Date(to).toLocaleString()}` : ' on');
+    const what = which.value === 'exhausted' ? `Make every dead letter created ${range} pending again?`
+      : which.value === 'failed' ? `Retry now every delivery still retrying created ${range}?`
+        : `Queue a new delivery to this endpoint of every matching event ${range}? Events with a pending delivery are skipped.`;
+    if (!await confirmAction(what, 'Replay')) return;
+    try {
+      await follow(await api('POST', path + '/replay', body), out);
+    } catch (e) {
+      clear(out, errorBox(e));
+    }
+  });
+  return form;
+}
+
+// follow shows a replay job's progress, polling it until it is done.
+async function follow(job, out) {
+  const status = h('p', {id: 'replay-progress', class: 'notice'});
+  clear(out, status);
+  for (;;) {
+    status.dataset.state = job.state;
+    status.dataset.queued = job.queued;
+    status.dataset.total = job.total;
+    const counts = `${job.queued} of ${job.total} queued`;
+    status.textContent = job.state === 'running' ? `Replay ${job.id} is running: ${counts}.`
+      : job.state === 'done' ? `Replay ${job.id} is done: ${counts}.` + (job.truncated ? ' More matched than one replay queues: replay again from a later time.' : '')
+        : `Replay ${job.id} failed after ${counts}: ${job.error || 'no reason given'}.`;
+    if (job.state !== 'running' || !status.isConnected) return;
+    await new Promise(resolve => setTimeout(resolve, 500));
+    job = await api('GET', '/_herald/v1/replays/' + encodeURIComponent(job.id));
+  }
 }
 
 export function endpoints(ctx, id) {

@@ -73,6 +73,8 @@ export async function overview() {
       h('div', {class: 'card'}, h('h2', null, 'Endpoints'),
         h('p', null, h('span', {class: 'big', id: 'endpoint-count'}, String(eps.items.length) + (eps.more ? '+' : '')), ' in all'),
         h('p', null, badge('active'), ` ${by.active}  `, badge('paused'), ` ${by.paused}  `, badge('disabled'), ` ${by.disabled}`)),
+      h('div', {class: 'card'}, h('h2', null, 'Deliveries waiting'),
+        h('p', null, h('span', {class: 'big', id: 'backlog'}, String(st.backlog || 0)), ' pending or retrying, across every endpoint')),
       h('div', {class: 'card'}, h('h2', null, 'Webhook consumers'),
         cons.error ? errorBox(cons.error) : h('p', null, h('span', {class: 'big'}, String(cons.stuck.length)), ` waking, in ${cons.subs} subscriptions`))),
     h('h2', null, 'Last hour'),
