@@ -23,6 +23,7 @@ type deliveryJSON struct {
 	NextAttemptAt  *string         `json:"next_attempt_at"`
 	LastStatusCode int             `json:"last_status_code"`
 	LastError      string          `json:"last_error,omitempty"`
+	BatchID        string          `json:"batch_id,omitempty"`
 	CreatedAt      *string         `json:"created_at"`
 	UpdatedAt      *string         `json:"updated_at"`
 	FinishedAt     *string         `json:"finished_at"`
@@ -36,13 +37,14 @@ type attemptJSON struct {
 	ResponseBody string   `json:"response_body"`
 	Latency      duration `json:"latency"`
 	Error        string   `json:"error,omitempty"`
+	BatchID      string   `json:"batch_id,omitempty"`
 }
 
 func deliveryView(d *store.Delivery) deliveryJSON {
 	v := deliveryJSON{
 		ID: d.ID, EndpointID: d.EndpointID, EventID: d.EventID, EventType: d.EventType, Stream: d.Stream,
 		Offset: protocol.FormatOffset(d.Position), Status: d.Status, AttemptCount: d.Attempts,
-		LastStatusCode: d.LastStatusCode, LastError: d.LastError,
+		LastStatusCode: d.LastStatusCode, LastError: d.LastError, BatchID: d.BatchID,
 		CreatedAt: formatTime(d.CreatedAt), UpdatedAt: formatTime(d.UpdatedAt), FinishedAt: formatTime(d.FinishedAt),
 	}
 	if d.Status == store.DeliveryPending || d.Status == store.DeliveryFailed {
@@ -149,7 +151,8 @@ func (a *API) getDelivery(w http.ResponseWriter, r *http.Request) {
 	v.Attempts = []attemptJSON{}
 	for _, at := range atts {
 		v.Attempts = append(v.Attempts, attemptJSON{At: formatTime(at.At), StatusCode: at.StatusCode,
-			ResponseBody: string(at.ResponseBody), Latency: duration(at.Latency), Error: at.Error})
+			ResponseBody: string(at.ResponseBody), Latency: duration(at.Latency), Error: at.Error,
+			BatchID: at.BatchID})
 	}
 	writeJSON(w, http.StatusOK, v)
 }

@@ -45,6 +45,7 @@ type endpointJSON struct {
 	Profile                 string            `json:"profile"`
 	FailurePolicy           string            `json:"failure_policy"`
 	TimeoutMS               int64             `json:"timeout_ms"`
+	Batch                   *BatchConfig      `json:"batch"`
 	Verify                  bool              `json:"verify"`
 	VerifiedAt              *string           `json:"verified_at"`
 	VerificationSentAt      *string           `json:"verification_sent_at"`
@@ -75,6 +76,7 @@ func (a *API) endpointView(ep *store.Endpoint, withSecret bool) endpointJSON {
 		Profile: ep.Profile, FailurePolicy: ep.FailurePolicy, TimeoutMS: ep.Timeout.Milliseconds(),
 		Verify: ep.Verification.Required, VerifiedAt: formatTime(ep.Verification.VerifiedAt),
 		VerificationSentAt: formatTime(ep.Verification.SentAt), VerificationError: ep.Verification.Error,
+		Batch: batchOf(ep),
 	}
 	// Defaults are shown as they apply now.
 	if v.Profile == "" {
@@ -225,6 +227,7 @@ var patchable = map[string]bool{
 	"url": true, "event_types": true, "streams": true, "filter": true, "description": true, "tenant": true, "active": true,
 	"rate_limit": true, "max_in_flight": true, "ordering": true, "retry_schedule": true, "headers": true,
 	"name": true, "profile": true, "failure_policy": true, "timeout_ms": true,
+	"batch": true,
 }
 
 func (a *API) patchEndpoint(w http.ResponseWriter, r *http.Request) {

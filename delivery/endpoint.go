@@ -37,6 +37,11 @@ const (
 	MaxDescriptionLen = 1024
 	MaxNameLen        = 255
 	MaxTenantLen      = 128
+	// MinBatchEvents and MaxBatchEvents bound batch.max_events,
+	// MaxBatchWait batch.max_wait_ms.
+	MinBatchEvents = 2
+	MaxBatchEvents = 1000
+	MaxBatchWait   = time.Minute
 )
 
 // Failure policies: which answers end a delivery at once.
@@ -107,6 +112,28 @@ type EndpointConfig struct {
 	// TimeoutMS bounds one attempt, in milliseconds, up to the
 	// installation's timeout; 0 means that timeout.
 	TimeoutMS int `json:"timeout_ms,omitempty"`
+	// Batch, when set, sends up to Batch.MaxEvents due deliveries in one
+	// POST; nil sends one event per POST.
+	Batch *BatchConfig `json:"batch,omitempty"`
+}
+
+// BatchConfig is an endpoint's batching: up to MaxEvents due deliveries
+// in one POST, or what is due once the earliest has waited MaxWaitMS
+// milliseconds for the batch to fill.
+type BatchConfig struct {
+	MaxEvents int `json:"max_events"`
+	MaxWaitMS int `json:"max_wait_ms"`
+}
+
+// validate checks a batch configuration's ranges.
+func (b *BatchConfig) validate() error {
+	if b.MaxEvents < MinBatchEvents || b.MaxEvents > MaxBatchEvents {
+		return invalid(CodeInvalidBatch, "batch.max_events", "must be from %d to %d", MinBatchEvents, MaxBatchEvents)
+	}
+	if b.MaxWaitMS < 0 || time.Duration(b.MaxWaitMS)*time.Millisecond > MaxBatchWait {
+		return invalid(CodeInvalidBatch, "batch.max_wait_ms", "must be from 0 to %d milliseconds", MaxBatchWait.Milliseconds())
+	}
+	return nil
 }
 
 // ValidateEndpointParams are the inputs of ValidateEndpoint.
@@ -172,6 +199,13 @@ func ValidateEndpoint(ctx context.Context, p *ValidateEndpointParams) (*Endpoint
 		Profile:       in.Profile,
 		FailurePolicy: in.FailurePolicy,
 		TimeoutMS:     in.TimeoutMS,
+	}
+	if in.Batch != nil {
+		if err := in.Batch.validate(); err != nil {
+			return nil, err
+		}
+		b := *in.Batch
+		out.Batch = &b
 	}
 	if out.EventTypes == nil {
 		out.EventTypes = []string{"*"}

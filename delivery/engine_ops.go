@@ -94,12 +94,16 @@ func (e *Engine) CreateEndpoint(ctx context.Context, p *CreateEndpointParams) (*
 }
 
 func endpointFromConfig(id string, c *EndpointConfig) store.Endpoint {
-	return store.Endpoint{
+	ep := store.Endpoint{
 		ID: id, URL: c.URL, Name: c.Name, EventTypes: c.EventTypes, Streams: c.Streams, Filter: c.Filter, Description: c.Description,
 		Tenant: c.Tenant, RateLimit: c.RateLimit, MaxInFlight: c.MaxInFlight, Ordering: string(c.Ordering),
 		RetrySchedule: c.RetrySchedule, Headers: c.Headers, Profile: c.Profile, FailurePolicy: c.FailurePolicy,
 		Timeout: time.Duration(c.TimeoutMS) * time.Millisecond,
 	}
+	if c.Batch != nil {
+		ep.BatchMaxEvents, ep.BatchMaxWait = c.Batch.MaxEvents, time.Duration(c.Batch.MaxWaitMS)*time.Millisecond
+	}
+	return ep
 }
 
 // ConfigOf returns the configuration of a stored endpoint.
@@ -108,8 +112,17 @@ func ConfigOf(ep *store.Endpoint) EndpointConfig {
 		URL: ep.URL, Name: ep.Name, EventTypes: ep.EventTypes, Streams: ep.Streams, Filter: ep.Filter, Description: ep.Description,
 		Tenant: ep.Tenant, RateLimit: ep.RateLimit, MaxInFlight: ep.MaxInFlight, Ordering: Ordering(ep.Ordering),
 		RetrySchedule: ep.RetrySchedule, Headers: ep.Headers, Profile: ep.Profile, FailurePolicy: ep.FailurePolicy,
-		TimeoutMS: int(ep.Timeout / time.Millisecond),
+		TimeoutMS: int(ep.Timeout / time.Millisecond), Batch: batchOf(ep),
 	}
+}
+
+// batchOf is a stored endpoint's batching, nil when it sends one event
+// per POST.
+func batchOf(ep *store.Endpoint) *BatchConfig {
+	if ep.BatchMaxEvents < MinBatchEvents {
+		return nil
+	}
+	return &BatchConfig{MaxEvents: ep.BatchMaxEvents, MaxWaitMS: int(ep.BatchMaxWait / time.Millisecond)}
 }
 
 // UpdateEndpointParams are the inputs of UpdateEndpoint.

@@ -53,8 +53,11 @@ type runner struct {
 	nextDue time.Time
 }
 
+// sendResult is the outcome of one POST: of one delivery, or of a batch
+// (batchID set).
 type sendResult struct {
-	d       store.Delivery
+	ds      []store.Delivery
+	batchID string
 	resp    *webhook.Response
 	err     error
 	at      time.Time
@@ -180,7 +183,7 @@ func (r *runner) plan() claimPlan {
 
 // limits are the endpoint's limits the store keeps across replicas.
 func (e *Engine) limits(le *liveEndpoint) store.DeliveryLimits {
-	return store.DeliveryLimits{MaxInFlight: e.maxInFlight(le), Rate: le.ep.RateLimit}
+	return store.DeliveryLimits{MaxInFlight: e.maxInFlight(le), Rate: le.ep.RateLimit, Batch: batchSize(le)}
 }
 
 // unplan gives back what a plan reserved beyond the used deliveries.
@@ -202,11 +205,11 @@ func (r *runner) unreserve(n int) {
 // reserve takes up to want slots for fresh deliveries the matcher is
 // about to insert leased, and returns how many it took (0 when the
 // endpoint is not sending, orders per stream, or has a backlog that
-// should go first). The store leases as many as the endpoint's shared
+// should go first, or batches its deliveries). The store leases as many as the endpoint's shared
 // limits allow; the sends of the others give their slots back.
 func (r *runner) reserve(want int) int {
 	le := r.e.endpoint(r.id) // as of now: a breaker may have just tripped
-	if want <= 0 || le == nil || !le.sending() || Ordering(le.ep.Ordering) == OrderingStream {
+	if want <= 0 || le == nil || !le.sending() || Ordering(le.ep.Ordering) == OrderingStream || batchSize(le) > 1 {
 		return 0
 	}
 	r.mu.Lock()
@@ -226,11 +229,21 @@ func (r *runner) reserve(want int) int {
 	return n
 }
 
-// handoff sends claimed deliveries on slots taken by plan, each attempt
-// in the trace of the match that made the delivery.
-func (r *runner) handoff(le *liveEndpoint, ds []store.Delivery) {
-	for _, d := range ds {
-		r.sendEarly(telemetry.ParseTraceparent(d.TraceParent), le, d, nil)
+// handoff sends claimed deliveries on slots taken by plan, a POST per
+// group, each attempt in the trace of the match that made its first
+// delivery.
+func (r *runner) handoff(le *liveEndpoint, groups []sendGroup) {
+	for _, g := range groups {
+		r.goSend(func() { r.post(telemetry.ParseTraceparent(g.ds[0].TraceParent), le, g) })
+	}
+}
+
+// goSend runs a send on a slot already taken, or gives the slot back
+// when the engine stops.
+func (r *runner) goSend(fn func()) {
+	if !r.e.goOwned(fn) {
+		r.unreserve(1)
+		r.wake() // the stopping loop waits for inflight to reach 0
 	}
 }
 
@@ -239,10 +252,7 @@ func (r *runner) handoff(le *liveEndpoint, ds []store.Delivery) {
 // handover). parent is the span an attempt's span is a child of (the
 // match of a fresh event; invalid for a claim).
 func (r *runner) sendEarly(parent trace.SpanContext, le *liveEndpoint, d store.Delivery, t *ticket) {
-	if !r.e.goOwned(func() { r.send(parent, le, d, t) }) {
-		r.unreserve(1)
-		r.wake() // the stopping loop waits for inflight to reach 0
-	}
+	r.goSend(func() { r.send(parent, le, d, t) })
 }
 
 // round claims and starts what it may, and returns how long until it
@@ -253,8 +263,9 @@ func (r *runner) round() (time.Duration, <-chan struct{}) {
 	if p.limit == 0 {
 		return p.wait, p.starved
 	}
-	res, err := r.e.st.DeliveryClaim(r.ctx, &store.DeliveryClaimParams{EndpointID: r.id, Limit: p.limit, Lease: r.e.cfg.Lease,
-		DeliveryLimits: r.e.limits(p.le), Now: p.now})
+	size := batchSize(p.le)
+	res, err := r.e.st.DeliveryClaim(r.ctx, &store.DeliveryClaimParams{EndpointID: r.id, Limit: p.limit * size, Lease: r.e.cfg.Lease,
+		DeliveryLimits: r.e.limits(p.le), Hold: p.le.ep.BatchMaxWait, Now: p.now})
 	if err != nil {
 		r.unplan(p, 0)
 		if r.ctx.Err() == nil {
@@ -265,15 +276,24 @@ func (r *runner) round() (time.Duration, <-chan struct{}) {
 	return r.start(p, res)
 }
 
-// start sends what a claim returned and says when to claim again.
+// start sends what a claim returned and says when to claim again. A
+// slot is a POST: with batching, a claim asks for as many deliveries as
+// its slots' batches hold.
 func (r *runner) start(p claimPlan, res *store.DeliveryClaimResult) (time.Duration, <-chan struct{}) {
-	got := len(res.Deliveries)
+	got, want := len(res.Deliveries), p.limit*batchSize(p.le)
 	r.mu.Lock()
-	r.backlog = got == p.limit // a full claim may have left more behind
+	r.backlog = got == want // a full claim may have left more behind
 	r.mu.Unlock()
 	r.nextDue = res.NextDueAt
-	r.unplan(p, got)
-	r.handoff(p.le, res.Deliveries)
+	groups, err := r.e.batches(res.Deliveries, batchSize(p.le), p.limit)
+	if err != nil {
+		// Not sent: the leases end and the deliveries are claimed again.
+		r.e.log.Error("grouping deliveries into batches failed", "endpoint", r.id, "err", err)
+		r.unplan(p, 0)
+		return time.Second, nil
+	}
+	r.unplan(p, len(groups))
+	r.handoff(p.le, groups)
 	switch {
 	case !res.RetryAt.IsZero():
 		// The rate limit, shared with other replicas: claim again when
@@ -282,14 +302,14 @@ func (r *runner) start(p claimPlan, res *store.DeliveryClaimResult) (time.Durati
 		r.backlog = true
 		r.mu.Unlock()
 		return max(res.RetryAt.Sub(p.now), time.Millisecond), nil
-	case got < p.limit && res.InFlight > r.running():
+	case got < want && res.InFlight > r.running():
 		// Other replicas hold some of the endpoint's slots: their
 		// results do not wake this runner, so look again soon.
 		r.mu.Lock()
 		r.backlog = true
 		r.mu.Unlock()
 		return min(peerPoll, max(r.untilDue(p.now), time.Millisecond)), nil
-	case got == p.limit && p.limit < p.free:
+	case got == want && p.limit < p.free:
 		return 0, p.freed // the global bound: more may be due now
 	}
 	// Otherwise nothing more is due, or the endpoint's max in-flight is
@@ -323,7 +343,6 @@ func (r *runner) untilDue(now time.Time) time.Duration {
 // The attempt is a span, a child of parent when valid; its POST carries
 // the span's traceparent.
 func (r *runner) send(parent trace.SpanContext, le *liveEndpoint, d store.Delivery, t *ticket) {
-	e := r.e
 	if t != nil {
 		<-t.done
 		kept, ok := t.kept[deliveryKey{d.EndpointID, d.EventID}]
@@ -334,13 +353,31 @@ func (r *runner) send(parent trace.SpanContext, le *liveEndpoint, d store.Delive
 		}
 		d = kept
 	}
+	r.post(parent, le, sendGroup{ds: []store.Delivery{d}})
+}
+
+// post makes one POST: of a single delivery (its body, signed under its
+// event id), or of a batch (the batch body, signed under the batch id),
+// and hands the outcome to the loop.
+func (r *runner) post(parent trace.SpanContext, le *liveEndpoint, g sendGroup) {
+	e := r.e
+	d := g.ds[0]
 	ctx, span := e.tracer.Start(telemetry.Follow(e.sendCtx, parent), "delivery.attempt", trace.WithAttributes(
 		attribute.String("herald.endpoint_id", d.EndpointID), attribute.String("herald.event_id", d.EventID),
 		attribute.String("herald.event_type", d.EventType), attribute.String("herald.stream", d.Stream),
-		attribute.String("herald.delivery_id", d.ID), attribute.Int("herald.attempt", d.Attempts+1)))
+		attribute.String("herald.delivery_id", d.ID), attribute.Int("herald.attempt", d.Attempts+1),
+		attribute.String("herald.batch_id", g.batchID), attribute.Int("herald.batch_size", len(g.ds))))
 	defer span.End()
 	at := e.now()
-	req, err := e.signedRequest(le, d.EventID, d.EventType, d.Body, at)
+	id, eventType, body, err := d.EventID, d.EventType, d.Body, error(nil)
+	if g.batchID != "" {
+		id, eventType = g.batchID, BatchEventType
+		body, err = batchBody(g)
+	}
+	var req *webhook.Request
+	if err == nil {
+		req, err = e.signedRequest(le, id, eventType, body, at)
+	}
 	var resp *webhook.Response
 	if err == nil {
 		resp, err = e.sender.Send(ctx, req)
@@ -355,7 +392,7 @@ func (r *runner) send(parent trace.SpanContext, le *liveEndpoint, d store.Delive
 	if resp != nil {
 		latency = resp.Latency
 	}
-	r.results <- sendResult{d: d, resp: resp, err: err, at: at, latency: latency}
+	r.results <- sendResult{ds: g.ds, batchID: g.batchID, resp: resp, err: err, at: at, latency: latency}
 }
 
 // signedRequest builds the POST of one event in the endpoint's profile:
@@ -423,13 +460,19 @@ func (r *runner) record(batch []sendResult) (time.Time, bool) {
 		params := &store.DeliveryCompleteParams{EndpointID: r.id, ExpectHealthVersion: hv, Now: now}
 		var tripped bool
 		var finals []finalOutcome
+		var sent []store.Delivery
 		for _, res := range batch {
-			dr, ok, obsErr := decide(le, res, now)
+			out, ok, obsErr := decide(le, res, now)
 			var sig Signal
 			h, sig = e.breaker.Observe(h, Observation{Success: ok, At: res.at, Error: obsErr})
 			tripped = tripped || sig == SignalTrip
-			params.Results = append(params.Results, dr)
-			finals = append(finals, finalOutcome{status: dr.Status, tenant: le.ep.Tenant, attempts: res.d.Attempts + 1, created: res.d.CreatedAt, latency: res.latency})
+			for _, d := range res.ds {
+				dr := out
+				dr.DeliveryID, dr.LeaseToken = d.ID, d.LeaseToken
+				params.Results = append(params.Results, dr)
+				sent = append(sent, d)
+				finals = append(finals, finalOutcome{status: dr.Status, tenant: le.ep.Tenant, attempts: d.Attempts + 1, created: d.CreatedAt, latency: res.latency})
+			}
 		}
 		params.Health = toStoreHealth(h)
 		out, err := e.st.DeliveryComplete(ctx, params)
@@ -441,7 +484,7 @@ func (r *runner) record(batch []sendResult) (time.Time, bool) {
 			}
 			for i, f := range finals {
 				e.observe(f, now)
-				e.logOutcome(ctx, le, batch[i].d, params.Results[i])
+				e.logOutcome(ctx, le, sent[i], params.Results[i])
 			}
 			for _, dr := range params.Results {
 				if dr.Status == store.DeliveryFailed && (r.nextDue.IsZero() || dr.NextAttemptAt.Before(r.nextDue)) {
@@ -523,9 +566,11 @@ func (e *Engine) observe(f finalOutcome, now time.Time) {
 	}
 }
 
-// decide turns one send outcome into the delivery's next state.
+// decide turns one POST's outcome into the next state of its deliveries
+// (the first one's schedule decides for a batch, which is retried as a
+// unit); the caller sets each result's DeliveryID and LeaseToken.
 func decide(le *liveEndpoint, res sendResult, now time.Time) (dr store.DeliveryResult, ok bool, errText string) {
-	a := store.DeliveryAttempt{At: res.at, Latency: res.latency}
+	a := store.DeliveryAttempt{At: res.at, Latency: res.latency, BatchID: res.batchID}
 	var retryAfter time.Duration
 	switch {
 	case res.err != nil:
@@ -552,12 +597,12 @@ func decide(le *liveEndpoint, res sendResult, now time.Time) (dr store.DeliveryR
 		errText = joinErr(errText, fmt.Sprintf("final under failure policy %q: a 4xx other than 408, 409, 425 and 429 is not retried", le.policy))
 	}
 	a.Error = errText
-	dr = store.DeliveryResult{DeliveryID: res.d.ID, LeaseToken: res.d.LeaseToken, Attempt: a}
+	dr = store.DeliveryResult{Attempt: a}
 	if ok {
 		dr.Status = store.DeliveryDelivered
 		return dr, true, ""
 	}
-	at, exhausted := NextAttempt(le.schedule, res.d.RoundAttempts+1, now, retryAfter)
+	at, exhausted := NextAttempt(le.schedule, res.ds[0].RoundAttempts+1, now, retryAfter)
 	if exhausted || final {
 		dr.Status = store.DeliveryExhausted
 	} else {

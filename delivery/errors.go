@@ -66,6 +66,9 @@ const (
 	// CodeInvalidTimeout: timeout_ms is negative or over the
 	// installation's attempt timeout.
 	CodeInvalidTimeout Code = "invalid_timeout"
+	// CodeInvalidBatch: batch.max_events or batch.max_wait_ms is out of
+	// its range.
+	CodeInvalidBatch Code = "invalid_batch"
 	// CodeInvalidTenant: the tenant is too long, not UTF-8 or has control
 	// characters.
 	CodeInvalidTenant Code = "invalid_tenant"

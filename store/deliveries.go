@@ -203,8 +203,13 @@ type Endpoint struct {
 	Profile       string
 	FailurePolicy string
 	// Timeout bounds one attempt; 0 means the installation's timeout.
-	Timeout      time.Duration
-	Verification EndpointVerification
+	Timeout time.Duration
+	// BatchMaxEvents, when 2 or more, sends up to that many deliveries in
+	// one POST; BatchMaxWait is how long a batch waits to fill. 0: one
+	// event per POST.
+	BatchMaxEvents int
+	BatchMaxWait   time.Duration
+	Verification   EndpointVerification
 	// Secret signs; PreviousSecret signs too until PreviousSecretUntil
 	// (a rotation's overlap).
 	Secret              string
@@ -315,7 +320,10 @@ type Delivery struct {
 	// delivery ("" when not traced), so every attempt, on any replica,
 	// joins the trace of the publish or append.
 	TraceParent string
-	Status      string
+	// BatchID is the batch the delivery was last sent in ("" when none):
+	// a retry of the batch keeps it.
+	BatchID string
+	Status  string
 	// Attempts counts every attempt; RoundAttempts those since the last
 	// (re)start of the schedule (retry, replay), which the schedule uses.
 	Attempts      int
@@ -345,6 +353,9 @@ type DeliveryAttempt struct {
 	ResponseBody []byte
 	Latency      time.Duration
 	Error        string
+	// BatchID is the batch the attempt sent the delivery in ("": alone).
+	// DeliveryComplete stores it as the delivery's BatchID too.
+	BatchID string
 }
 
 // EndpointCreateParams are the inputs of EndpointCreate.
@@ -429,6 +440,11 @@ type DeliveryLimits struct {
 	// bucket kept in the database (a tenth of a second's worth of burst,
 	// at least 1): every delivery leased takes a token. 0: no limit.
 	Rate float64
+	// Batch, when above 1, is how many deliveries one POST carries: then
+	// MaxInFlight and Rate count POSTs, MaxInFlight bounding the running
+	// leases to MaxInFlight*Batch and a token leasing up to Batch
+	// deliveries.
+	Batch int
 }
 
 // DeliveryClaimParams are the inputs of DeliveryClaim.
@@ -437,7 +453,12 @@ type DeliveryClaimParams struct {
 	Limit      int
 	Lease      time.Duration
 	DeliveryLimits
-	Now time.Time
+	// Hold, with a Batch, lets a batch fill: while fewer than Batch
+	// deliveries that were never sent in a batch are due, none that was
+	// is, and the earliest due fell due less than Hold before Now, the
+	// claim takes nothing and NextDueAt is when the hold ends.
+	Hold time.Duration
+	Now  time.Time
 }
 
 // DeliveryClaimResult is the output of DeliveryClaim.
@@ -449,7 +470,8 @@ type DeliveryClaimResult struct {
 	// none.
 	NextDueAt time.Time
 	// InFlight counts the endpoint's leases running after the claim,
-	// whichever handle holds them.
+	// whichever handle holds them (with a Batch, in POSTs: the leases
+	// divided by Batch, rounded up).
 	InFlight int
 	// RetryAt is set when the rate limit held the claim below Limit: the
 	// time the endpoint's bucket holds a token again.

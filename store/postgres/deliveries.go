@@ -303,12 +303,12 @@ func (s *Store) DeliveryAttempts(ctx context.Context, deliveryID string) ([]stor
 	if !ok {
 		return nil, nil
 	}
-	return collect(ctx, s, &query{sql: `SELECT id, at, status_code, response_body, latency_ns, error
+	return collect(ctx, s, &query{sql: `SELECT id, at, status_code, response_body, latency_ns, error, batch_id
 		FROM delivery_attempts WHERE delivery_seq = $1 ORDER BY id`, args: []any{seq}}, "list attempts",
 		func(r codec.Row) (store.DeliveryAttempt, error) {
 			a := store.DeliveryAttempt{DeliveryID: deliveryID}
 			var at, latency int64
-			err := r.Scan(&a.ID, &at, &a.StatusCode, &a.ResponseBody, &latency, &a.Error)
+			err := r.Scan(&a.ID, &at, &a.StatusCode, &a.ResponseBody, &latency, &a.Error, &a.BatchID)
 			a.At, a.Latency = codec.FromNanos(at), time.Duration(latency)
 			return a, err
 		})

@@ -31,13 +31,13 @@ func (s *Store) EndpointCreate(ctx context.Context, params *store.EndpointCreate
 	err = s.tx(ctx, func(tx *wtx) error {
 		tag, err := tx.Exec(ctx, `INSERT INTO endpoints (`+codec.EndpointColumns+`) VALUES
 			($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, 0, 0, 0, '', 0, '', $17, $18, 1, 1,
-			$19, $20, $21, $22, $23, $24, $25, $26, $27)
+			$19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29)
 			ON CONFLICT (id) DO NOTHING`,
 			ep.ID, ep.URL, r.Types, r.Streams, ep.Filter, ep.Description, ep.Tenant, ep.Active, ep.RateLimit, ep.MaxInFlight,
 			ep.Ordering, r.Schedule, r.Headers, r.Secret, r.PreviousSecret, codec.Nanos(ep.PreviousSecretUntil),
 			codec.Nanos(ep.CreatedAt), codec.Nanos(ep.UpdatedAt), ep.Name, ep.Profile, ep.FailurePolicy, ep.Timeout.Milliseconds(),
 			ep.Verification.Required, codec.Nanos(ep.Verification.VerifiedAt), ep.Verification.CodeHash,
-			codec.Nanos(ep.Verification.SentAt), ep.Verification.Error)
+			codec.Nanos(ep.Verification.SentAt), ep.Verification.Error, ep.BatchMaxEvents, ep.BatchMaxWait.Milliseconds())
 		if err != nil {
 			return fmt.Errorf("postgres: insert endpoint: %w", err)
 		}
@@ -108,12 +108,14 @@ func (s *Store) EndpointUpdate(ctx context.Context, params *store.EndpointUpdate
 			active = $7, rate_limit = $8, max_in_flight = $9, ordering = $10, retry_schedule = $11, headers = $12, secret = $13,
 			previous_secret = $14, previous_secret_until = $15, updated_at = $16, version = version + 1,
 			name = $19, profile = $20, failure_policy = $21, timeout_ms = $22, verify = $23, verified_at = $24,
-			verification_hash = $25, verification_sent_at = $26, verification_error = $27
+			verification_hash = $25, verification_sent_at = $26, verification_error = $27,
+			batch_max_events = $28, batch_max_wait_ms = $29
 			WHERE id = $17 AND version = $18`,
 			ep.URL, r.Types, r.Streams, ep.Filter, ep.Description, ep.Tenant, ep.Active, ep.RateLimit, ep.MaxInFlight,
 			ep.Ordering, r.Schedule, r.Headers, r.Secret, r.PreviousSecret, codec.Nanos(ep.PreviousSecretUntil), codec.Nanos(params.Now),
 			ep.ID, params.ExpectVersion, ep.Name, ep.Profile, ep.FailurePolicy, ep.Timeout.Milliseconds(), ep.Verification.Required,
-			codec.Nanos(ep.Verification.VerifiedAt), ep.Verification.CodeHash, codec.Nanos(ep.Verification.SentAt), ep.Verification.Error)
+			codec.Nanos(ep.Verification.VerifiedAt), ep.Verification.CodeHash, codec.Nanos(ep.Verification.SentAt), ep.Verification.Error,
+			ep.BatchMaxEvents, ep.BatchMaxWait.Milliseconds())
 		if err != nil {
 			return fmt.Errorf("postgres: update endpoint: %w", err)
 		}

@@ -367,7 +367,7 @@ func (s *Store) DeliveryAttempts(ctx context.Context, deliveryID string) ([]stor
 	if !ok {
 		return nil, nil
 	}
-	rows, err := s.reader.QueryContext(ctx, `SELECT id, at, status_code, response_body, latency_ns, error
+	rows, err := s.reader.QueryContext(ctx, `SELECT id, at, status_code, response_body, latency_ns, error, batch_id
 		FROM delivery_attempts WHERE delivery_seq = ? ORDER BY id`, seq)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: list attempts: %w", err)
@@ -378,7 +378,7 @@ func (s *Store) DeliveryAttempts(ctx context.Context, deliveryID string) ([]stor
 		var a store.DeliveryAttempt
 		var at, latency int64
 		a.DeliveryID = deliveryID
-		if err := rows.Scan(&a.ID, &at, &a.StatusCode, &a.ResponseBody, &latency, &a.Error); err != nil {
+		if err := rows.Scan(&a.ID, &at, &a.StatusCode, &a.ResponseBody, &latency, &a.Error, &a.BatchID); err != nil {
 			return nil, fmt.Errorf("sqlite: list attempts: %w", err)
 		}
 		a.At, a.Latency = codec.FromNanos(at), time.Duration(latency)

@@ -40,12 +40,12 @@ func (s *Store) EndpointCreate(ctx context.Context, params *store.EndpointCreate
 			return ruleError{store.ErrEndpointExists}
 		}
 		if _, err := b.exec(`INSERT INTO endpoints (`+endpointColumns+`) VALUES
-			(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, 0, 0, '', 0, '', ?, ?, 1, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, 0, 0, '', 0, '', ?, ?, 1, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			ep.ID, ep.URL, r.Types, r.Streams, ep.Filter, ep.Description, ep.Tenant, ep.Active, ep.RateLimit, ep.MaxInFlight,
 			ep.Ordering, r.Schedule, r.Headers, r.Secret, r.PreviousSecret, codec.Nanos(ep.PreviousSecretUntil),
 			codec.Nanos(ep.CreatedAt), codec.Nanos(ep.UpdatedAt), ep.Name, ep.Profile, ep.FailurePolicy, ep.Timeout.Milliseconds(),
 			ep.Verification.Required, codec.Nanos(ep.Verification.VerifiedAt), ep.Verification.CodeHash,
-			codec.Nanos(ep.Verification.SentAt), ep.Verification.Error); err != nil {
+			codec.Nanos(ep.Verification.SentAt), ep.Verification.Error, ep.BatchMaxEvents, ep.BatchMaxWait.Milliseconds()); err != nil {
 			return fmt.Errorf("insert endpoint: %w", err)
 		}
 		b.invalidate(store.CacheEndpoint, ep.ID)
@@ -153,13 +153,13 @@ func (s *Store) EndpointUpdate(ctx context.Context, params *store.EndpointUpdate
 			active = ?, rate_limit = ?, max_in_flight = ?, ordering = ?, retry_schedule = ?, headers = ?, secret = ?,
 			previous_secret = ?, previous_secret_until = ?, updated_at = ?, version = version + 1,
 			name = ?, profile = ?, failure_policy = ?, timeout_ms = ?, verify = ?, verified_at = ?, verification_hash = ?,
-			verification_sent_at = ?, verification_error = ?
+			verification_sent_at = ?, verification_error = ?, batch_max_events = ?, batch_max_wait_ms = ?
 			WHERE id = ? AND version = ?`,
 			ep.URL, r.Types, r.Streams, ep.Filter, ep.Description, ep.Tenant, ep.Active, ep.RateLimit, ep.MaxInFlight,
 			ep.Ordering, r.Schedule, r.Headers, r.Secret, r.PreviousSecret, codec.Nanos(ep.PreviousSecretUntil), codec.Nanos(params.Now),
 			ep.Name, ep.Profile, ep.FailurePolicy, ep.Timeout.Milliseconds(), ep.Verification.Required,
 			codec.Nanos(ep.Verification.VerifiedAt), ep.Verification.CodeHash, codec.Nanos(ep.Verification.SentAt), ep.Verification.Error,
-			ep.ID, params.ExpectVersion)
+			ep.BatchMaxEvents, ep.BatchMaxWait.Milliseconds(), ep.ID, params.ExpectVersion)
 		if err != nil {
 			return fmt.Errorf("update endpoint: %w", err)
 		}

@@ -79,6 +79,41 @@ const claimSQL = `UPDATE deliveries SET lease_until = $3, lease_token = $4, leas
 const nextDueSQL = `SELECT min(CASE WHEN lease_until > $2 THEN lease_until ELSE next_attempt_at END) FROM deliveries
 	WHERE endpoint_id = $1 AND status IN ('pending', 'failed') AND (next_attempt_at > $2 OR lease_until > $2)`
 
+// holdSQL counts an endpoint's due deliveries that no running lease
+// holds ($2 is now), the earliest due time among them, and whether one
+// of them was sent in a batch before.
+const holdSQL = `SELECT count(*), coalesce(min(next_attempt_at), 0), coalesce(max(CASE WHEN batch_id <> '' THEN 1 ELSE 0 END), 0)
+	FROM deliveries WHERE endpoint_id = $1 AND status IN ('pending', 'failed') AND next_attempt_at <= $2 AND lease_until <= $2`
+
+// holdUntil returns when a claim held to let a batch fill may go (zero:
+// it need not wait), as store.DeliveryClaimParams.Hold says.
+func holdUntil(tx ClaimTx, params *store.DeliveryClaimParams, now int64) (int64, error) {
+	if params.Hold <= 0 || params.Batch < 2 {
+		return 0, nil
+	}
+	var due, earliest, batched int64
+	if err := tx.QueryRow(holdSQL, params.EndpointID, now).Scan(&due, &earliest, &batched); err != nil {
+		return 0, err
+	}
+	until := earliest + int64(params.Hold)
+	if due == 0 || due >= int64(params.Batch) || batched > 0 || until <= now {
+		return 0, nil
+	}
+	return until, nil
+}
+
+// perPOST is how many deliveries a unit of an endpoint's limits covers.
+func perPOST(limits store.DeliveryLimits) int { return max(1, limits.Batch) }
+
+// leaseBound is the bound of an endpoint's running leases (0: none).
+func leaseBound(limits store.DeliveryLimits) int { return limits.MaxInFlight * perPOST(limits) }
+
+// tokensFor is how many rate tokens leasing n deliveries takes.
+func tokensFor(limits store.DeliveryLimits, n int) float64 {
+	per := perPOST(limits)
+	return float64((n + per - 1) / per)
+}
+
 // bucketSQL takes (and, inserting a full one when absent, makes) an
 // endpoint's rate bucket: the no-op update locks the row where rows
 // lock, so the claims and leased inserts of one endpoint run one at a
@@ -146,9 +181,16 @@ func (c *Claims) Claim(tx ClaimTx, params *store.DeliveryClaimParams) (*store.De
 	if err != nil {
 		return nil, err
 	}
+	hold, err := holdUntil(tx, params, now)
+	if err != nil {
+		return nil, err
+	}
 	n := params.Limit
 	if params.Rate > 0 {
-		n = min(n, b.Whole())
+		n = min(n, b.Whole()*perPOST(params.DeliveryLimits))
+	}
+	if hold > 0 {
+		n = 0
 	}
 	if n > 0 {
 		token, err := c.Token(tx)
@@ -157,7 +199,7 @@ func (c *Claims) Claim(tx ClaimTx, params *store.DeliveryClaimParams) (*store.De
 		}
 		until := Nanos(params.Now.Add(params.Lease))
 		sql := WithLock(claimSQL, c.Lock)
-		err = tx.Query(sql, []any{params.EndpointID, now, until, token, c.Owner, n, params.MaxInFlight}, func(r Row) error {
+		err = tx.Query(sql, []any{params.EndpointID, now, until, token, c.Owner, n, leaseBound(params.DeliveryLimits)}, func(r Row) error {
 			d, err := c.ScanLeased(r)
 			res.Deliveries = append(res.Deliveries, d)
 			return err
@@ -168,20 +210,25 @@ func (c *Claims) Claim(tx ClaimTx, params *store.DeliveryClaimParams) (*store.De
 	}
 	got := len(res.Deliveries)
 	if params.Rate > 0 {
-		b.Tokens -= float64(got)
+		b.Tokens -= tokensFor(params.DeliveryLimits, got)
 		if err := tx.Exec(bucketWriteSQL, params.EndpointID, b.Tokens, b.At); err != nil {
 			return nil, err
 		}
-		if n < params.Limit && got == n {
+		if n < params.Limit && got == n && hold == 0 {
 			res.RetryAt = params.Now.Add(b.Wait(params.Rate))
 		}
 	}
 	if err := tx.QueryRow(runningSQL, params.EndpointID, now).Scan(&res.InFlight); err != nil {
 		return nil, err
 	}
+	per := perPOST(params.DeliveryLimits)
+	res.InFlight = (res.InFlight + per - 1) / per
 	var next *int64
 	if err := tx.QueryRow(nextDueSQL, params.EndpointID, now).Scan(&next); err != nil {
 		return nil, err
+	}
+	if hold > 0 && (next == nil || hold < *next) {
+		next = &hold
 	}
 	if next != nil {
 		res.NextDueAt = FromNanos(*next)
@@ -204,11 +251,11 @@ func (c *Claims) Grant(tx ClaimTx, endpoint string, limits store.DeliveryLimits,
 		if err := tx.QueryRow(runningSQL, endpoint, now).Scan(&running); err != nil {
 			return 0, err
 		}
-		n = min(n, max(0, limits.MaxInFlight-running))
+		n = min(n, max(0, leaseBound(limits)-running))
 	}
 	if limits.Rate > 0 {
-		n = min(n, b.Whole())
-		b.Tokens -= float64(n)
+		n = min(n, b.Whole()*perPOST(limits))
+		b.Tokens -= tokensFor(limits, n)
 		if err := tx.Exec(bucketWriteSQL, endpoint, b.Tokens, b.At); err != nil {
 			return 0, err
 		}
@@ -220,12 +267,12 @@ func (c *Claims) Grant(tx ClaimTx, endpoint string, limits store.DeliveryLimits,
 // is the delivery's current one, and ends the lease.
 const CompleteSQL = `UPDATE deliveries SET status = $1, attempts = attempts + 1, round_attempts = round_attempts + 1,
 	next_attempt_at = $2, last_status_code = $3, last_error = $4, updated_at = $5, finished_at = $6,
-	lease_until = 0, lease_token = 0, lease_owner = ''
+	lease_until = 0, lease_token = 0, lease_owner = '', batch_id = $10
 	WHERE seq = $7 AND endpoint_id = $8 AND status IN ('pending', 'failed') AND lease_token = $9 AND lease_token <> 0`
 
 // AttemptSQL inserts one attempt of a delivery.
-const AttemptSQL = `INSERT INTO delivery_attempts (delivery_seq, at, status_code, response_body, latency_ns, error)
-	VALUES ($1, $2, $3, $4, $5, $6)`
+const AttemptSQL = `INSERT INTO delivery_attempts (delivery_seq, at, status_code, response_body, latency_ns, error, batch_id)
+	VALUES ($1, $2, $3, $4, $5, $6, $7)`
 
 // CompleteArgs are the arguments of CompleteSQL and, after them, of
 // AttemptSQL for one result.
@@ -239,8 +286,8 @@ func CompleteArgs(dr *store.DeliveryResult, seq int64, endpoint string, now int6
 	if body == nil {
 		body = []byte{}
 	}
-	return []any{dr.Status, Nanos(dr.NextAttemptAt), a.StatusCode, a.Error, now, finished, seq, endpoint, dr.LeaseToken},
-		[]any{seq, Nanos(a.At), a.StatusCode, body, int64(a.Latency), a.Error}
+	return []any{dr.Status, Nanos(dr.NextAttemptAt), a.StatusCode, a.Error, now, finished, seq, endpoint, dr.LeaseToken, a.BatchID},
+		[]any{seq, Nanos(a.At), a.StatusCode, body, int64(a.Latency), a.Error, a.BatchID}
 }
 
 // ConsumerClaimSQL leases due consumer timers ($1 now, $2 the lease's

@@ -130,7 +130,7 @@ func ConsumerValues(c *store.Consumer) []any {
 // DeliveryColumns are the columns ScanDelivery reads (body last, when
 // asked for, is added by the caller).
 const DeliveryColumns = `seq, endpoint_id, event_id, event_type, stream, position, status, attempts, round_attempts,
-	next_attempt_at, last_status_code, last_error, created_at, updated_at, finished_at, trace_parent`
+	next_attempt_at, last_status_code, last_error, created_at, updated_at, finished_at, trace_parent, batch_id`
 
 // ScanDelivery scans a delivery row of DeliveryColumns, followed by the
 // extra destinations (the body, lease columns) the query selects, and
@@ -139,7 +139,7 @@ func ScanDelivery(ids *DeliveryIDs, row Row, extra ...any) (store.Delivery, erro
 	var d store.Delivery
 	var next, created, updated, finished int64
 	dst := append([]any{&d.Seq, &d.EndpointID, &d.EventID, &d.EventType, &d.Stream, &d.Position, &d.Status, &d.Attempts,
-		&d.RoundAttempts, &next, &d.LastStatusCode, &d.LastError, &created, &updated, &finished, &d.TraceParent}, extra...)
+		&d.RoundAttempts, &next, &d.LastStatusCode, &d.LastError, &created, &updated, &finished, &d.TraceParent, &d.BatchID}, extra...)
 	if err := row.Scan(dst...); err != nil {
 		return d, err
 	}
@@ -154,7 +154,8 @@ const EndpointColumns = `id, url, event_types, streams, filter, description, ten
 	ordering, retry_schedule, headers, secret, previous_secret, previous_secret_until,
 	consecutive_failures, last_success_at, last_failure_at, last_error, disabled_at, disabled_reason,
 	created_at, updated_at, version, health_version,
-	name, profile, failure_policy, timeout_ms, verify, verified_at, verification_hash, verification_sent_at, verification_error`
+	name, profile, failure_policy, timeout_ms, verify, verified_at, verification_hash, verification_sent_at, verification_error,
+	batch_max_events, batch_max_wait_ms`
 
 // EndpointStatusSQL is an SQL expression, over an endpoints row, of its
 // status as Endpoint.Status gives it: disabled, pending, active or paused.
@@ -202,17 +203,19 @@ func EncodeEndpoint(ep *store.Endpoint) (EndpointRow, error) {
 func ScanEndpoint(row Row) (store.Endpoint, EndpointRow, error) {
 	var ep store.Endpoint
 	var r EndpointRow
-	var prevUntil, lastOK, lastFail, disabled, created, updated, timeoutMS, verified, sent int64
+	var prevUntil, lastOK, lastFail, disabled, created, updated, timeoutMS, verified, sent, batchWait int64
 	v := &ep.Verification
 	err := row.Scan(&ep.ID, &ep.URL, &r.Types, &r.Streams, &ep.Filter, &ep.Description, &ep.Tenant, &ep.Active,
 		&ep.RateLimit, &ep.MaxInFlight, &ep.Ordering, &r.Schedule, &r.Headers, &ep.Secret, &ep.PreviousSecret, &prevUntil,
 		&ep.Health.ConsecutiveFailures, &lastOK, &lastFail, &ep.Health.LastError, &disabled, &ep.Health.DisabledReason,
 		&created, &updated, &ep.Version, &ep.HealthVersion,
-		&ep.Name, &ep.Profile, &ep.FailurePolicy, &timeoutMS, &v.Required, &verified, &v.CodeHash, &sent, &v.Error)
+		&ep.Name, &ep.Profile, &ep.FailurePolicy, &timeoutMS, &v.Required, &verified, &v.CodeHash, &sent, &v.Error,
+		&ep.BatchMaxEvents, &batchWait)
 	if err != nil {
 		return ep, r, err
 	}
 	ep.Timeout = time.Duration(timeoutMS) * time.Millisecond
+	ep.BatchMaxWait = time.Duration(batchWait) * time.Millisecond
 	v.VerifiedAt = FromNanos(verified)
 	v.SentAt = FromNanos(sent)
 	ep.PreviousSecretUntil = FromNanos(prevUntil)

@@ -131,7 +131,11 @@ CREATE TABLE endpoints (
     verified_at           BIGINT           NOT NULL DEFAULT 0,
     verification_hash     TEXT COLLATE "C" NOT NULL DEFAULT '',
     verification_sent_at  BIGINT           NOT NULL DEFAULT 0,
-    verification_error    TEXT COLLATE "C" NOT NULL DEFAULT ''
+    verification_error    TEXT COLLATE "C" NOT NULL DEFAULT '',
+    -- Batch delivery: events per POST (0: one, no batching) and how long
+    -- a batch waits to fill.
+    batch_max_events      BIGINT           NOT NULL DEFAULT 0,
+    batch_max_wait_ms     BIGINT           NOT NULL DEFAULT 0
 );
 CREATE INDEX endpoints_tenant ON endpoints (tenant, id);
 
@@ -171,6 +175,9 @@ CREATE TABLE deliveries (
     -- The W3C traceparent of the match that made the delivery ('': not
     -- traced), so every attempt joins its trace.
     trace_parent     TEXT COLLATE "C"   NOT NULL DEFAULT '',
+    -- The batch the delivery was last sent in ('': none), kept across
+    -- retries so a retried batch keeps its id.
+    batch_id         TEXT COLLATE "C"   NOT NULL DEFAULT '',
     UNIQUE (endpoint_id, event_id)
 );
 CREATE SEQUENCE delivery_lease_tokens;
@@ -193,7 +200,8 @@ CREATE TABLE delivery_attempts (
     status_code   BIGINT NOT NULL,
     response_body BYTEA  NOT NULL,
     latency_ns    BIGINT NOT NULL,
-    error         TEXT COLLATE "C"   NOT NULL DEFAULT ''
+    error         TEXT COLLATE "C"   NOT NULL DEFAULT '',
+    batch_id      TEXT COLLATE "C"   NOT NULL DEFAULT ''
 );
 CREATE INDEX delivery_attempts_delivery ON delivery_attempts (delivery_seq, id);
 
