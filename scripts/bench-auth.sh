@@ -29,7 +29,15 @@ key=$(curl -fs -H "Authorization: Bearer $admin" -H 'Content-Type: application/j
   sed -n 's/.*"key":"\([^"]*\)".*/\1/p')
 [ -n "$key" ] || { echo "bench-auth.sh: could not make a key" >&2; exit 1; }
 
+# Pairs alternate which server goes first, so neither gains from its place.
+i=0
 for _ in $(seq "$pairs"); do
+  i=$((i + 1))
+  if [ $((i % 2)) -eq 0 ]; then
+    "$work/herald-bench" append -base "http://127.0.0.1:$on" -key "$key" -streams 1 -c 64 -d 5s 2>/dev/null | sed "s/^/on  /"
+    "$work/herald-bench" append -base "http://127.0.0.1:$off" -streams 1 -c 64 -d 5s 2>/dev/null | sed "s/^/off /"
+    continue
+  fi
   "$work/herald-bench" append -base "http://127.0.0.1:$off" -streams 1 -c 64 -d 5s 2>/dev/null | sed 's/^/off /'
   "$work/herald-bench" append -base "http://127.0.0.1:$on" -key "$key" -streams 1 -c 64 -d 5s 2>/dev/null | sed 's/^/on  /'
 done

@@ -167,7 +167,7 @@ func (lr *liveRun) readOnce(ctx context.Context, offset string) (string, error) 
 	if lr.sse {
 		live = "sse"
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, lr.readURL+"?offset="+url.QueryEscape(offset)+"&live="+live, nil)
+	req, err := lr.t.newRequest(ctx, http.MethodGet, lr.readURL+"?offset="+url.QueryEscape(offset)+"&live="+live, nil)
 	if err != nil {
 		return offset, err
 	}

@@ -184,7 +184,7 @@ func runSeed(ctx context.Context, args []string, out *output) error {
 func (t *target) catchUp(ctx context.Context, streamURL, offset string) (int64, int, string, error) {
 	var total int64
 	for reqs := 1; ; reqs++ {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, streamURL+"?offset="+url.QueryEscape(offset), nil)
+		req, err := t.newRequest(ctx, http.MethodGet, streamURL+"?offset="+url.QueryEscape(offset), nil)
 		if err != nil {
 			return total, reqs, offset, err
 		}
@@ -300,7 +300,7 @@ func runHold(ctx context.Context, args []string, out *output) error {
 	defer cancel()
 	var ended, errs atomic.Int64
 	workers(*n, func(int) {
-		req, err := http.NewRequestWithContext(holdCtx, http.MethodGet, streamURL+"?offset="+url.QueryEscape(tail)+"&live=long-poll", nil)
+		req, err := t.newRequest(holdCtx, http.MethodGet, streamURL+"?offset="+url.QueryEscape(tail)+"&live=long-poll", nil)
 		if err != nil {
 			errs.Add(1)
 			return

@@ -19,11 +19,16 @@ import (
 // reaches it.
 type target struct {
 	base string
-	hc   *http.Client
-	errs *errorTally
-	// auth is the Authorization header value ("" without a key). do sets
-	// it on the request it makes, so the hot path clones nothing; the
-	// transport adds it to the requests of other paths.
+	// hc sends the requests newRequest makes. Its transport is a plain
+	// *http.Transport: with a wrapping RoundTripper and a Timeout, the
+	// http.Client would start a timer goroutine for every request, which
+	// the workload would measure.
+	hc *http.Client
+	// keyed is hc for code that makes requests of its own (the SDK's
+	// consumer): its transport adds the key to requests without one.
+	keyed *http.Client
+	errs  *errorTally
+	// auth is the Authorization header value ("" without a key).
 	auth string
 }
 
@@ -49,13 +54,11 @@ func newTarget(f targetFlags, conns int, timeout time.Duration) *target {
 		DisableCompression:  true, // count the bytes the server sends
 		DialContext:         (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
 	}
-	var rt http.RoundTripper = tr
-	if f.key != "" {
-		rt = bearer{key: f.key, next: tr}
-	}
-	t := &target{base: strings.TrimSuffix(f.base, "/"), hc: &http.Client{Transport: rt, Timeout: timeout}, errs: &errorTally{}}
+	hc := &http.Client{Transport: tr, Timeout: timeout}
+	t := &target{base: strings.TrimSuffix(f.base, "/"), hc: hc, keyed: hc, errs: &errorTally{}}
 	if f.key != "" {
 		t.auth = "Bearer " + f.key
+		t.keyed = &http.Client{Transport: bearer{key: f.key, next: tr}, Timeout: timeout}
 	}
 	return t
 }
@@ -76,21 +79,31 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 	return b.next.RoundTrip(r)
 }
 
+// newRequest makes a request to the server, with the key when there is
+// one.
+func (t *target) newRequest(ctx context.Context, method, url string, body io.Reader) (*http.Request, error) {
+	req, err := http.NewRequestWithContext(ctx, method, url, body)
+	if err != nil {
+		return nil, err
+	}
+	if t.auth != "" {
+		req.Header.Set("Authorization", t.auth)
+	}
+	return req, nil
+}
+
 // do sends one request and reads the whole response body.
 func (t *target) do(ctx context.Context, method, url, contentType string, body []byte) (*http.Response, []byte, error) {
 	var rd io.Reader
 	if body != nil {
 		rd = bytes.NewReader(body)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, url, rd)
+	req, err := t.newRequest(ctx, method, url, rd)
 	if err != nil {
 		return nil, nil, err
 	}
 	if contentType != "" {
 		req.Header.Set("Content-Type", contentType)
-	}
-	if t.auth != "" {
-		req.Header.Set("Authorization", t.auth)
 	}
 	resp, err := t.hc.Do(req)
 	if err != nil {

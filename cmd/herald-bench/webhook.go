@@ -103,7 +103,7 @@ func measureWebhook(ctx context.Context, args []string) (result, string, *errorT
 	rc.wakeConfig.Store(&wakeConfig{secret: secret, consumer: client.NewConsumer(client.ConsumerConfig{
 		Secret:     secret,
 		StreamsURL: t.base,
-		HTTPClient: t.hc,
+		HTTPClient: t.keyed,
 		Logger:     slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})),
 		Process:    func(context.Context, client.Batch) error { return nil },
 	})})
