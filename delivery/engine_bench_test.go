@@ -34,6 +34,8 @@ import (
 // and reports the p50 and p99 of publish-to-receive time.
 var benchRate = flag.Int("delivery-bench-rate", 500, "events per second published by BenchmarkDeliveryLatency (each goes to 10 endpoints)")
 
+var benchProfile = flag.String("delivery-bench-profile", "", "wire profile of the benchmark's endpoints (default: the installation's, standard-webhooks)")
+
 const benchEndpoints = 10
 
 type benchRig struct {
@@ -95,7 +97,7 @@ func newBenchRig(b *testing.B, want int64, measure bool) *benchRig {
 		b.Fatal(err)
 	}
 	for range benchEndpoints {
-		if _, err := r.e.CreateEndpoint(context.Background(), &CreateEndpointParams{Active: true, Config: EndpointConfig{URL: hook.URL + "/hook", Streams: []string{"/bench"}, MaxInFlight: 100}}); err != nil {
+		if _, err := r.e.CreateEndpoint(context.Background(), &CreateEndpointParams{Active: true, Config: EndpointConfig{URL: hook.URL + "/hook", Streams: []string{"/bench"}, MaxInFlight: 100, Profile: *benchProfile}}); err != nil {
 			b.Fatal(err)
 		}
 	}

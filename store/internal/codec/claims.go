@@ -76,8 +76,18 @@ const claimSQL = `UPDATE deliveries SET lease_until = $3, lease_token = $4, leas
 
 // nextDueSQL is the earliest time after now ($2) at which an unfinished
 // delivery of an endpoint falls due or its lease ends.
-const nextDueSQL = `SELECT min(CASE WHEN lease_until > $2 THEN lease_until ELSE next_attempt_at END) FROM deliveries
-	WHERE endpoint_id = $1 AND status IN ('pending', 'failed') AND (next_attempt_at > $2 OR lease_until > $2)`
+//
+// It is the earlier of two minimums, each read from its own index (the
+// running leases' ends, and the future due times), so its cost does not
+// grow with the endpoint's backlog; a leased delivery due later than its
+// lease ends can only make the runner look once more, early.
+const nextDueSQL = `SELECT min(t) FROM (
+		SELECT min(lease_until) AS t FROM deliveries
+			WHERE endpoint_id = $1 AND status IN ('pending', 'failed') AND lease_until > $2
+		UNION ALL
+		SELECT min(next_attempt_at) AS t FROM deliveries
+			WHERE endpoint_id = $1 AND status IN ('pending', 'failed') AND next_attempt_at > $2
+	) AS due`
 
 // holdSQL counts an endpoint's due deliveries that no running lease
 // holds ($2 is now), the earliest due time among them, and whether one
