@@ -62,11 +62,14 @@ func newBenchRig(b *testing.B, want int64, measure bool) *benchRig {
 			return
 		}
 		if measure {
+			// The event's data is "data" in the default envelope and
+			// "payload" in the x-ruche-v1 one.
 			var ev struct {
-				Data struct{ Sent int64 } `json:"data"`
+				Data    struct{ Sent int64 } `json:"data"`
+				Payload struct{ Sent int64 } `json:"payload"`
 			}
 			if err := json.Unmarshal(body, &ev); err == nil {
-				d := time.Since(time.Unix(0, ev.Data.Sent))
+				d := time.Since(time.Unix(0, max(ev.Data.Sent, ev.Payload.Sent)))
 				r.mu.Lock()
 				r.lat = append(r.lat, d)
 				r.mu.Unlock()
