@@ -84,21 +84,21 @@ func (a *API) Mount(m auth.Mounter) {
 
 // Error codes of the API besides the validation codes (see Code).
 const (
-	CodeInvalidJSON        Code = "invalid_json"
-	CodeBodyTooLarge       Code = "body_too_large"
-	CodeInvalidParameter   Code = "invalid_parameter"
-	CodeUnknownParameter   Code = "unknown_parameter"
-	CodeEndpointNotFound   Code = "endpoint_not_found"
-	CodeDeliveryNotFound   Code = "delivery_not_found"
-	CodeReplayNotFound     Code = "replay_not_found"
-	CodeConflict           Code = "conflict"
-	CodeVerificationFailed Code = "verification_failed"
-	CodeStreamNotSourced   Code = "stream_not_sourced"
-	CodeStreamNotJSON      Code = "stream_not_json"
-	CodeStreamClosed       Code = "stream_closed"
-	CodeStreamGone         Code = "stream_gone"
-	CodeUnavailable        Code = "unavailable"
-	CodeInternal           Code = "internal"
+	CodeInvalidJSON        Code = "INVALID_JSON"
+	CodeBodyTooLarge       Code = "BODY_TOO_LARGE"
+	CodeInvalidParameter   Code = "INVALID_PARAMETER"
+	CodeUnknownParameter   Code = "UNKNOWN_PARAMETER"
+	CodeEndpointNotFound   Code = "ENDPOINT_NOT_FOUND"
+	CodeDeliveryNotFound   Code = "DELIVERY_NOT_FOUND"
+	CodeReplayNotFound     Code = "REPLAY_NOT_FOUND"
+	CodeConflict           Code = "CONFLICT"
+	CodeVerificationFailed Code = "VERIFICATION_FAILED"
+	CodeStreamNotSourced   Code = "STREAM_NOT_SOURCED"
+	CodeStreamNotJSON      Code = "STREAM_NOT_JSON"
+	CodeStreamClosed       Code = "STREAM_CLOSED"
+	CodeStreamGone         Code = "STREAM_GONE"
+	CodeUnavailable        Code = "UNAVAILABLE"
+	CodeInternal           Code = "INTERNAL"
 )
 
 type apiError struct {
@@ -185,7 +185,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(v); err != nil {
-		http.Error(w, `{"error":{"code":"internal","message":"encoding the response failed"}}`, http.StatusInternalServerError)
+		http.Error(w, `{"error":{"code":"INTERNAL","message":"encoding the response failed"}}`, http.StatusInternalServerError)
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")

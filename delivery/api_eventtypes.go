@@ -10,8 +10,8 @@ import (
 
 // Error codes of the catalogue routes.
 const (
-	CodeEventTypeNotFound Code = "event_type_not_found"
-	CodeEventTypeExists   Code = "event_type_exists"
+	CodeEventTypeNotFound Code = "EVENT_TYPE_NOT_FOUND"
+	CodeEventTypeExists   Code = "EVENT_TYPE_EXISTS"
 )
 
 // maxEventTypeBody bounds a catalogue request body: room for a schema of

@@ -25,7 +25,7 @@ func TestAPIEventTypeCatalogue(t *testing.T) {
 			t.Fatalf("created %+v", created)
 		}
 		var e apiErr
-		if code := r.call("POST", "/_herald/v1/event-types", `{"name":"order.paid"}`, &e); code != http.StatusConflict || e.Error.Code != "event_type_exists" {
+		if code := r.call("POST", "/_herald/v1/event-types", `{"name":"order.paid"}`, &e); code != http.StatusConflict || e.Error.Code != "EVENT_TYPE_EXISTS" {
 			t.Fatalf("again: %d %+v", code, e.Error)
 		}
 		for _, name := range []string{"order.shipped", "invoice.sent"} {
@@ -63,7 +63,7 @@ func TestAPIEventTypeCatalogue(t *testing.T) {
 			t.Fatalf("delete: %d", code)
 		}
 		for _, c := range []struct{ method, body string }{{"GET", ""}, {"PATCH", `{"deprecated":true}`}, {"DELETE", ""}} {
-			if code := r.call(c.method, "/_herald/v1/event-types/order.shipped", c.body, &e); code != http.StatusNotFound || e.Error.Code != "event_type_not_found" {
+			if code := r.call(c.method, "/_herald/v1/event-types/order.shipped", c.body, &e); code != http.StatusNotFound || e.Error.Code != "EVENT_TYPE_NOT_FOUND" {
 				t.Errorf("%s of a deleted type: %d %+v", c.method, code, e.Error)
 			}
 		}
@@ -84,25 +84,25 @@ func TestAPIEventTypeBadInput(t *testing.T) {
 			status                   int
 			code, field              string
 		}{
-			{"bad name", "POST", "/_herald/v1/event-types", `{"name":"order..paid"}`, 400, "invalid_event_type", "name"},
-			{"pattern as name", "POST", "/_herald/v1/event-types", `{"name":"order.*"}`, 400, "invalid_event_type", "name"},
-			{"no name", "POST", "/_herald/v1/event-types", `{"description":"x"}`, 400, "invalid_event_type", "name"},
-			{"invalid schema", "POST", "/_herald/v1/event-types", `{"name":"a.b","schema":{"type":"wat"}}`, 400, "invalid_schema", "schema/type"},
-			{"bad regex", "POST", "/_herald/v1/event-types", `{"name":"a.b","schema":{"properties":{"x":{"pattern":"("}}}}`, 400, "invalid_schema", "schema/properties/x/pattern"},
-			{"remote ref", "POST", "/_herald/v1/event-types", `{"name":"a.b","schema":{"$ref":"https://example.com/s.json"}}`, 400, "invalid_schema", "schema"},
-			{"file ref", "POST", "/_herald/v1/event-types", `{"name":"a.b","schema":{"$ref":"file:///etc/passwd"}}`, 400, "invalid_schema", "schema"},
-			{"relative ref", "POST", "/_herald/v1/event-types", `{"name":"a.b","schema":{"$ref":"other.json"}}`, 400, "invalid_schema", "schema"},
-			{"unknown metaschema", "POST", "/_herald/v1/event-types", `{"name":"a.b","schema":{"$schema":"https://example.com/meta"}}`, 400, "invalid_schema", "schema"},
-			{"schema not an object", "POST", "/_herald/v1/event-types", `{"name":"a.b","schema":[1]}`, 400, "invalid_schema", "schema"},
-			{"schema too large", "POST", "/_herald/v1/event-types", `{"name":"a.b","schema":` + hugeSchema + `}`, 413, "schema_too_large", "schema"},
-			{"body too large", "POST", "/_herald/v1/event-types", hugeBody, 413, "body_too_large", ""},
-			{"long description", "POST", "/_herald/v1/event-types", `{"name":"a.b","description":"` + strings.Repeat("x", MaxDescriptionLen+1) + `"}`, 400, "invalid_description", "description"},
-			{"unknown field", "POST", "/_herald/v1/event-types", `{"name":"a.b","version":2}`, 400, "unknown_field", "version"},
-			{"patch name", "PATCH", "/_herald/v1/event-types/order.paid", `{"name":"order.done"}`, 400, "unknown_field", "name"},
-			{"patch bad deprecated", "PATCH", "/_herald/v1/event-types/order.paid", `{"deprecated":"yes"}`, 400, "invalid_json", "deprecated"},
-			{"patch bad schema", "PATCH", "/_herald/v1/event-types/order.paid", `{"schema":{"minimum":"1"}}`, 400, "invalid_schema", "schema/minimum"},
-			{"bad cursor", "GET", "/_herald/v1/event-types?cursor=a..b", "", 400, "invalid_parameter", "cursor"},
-			{"unknown parameter", "GET", "/_herald/v1/event-types?prefix=a", "", 400, "unknown_parameter", "prefix"},
+			{"bad name", "POST", "/_herald/v1/event-types", `{"name":"order..paid"}`, 400, "INVALID_EVENT_TYPE", "name"},
+			{"pattern as name", "POST", "/_herald/v1/event-types", `{"name":"order.*"}`, 400, "INVALID_EVENT_TYPE", "name"},
+			{"no name", "POST", "/_herald/v1/event-types", `{"description":"x"}`, 400, "INVALID_EVENT_TYPE", "name"},
+			{"invalid schema", "POST", "/_herald/v1/event-types", `{"name":"a.b","schema":{"type":"wat"}}`, 400, "INVALID_SCHEMA", "schema/type"},
+			{"bad regex", "POST", "/_herald/v1/event-types", `{"name":"a.b","schema":{"properties":{"x":{"pattern":"("}}}}`, 400, "INVALID_SCHEMA", "schema/properties/x/pattern"},
+			{"remote ref", "POST", "/_herald/v1/event-types", `{"name":"a.b","schema":{"$ref":"https://example.com/s.json"}}`, 400, "INVALID_SCHEMA", "schema"},
+			{"file ref", "POST", "/_herald/v1/event-types", `{"name":"a.b","schema":{"$ref":"file:///etc/passwd"}}`, 400, "INVALID_SCHEMA", "schema"},
+			{"relative ref", "POST", "/_herald/v1/event-types", `{"name":"a.b","schema":{"$ref":"other.json"}}`, 400, "INVALID_SCHEMA", "schema"},
+			{"unknown metaschema", "POST", "/_herald/v1/event-types", `{"name":"a.b","schema":{"$schema":"https://example.com/meta"}}`, 400, "INVALID_SCHEMA", "schema"},
+			{"schema not an object", "POST", "/_herald/v1/event-types", `{"name":"a.b","schema":[1]}`, 400, "INVALID_SCHEMA", "schema"},
+			{"schema too large", "POST", "/_herald/v1/event-types", `{"name":"a.b","schema":` + hugeSchema + `}`, 413, "SCHEMA_TOO_LARGE", "schema"},
+			{"body too large", "POST", "/_herald/v1/event-types", hugeBody, 413, "BODY_TOO_LARGE", ""},
+			{"long description", "POST", "/_herald/v1/event-types", `{"name":"a.b","description":"` + strings.Repeat("x", MaxDescriptionLen+1) + `"}`, 400, "INVALID_DESCRIPTION", "description"},
+			{"unknown field", "POST", "/_herald/v1/event-types", `{"name":"a.b","version":2}`, 400, "UNKNOWN_FIELD", "version"},
+			{"patch name", "PATCH", "/_herald/v1/event-types/order.paid", `{"name":"order.done"}`, 400, "UNKNOWN_FIELD", "name"},
+			{"patch bad deprecated", "PATCH", "/_herald/v1/event-types/order.paid", `{"deprecated":"yes"}`, 400, "INVALID_JSON", "deprecated"},
+			{"patch bad schema", "PATCH", "/_herald/v1/event-types/order.paid", `{"schema":{"minimum":"1"}}`, 400, "INVALID_SCHEMA", "schema/minimum"},
+			{"bad cursor", "GET", "/_herald/v1/event-types?cursor=a..b", "", 400, "INVALID_PARAMETER", "cursor"},
+			{"unknown parameter", "GET", "/_herald/v1/event-types?prefix=a", "", 400, "UNKNOWN_PARAMETER", "prefix"},
 		} {
 			var e apiErr
 			if code := r.call(c.method, c.path, c.body, &e); code != c.status || e.Error.Code != c.code || e.Error.Field != c.field || e.Error.Message == "" {
@@ -140,11 +140,11 @@ func TestAPIEnforcedCatalogue(t *testing.T) {
 			name, body  string
 			code, field string
 		}{
-			{"unknown type", `{"type":"order.unknown","data":{}}`, "unknown_event_type", "type"},
-			{"missing field", `{"type":"order.paid","data":{}}`, "event_data_invalid", "data"},
-			{"wrong type", `{"type":"order.paid","data":{"total":"12"}}`, "event_data_invalid", "data/total"},
-			{"deep", `{"type":"order.paid","data":{"total":1,"items":[{"sku":"a"},{"qty":2}]}}`, "event_data_invalid", "data/items/1"},
-			{"no data", `{"type":"order.paid"}`, "event_data_invalid", "data"},
+			{"unknown type", `{"type":"order.unknown","data":{}}`, "UNKNOWN_EVENT_TYPE", "type"},
+			{"missing field", `{"type":"order.paid","data":{}}`, "EVENT_DATA_INVALID", "data"},
+			{"wrong type", `{"type":"order.paid","data":{"total":"12"}}`, "EVENT_DATA_INVALID", "data/total"},
+			{"deep", `{"type":"order.paid","data":{"total":1,"items":[{"sku":"a"},{"qty":2}]}}`, "EVENT_DATA_INVALID", "data/items/1"},
+			{"no data", `{"type":"order.paid"}`, "EVENT_DATA_INVALID", "data"},
 		} {
 			var e apiErr
 			if code := r.call("POST", "/_herald/v1/events", c.body, &e); code != http.StatusBadRequest || e.Error.Code != c.code || e.Error.Field != c.field {
@@ -164,7 +164,7 @@ func TestAPIEnforcedCatalogue(t *testing.T) {
 		// A changed schema applies to the next event.
 		r.call("PATCH", "/_herald/v1/event-types/order.paid", `{"schema":{"required":["currency"]}}`, nil)
 		var e apiErr
-		if code := r.call("POST", "/_herald/v1/events", `{"type":"order.paid","data":{"total":12}}`, &e); code != http.StatusBadRequest || e.Error.Code != "event_data_invalid" {
+		if code := r.call("POST", "/_herald/v1/events", `{"type":"order.paid","data":{"total":12}}`, &e); code != http.StatusBadRequest || e.Error.Code != "EVENT_DATA_INVALID" {
 			t.Fatalf("after the schema changed: %d %+v", code, e.Error)
 		}
 
@@ -184,7 +184,7 @@ func TestAPIEnforcedCatalogue(t *testing.T) {
 			switch {
 			case c.field == "" && code != http.StatusCreated:
 				t.Errorf("%s: %d %+v, want 201", c.types, code, e.Error)
-			case c.field != "" && (code != http.StatusBadRequest || e.Error.Code != "unknown_event_type" || e.Error.Field != c.field):
+			case c.field != "" && (code != http.StatusBadRequest || e.Error.Code != "UNKNOWN_EVENT_TYPE" || e.Error.Field != c.field):
 				t.Errorf("%s: %d %+v, want 400 unknown_event_type at %s", c.types, code, e.Error, c.field)
 			}
 		}

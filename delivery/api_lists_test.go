@@ -66,7 +66,7 @@ func TestAPIListEndpointsByStatus(t *testing.T) {
 			t.Errorf("unfiltered: %v", all)
 		}
 		var e apiErr
-		if code := r.call("GET", "/_herald/v1/endpoints?status=gone", "", &e); code != http.StatusBadRequest || e.Error.Code != "invalid_parameter" || e.Error.Field != "status" {
+		if code := r.call("GET", "/_herald/v1/endpoints?status=gone", "", &e); code != http.StatusBadRequest || e.Error.Code != "INVALID_PARAMETER" || e.Error.Field != "status" {
 			t.Errorf("bad status: %d %+v", code, e.Error)
 		}
 	})
@@ -123,7 +123,7 @@ func TestAPIDeliveriesCount(t *testing.T) {
 			t.Errorf("a total without count=true: %v", plain)
 		}
 		var e apiErr
-		if code := r.call("GET", base+"?count=yes", "", &e); code != http.StatusBadRequest || e.Error.Code != "invalid_parameter" || e.Error.Field != "count" {
+		if code := r.call("GET", base+"?count=yes", "", &e); code != http.StatusBadRequest || e.Error.Code != "INVALID_PARAMETER" || e.Error.Field != "count" {
 			t.Errorf("count=yes: %d %+v", code, e.Error)
 		}
 	})

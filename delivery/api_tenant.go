@@ -27,7 +27,7 @@ import (
 // every request while access control is off) sees every tenant.
 
 // CodeTenantForbidden: the body names a tenant the credential is not of.
-const CodeTenantForbidden Code = "tenant_forbidden"
+const CodeTenantForbidden Code = "TENANT_FORBIDDEN"
 
 // owner says what the {id} of a route names, so that Mount checks the
 // caller may see it before the handler runs.

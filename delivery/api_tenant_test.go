@@ -33,7 +33,7 @@ func TestAPIWithoutPrincipalFailsClosed(t *testing.T) {
 		} {
 			rec := httptest.NewRecorder()
 			mux.ServeHTTP(rec, httptest.NewRequest(c.method, c.path, strings.NewReader(c.body)))
-			if rec.Code != http.StatusInternalServerError || !strings.Contains(rec.Body.String(), `"internal"`) {
+			if rec.Code != http.StatusInternalServerError || !strings.Contains(rec.Body.String(), `"INTERNAL"`) {
 				t.Errorf("%s %s: %d %s", c.method, c.path, rec.Code, rec.Body)
 			}
 		}

@@ -40,15 +40,15 @@ const (
 
 	// CodeInvalidSchema: an event type's schema is not a JSON Schema
 	// Herald can compile (invalid, or a $ref that leaves the schema).
-	CodeInvalidSchema Code = "invalid_schema"
+	CodeInvalidSchema Code = "INVALID_SCHEMA"
 	// CodeSchemaTooLarge: an event type's schema is over MaxSchemaBytes.
-	CodeSchemaTooLarge Code = "schema_too_large"
+	CodeSchemaTooLarge Code = "SCHEMA_TOO_LARGE"
 	// CodeUnknownEventType: the catalogue is enforced and has no such
 	// type (or no type a pattern covers).
-	CodeUnknownEventType Code = "unknown_event_type"
+	CodeUnknownEventType Code = "UNKNOWN_EVENT_TYPE"
 	// CodeEventDataInvalid: the catalogue is enforced and the event's
 	// data fails its type's schema.
-	CodeEventDataInvalid Code = "event_data_invalid"
+	CodeEventDataInvalid Code = "EVENT_DATA_INVALID"
 )
 
 // errorPrinter renders the schema library's messages.

@@ -499,7 +499,7 @@ func (e *Engine) storedEvent(ctx context.Context, path string, pos int64, id str
 
 // CodeInvalidStream: a stream path is not absolute, has an empty, "." or
 // ".." segment or a control character, is too long, or is reserved.
-const CodeInvalidStream Code = "invalid_stream"
+const CodeInvalidStream Code = "INVALID_STREAM"
 
 func validateStream(path string) error {
 	bad := len(path) < 2 || path[0] != '/' || len(path) > 1024 || !utf8.ValidString(path) ||

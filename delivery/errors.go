@@ -18,66 +18,66 @@ type Code string
 const (
 	// CodeInvalidEvent: the event is not a JSON object, or a field has the
 	// wrong JSON type.
-	CodeInvalidEvent Code = "invalid_event"
+	CodeInvalidEvent Code = "INVALID_EVENT"
 	// CodeEventTooLarge: the event is over the size cap.
-	CodeEventTooLarge Code = "event_too_large"
+	CodeEventTooLarge Code = "EVENT_TOO_LARGE"
 	// CodeUnknownField: the event has a top-level field other than id,
 	// type, timestamp and data.
-	CodeUnknownField Code = "unknown_field"
+	CodeUnknownField Code = "UNKNOWN_FIELD"
 	// CodeInvalidEventID: the event id is empty, too long or has a
 	// character outside printable ASCII.
-	CodeInvalidEventID Code = "invalid_event_id"
+	CodeInvalidEventID Code = "INVALID_EVENT_ID"
 	// CodeInvalidEventType: the event type is missing or malformed.
-	CodeInvalidEventType Code = "invalid_event_type"
+	CodeInvalidEventType Code = "INVALID_EVENT_TYPE"
 	// CodeInvalidTimestamp: the timestamp is not RFC 3339.
-	CodeInvalidTimestamp Code = "invalid_timestamp"
+	CodeInvalidTimestamp Code = "INVALID_TIMESTAMP"
 	// CodeInvalidEventTypePattern: an event_types entry is not "*",
 	// "prefix.*" or an exact event type.
-	CodeInvalidEventTypePattern Code = "invalid_event_type_pattern"
+	CodeInvalidEventTypePattern Code = "INVALID_EVENT_TYPE_PATTERN"
 	// CodeInvalidStreamPattern: a streams entry is not a valid glob.
-	CodeInvalidStreamPattern Code = "invalid_stream_pattern"
+	CodeInvalidStreamPattern Code = "INVALID_STREAM_PATTERN"
 	// CodeInvalidFilter: the field filter does not follow the filter
 	// syntax.
-	CodeInvalidFilter Code = "invalid_filter"
+	CodeInvalidFilter Code = "INVALID_FILTER"
 	// CodeInvalidRetrySchedule: a retry schedule entry is malformed,
 	// negative or over the maximum, or there are too many or none.
-	CodeInvalidRetrySchedule Code = "invalid_retry_schedule"
+	CodeInvalidRetrySchedule Code = "INVALID_RETRY_SCHEDULE"
 	// CodeInvalidRateLimit: rate_limit is negative, not finite or over the
 	// maximum.
-	CodeInvalidRateLimit Code = "invalid_rate_limit"
+	CodeInvalidRateLimit Code = "INVALID_RATE_LIMIT"
 	// CodeInvalidMaxInFlight: max_in_flight is negative or over the
 	// maximum.
-	CodeInvalidMaxInFlight Code = "invalid_max_in_flight"
+	CodeInvalidMaxInFlight Code = "INVALID_MAX_IN_FLIGHT"
 	// CodeInvalidOrdering: ordering is neither "none" nor "stream".
-	CodeInvalidOrdering Code = "invalid_ordering"
+	CodeInvalidOrdering Code = "INVALID_ORDERING"
 	// CodeInvalidHeader: a custom header has an invalid name or value, or
 	// is one Herald sets itself.
-	CodeInvalidHeader Code = "invalid_header"
+	CodeInvalidHeader Code = "INVALID_HEADER"
 	// CodeInvalidDescription: the description is too long or not UTF-8.
-	CodeInvalidDescription Code = "invalid_description"
+	CodeInvalidDescription Code = "INVALID_DESCRIPTION"
 	// CodeInvalidName: the name is too long, not UTF-8 or has control
 	// characters.
-	CodeInvalidName Code = "invalid_name"
+	CodeInvalidName Code = "INVALID_NAME"
 	// CodeInvalidProfile: no profile of that name.
-	CodeInvalidProfile Code = "invalid_profile"
+	CodeInvalidProfile Code = "INVALID_PROFILE"
 	// CodeInvalidFailurePolicy: failure_policy is neither "standard" nor
 	// "retry_all".
-	CodeInvalidFailurePolicy Code = "invalid_failure_policy"
+	CodeInvalidFailurePolicy Code = "INVALID_FAILURE_POLICY"
 	// CodeInvalidTimeout: timeout_ms is negative or over the
 	// installation's attempt timeout.
-	CodeInvalidTimeout Code = "invalid_timeout"
+	CodeInvalidTimeout Code = "INVALID_TIMEOUT"
 	// CodeInvalidBatch: batch.max_events or batch.max_wait_ms is out of
 	// its range.
-	CodeInvalidBatch Code = "invalid_batch"
+	CodeInvalidBatch Code = "INVALID_BATCH"
 	// CodeInvalidTenant: the tenant is too long, not UTF-8 or has control
 	// characters.
-	CodeInvalidTenant Code = "invalid_tenant"
+	CodeInvalidTenant Code = "INVALID_TENANT"
 	// CodeURLRefused: the endpoint URL is refused (see webhook.RefusedError,
 	// which the error wraps).
-	CodeURLRefused Code = "url_refused"
+	CodeURLRefused Code = "URL_REFUSED"
 	// CodeInvalidSecret: a signing secret is not "whsec_" followed by the
 	// base64 of 24 to 64 bytes.
-	CodeInvalidSecret Code = "invalid_secret"
+	CodeInvalidSecret Code = "INVALID_SECRET"
 )
 
 // ValidationError says which input is wrong and why.

@@ -80,7 +80,7 @@ func TestEndpointVerificationLifecycle(t *testing.T) {
 		}
 
 		var e apiErr
-		if code := r.call("POST", "/_herald/v1/endpoints/"+ep.ID+"/verify", `{"verification_code":"hvc_000000000000000000000000"}`, &e); code != 422 || e.Error.Code != "verification_failed" {
+		if code := r.call("POST", "/_herald/v1/endpoints/"+ep.ID+"/verify", `{"verification_code":"hvc_000000000000000000000000"}`, &e); code != 422 || e.Error.Code != "VERIFICATION_FAILED" {
 			t.Fatalf("wrong code: %d %+v", code, e)
 		}
 		if code := r.call("POST", "/_herald/v1/endpoints/"+ep.ID+"/verify", `{"verification_code":"`+codes[0]+`"}`, &ep); code != 200 || ep.Status != store.EndpointActive || ep.VerifiedAt == nil {
@@ -195,12 +195,12 @@ func TestEndpointTimeoutAndFields(t *testing.T) {
 		})
 		var e apiErr
 		for body, code := range map[string]string{
-			`{"url":"` + hookURL + `","timeout_ms":10001}`:                                         "invalid_timeout",
-			`{"url":"` + hookURL + `","timeout_ms":-1}`:                                            "invalid_timeout",
-			`{"url":"` + hookURL + `","profile":"nope"}`:                                           "invalid_profile",
-			`{"url":"` + hookURL + `","failure_policy":"never"}`:                                   "invalid_failure_policy",
-			`{"url":"` + hookURL + `","name":"a\u0000b"}`:                                          "invalid_name",
-			`{"url":"` + hookURL + `","headers":{"X-Ruche-Signature":"x"},"profile":"x-ruche-v1"}`: "invalid_header",
+			`{"url":"` + hookURL + `","timeout_ms":10001}`:                                         "INVALID_TIMEOUT",
+			`{"url":"` + hookURL + `","timeout_ms":-1}`:                                            "INVALID_TIMEOUT",
+			`{"url":"` + hookURL + `","profile":"nope"}`:                                           "INVALID_PROFILE",
+			`{"url":"` + hookURL + `","failure_policy":"never"}`:                                   "INVALID_FAILURE_POLICY",
+			`{"url":"` + hookURL + `","name":"a\u0000b"}`:                                          "INVALID_NAME",
+			`{"url":"` + hookURL + `","headers":{"X-Ruche-Signature":"x"},"profile":"x-ruche-v1"}`: "INVALID_HEADER",
 		} {
 			if got := r.call("POST", "/_herald/v1/endpoints", body, &e); got != 400 || e.Error.Code != code {
 				t.Errorf("%s: %d %+v, want 400 %s", body, got, e.Error, code)

@@ -50,37 +50,37 @@ func TestDeliveryAPIRefusesBadInput(t *testing.T) {
 	for _, secret := range []string{"whsec_" + key[:20] + "\r\n" + key[20:], "whsec_" + key + "\n", "whsec_" + key[:8] + "\r" + key[8:]} {
 		body := `{"url":"` + hook + `","secret":` + quote(secret) + `}`
 		resp, out := send("POST", "/endpoints", body)
-		if code := apiError(t, "secret "+quote(secret), resp, out, http.StatusBadRequest); code != "" && code != "invalid_secret" {
+		if code := apiError(t, "secret "+quote(secret), resp, out, http.StatusBadRequest); code != "" && code != "INVALID_SECRET" {
 			t.Errorf("secret %q: code %s, want invalid_secret", secret, code)
 		}
 	}
 	for _, headers := range []string{`{"X-A\r\nInjected":"v"}`, `{"X-A":"v\r\nInjected: 1"}`, `{"X-A":"v\n"}`, `{"X-A\n":"v"}`} {
 		resp, out := send("POST", "/endpoints", `{"url":"`+hook+`","headers":`+headers+`}`)
-		if code := apiError(t, "headers "+headers, resp, out, http.StatusBadRequest); code != "" && code != "invalid_header" {
+		if code := apiError(t, "headers "+headers, resp, out, http.StatusBadRequest); code != "" && code != "INVALID_HEADER" {
 			t.Errorf("headers %s: code %s, want invalid_header", headers, code)
 		}
 	}
 
 	bad := []struct{ name, body, code string }{
-		{"empty body", "", "invalid_json"},
-		{"blank body", "  \n", "invalid_json"},
-		{"not an object", `[1,2]`, "invalid_json"},
-		{"a string", `"x"`, "invalid_json"},
-		{"url of the wrong type", `{"url":5}`, "invalid_json"},
-		{"event_types of the wrong type", `{"url":"` + hook + `","event_types":"a.b"}`, "invalid_json"},
-		{"event_types of numbers", `{"url":"` + hook + `","event_types":[1]}`, "invalid_json"},
-		{"max_in_flight as a string", `{"url":"` + hook + `","max_in_flight":"8"}`, "invalid_json"},
-		{"max_in_flight fractional", `{"url":"` + hook + `","max_in_flight":1.5}`, "invalid_json"},
-		{"max_in_flight huge", `{"url":"` + hook + `","max_in_flight":1e30}`, "invalid_json"},
-		{"rate_limit as a string", `{"url":"` + hook + `","rate_limit":"fast"}`, "invalid_json"},
-		{"active as a string", `{"url":"` + hook + `","active":"yes"}`, "invalid_json"},
-		{"headers of numbers", `{"url":"` + hook + `","headers":{"X-A":1}}`, "invalid_json"},
-		{"headers as an array", `{"url":"` + hook + `","headers":["X-A"]}`, "invalid_json"},
+		{"empty body", "", "INVALID_JSON"},
+		{"blank body", "  \n", "INVALID_JSON"},
+		{"not an object", `[1,2]`, "INVALID_JSON"},
+		{"a string", `"x"`, "INVALID_JSON"},
+		{"url of the wrong type", `{"url":5}`, "INVALID_JSON"},
+		{"event_types of the wrong type", `{"url":"` + hook + `","event_types":"a.b"}`, "INVALID_JSON"},
+		{"event_types of numbers", `{"url":"` + hook + `","event_types":[1]}`, "INVALID_JSON"},
+		{"max_in_flight as a string", `{"url":"` + hook + `","max_in_flight":"8"}`, "INVALID_JSON"},
+		{"max_in_flight fractional", `{"url":"` + hook + `","max_in_flight":1.5}`, "INVALID_JSON"},
+		{"max_in_flight huge", `{"url":"` + hook + `","max_in_flight":1e30}`, "INVALID_JSON"},
+		{"rate_limit as a string", `{"url":"` + hook + `","rate_limit":"fast"}`, "INVALID_JSON"},
+		{"active as a string", `{"url":"` + hook + `","active":"yes"}`, "INVALID_JSON"},
+		{"headers of numbers", `{"url":"` + hook + `","headers":{"X-A":1}}`, "INVALID_JSON"},
+		{"headers as an array", `{"url":"` + hook + `","headers":["X-A"]}`, "INVALID_JSON"},
 		{"retry_schedule as a number", `{"url":"` + hook + `","retry_schedule":5}`, ""},
-		{"unknown field", `{"url":"` + hook + `","colour":"red"}`, "unknown_field"},
-		{"trailing data", `{"url":"` + hook + `"} {"url":"` + hook + `"}`, "invalid_json"},
-		{"trailing garbage", `{"url":"` + hook + `"}xyz`, "invalid_json"},
-		{"cut short", `{"url":"` + hook, "invalid_json"},
+		{"unknown field", `{"url":"` + hook + `","colour":"red"}`, "UNKNOWN_FIELD"},
+		{"trailing data", `{"url":"` + hook + `"} {"url":"` + hook + `"}`, "INVALID_JSON"},
+		{"trailing garbage", `{"url":"` + hook + `"}xyz`, "INVALID_JSON"},
+		{"cut short", `{"url":"` + hook, "INVALID_JSON"},
 	}
 	for _, c := range bad {
 		resp, out := send("POST", "/endpoints", c.body)
@@ -138,11 +138,11 @@ func TestDeliveryAPIRefusesBadInput(t *testing.T) {
 
 	for _, c := range []string{"junk", "ep_", "ep_zz", "%00", "' OR 1=1"} {
 		resp, out := do(t, "GET", s.base+"/_herald/v1/endpoints?cursor="+urlQuery(c), nil, "")
-		if code := apiError(t, "endpoints cursor "+quote(c), resp, out, http.StatusBadRequest); code != "" && code != "invalid_parameter" {
+		if code := apiError(t, "endpoints cursor "+quote(c), resp, out, http.StatusBadRequest); code != "" && code != "INVALID_PARAMETER" {
 			t.Errorf("endpoints cursor %q: code %s", c, code)
 		}
 		resp, out = do(t, "GET", s.base+"/_herald/v1/endpoints/"+id+"/deliveries?cursor="+urlQuery(c), nil, "")
-		if code := apiError(t, "deliveries cursor "+quote(c), resp, out, http.StatusBadRequest); code != "" && code != "invalid_parameter" {
+		if code := apiError(t, "deliveries cursor "+quote(c), resp, out, http.StatusBadRequest); code != "" && code != "INVALID_PARAMETER" {
 			t.Errorf("deliveries cursor %q: code %s", c, code)
 		}
 	}

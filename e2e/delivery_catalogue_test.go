@@ -50,14 +50,14 @@ func TestDeliveryEnforcedCatalogue(t *testing.T) {
 		t.Errorf("a tenant reads the catalogue: %d %s", resp.StatusCode, out)
 	}
 	resp, out := call(key.Key, "POST", "/event-types", `{"name":"acme.own"}`)
-	refused("a tenant adds a type", resp, out, http.StatusForbidden, "tenant_forbidden", "")
+	refused("a tenant adds a type", resp, out, http.StatusForbidden, "TENANT_FORBIDDEN", "")
 	resp, out = call(key.Key, "DELETE", "/event-types/order.paid", "")
-	refused("a tenant removes a type", resp, out, http.StatusForbidden, "tenant_forbidden", "")
+	refused("a tenant removes a type", resp, out, http.StatusForbidden, "TENANT_FORBIDDEN", "")
 
 	resp, out = call(e2eAdminKey, "POST", "/endpoints", fmt.Sprintf(`{"url":%q,"event_types":["order.paid","order.refunded"]}`, hook.URL+"/hook"))
-	refused("an endpoint of an unknown type", resp, out, http.StatusBadRequest, "unknown_event_type", "event_types[1]")
+	refused("an endpoint of an unknown type", resp, out, http.StatusBadRequest, "UNKNOWN_EVENT_TYPE", "event_types[1]")
 	resp, out = call(e2eAdminKey, "POST", "/endpoints", fmt.Sprintf(`{"url":%q,"event_types":["invoice.*"]}`, hook.URL+"/hook"))
-	refused("a pattern covering no type", resp, out, http.StatusBadRequest, "unknown_event_type", "event_types[0]")
+	refused("a pattern covering no type", resp, out, http.StatusBadRequest, "UNKNOWN_EVENT_TYPE", "event_types[0]")
 	var ep struct{ ID, Secret string }
 	if err := json.Unmarshal([]byte(admin("POST", "/endpoints", fmt.Sprintf(`{"url":%q,"event_types":["order.*"]}`, hook.URL+"/hook"), http.StatusCreated)), &ep); err != nil {
 		t.Fatal(err)
@@ -69,9 +69,9 @@ func TestDeliveryEnforcedCatalogue(t *testing.T) {
 	check := func() {
 		t.Helper()
 		resp, out := call(e2eAdminKey, "POST", "/events", `{"id":"bad-1","type":"order.paid","data":{"total":-3}}`)
-		refused("data failing the schema", resp, out, http.StatusBadRequest, "event_data_invalid", "data/total")
+		refused("data failing the schema", resp, out, http.StatusBadRequest, "EVENT_DATA_INVALID", "data/total")
 		resp, out = call(e2eAdminKey, "POST", "/events", `{"id":"bad-2","type":"order.unknown","data":{}}`)
-		refused("an unknown type", resp, out, http.StatusBadRequest, "unknown_event_type", "type")
+		refused("an unknown type", resp, out, http.StatusBadRequest, "UNKNOWN_EVENT_TYPE", "type")
 	}
 	check()
 	var paid, legacy struct {

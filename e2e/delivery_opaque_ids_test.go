@@ -86,7 +86,7 @@ func TestDeliveryIDsAreOpaque(t *testing.T) {
 	// The sequential ids of before name nothing.
 	for seq := range 20 {
 		resp, out := do(t, "GET", fmt.Sprintf("%s/_herald/v1/deliveries/dlv_%d", s.base, seq), nil, "")
-		if code := apiError(t, "sequential id", resp, out, http.StatusNotFound); code != "" && code != "delivery_not_found" {
+		if code := apiError(t, "sequential id", resp, out, http.StatusNotFound); code != "" && code != "DELIVERY_NOT_FOUND" {
 			t.Errorf("dlv_%d: code %q", seq, code)
 		}
 	}
@@ -97,7 +97,7 @@ func TestDeliveryIDsAreOpaque(t *testing.T) {
 			continue
 		}
 		resp, out := do(t, "GET", s.base+"/_herald/v1/endpoints/"+id+"/deliveries?cursor="+c, nil, "")
-		if code := apiError(t, "cursor "+c, resp, out, http.StatusBadRequest); code != "" && code != "invalid_parameter" {
+		if code := apiError(t, "cursor "+c, resp, out, http.StatusBadRequest); code != "" && code != "INVALID_PARAMETER" {
 			t.Errorf("cursor %s: code %q", c, code)
 		}
 	}

@@ -119,7 +119,7 @@ func TestTenantIsABoundary(t *testing.T) {
 		t.Fatalf("own tenant named: %+v", ep)
 	}
 	resp, out := k.call(keyA, "POST", "/_herald/v1/endpoints", `{"url":"`+srvA.URL+`","tenant":"blob"}`, nil)
-	if code := apiError(t, "create naming another tenant", resp, out, http.StatusForbidden); code != "tenant_forbidden" {
+	if code := apiError(t, "create naming another tenant", resp, out, http.StatusForbidden); code != "TENANT_FORBIDDEN" {
 		t.Errorf("create naming another tenant: code %q", code)
 	}
 
@@ -138,7 +138,7 @@ func TestTenantIsABoundary(t *testing.T) {
 		}
 	}
 	resp, out = k.call(keyA, "POST", "/_herald/v1/events", `{"type":"order.paid","data":{"i":6},"tenant":"blob"}`, nil)
-	if code := apiError(t, "publish naming another tenant", resp, out, http.StatusForbidden); code != "tenant_forbidden" {
+	if code := apiError(t, "publish naming another tenant", resp, out, http.StatusForbidden); code != "TENANT_FORBIDDEN" {
 		t.Errorf("publish naming another tenant: code %q", code)
 	}
 	// What the stream holds carries the tenants.
@@ -182,16 +182,16 @@ func TestTenantIsABoundary(t *testing.T) {
 	// Every route that names B's endpoint or delivery is a 404 to A's key,
 	// with the code of a missing one; the same routes work for B's key.
 	for _, c := range []struct{ method, path, body, code string }{
-		{"GET", "/_herald/v1/endpoints/" + epB.ID, "", "endpoint_not_found"},
-		{"PATCH", "/_herald/v1/endpoints/" + epB.ID, `{"description":"mine"}`, "endpoint_not_found"},
-		{"PATCH", "/_herald/v1/endpoints/" + epB.ID, `{"tenant":"acme"}`, "endpoint_not_found"},
-		{"POST", "/_herald/v1/endpoints/" + epB.ID + "/rotate-secret", "", "endpoint_not_found"},
-		{"POST", "/_herald/v1/endpoints/" + epB.ID + "/test", "", "endpoint_not_found"},
-		{"POST", "/_herald/v1/endpoints/" + epB.ID + "/replay", `{"offset":"-1"}`, "endpoint_not_found"},
-		{"GET", "/_herald/v1/endpoints/" + epB.ID + "/deliveries", "", "endpoint_not_found"},
-		{"DELETE", "/_herald/v1/endpoints/" + epB.ID, "", "endpoint_not_found"},
-		{"GET", "/_herald/v1/deliveries/" + dlvB, "", "delivery_not_found"},
-		{"POST", "/_herald/v1/deliveries/" + dlvB + "/retry", "", "delivery_not_found"},
+		{"GET", "/_herald/v1/endpoints/" + epB.ID, "", "ENDPOINT_NOT_FOUND"},
+		{"PATCH", "/_herald/v1/endpoints/" + epB.ID, `{"description":"mine"}`, "ENDPOINT_NOT_FOUND"},
+		{"PATCH", "/_herald/v1/endpoints/" + epB.ID, `{"tenant":"acme"}`, "ENDPOINT_NOT_FOUND"},
+		{"POST", "/_herald/v1/endpoints/" + epB.ID + "/rotate-secret", "", "ENDPOINT_NOT_FOUND"},
+		{"POST", "/_herald/v1/endpoints/" + epB.ID + "/test", "", "ENDPOINT_NOT_FOUND"},
+		{"POST", "/_herald/v1/endpoints/" + epB.ID + "/replay", `{"offset":"-1"}`, "ENDPOINT_NOT_FOUND"},
+		{"GET", "/_herald/v1/endpoints/" + epB.ID + "/deliveries", "", "ENDPOINT_NOT_FOUND"},
+		{"DELETE", "/_herald/v1/endpoints/" + epB.ID, "", "ENDPOINT_NOT_FOUND"},
+		{"GET", "/_herald/v1/deliveries/" + dlvB, "", "DELIVERY_NOT_FOUND"},
+		{"POST", "/_herald/v1/deliveries/" + dlvB + "/retry", "", "DELIVERY_NOT_FOUND"},
 	} {
 		what := "tenant A: " + c.method + " " + c.path
 		resp, out := k.call(keyA, c.method, c.path, c.body, nil)
@@ -222,7 +222,7 @@ func TestTenantIsABoundary(t *testing.T) {
 
 	// PATCH cannot move A's endpoint to B; an empty tenant is A's own.
 	resp, out = k.call(keyA, "PATCH", "/_herald/v1/endpoints/"+epA.ID, `{"tenant":"blob"}`, nil)
-	if code := apiError(t, "patch to another tenant", resp, out, http.StatusForbidden); code != "tenant_forbidden" {
+	if code := apiError(t, "patch to another tenant", resp, out, http.StatusForbidden); code != "TENANT_FORBIDDEN" {
 		t.Errorf("patch to another tenant: code %q", code)
 	}
 	if resp, out := k.call(keyA, "PATCH", "/_herald/v1/endpoints/"+epA.ID, `{"tenant":null,"description":"a"}`, &got); resp.StatusCode != http.StatusOK || got.Tenant != "acme" {

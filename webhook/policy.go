@@ -10,7 +10,7 @@ import (
 
 // ErrURLRefused is matched (errors.Is) by every *RefusedError: Herald will
 // not send to the destination. The API maps it to 400 with code
-// "url_refused" and the error's Reason.
+// "URL_REFUSED" and the error's Reason.
 var ErrURLRefused = errors.New("webhook: destination refused")
 
 // Reason says why a destination was refused. It is a stable, machine

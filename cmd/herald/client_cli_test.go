@@ -297,7 +297,7 @@ func TestEndpointsEventsDeliveriesCommands(t *testing.T) {
 		t.Fatalf("get after rm: %v", err)
 	}
 	// A refused URL says what to do.
-	if _, err := runCLI(t, env, "endpoints", "create", "--webhook", "http://10.1.2.3/hook"); !hasCode(err, "url_refused") || !strings.Contains(err.Error(), "--webhook-allow-cidrs") {
+	if _, err := runCLI(t, env, "endpoints", "create", "--webhook", "http://10.1.2.3/hook"); !hasCode(err, "URL_REFUSED") || !strings.Contains(err.Error(), "--webhook-allow-cidrs") {
 		t.Fatalf("refused URL: %v", err)
 	}
 }

@@ -436,7 +436,7 @@ func (m *matrix) check(t *testing.T, rt httpapi.Route, f *matrixFixtures, req ma
 	status, body = send(other, nil)
 	switch {
 	case req.installation:
-		expect("key of a tenant changing what tenants share", status, body, http.StatusForbidden, "tenant_forbidden")
+		expect("key of a tenant changing what tenants share", status, body, http.StatusForbidden, "TENANT_FORBIDDEN")
 	case req.owned:
 		expect("key of another tenant", status, body, http.StatusNotFound, "")
 	case req.namesTenant:

@@ -442,13 +442,13 @@ func exerciseReplays(c *specCheck, epPath string) {
 	replay := "/_herald/v1/replays/" + job.ID
 	c.do(exchange{method: "GET", path: replay, key: admin, want: http.StatusOK})
 	reader := c.m.key(t, []auth.Scope{auth.ScopeDeliveriesRead}, otherTenant)
-	c.fails(exchange{method: "GET", path: replay, key: reader, want: http.StatusNotFound}, "replay_not_found", "")
-	c.fails(exchange{method: "GET", path: "/_herald/v1/replays/rpl_000000000000000000000000", key: admin, want: http.StatusNotFound}, "replay_not_found", "")
-	c.fails(exchange{method: "GET", path: replay + "?verbose=1", key: admin, want: http.StatusBadRequest}, "unknown_parameter", "verbose")
-	c.fails(exchange{method: "POST", path: epPath + "/replay", key: admin, want: http.StatusBadRequest, body: `{"offset":"-1","status":"failed"}`, refused: true}, "invalid_parameter", "offset")
-	c.fails(exchange{method: "POST", path: epPath + "/replay", key: admin, want: http.StatusBadRequest, body: `{"until":"2999-01-01T00:00:00Z"}`, refused: true}, "invalid_parameter", "since")
-	c.fails(exchange{method: "POST", path: epPath + "/replay", key: admin, want: http.StatusBadRequest, body: `{"status":"delivered"}`, refused: true}, "invalid_parameter", "status")
-	c.fails(exchange{method: "POST", path: epPath + "/replay", key: admin, want: http.StatusBadRequest, body: `{"since":"2000-01-01T00:00:00Z","until":"1999-01-01T00:00:00Z"}`}, "invalid_parameter", "until")
+	c.fails(exchange{method: "GET", path: replay, key: reader, want: http.StatusNotFound}, "REPLAY_NOT_FOUND", "")
+	c.fails(exchange{method: "GET", path: "/_herald/v1/replays/rpl_000000000000000000000000", key: admin, want: http.StatusNotFound}, "REPLAY_NOT_FOUND", "")
+	c.fails(exchange{method: "GET", path: replay + "?verbose=1", key: admin, want: http.StatusBadRequest}, "UNKNOWN_PARAMETER", "verbose")
+	c.fails(exchange{method: "POST", path: epPath + "/replay", key: admin, want: http.StatusBadRequest, body: `{"offset":"-1","status":"failed"}`, refused: true}, "INVALID_PARAMETER", "offset")
+	c.fails(exchange{method: "POST", path: epPath + "/replay", key: admin, want: http.StatusBadRequest, body: `{"until":"2999-01-01T00:00:00Z"}`, refused: true}, "INVALID_PARAMETER", "since")
+	c.fails(exchange{method: "POST", path: epPath + "/replay", key: admin, want: http.StatusBadRequest, body: `{"status":"delivered"}`, refused: true}, "INVALID_PARAMETER", "status")
+	c.fails(exchange{method: "POST", path: epPath + "/replay", key: admin, want: http.StatusBadRequest, body: `{"since":"2000-01-01T00:00:00Z","until":"1999-01-01T00:00:00Z"}`}, "INVALID_PARAMETER", "until")
 }
 
 // exerciseCatalogue adds, reads, changes and removes event types, as the
@@ -459,7 +459,7 @@ func exerciseCatalogue(c *specCheck) {
 	c.do(exchange{method: "POST", path: types, key: admin, want: http.StatusCreated,
 		body: `{"name":"catalogue.created","description":"Something was made.","schema":{"type":"object","required":["region"],"properties":{"region":{"type":"string"}}}}`})
 	c.do(exchange{method: "POST", path: types, key: admin, want: http.StatusCreated, body: `{"name":"catalogue.legacy","deprecated":true,"schema":null}`})
-	c.fails(exchange{method: "POST", path: types, key: admin, want: http.StatusConflict, body: `{"name":"catalogue.legacy"}`}, "event_type_exists", "")
+	c.fails(exchange{method: "POST", path: types, key: admin, want: http.StatusConflict, body: `{"name":"catalogue.legacy"}`}, "EVENT_TYPE_EXISTS", "")
 
 	reader := c.m.key(t, []auth.Scope{auth.ScopeEndpointsRead}, matrixTenant)
 	var page struct {
@@ -478,24 +478,24 @@ func exerciseCatalogue(c *specCheck) {
 	// A tenant reads the catalogue but does not change it, not even with
 	// the admin scope; a key without admin does not get that far.
 	tenantAdmin := c.m.key(t, []auth.Scope{auth.ScopeAdmin}, matrixTenant)
-	c.fails(exchange{method: "POST", path: types, key: tenantAdmin, want: http.StatusForbidden, body: `{"name":"catalogue.mine"}`}, "tenant_forbidden", "")
-	c.fails(exchange{method: "PATCH", path: types + "/catalogue.created", key: tenantAdmin, want: http.StatusForbidden, body: `{"deprecated":true}`}, "tenant_forbidden", "")
-	c.fails(exchange{method: "DELETE", path: types + "/catalogue.created", key: tenantAdmin, want: http.StatusForbidden}, "tenant_forbidden", "")
+	c.fails(exchange{method: "POST", path: types, key: tenantAdmin, want: http.StatusForbidden, body: `{"name":"catalogue.mine"}`}, "TENANT_FORBIDDEN", "")
+	c.fails(exchange{method: "PATCH", path: types + "/catalogue.created", key: tenantAdmin, want: http.StatusForbidden, body: `{"deprecated":true}`}, "TENANT_FORBIDDEN", "")
+	c.fails(exchange{method: "DELETE", path: types + "/catalogue.created", key: tenantAdmin, want: http.StatusForbidden}, "TENANT_FORBIDDEN", "")
 	c.fails(exchange{method: "POST", path: types, key: reader, want: http.StatusForbidden, body: `{"name":"catalogue.mine"}`}, "FORBIDDEN", "")
 
-	c.fails(exchange{method: "POST", path: types, key: admin, want: http.StatusBadRequest, body: `{"name":"catalogue.bad","schema":{"type":12}}`}, "invalid_schema", "schema/type")
-	c.fails(exchange{method: "POST", path: types, key: admin, want: http.StatusBadRequest, body: `{"name":"catalogue.remote","schema":{"$ref":"https://example.com/schema.json"}}`}, "invalid_schema", "schema")
-	c.fails(exchange{method: "POST", path: types, key: admin, want: http.StatusBadRequest, body: `{"name":"catalogue.colour","colour":"red"}`, refused: true}, "unknown_field", "colour")
-	c.fails(exchange{method: "POST", path: types, key: admin, want: http.StatusBadRequest, body: `{"name":"not a type"}`, refused: true}, "invalid_event_type", "name")
+	c.fails(exchange{method: "POST", path: types, key: admin, want: http.StatusBadRequest, body: `{"name":"catalogue.bad","schema":{"type":12}}`}, "INVALID_SCHEMA", "schema/type")
+	c.fails(exchange{method: "POST", path: types, key: admin, want: http.StatusBadRequest, body: `{"name":"catalogue.remote","schema":{"$ref":"https://example.com/schema.json"}}`}, "INVALID_SCHEMA", "schema")
+	c.fails(exchange{method: "POST", path: types, key: admin, want: http.StatusBadRequest, body: `{"name":"catalogue.colour","colour":"red"}`, refused: true}, "UNKNOWN_FIELD", "colour")
+	c.fails(exchange{method: "POST", path: types, key: admin, want: http.StatusBadRequest, body: `{"name":"not a type"}`, refused: true}, "INVALID_EVENT_TYPE", "name")
 	big := `{"name":"catalogue.big","schema":{"description":"` + strings.Repeat("x", delivery.MaxSchemaBytes) + `"}}`
-	c.fails(exchange{method: "POST", path: types, key: admin, want: http.StatusRequestEntityTooLarge, body: big}, "schema_too_large", "schema")
-	c.fails(exchange{method: "PATCH", path: types + "/catalogue.created", key: admin, want: http.StatusBadRequest, body: `{"deprecated":"yes"}`, refused: true}, "invalid_json", "deprecated")
-	c.fails(exchange{method: "GET", path: types + "?order=name", key: admin, want: http.StatusBadRequest}, "unknown_parameter", "order")
-	c.fails(exchange{method: "GET", path: types + "/catalogue.none", key: reader, want: http.StatusNotFound}, "event_type_not_found", "")
-	c.fails(exchange{method: "PATCH", path: types + "/catalogue.none", key: admin, want: http.StatusNotFound, body: `{"deprecated":true}`}, "event_type_not_found", "")
+	c.fails(exchange{method: "POST", path: types, key: admin, want: http.StatusRequestEntityTooLarge, body: big}, "SCHEMA_TOO_LARGE", "schema")
+	c.fails(exchange{method: "PATCH", path: types + "/catalogue.created", key: admin, want: http.StatusBadRequest, body: `{"deprecated":"yes"}`, refused: true}, "INVALID_JSON", "deprecated")
+	c.fails(exchange{method: "GET", path: types + "?order=name", key: admin, want: http.StatusBadRequest}, "UNKNOWN_PARAMETER", "order")
+	c.fails(exchange{method: "GET", path: types + "/catalogue.none", key: reader, want: http.StatusNotFound}, "EVENT_TYPE_NOT_FOUND", "")
+	c.fails(exchange{method: "PATCH", path: types + "/catalogue.none", key: admin, want: http.StatusNotFound, body: `{"deprecated":true}`}, "EVENT_TYPE_NOT_FOUND", "")
 
 	c.do(exchange{method: "DELETE", path: types + "/catalogue.legacy", key: admin, want: http.StatusNoContent})
-	c.fails(exchange{method: "DELETE", path: types + "/catalogue.legacy", key: admin, want: http.StatusNotFound}, "event_type_not_found", "")
+	c.fails(exchange{method: "DELETE", path: types + "/catalogue.legacy", key: admin, want: http.StatusNotFound}, "EVENT_TYPE_NOT_FOUND", "")
 }
 
 // exerciseEnforcedCatalogue publishes to a server that enforces the event
@@ -506,8 +506,8 @@ func exerciseEnforcedCatalogue(c *specCheck) {
 	c.do(exchange{method: "POST", path: "/_herald/v1/event-types", key: admin, want: http.StatusCreated,
 		body: `{"name":"shop.order","schema":{"type":"object","properties":{"items":{"type":"array","items":{"type":"string"}}}}}`})
 	c.do(exchange{method: "POST", path: "/_herald/v1/event-types", key: admin, want: http.StatusCreated, body: `{"name":"shop.basket","deprecated":true}`})
-	c.fails(exchange{method: "POST", path: "/_herald/v1/events", key: admin, want: http.StatusBadRequest, body: `{"type":"shop.refund","data":{}}`}, "unknown_event_type", "type")
-	c.fails(exchange{method: "POST", path: "/_herald/v1/events", key: admin, want: http.StatusBadRequest, body: `{"type":"shop.order","data":{"items":["a",2]}}`}, "event_data_invalid", "data/items/1")
+	c.fails(exchange{method: "POST", path: "/_herald/v1/events", key: admin, want: http.StatusBadRequest, body: `{"type":"shop.refund","data":{}}`}, "UNKNOWN_EVENT_TYPE", "type")
+	c.fails(exchange{method: "POST", path: "/_herald/v1/events", key: admin, want: http.StatusBadRequest, body: `{"type":"shop.order","data":{"items":["a",2]}}`}, "EVENT_DATA_INVALID", "data/items/1")
 	var published struct {
 		DeprecatedType bool `json:"deprecated_type"`
 	}
@@ -516,7 +516,7 @@ func exerciseEnforcedCatalogue(c *specCheck) {
 		t.Error("an event of a deprecated type is answered without deprecated_type")
 	}
 	c.fails(exchange{method: "POST", path: "/_herald/v1/endpoints", key: admin, want: http.StatusBadRequest,
-		body: `{"url":"` + c.m.receiver.URL + `","event_types":["shop.*","billing.*"]}`}, "unknown_event_type", "event_types[1]")
+		body: `{"url":"` + c.m.receiver.URL + `","event_types":["shop.*","billing.*"]}`}, "UNKNOWN_EVENT_TYPE", "event_types[1]")
 }
 
 // TestOpenAPIDescribesRealAnswers drives a full server through the life
@@ -575,7 +575,7 @@ func TestOpenAPIDescribesRealAnswers(t *testing.T) {
 	epPath := "/_herald/v1/endpoints/" + ep.ID
 	c.do(exchange{method: "GET", path: "/_herald/v1/endpoints", key: admin, want: http.StatusOK})
 	c.do(exchange{method: "GET", path: "/_herald/v1/endpoints?limit=1&tenant=tenant-a&status=active", key: admin, want: http.StatusOK})
-	c.fails(exchange{method: "GET", path: "/_herald/v1/endpoints?status=asleep", key: admin, want: http.StatusBadRequest, refused: true}, "invalid_parameter", "status")
+	c.fails(exchange{method: "GET", path: "/_herald/v1/endpoints?status=asleep", key: admin, want: http.StatusBadRequest, refused: true}, "INVALID_PARAMETER", "status")
 	c.do(exchange{method: "GET", path: epPath, key: admin, want: http.StatusOK})
 	c.do(exchange{method: "PATCH", path: epPath, key: admin, want: http.StatusOK, body: `{"description":"changed","rate_limit":null,"headers":{"X-Team":"***"},"name":null,"failure_policy":"standard","timeout_ms":null}`})
 	c.do(exchange{method: "POST", path: epPath + "/rotate-secret", key: admin, want: http.StatusOK})
@@ -620,7 +620,7 @@ func TestOpenAPIDescribesRealAnswers(t *testing.T) {
 	if counted.Total == nil {
 		t.Error("a list of deliveries with count=true has no total")
 	}
-	c.fails(exchange{method: "GET", path: epPath + "/deliveries?count=maybe", key: admin, want: http.StatusBadRequest, refused: true}, "invalid_parameter", "count")
+	c.fails(exchange{method: "GET", path: epPath + "/deliveries?count=maybe", key: admin, want: http.StatusBadRequest, refused: true}, "INVALID_PARAMETER", "count")
 	c.do(exchange{method: "GET", path: dlv, key: admin, want: http.StatusOK})
 	c.do(exchange{method: "POST", path: dlv + "/retry", key: admin, want: http.StatusAccepted})
 	exerciseReplays(c, epPath)
@@ -637,11 +637,11 @@ func TestOpenAPIDescribesRealAnswers(t *testing.T) {
 		Error struct{ Code, Field string } `json:"error"`
 	}
 	c.decode(c.do(exchange{method: "POST", path: "/_herald/v1/endpoints", key: admin, want: http.StatusBadRequest, body: `{"url":"` + m.receiver.URL + `","colour":"red"}`, refused: true}), &bad)
-	if bad.Error.Code != "unknown_field" || bad.Error.Field != "colour" {
+	if bad.Error.Code != "UNKNOWN_FIELD" || bad.Error.Field != "colour" {
 		t.Errorf("an unknown field answers %+v, want unknown_field naming colour", bad.Error)
 	}
 	c.decode(c.do(exchange{method: "POST", path: "/_herald/v1/endpoints", key: admin, want: http.StatusBadRequest, body: `{"url":"` + m.receiver.URL + `","profile":"carrier-pigeon"}`}), &bad)
-	if bad.Error.Code != "invalid_profile" || bad.Error.Field != "profile" {
+	if bad.Error.Code != "INVALID_PROFILE" || bad.Error.Field != "profile" {
 		t.Errorf("an unknown profile answers %+v, want invalid_profile naming profile", bad.Error)
 	}
 	c.do(exchange{method: "POST", path: "/_herald/v1/endpoints", key: admin, want: http.StatusBadRequest, body: `{"url":"` + m.receiver.URL + `","failure_policy":"never"}`, refused: true})

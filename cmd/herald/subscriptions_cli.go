@@ -122,7 +122,7 @@ func subscriptionsAction(c *apiClient, sub string) (*action, bool) {
 // webhookHint adds what to do to Herald's refusal of a webhook URL: a
 // receiver on this machine needs Herald started with loopback allowed.
 func webhookHint(err error) error {
-	if hasCode(err, "WEBHOOK_URL_REFUSED", "url_refused") {
+	if hasCode(err, "WEBHOOK_URL_REFUSED", "URL_REFUSED") {
 		return fmt.Errorf("%w\nhint: Herald refuses loopback and private webhook URLs unless it was started with --webhook-allow-cidrs 127.0.0.0/8 (or the range of the receiver)", err)
 	}
 	return err
