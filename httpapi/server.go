@@ -240,6 +240,7 @@ func New(cfg Config) *Server {
 	public := auth.Rule{Public: true}
 	s.Handle("GET "+HeraldPrefix+"healthz", public, http.HandlerFunc(s.healthz))
 	s.Handle("GET "+HeraldPrefix+"readyz", public, http.HandlerFunc(s.readyz))
+	s.Handle("GET "+HeraldPrefix+"v1/streams", auth.Rule{Scope: auth.ScopeStreamsRead}, http.HandlerFunc(s.listStreams))
 	s.Handle("GET "+HeraldPrefix+"v1/whoami", auth.Rule{}, http.HandlerFunc(s.whoami))
 	return s
 }

@@ -75,7 +75,8 @@ type SubscriptionStore interface {
 	ConsumerPathList(ctx context.Context, params *ConsumerPathListParams) ([]string, error)
 
 	// StreamList returns the live streams whose path starts with
-	// params.Prefix, ordered by path (for matching a new subscription).
+	// params.Prefix, ordered by path, after params.After, at most
+	// params.Limit of them (all when 0).
 	StreamList(ctx context.Context, params *StreamListParams) ([]Stream, error)
 }
 
@@ -217,5 +218,9 @@ type ConsumerPathListParams struct {
 // StreamListParams are the inputs of StreamList.
 type StreamListParams struct {
 	Prefix string
-	Now    time.Time
+	// After and Limit page the list: paths after After, at most Limit
+	// (0: all).
+	After string
+	Limit int
+	Now   time.Time
 }

@@ -75,11 +75,14 @@ func (m *memStore) StreamList(_ context.Context, p *store.StreamListParams) ([]s
 	defer m.mu.Unlock()
 	var out []store.Stream
 	for path, s := range m.streams {
-		if strings.HasPrefix(path, p.Prefix) {
+		if strings.HasPrefix(path, p.Prefix) && path > p.After {
 			out = append(out, *s)
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
+	if p.Limit > 0 && len(out) > p.Limit {
+		out = out[:p.Limit]
+	}
 	return out, nil
 }
 

@@ -132,6 +132,17 @@ func TestStreamsCommand(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &read); err != nil || read.Messages == nil || len(*read.Messages) != 2 || read.NextOffset == "" {
 		t.Fatalf("read, json: %q, %v", out, err)
 	}
+	// ls: by prefix, with the tail a read gives.
+	mustCLI(t, env, "streams", "create", "/cli-other/x")
+	out = mustCLI(t, env, "streams", "ls", "--prefix", "/cli/")
+	expectOutput(t, "ls", out, "/cli/s", "application/json", read.NextOffset)
+	if strings.Contains(out, "/cli-other/x") {
+		t.Fatalf("ls --prefix /cli/ lists /cli-other/x: %q", out)
+	}
+	var listed []streamItem
+	if err := json.Unmarshal([]byte(mustCLI(t, env, "streams", "ls", "--output", "json")), &listed); err != nil || len(listed) < 2 {
+		t.Fatalf("ls, json: %+v, %v", listed, err)
+	}
 	// From an offset: only what came after.
 	out = mustCLI(t, env, "streams", "read", "/cli/s", "--offset", read.NextOffset, "--output", "json")
 	var rest streamOut
@@ -404,7 +415,7 @@ func TestClientCommandsUsage(t *testing.T) {
 	env := map[string]string{"HERALD_URL": "http://127.0.0.1:1"}
 	for _, args := range [][]string{
 		{"streams"},
-		{"streams", "ls"},
+		{"streams", "ls", "extra"},
 		{"streams", "create"},
 		{"streams", "create", "no-slash"},
 		{"streams", "create", "/a", "--ttl", "1500ms"},

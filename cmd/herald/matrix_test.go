@@ -281,6 +281,8 @@ func (f *matrixFixtures) request(rt httpapi.Route) (matrixRequest, bool) {
 		r.path = "/_herald/v1/consumers/" + f.consumerID
 	case "/callback/{consumer_id}":
 		r.path, r.body = "/callback/"+f.consumerID, `{"epoch":1}`
+	case "/_herald/v1/streams":
+		r.path = rt.Pattern + "?prefix=/area/"
 	case "/_herald/v1/keys":
 		r.path = rt.Pattern
 		if rt.Method == http.MethodPost {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"regexp"
 	"strings"
 	"sync"
@@ -738,6 +739,21 @@ func TestOpenAPIDescribesRealAnswers(t *testing.T) {
 	}
 	c.do(exchange{method: "GET", path: "/_herald/v1/whoami", key: admin, want: http.StatusOK})
 	c.do(exchange{method: "GET", path: "/_herald/v1/whoami", want: http.StatusUnauthorized, refused: true})
+
+	// The streams list: a page, the next one, and its mistakes.
+	var streams struct {
+		Data []struct {
+			Path string `json:"path"`
+		} `json:"data"`
+		NextCursor *string `json:"next_cursor"`
+	}
+	c.decode(c.do(exchange{method: "GET", path: "/_herald/v1/streams?prefix=/&limit=1", key: admin, want: http.StatusOK}), &streams)
+	if len(streams.Data) != 1 || streams.NextCursor == nil {
+		t.Fatalf("the first page of streams is %+v", streams)
+	}
+	c.do(exchange{method: "GET", path: "/_herald/v1/streams?limit=1000&cursor=" + url.QueryEscape(*streams.NextCursor), key: admin, want: http.StatusOK})
+	c.fails(exchange{method: "GET", path: "/_herald/v1/streams?limit=0", key: admin, want: http.StatusBadRequest, refused: true}, "INVALID_PARAMETER", "")
+	c.fails(exchange{method: "GET", path: "/_herald/v1/streams?colour=red", key: admin, want: http.StatusBadRequest}, "UNKNOWN_PARAMETER", "")
 	c.do(exchange{method: "GET", path: "/_herald/v1/stats", key: admin, want: http.StatusOK})
 	c.do(exchange{method: "GET", path: "/_herald/v1/stats", key: other, want: http.StatusForbidden})
 	c.do(exchange{method: "GET", path: "/_herald/ui/", want: http.StatusOK})

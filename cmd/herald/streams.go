@@ -17,6 +17,7 @@ import (
 const streamsUsage = `Create, append to, read, tail and delete streams of a running Herald.
 
 Usage:
+  herald streams ls [--prefix PREFIX]                           (every stream whose path starts with PREFIX)
   herald streams create PATH [--content-type TYPE] [--ttl DURATION]
   herald streams append PATH [DATA | -] [--content-type TYPE]   (- or no DATA: standard input)
   herald streams read PATH [--offset OFFSET]                     (default -1: from the start)
@@ -24,10 +25,19 @@ Usage:
   herald streams rm PATH
 
 read and tail print each message of a JSON stream as indented JSON, and the
-bytes of other streams as they are. Herald has no route that lists streams,
-so there is no ls: subscriptions and endpoints name streams by pattern.
+bytes of other streams as they are. ls needs streams:read; a key limited to
+stream paths lists only the streams within them.
 
 ` + commonFlagsUsage
+
+// streamItem is a stream of GET /_herald/v1/streams.
+type streamItem struct {
+	Path        string `json:"path"`
+	ContentType string `json:"content_type"`
+	NextOffset  string `json:"next_offset"`
+	Closed      bool   `json:"closed"`
+	CreatedAt   string `json:"created_at"`
+}
 
 func runStreams(ctx context.Context, args []string, cio clientIO) error {
 	return runGroup(ctx, commandGroup{name: "streams", usage: streamsUsage, action: streamsAction}, args, cio)
@@ -54,6 +64,22 @@ func streamsAction(c *apiClient, sub string) (*action, bool) {
 	fs := c.fs
 	var contentType, offset string
 	switch sub {
+	case "ls":
+		var prefix string
+		fs.StringVar(&prefix, "prefix", "/", "list the streams whose path starts with this")
+		return &action{run: func(ctx context.Context, _ []string) error {
+			raws, streams, err := fetchList[streamItem](ctx, c, "/_herald/v1/streams", url.Values{"prefix": {prefix}}, 0)
+			if err != nil {
+				return err
+			}
+			return c.show(raws, func() error {
+				rows := make([][]string, 0, len(streams))
+				for _, st := range streams {
+					rows = append(rows, []string{st.Path, st.ContentType, st.NextOffset, strconv.FormatBool(st.Closed), st.CreatedAt})
+				}
+				return c.printTable([]string{"PATH", "CONTENT TYPE", "NEXT OFFSET", "CLOSED", "CREATED"}, rows)
+			})
+		}}, true
 	case "create":
 		var ttl time.Duration
 		fs.StringVar(&contentType, "content-type", "", "the stream's content type (Herald's default when not given)")

@@ -359,7 +359,7 @@ func (s *Store) StreamList(ctx context.Context, params *store.StreamListParams) 
 		return nil, err
 	}
 	var out []store.Stream
-	after := ""
+	after := params.After
 	for {
 		page, err := streamPage(ctx, s.pool, params.Prefix, after, spawnPage)
 		if err != nil {
@@ -368,6 +368,9 @@ func (s *Store) StreamList(ctx context.Context, params *store.StreamListParams) 
 		for _, r := range page {
 			if st, err := view(r, params.Now); err == nil {
 				out = append(out, st)
+				if params.Limit > 0 && len(out) == params.Limit {
+					return out, nil
+				}
 			}
 		}
 		if len(page) < spawnPage {

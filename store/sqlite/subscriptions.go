@@ -471,7 +471,7 @@ func (s *Store) StreamList(ctx context.Context, params *store.StreamListParams) 
 	s.cacheMu.RLock()
 	entries := make([]*entry, 0, len(s.byPath))
 	for path, e := range s.byPath {
-		if strings.HasPrefix(path, params.Prefix) {
+		if strings.HasPrefix(path, params.Prefix) && path > params.After {
 			entries = append(entries, e)
 		}
 	}
@@ -483,5 +483,8 @@ func (s *Store) StreamList(ctx context.Context, params *store.StreamListParams) 
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
+	if params.Limit > 0 && len(out) > params.Limit {
+		out = out[:params.Limit]
+	}
 	return out, nil
 }

@@ -290,6 +290,15 @@ func testStreamList(t *testing.T, f Factory) {
 	if err != nil || len(list) != 2 || list[0].Path != "/agents/a" || list[1].Path != "/agents/b" {
 		t.Fatalf("list = %+v, %v", list, err)
 	}
+	// Pages: after a path, at most a limit.
+	list, err = s.StreamList(ctx, &store.StreamListParams{Prefix: "/", Limit: 2, Now: t0.Add(time.Minute)})
+	if err != nil || len(list) != 2 || list[0].Path != "/agents/a" || list[1].Path != "/agents/b" {
+		t.Fatalf("first page = %+v, %v", list, err)
+	}
+	list, err = s.StreamList(ctx, &store.StreamListParams{Prefix: "/", After: "/agents/b", Limit: 2, Now: t0.Add(time.Minute)})
+	if err != nil || len(list) != 1 || list[0].Path != "/other/x" {
+		t.Fatalf("second page = %+v, %v", list, err)
+	}
 }
 
 // testConsumerReadsUnderLoad: many more concurrent readers than a backend

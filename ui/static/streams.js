@@ -1,5 +1,6 @@
 // Streams: read a stream by path from an offset, or tail it live.
-// Herald has no stream listing, so the user types the path.
+// The user types a stream path (or lists the paths under a prefix with
+// herald streams ls, which reads GET /_herald/v1/streams).
 import {readStream, tailStream} from './api.js';
 import {h, clear, add, empty, errorBox, field, pretty} from './dom.js';
 

@@ -1,0 +1,98 @@
+package httpapi
+
+import (
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/heraldstreams/herald/auth"
+	"github.com/heraldstreams/herald/protocol"
+	"github.com/heraldstreams/herald/store"
+)
+
+// Limits of GET /_herald/v1/streams.
+const (
+	defaultStreamListLimit = 100
+	maxStreamListLimit     = 1000
+)
+
+// streamListItem is one stream of GET /_herald/v1/streams.
+type streamListItem struct {
+	Path        string     `json:"path"`
+	ContentType string     `json:"content_type"`
+	NextOffset  string     `json:"next_offset"`
+	Closed      bool       `json:"closed"`
+	CreatedAt   time.Time  `json:"created_at"`
+	ExpiresAt   *time.Time `json:"expires_at"`
+}
+
+type streamListPage struct {
+	Data       []streamListItem `json:"data"`
+	NextCursor *string          `json:"next_cursor"`
+}
+
+var (
+	errStreamListParam = &apiError{http.StatusBadRequest, "INVALID_PARAMETER",
+		"prefix must be a path starting with /, cursor a stream path, limit a whole number from 1 to 1000"}
+	errStreamListUnknown = &apiError{http.StatusBadRequest, "UNKNOWN_PARAMETER",
+		"the streams list takes prefix, cursor and limit only"}
+)
+
+// listStreams answers GET /_herald/v1/streams: the live streams whose path
+// starts with ?prefix=, by path, ?limit= at a time (default 100, at most
+// 1,000), from ?cursor= (the next_cursor of the page before). A
+// credential limited to stream paths sees only the streams within them,
+// so one of its pages may hold fewer than limit streams, or none, and
+// still have a next_cursor.
+func (s *Server) listStreams(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	for name := range q {
+		if name != "prefix" && name != "cursor" && name != "limit" {
+			s.fail(w, r, errStreamListUnknown)
+			return
+		}
+	}
+	prefix, cursor := q.Get("prefix"), q.Get("cursor")
+	if prefix == "" {
+		prefix = "/"
+	}
+	limit := defaultStreamListLimit
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > maxStreamListLimit {
+			s.fail(w, r, errStreamListParam)
+			return
+		}
+		limit = n
+	}
+	if prefix[0] != '/' || len(prefix) > maxPathBytes || len(cursor) > maxPathBytes ||
+		(cursor != "" && cursor[0] != '/') {
+		s.fail(w, r, errStreamListParam)
+		return
+	}
+	list, err := s.store.StreamList(r.Context(), &store.StreamListParams{Prefix: prefix, After: cursor, Limit: limit + 1, Now: s.now()})
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	page := streamListPage{Data: []streamListItem{}}
+	if len(list) > limit {
+		list = list[:limit]
+		next := list[limit-1].Path
+		page.NextCursor = &next
+	}
+	p, _ := auth.FromContext(r.Context())
+	for i := range list {
+		st := &list[i]
+		if p != nil && !p.AllowsPath(st.Path) {
+			continue
+		}
+		item := streamListItem{Path: st.Path, ContentType: st.ContentType, NextOffset: protocol.FormatOffset(st.Tail),
+			Closed: st.Closed, CreatedAt: st.CreatedAt}
+		if d := st.Deadline(); !d.IsZero() {
+			item.ExpiresAt = &d
+		}
+		page.Data = append(page.Data, item)
+	}
+	writeJSON(w, http.StatusOK, page)
+}
