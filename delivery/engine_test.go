@@ -210,12 +210,18 @@ func TestEngineReclaimsExpiredLease(t *testing.T) {
 		}
 		r.publish("x.y", "", `{}`)
 		synctest.Wait()
+		// The engine learns of the change through the store's invalidation
+		// feed; holding its load lock keeps it from reloading the endpoint
+		// (and claiming the delivery) until the other sender has claimed.
+		r.e.loadMu.Lock()
 		cur, _ = r.st.EndpointGet(context.Background(), ep.ID)
 		cur.Active = true
 		if _, err := r.st.EndpointUpdate(context.Background(), &store.EndpointUpdateParams{Endpoint: *cur, ExpectVersion: cur.Version, Now: time.Now()}); err != nil {
+			r.e.loadMu.Unlock()
 			t.Fatal(err)
 		}
 		claimed, err := r.st.DeliveryClaim(context.Background(), &store.DeliveryClaimParams{EndpointID: ep.ID, Limit: 1, Lease: 30 * time.Second, Now: time.Now()})
+		r.e.loadMu.Unlock()
 		if err != nil || len(claimed.Deliveries) != 1 {
 			t.Fatalf("claim = %+v, %v", claimed, err)
 		}
