@@ -327,9 +327,10 @@ func (r *uiRig) publish(t *testing.T, typ, tenant string, n int) {
 // until it is delivered, pauses and resumes the endpoint, sends it a test
 // event, replays its events after confirming, rotates its secret (shown
 // once), deletes another, re-enables one the circuit breaker disabled,
-// tails a stream, lists subscriptions and sees a consumer stuck waking on
-// the overview, which refreshes itself; signs in and reaches the
-// endpoints with the keyboard alone; then a tenant's key sees its own
+// tails a stream, lists the streams under a prefix and opens one, lists
+// subscriptions and sees a consumer stuck waking on the overview, which
+// refreshes itself; signs in and reaches the endpoints with the keyboard
+// alone; then a tenant's key sees its own
 // endpoints and deliveries and nothing of another tenant's, on a desktop
 // and on a phone, and so does the portal opened at a minted portal
 // token's URL; a tenant with more than a page of endpoints and deliveries
@@ -495,6 +496,32 @@ func TestDashboardInBrowser(t *testing.T) {
 	r.waitText(t, "#stream-out", `"hello": "browser"`)
 	r.screenshot(t, "07-stream-tail")
 	r.do(t, "stopping the tail", chromedp.Click(chromedp.CSS(`#tail`)))
+
+	// Streams browsed by prefix: the 101 under /ui/browse/ are listed, a
+	// page of 100 and then the rest, and nothing outside the prefix; a
+	// listed path opens in the reader.
+	for i := range 101 {
+		r.admin(t, "PUT", fmt.Sprintf("/ui/browse/s%03d", i), `[]`, http.StatusCreated, nil)
+	}
+	r.admin(t, "PUT", "/ui/browsed-not", `[]`, http.StatusCreated, nil)
+	r.admin(t, "POST", "/ui/browse/s042", `{"picked":"from the list"}`, http.StatusNoContent, nil)
+	r.visit(t, "#/streams", "#stream-browse-form")
+	r.do(t, "listing a prefix",
+		chromedp.SendKeys(chromedp.CSS(`#stream-prefix`), "/ui/browse/"),
+		chromedp.Click(chromedp.CSS(`#stream-browse-form button[type=submit]`)),
+		chromedp.WaitVisible(chromedp.CSS(`#stream-list table`)))
+	r.waitText(t, "#stream-list", "/ui/browse/s000")
+	r.loadMore(t, "#stream-list", 101)
+	if text := eval[string](t, r, `document.getElementById('stream-list').innerText`); strings.Contains(text, "/ui/browsed-not") || strings.Contains(text, "/ui/tail") {
+		t.Errorf("the list of /ui/browse/ shows streams outside it: %s", text)
+	}
+	r.screenshot(t, "07b-stream-browse")
+	r.do(t, "opening a listed stream", chromedp.Click(chromedp.CSS(`#stream-list a[href*="s042"]`)))
+	r.waitText(t, "#stream-out", `"picked": "from the list"`)
+	if p := eval[string](t, r, `document.querySelector('#stream-form input[name=path]').value`); p != "/ui/browse/s042" {
+		t.Errorf("the reader's path is %q after opening /ui/browse/s042 from the list", p)
+	}
+	r.waitText(t, "#stream-list", "/ui/browse/s000")
 
 	// Subscriptions and the overview's counts of the last hour.
 	r.admin(t, "PUT", "/ui/**?subscription=ui-sub", `{"webhook":"`+r.receiver.URL+`/wake","description":"dashboard test"}`, http.StatusCreated, nil)

@@ -1,8 +1,40 @@
-// Streams: read a stream by path from an offset, or tail it live.
-// The user types a stream path (or lists the paths under a prefix with
-// herald streams ls, which reads GET /_herald/v1/streams).
-import {readStream, tailStream} from './api.js';
-import {h, clear, add, empty, errorBox, field, pretty} from './dom.js';
+// Streams: list the streams under a path prefix, read a stream by path
+// from an offset, or tail it live.
+import {api, query, readStream, tailStream} from './api.js';
+import {h, clear, add, empty, errorBox, field, pretty, pagedTable, time} from './dom.js';
+
+// browse lists the streams under a prefix from GET /_herald/v1/streams, a
+// page at a time; each path opens the stream in the reader below it.
+function browse(ctx) {
+  const prefix = h('input', {type: 'text', name: 'prefix', id: 'stream-prefix', placeholder: '/orders/', value: ctx.params.get('prefix') || '', spellcheck: 'false'});
+  const out = h('div', {id: 'stream-browse'});
+  const list = async () => {
+    const p = prefix.value.trim() || '/';
+    clear(out, h('p', {class: 'muted', role: 'status'}, 'Loading…'));
+    try {
+      clear(out, await pagedTable({
+        id: 'stream-list',
+        caption: `Streams under ${p}`,
+        headers: ['Path', 'Content type', 'Next offset', 'Closed', 'Created', 'Expires'],
+        emptyText: `No stream under ${p}. Check the prefix: it is matched from the start of the path.`,
+        fetchPage: cursor => api('GET', '/_herald/v1/streams' + query({prefix: p, limit: 100, cursor})),
+        cells: s => [h('a', {href: '#/streams' + query({path: s.path, prefix: p}), class: 'mono'}, s.path),
+          h('td', {class: 'mono'}, s.content_type), h('td', {class: 'mono'}, s.next_offset),
+          s.closed ? 'closed' : 'open', time(s.created_at), s.expires_at ? time(s.expires_at) : 'never'],
+      }));
+    } catch (e) {
+      if (e.name !== 'AbortError') clear(out, errorBox(e));
+    }
+  };
+  const form = h('form', {class: 'inline', id: 'stream-browse-form'},
+    field('Path prefix', prefix, true), h('button', {type: 'submit', class: 'primary'}, 'List streams'));
+  form.addEventListener('submit', ev => {
+    ev.preventDefault();
+    list();
+  });
+  if (prefix.value) queueMicrotask(list);
+  return [form, out];
+}
 
 // messages splits what a read returned into the entries to show: each
 // message of a JSON stream pretty-printed, else the text as it is.
@@ -88,6 +120,6 @@ export function streams(ctx) {
   });
   if (path.value) queueMicrotask(() => read(offset.value));
   return [h('h1', null, 'Streams'),
-    h('p', {class: 'muted'}, 'Type a stream\'s path to read it from an offset, or tail it to watch appends arrive.'),
-    form, status, out];
+    h('p', {class: 'muted'}, 'List the streams under a path prefix and pick one, or type a stream\'s path to read it from an offset, or tail it to watch appends arrive.'),
+    browse(ctx), h('h2', null, 'Read a stream'), form, status, out];
 }
