@@ -6,8 +6,10 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/heraldstreams/herald/auth"
+	"github.com/heraldstreams/herald/store"
 	"github.com/heraldstreams/herald/subscription"
 )
 
@@ -27,7 +29,7 @@ const (
 // MountConsumers serves the read-only consumer API on s with svc:
 //
 //	GET /_herald/v1/subscriptions/{id}/consumers?limit=&cursor=   a page of a subscription's consumers
-//	GET /_herald/v1/consumers/{consumer_id}                       one consumer
+//	GET /_herald/v1/consumers/{consumer_id}                       one consumer, with next_deadline_reason
 //
 // Both need subscriptions:read. A consumer names stream paths that a
 // subscription's pattern may reach, so a credential limited to stream
@@ -41,13 +43,69 @@ func (s *Server) MountConsumers(svc ConsumerService) {
 		// The raw id: a consumer id is "{subscription_id}:{url-encoded
 		// path}", as in wakes and callback URLs, so it is not decoded.
 		id := strings.TrimPrefix(r.URL.EscapedPath(), consumersPrefix)
-		c, err := svc.GetConsumer(r.Context(), id)
+		c, err := s.consumerDetail(r.Context(), svc, id)
 		if err != nil {
 			s.fail(w, r, consumerAPIError(err))
 			return
 		}
 		writeJSON(w, http.StatusOK, c)
 	}))
+}
+
+// The timers a consumer's next deadline can be, as next_deadline_reason
+// names them.
+const (
+	deadlineWakeTimeout = "wake_timeout" // the end of a delivery attempt without an answer
+	deadlineRetry       = "retry"        // the next delivery attempt after a failed one
+	deadlineLiveness    = "liveness"     // the liveness timeout of a LIVE consumer
+)
+
+// consumerDetail is one consumer as GET /_herald/v1/consumers/{id}
+// answers it: the service's view and which timer its next deadline is.
+type consumerDetail struct {
+	subscription.ConsumerInfo
+	// NextDeadlineReason names the timer of NextDeadline; nil when none
+	// is armed.
+	NextDeadlineReason *string `json:"next_deadline_reason"`
+}
+
+// consumerDetail reads consumer id from svc and names the timer of its
+// next deadline from the stored consumer's deadlines. The two reads are
+// not one transaction: when the consumer changed between them (no stored
+// deadline is the service's), both are read again, a few times at most,
+// and the reason is left out (null) if they never agree.
+func (s *Server) consumerDetail(ctx context.Context, svc ConsumerService, id string) (*consumerDetail, error) {
+	for range 3 {
+		c, err := svc.GetConsumer(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		out := &consumerDetail{ConsumerInfo: *c}
+		if c.NextDeadline == nil {
+			return out, nil
+		}
+		sc, err := s.store.ConsumerGet(ctx, id)
+		if errors.Is(err, store.ErrConsumerNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		for _, d := range []struct {
+			at     time.Time
+			reason string
+		}{{sc.WakingDeadline, deadlineWakeTimeout}, {sc.NextRetryAt, deadlineRetry}, {sc.LivenessDeadline, deadlineLiveness}} {
+			if !d.at.IsZero() && d.at.Equal(*c.NextDeadline) {
+				out.NextDeadlineReason = &d.reason
+				return out, nil
+			}
+		}
+	}
+	c, err := svc.GetConsumer(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return &consumerDetail{ConsumerInfo: *c}, nil
 }
 
 // noStreamPath names no stream path, so a path-limited credential is

@@ -329,7 +329,7 @@ func (r *uiRig) publish(t *testing.T, typ, tenant string, n int) {
 // once), deletes another, re-enables one the circuit breaker disabled,
 // tails a stream, lists the streams under a prefix and opens one, lists
 // subscriptions and sees a consumer stuck waking on the overview, which
-// refreshes itself; signs in and reaches the endpoints with the keyboard
+// refreshes itself, and consumers' offsets, tails and deadlines; signs in and reaches the endpoints with the keyboard
 // alone; then a tenant's key sees its own
 // endpoints and deliveries and nothing of another tenant's, on a desktop
 // and on a phone, and so does the portal opened at a minted portal
@@ -552,6 +552,34 @@ func TestDashboardInBrowser(t *testing.T) {
 	}
 	r.screenshot(t, "09-overview")
 
+	// A consumer's detail: each stream's acked offset against its tail
+	// (the Stream-Next-Offset of a HEAD), pending work marked, the next
+	// deadline with its reason and how the last wake went; for the stuck
+	// consumer and for a LIVE one whose webhook answered.
+	tail := r.streamTail(t, "/hang/s1")
+	r.consumerDetail(t, "ui-hang", "ui-hang:%2Fhang%2Fs1")
+	r.waitText(t, "#consumer-deadline", "end of the delivery attempt")
+	r.waitText(t, "#consumer-last-wake", "Waiting for the webhook's answer to delivery attempt 1")
+	r.waitText(t, "#consumer-pending", "1 of 1 streams")
+	r.waitText(t, "#consumer-detail table", "/hang/s1\t-1\t")
+	r.waitText(t, "#consumer-detail table", "\t"+tail+"\tpending")
+	r.screenshot(t, "09b-consumer-stuck")
+	r.admin(t, "POST", "/ui/tail", `{"wakes":"ui-sub"}`, http.StatusNoContent, nil)
+	for deadline := time.Now().Add(15 * time.Second); ; {
+		r.consumerDetail(t, "ui-sub", "ui-sub:%2Fui%2Ftail")
+		if eval[bool](t, r, `document.getElementById('consumer-deadline').innerText.includes('liveness')`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the consumer of /ui/tail never went LIVE: %s", r.mainText())
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	r.waitText(t, "#consumer-last-wake", "Delivered")
+	r.waitText(t, "#consumer-detail", "LIVE")
+	r.waitText(t, "#consumer-detail table", "/ui/tail\t")
+	r.waitText(t, "#consumer-detail table", "\t"+r.streamTail(t, "/ui/tail")+"\tpending")
+
 	// A tenant's portal: its own endpoint and deliveries, nothing of
 	// another tenant's, and no operator views.
 	mine := r.tenantEndpoint(t, matrixTenant, "/tenant-a-hook")
@@ -674,6 +702,40 @@ func TestDashboardInBrowser(t *testing.T) {
 	if len(r.exceptions) > 0 {
 		t.Errorf("the page threw: %v", r.exceptions)
 	}
+}
+
+// streamTail is a stream's Stream-Next-Offset, from a HEAD of it.
+func (r *uiRig) streamTail(t *testing.T, path string) string {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodHead, r.base+path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+testAdminKey)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	tail := resp.Header.Get("Stream-Next-Offset")
+	if resp.StatusCode != http.StatusOK || tail == "" {
+		t.Fatalf("HEAD %s: %d, Stream-Next-Offset %q", path, resp.StatusCode, tail)
+	}
+	return tail
+}
+
+// consumerDetail opens a subscription's consumers and the detail of
+// consumer id.
+func (r *uiRig) consumerDetail(t *testing.T, subscription, id string) {
+	t.Helper()
+	js, err := json.Marshal(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.visit(t, "#/subscriptions/"+subscription+"?at="+strconv.FormatInt(time.Now().UnixNano(), 10), "main table")
+	r.do(t, "opening consumer "+id,
+		chromedp.Evaluate[chromedp.Void](`[...document.querySelectorAll('main tbody tr')].find(tr => tr.cells[0].textContent === `+string(js)+`).querySelector('button.consumer-details').click()`),
+		chromedp.WaitVisible(chromedp.CSS(`#consumer-detail table`)))
 }
 
 // waitDeliveries waits until the endpoint has at least n deliveries.

@@ -103,6 +103,15 @@ export async function readStream(path, offset) {
   };
 }
 
+// streamTail answers a stream's tail, its Stream-Next-Offset, from a
+// HEAD of it; null when the stream does not exist (any more).
+export async function streamTail(path) {
+  const res = await send(streamURL(path), {method: 'HEAD', cache: 'no-store', headers: headers()});
+  if (res.status === 404) return null;
+  if (!res.ok) throw await failure(res);
+  return res.headers.get('Stream-Next-Offset');
+}
+
 // tailStream follows a stream live over Server-Sent Events from offset,
 // calling onData(text) for each data event and onOffset(offset) after
 // each, until signal aborts or the stream closes. A response Herald ends
