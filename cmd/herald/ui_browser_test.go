@@ -329,11 +329,11 @@ func (r *uiRig) publish(t *testing.T, typ, tenant string, n int) {
 // once), deletes another, re-enables one the circuit breaker disabled,
 // tails a stream, lists the streams under a prefix and opens one, lists
 // subscriptions and sees a consumer stuck waking on the overview, which
-// refreshes itself, and consumers' offsets, tails and deadlines; signs in and reaches the endpoints with the keyboard
-// alone; then a tenant's key sees its own
-// endpoints and deliveries and nothing of another tenant's, on a desktop
-// and on a phone, and so does the portal opened at a minted portal
-// token's URL; a tenant with more than a page of endpoints and deliveries
+// refreshes itself, and consumers' offsets, tails and deadlines; signs
+// in and reaches the endpoints with the keyboard alone; then a tenant's
+// key sees its own endpoints and deliveries and nothing of another
+// tenant's, and the event types read-only, on a desktop and on a phone,
+// and so does the portal opened at a minted portal token's URL; a tenant with more than a page of endpoints and deliveries
 // loads the rest.
 func TestDashboardInBrowser(t *testing.T) {
 	r := newUIRig(t)
@@ -637,6 +637,25 @@ func TestDashboardInBrowser(t *testing.T) {
 	hidden("another tenant's endpoint by id")
 	r.visit(t, "#/overview", "#endpoint-list, #delivery-filter")
 	hidden("the operator's overview")
+
+	// The event types, read-only in the portal: name, description, the
+	// deprecated flag and the schema as formatted JSON.
+	r.admin(t, "POST", "/_herald/v1/event-types", `{"name":"ui.order.shipped","description":"An order left the warehouse.","schema":{"type":"object","required":["carrier"],"properties":{"carrier":{"type":"string"}}}}`, http.StatusCreated, nil)
+	r.admin(t, "POST", "/_herald/v1/event-types", `{"name":"ui.order.faxed","description":"The old way.","deprecated":true}`, http.StatusCreated, nil)
+	if nav := eval[string](t, r, `document.querySelector('#nav').innerText`); !strings.Contains(nav, "Event types") {
+		t.Errorf("the tenant's views are %q, without Event types", nav)
+	}
+	r.visit(t, "#/event-types", "#event-type-list table")
+	r.waitText(t, "#event-type-list", "ui.order.shipped\tAn order left the warehouse.\tcurrent")
+	r.waitText(t, "#event-type-list", "ui.order.faxed\tThe old way.\tdeprecated\tNo schema")
+	if got := eval[string](t, r, `[...document.querySelectorAll('#event-type-list tr')].find(tr => tr.innerText.includes('ui.order.shipped')).querySelector('pre').textContent`); !strings.Contains(got, "{\n  \"type\": \"object\",\n  \"required\": [\n    \"carrier\"\n  ],") {
+		t.Errorf("the schema of ui.order.shipped is shown as %q, want it formatted", got)
+	}
+	if n := eval[float64](t, r, `document.querySelectorAll('main form, main input, main textarea, main button:not(#refresh):not([hidden])').length`); n != 0 {
+		t.Errorf("the tenant's event types view has %v controls besides Refresh, want it read-only", n)
+	}
+	hidden("event types")
+	r.screenshot(t, "11b-portal-event-types")
 
 	// At phone width the portal still fits.
 	r.do(t, "phone width", chromedp.EmulateViewport(390, 844))

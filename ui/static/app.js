@@ -7,6 +7,7 @@ import {streams} from './streams.js';
 import {subscriptions} from './subscriptions.js';
 import {endpoints} from './endpoints.js';
 import {deliveries} from './deliveries.js';
+import {eventTypes} from './eventtypes.js';
 
 // can reports whether the signed-in credential holds scope.
 export function can(me, scope) {
@@ -22,6 +23,7 @@ const views = [
   {name: 'subscriptions', title: 'Subscriptions', allowed: me => can(me, 'subscriptions:read'), render: subscriptions},
   {name: 'endpoints', title: 'Endpoints', allowed: me => can(me, 'endpoints:read'), render: endpoints},
   {name: 'deliveries', title: 'Deliveries', allowed: me => can(me, 'deliveries:read') && can(me, 'endpoints:read'), render: deliveries},
+  {name: 'event-types', title: 'Event types', allowed: me => can(me, 'endpoints:read'), render: eventTypes},
 ];
 
 const main = document.getElementById('main');

@@ -42,7 +42,7 @@ export function time(iso) {
 // badge shows a status word in a colour that matches its meaning.
 const tones = {
   active: 'ok', delivered: 'ok', ok: 'ok', LIVE: 'ok', IDLE: 'info',
-  paused: 'warn', pending: 'info', failed: 'warn', WAKING: 'warn',
+  paused: 'warn', pending: 'info', failed: 'warn', WAKING: 'warn', deprecated: 'warn', current: 'ok',
   disabled: 'bad', exhausted: 'bad', unavailable: 'bad', closed: 'ok', open: 'bad',
 };
 export function badge(word) {
