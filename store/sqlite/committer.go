@@ -294,7 +294,7 @@ func (s *Store) runBatch(ops []op) {
 		}
 		return
 	}
-	s.metrics.observe(len(ops), time.Since(start), commit, s.syncFull)
+	s.metrics.Observe(len(ops), time.Since(start), commit, s.syncFull)
 	b.publish()
 	for _, o := range ops {
 		o.finish(nil)

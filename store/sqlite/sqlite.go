@@ -29,6 +29,7 @@ import (
 	"github.com/heraldstreams/herald/protocol"
 	"github.com/heraldstreams/herald/store"
 	"github.com/heraldstreams/herald/store/internal/codec"
+	"github.com/heraldstreams/herald/store/internal/commitmetrics"
 	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
 )
 
@@ -73,8 +74,8 @@ type Store struct {
 	// syncFull is the writer's synchronous setting (FULL, or NORMAL for
 	// a batch of relaxed writes); only the committer touches it.
 	syncFull bool
-	// metrics measure the committer (see commitMetrics).
-	metrics *commitMetrics
+	// metrics measure the committer (see newCommitMetrics).
+	metrics *commitmetrics.Metrics
 	// owner names this process in the leases it takes (see claims.go).
 	owner  string
 	claims *codec.Claims
