@@ -29,6 +29,11 @@ type AppendRequest struct {
 	Producer    *store.Producer
 }
 
+// AppendRequestOf is the request part of an append's parameters.
+func AppendRequestOf(p *store.StreamAppendParams) AppendRequest {
+	return AppendRequest{ContentType: p.ContentType, HasData: len(p.Data) > 0, Close: p.Close, Seq: p.Seq, Producer: p.Producer}
+}
+
 // AppendDecision is what the rules decided.
 type AppendDecision struct {
 	Outcome store.AppendOutcome

@@ -260,13 +260,7 @@ func (s *Store) append(ctx context.Context, tx *wtx, p *store.StreamAppendParams
 		LastSeq:     r.LastSeq,
 		ClosedBy:    r.closedBy,
 		Producer:    cur,
-	}, protocol.AppendRequest{
-		ContentType: p.ContentType,
-		HasData:     len(p.Data) > 0,
-		Close:       p.Close,
-		Seq:         p.Seq,
-		Producer:    p.Producer,
-	})
+	}, protocol.AppendRequestOf(p))
 	if err != nil {
 		var ce *store.ClosedError
 		if errors.As(err, &ce) {

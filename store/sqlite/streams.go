@@ -230,13 +230,7 @@ func (o *appendOp) apply(b *batch) error {
 		LastSeq:     e.lastSeq,
 		ClosedBy:    e.closedBy(),
 		Producer:    cur,
-	}, protocol.AppendRequest{
-		ContentType: p.ContentType,
-		HasData:     len(p.Data) > 0,
-		Close:       p.Close,
-		Seq:         p.Seq,
-		Producer:    p.Producer,
-	})
+	}, protocol.AppendRequestOf(p))
 	if err != nil {
 		var ce *store.ClosedError
 		if errors.As(err, &ce) {
