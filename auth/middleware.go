@@ -20,6 +20,11 @@ type Rule struct {
 	// it cannot name ("") is refused to a credential with a tenant or
 	// path patterns: the check fails closed.
 	StreamPath func(*http.Request) string
+	// StreamPattern, when set, returns the glob pattern the request names
+	// (a subscription's), every path of which must be within the
+	// credential's reach (Principal.AllowsPattern); "" fails closed as
+	// with StreamPath.
+	StreamPattern func(*http.Request) string
 }
 
 // Require returns next behind rule: the request's bearer credential is
@@ -59,6 +64,11 @@ func (a *Authenticator) Check(r *http.Request, rule Rule) (*Principal, error) {
 	if rule.StreamPath != nil && p.limited() {
 		if path := rule.StreamPath(r); path == "" || !p.AllowsPath(path) {
 			return nil, forbidden("the credential is not allowed on this stream path")
+		}
+	}
+	if rule.StreamPattern != nil && p.limited() {
+		if pattern := rule.StreamPattern(r); pattern == "" || !p.AllowsPattern(pattern) {
+			return nil, forbidden("the pattern reaches streams outside the credential's stream paths")
 		}
 	}
 	return p, nil

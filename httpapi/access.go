@@ -11,7 +11,6 @@ import (
 	"strings"
 
 	"github.com/heraldstreams/herald/auth"
-	"github.com/heraldstreams/herald/glob"
 )
 
 // Route is one route Herald serves and the access rule it declares.
@@ -29,7 +28,9 @@ type Route struct {
 }
 
 // The routes ServeHTTP dispatches itself (not through the mux). Stream
-// routes are limited by a credential's stream paths.
+// routes are limited by a credential's stream paths and tenant namespace;
+// subscription routes by the pattern they name, which must lie within
+// them (a pattern wider than a credential's paths is 403).
 var (
 	streamRoutes = []Route{
 		{http.MethodGet, "/{stream}", auth.Rule{Scope: auth.ScopeStreamsRead, StreamPath: requestPath}},
@@ -39,28 +40,15 @@ var (
 		{http.MethodDelete, "/{stream}", auth.Rule{Scope: auth.ScopeStreamsWrite, StreamPath: requestPath}},
 	}
 	subscriptionRoutes = []Route{
-		{http.MethodPut, "/{pattern}?subscription={id}", auth.Rule{Scope: auth.ScopeSubscriptionsWrite, StreamPath: subscriptionPattern}},
-		{http.MethodGet, "/{pattern}?subscription={id}", auth.Rule{Scope: auth.ScopeSubscriptionsRead, StreamPath: subscriptionPattern}},
-		{http.MethodGet, "/{pattern}?subscriptions", auth.Rule{Scope: auth.ScopeSubscriptionsRead, StreamPath: subscriptionPattern}},
-		{http.MethodDelete, "/{pattern}?subscription={id}", auth.Rule{Scope: auth.ScopeSubscriptionsWrite, StreamPath: subscriptionPattern}},
+		{http.MethodPut, "/{pattern}?subscription={id}", auth.Rule{Scope: auth.ScopeSubscriptionsWrite, StreamPattern: requestPath}},
+		{http.MethodGet, "/{pattern}?subscription={id}", auth.Rule{Scope: auth.ScopeSubscriptionsRead, StreamPattern: requestPath}},
+		{http.MethodGet, "/{pattern}?subscriptions", auth.Rule{Scope: auth.ScopeSubscriptionsRead, StreamPattern: requestPath}},
+		{http.MethodDelete, "/{pattern}?subscription={id}", auth.Rule{Scope: auth.ScopeSubscriptionsWrite, StreamPattern: requestPath}},
 	}
 )
 
 // requestPath is the stream a stream route names: its path.
 func requestPath(r *http.Request) string { return r.URL.Path }
-
-// subscriptionPattern is what a subscription route names, for a
-// credential limited to stream paths: the pattern itself, only when it
-// has no wildcard (a literal path is checked like a stream). A pattern
-// with a wildcard may reach streams outside the credential's paths, so it
-// names nothing and the check fails closed.
-func subscriptionPattern(r *http.Request) string {
-	p := r.URL.Path
-	if g, err := glob.Compile(p); err != nil || !g.Literal() {
-		return ""
-	}
-	return p
-}
 
 // Handle mounts h at pattern, a net/http ServeMux pattern (an optional
 // method, then a path) under /_herald/ or /callback/, behind rule: the

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/heraldstreams/herald/auth"
@@ -76,6 +77,7 @@ func (s *Server) serveSubscriptions(w http.ResponseWriter, r *http.Request, svc 
 			s.fail(w, r, subscriptionAPIError(err))
 			return
 		}
+		list = slices.DeleteFunc(list, func(sub subscription.Subscription) bool { return !reaches(r, sub.Pattern) })
 		writeJSON(w, http.StatusOK, subscription.SubscriptionList{Subscriptions: list})
 	case hasID && r.Method == http.MethodPut:
 		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxSubscriptionBody))
@@ -102,6 +104,11 @@ func (s *Server) serveSubscriptions(w http.ResponseWriter, r *http.Request, svc 
 		writeJSON(w, status, res.Subscription)
 	case hasID && r.Method == http.MethodGet:
 		sub, err := svc.GetSubscription(ctx, ids[0])
+		if err == nil && !reaches(r, sub.Pattern) {
+			// Named by id on any path: one whose pattern lies outside the
+			// caller's reach answers as one that does not exist.
+			err = subscription.ErrSubscriptionNotFound
+		}
 		if err != nil {
 			s.fail(w, r, subscriptionAPIError(err))
 			return
@@ -117,6 +124,14 @@ func (s *Server) serveSubscriptions(w http.ResponseWriter, r *http.Request, svc 
 		w.Header().Set("Allow", "GET, PUT, DELETE")
 		s.fail(w, r, errSubscriptionMethod)
 	}
+}
+
+// reaches reports whether the request's credential may see a
+// subscription of this pattern: every stream it can match is within the
+// credential's paths and tenant namespace.
+func reaches(r *http.Request, pattern string) bool {
+	p, ok := auth.FromContext(r.Context())
+	return ok && p.AllowsPattern(pattern)
 }
 
 func readError(err error) error {

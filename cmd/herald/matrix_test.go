@@ -427,12 +427,13 @@ func (m *matrix) check(t *testing.T, rt httpapi.Route, f *matrixFixtures, req ma
 	status, body = send("hk_wrong_0123456789abcdef0123456789abcdef", nil)
 	expect("wrong key", status, body, http.StatusUnauthorized, "")
 	status, body = send(m.key(t, others, matrixTenant), nil)
-	if rule.Scope == "" && rule.StreamPath == nil {
+	pathRule := rule.StreamPath != nil || rule.StreamPattern != nil
+	if rule.Scope == "" && !pathRule {
 		allowed("a route for any valid key", status, body) // whoami
 	} else {
 		expect("key without the scope", status, body, http.StatusForbidden, "FORBIDDEN")
 	}
-	if rule.StreamPath != nil {
+	if pathRule {
 		status, body = send(m.key(t, []auth.Scope{scope}, "", "/elsewhere/**"), nil)
 		expect("key outside its paths", status, body, http.StatusForbidden, "FORBIDDEN")
 	}
@@ -444,7 +445,7 @@ func (m *matrix) check(t *testing.T, rt httpapi.Route, f *matrixFixtures, req ma
 	other := m.key(t, []auth.Scope{scope}, otherTenant)
 	status, body = send(other, nil)
 	switch {
-	case rule.StreamPath != nil:
+	case pathRule:
 		// tenant-a's streams lie outside another tenant's namespace, as
 		// every path outside its own does: refused whether or not a
 		// stream is there.
