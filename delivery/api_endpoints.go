@@ -120,7 +120,7 @@ func (a *API) createEndpoint(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, err)
 		return
 	}
-	if err := patternsWithinPaths(r.Context(), "streams", req.Streams); err != nil {
+	if err := patternsWithinReach(r.Context(), "streams", req.Streams); err != nil {
 		a.fail(w, r, err)
 		return
 	}
@@ -298,7 +298,7 @@ func (a *API) patchEndpoint(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if _, ok := patch["streams"]; ok {
-			if err := patternsWithinPaths(ctx, "streams", req.Streams); err != nil {
+			if err := patternsWithinReach(ctx, "streams", req.Streams); err != nil {
 				a.fail(w, r, err)
 				return
 			}

@@ -9,23 +9,22 @@ import (
 )
 
 // Stream paths are a limit of the delivery API too. A credential limited
-// to stream paths (a key made with paths) reaches through it only the
-// streams within them, and a tenant's credential publishes only into its
-// stream namespace:
+// to stream paths (a key made with paths) or to a tenant's stream
+// namespace reaches through it only the streams within them:
 //
-//   - an endpoint's streams patterns (create, PATCH; absent means "/**")
-//     must each lie within the credential's paths;
-//   - a replay reads only streams within them: its stream, or else every
-//     pattern of the endpoint's streams;
-//   - POST /v1/events appends only to a stream the credential may write
-//     (Principal.AllowsPath: its paths and its tenant's namespace); a
-//     tenant's events go by default to its namespace's "events" stream.
+//   - the streams patterns an endpoint is given (create, PATCH) must each
+//     lie within the credential's reach (Principal.AllowsPattern); absent
+//     streams mean "/**", which a path-limited credential may not give,
+//     while a tenant's endpoint without streams receives its tenant's
+//     events from any stream (the engine delivers it no other tenant's);
+//   - a replay's stream must be within reach; a replay over the
+//     endpoint's streams needs each of them within the credential's
+//     paths;
+//   - POST /v1/events appends only to a stream within reach; a tenant's
+//     events go by default to its namespace's "events" stream.
 //
 // Anything wider is 403 FORBIDDEN, the access layer's code for a path
-// outside a credential's reach. A tenant's endpoints may source any
-// stream within its paths, the platform's /events included: what reaches
-// them is only their tenant's events (the tenant of a stream in a
-// namespace is the namespace's, see Engine.streamTenant).
+// outside a credential's reach.
 
 // CodeForbidden: a stream or pattern lies outside the credential's
 // stream paths or tenant namespace (the access layer's code).
@@ -72,6 +71,29 @@ func publishStream(ctx context.Context, given, platformDefault string) (string, 
 	return stream, nil
 }
 
+// patternsWithinReach refuses stream patterns an endpoint is given that
+// reach beyond the request's credential's paths or tenant namespace. nil
+// patterns are the default, "/**": refused to a path-limited credential,
+// allowed to a tenant's (see the top of this file).
+func patternsWithinReach(ctx context.Context, field string, patterns []string) error {
+	p, err := principalOf(ctx)
+	if err != nil {
+		return err
+	}
+	if patterns == nil {
+		if len(p.Paths) > 0 {
+			return errOutsidePaths(field)
+		}
+		return nil
+	}
+	for _, raw := range patterns {
+		if !p.AllowsPattern(raw) {
+			return errOutsidePaths(field)
+		}
+	}
+	return nil
+}
+
 // patternsWithinPaths refuses stream patterns wider than the request's
 // credential's stream paths; nil patterns are the default, "/**".
 func patternsWithinPaths(ctx context.Context, field string, patterns []string) error {
@@ -113,7 +135,7 @@ func pathsCover(paths []string, pattern string) bool {
 // of the endpoint's streams. A replay by status reads no stream.
 func (a *API) replayWithinPaths(ctx context.Context, p *ReplayParams) error {
 	if p.Stream != "" {
-		return streamWithinPaths(ctx, p.Stream)
+		return streamWithinReach(ctx, p.Stream)
 	}
 	if p.Status != "" && p.Since.IsZero() && !p.HasFrom {
 		return nil
@@ -125,19 +147,14 @@ func (a *API) replayWithinPaths(ctx context.Context, p *ReplayParams) error {
 	return patternsWithinPaths(ctx, "streams", ep.Streams)
 }
 
-// streamWithinPaths refuses a stream outside the request's credential's
-// paths.
-func streamWithinPaths(ctx context.Context, stream string) error {
+// streamWithinReach refuses a stream outside the request's credential's
+// reach (Principal.AllowsPath).
+func streamWithinReach(ctx context.Context, stream string) error {
 	p, err := principalOf(ctx)
 	if err != nil {
 		return err
 	}
-	for _, raw := range p.Paths {
-		if g, err := glob.Compile(raw); err == nil && g.Match(stream) {
-			return nil
-		}
-	}
-	if len(p.Paths) > 0 {
+	if !p.AllowsPath(stream) {
 		return errOutsidePaths("stream")
 	}
 	return nil
