@@ -33,7 +33,8 @@ const (
 //
 // Both need subscriptions:read. A consumer names stream paths that a
 // subscription's pattern may reach, so a credential limited to stream
-// paths is refused (the check fails closed). Mount before serving.
+// paths or to a tenant's stream namespace is refused (the check fails
+// closed). Mount before serving.
 func (s *Server) MountConsumers(svc ConsumerService) {
 	rule := auth.Rule{Scope: auth.ScopeSubscriptionsRead, StreamPath: noStreamPath}
 	s.Handle("GET "+subscriptionsPrefix+"{id}/consumers", rule, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
