@@ -319,7 +319,7 @@ type Delivery struct {
 	// tenants' events has one delivery per (EventTenant, EventID).
 	EventTenant string
 	EventType   string
-	Stream     string
+	Stream      string
 	// Position is where the event's message starts in the stream.
 	Position int64
 	// Body is the exact JSON POSTed (not filled by DeliveryList).
