@@ -19,6 +19,10 @@ type Rule struct {
 	// whose path it cannot name ("") is refused to a path-limited
 	// credential: the check fails closed.
 	StreamPath func(*http.Request) string
+	// Platform routes serve installation-wide data or settings (stats,
+	// metrics): a credential of a tenant is refused (403
+	// TENANT_FORBIDDEN), as it must learn nothing of other tenants.
+	Platform bool
 }
 
 // Require returns next behind rule: the request's bearer credential is
@@ -54,6 +58,9 @@ func (a *Authenticator) Check(r *http.Request, rule Rule) (*Principal, error) {
 	}
 	if rule.Scope != "" && !p.Has(rule.Scope) {
 		return nil, forbidden("the credential lacks the " + string(rule.Scope) + " scope")
+	}
+	if rule.Platform && p.Tenant != "" {
+		return nil, tenantForbidden("this route serves the whole installation: a credential of a tenant cannot read it")
 	}
 	if rule.StreamPath != nil && len(p.patterns) > 0 {
 		if path := rule.StreamPath(r); path == "" || !p.AllowsPath(path) {

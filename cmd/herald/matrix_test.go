@@ -240,9 +240,9 @@ type matrixRequest struct {
 	// listsOwned: the answer lists resources; a key of another tenant
 	// must not see tenant-a's (the string must not appear).
 	listsOwned string
-	// installation: the route changes what every tenant shares; a key of
-	// any tenant is refused (403 tenant_forbidden) and the right key has
-	// no tenant.
+	// installation: the route changes what every tenant shares, or reads
+	// figures of the whole installation; a key of any tenant is refused
+	// (403 tenant_forbidden) and the right key has no tenant.
 	installation bool
 	// namesTenant: the body names tenant-a, which a key of another
 	// tenant may not act for (403).
@@ -255,8 +255,11 @@ func (f *matrixFixtures) request(rt httpapi.Route) (matrixRequest, bool) {
 	r := matrixRequest{method: rt.Method}
 	ep := "/_herald/v1/endpoints/" + f.endpoint
 	switch rt.Pattern {
-	case "/_herald/healthz", "/_herald/readyz", "/_herald/metrics", "/_herald/v1/whoami", "/_herald/v1/stats", "/_herald/v1/openapi.json":
+	case "/_herald/healthz", "/_herald/readyz", "/_herald/v1/whoami", "/_herald/v1/openapi.json":
 		r.path = rt.Pattern
+	case "/_herald/metrics", "/_herald/v1/stats":
+		// Installation-wide figures: no tenant's credential reads them.
+		r.path, r.installation = rt.Pattern, true
 	case "/_herald/ui/":
 		r.path = rt.Pattern + "app.js"
 	case "/{stream}":
@@ -442,7 +445,7 @@ func (m *matrix) check(t *testing.T, rt httpapi.Route, f *matrixFixtures, req ma
 	case req.owned:
 		expect("key of another tenant", status, body, http.StatusNotFound, "")
 	case req.namesTenant:
-		expect("key of another tenant", status, body, http.StatusForbidden, "FORBIDDEN")
+		expect("key of another tenant", status, body, http.StatusForbidden, "TENANT_FORBIDDEN")
 	case req.listsOwned != "":
 		allowed("list with a key of another tenant", status, body)
 		if strings.Contains(body, req.listsOwned) {
