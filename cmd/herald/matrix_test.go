@@ -207,19 +207,7 @@ func (m *matrix) fixtures(t *testing.T) *matrixFixtures {
 	m.admin(t, "POST", "/_herald/v1/endpoints", `{"url":"`+m.receiver.URL+`","tenant":"`+matrixTenant+`","event_types":["matrix.`+n+`"]}`, http.StatusCreated, &ep)
 	f.endpoint = ep.ID
 	m.admin(t, "POST", "/_herald/v1/events", `{"type":"matrix.`+n+`","data":{},"tenant":"`+matrixTenant+`"}`, http.StatusAccepted, nil)
-	for deadline := time.Now().Add(10 * time.Second); f.delivery == ""; {
-		var list struct {
-			Data []struct{ ID string } `json:"data"`
-		}
-		m.admin(t, "GET", "/_herald/v1/endpoints/"+f.endpoint+"/deliveries", "", http.StatusOK, &list)
-		if len(list.Data) > 0 {
-			f.delivery = list.Data[0].ID
-		} else if time.Now().After(deadline) {
-			t.Fatal("the published event made no delivery")
-		} else {
-			time.Sleep(10 * time.Millisecond)
-		}
-	}
+	f.delivery = m.firstDelivery(t, f.endpoint)
 	var job struct{ ID string }
 	m.admin(t, "POST", "/_herald/v1/endpoints/"+f.endpoint+"/replay", `{"status":"exhausted"}`, http.StatusAccepted, &job)
 	f.replay = job.ID
@@ -229,6 +217,24 @@ func (m *matrix) fixtures(t *testing.T) *matrixFixtures {
 	f.eventType = "matrix.type-" + n
 	m.admin(t, "POST", "/_herald/v1/event-types", `{"name":"`+f.eventType+`"}`, http.StatusCreated, nil)
 	return f
+}
+
+// firstDelivery waits for the endpoint's first delivery and returns its
+// id.
+func (m *matrix) firstDelivery(t *testing.T, endpoint string) string {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		var list struct {
+			Data []struct{ ID string } `json:"data"`
+		}
+		m.admin(t, "GET", "/_herald/v1/endpoints/"+endpoint+"/deliveries", "", http.StatusOK, &list)
+		if len(list.Data) > 0 {
+			return list.Data[0].ID
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the event published for endpoint %s made no delivery", endpoint)
+		}
+	}
 }
 
 // matrixRequest is one concrete request for a route.

@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/heraldstreams/herald/auth"
 	"github.com/heraldstreams/herald/httpapi"
@@ -210,20 +209,7 @@ func (w *ownerWorld) makeObjects(t *testing.T, owner string) *ownerObjects {
 	o.endpoint, o.secret = ep.ID, ep.Secret
 	m.admin(t, "POST", "/_herald/v1/events", `{"id":"order-1001","type":"owner.`+label+`","tenant":"`+owner+
 		`","data":{"card":"`+o.eventData+`"}}`, http.StatusAccepted, nil)
-	for deadline := time.Now().Add(10 * time.Second); o.delivery == ""; {
-		var list struct {
-			Data []struct{ ID string } `json:"data"`
-		}
-		m.admin(t, "GET", "/_herald/v1/endpoints/"+o.endpoint+"/deliveries", "", http.StatusOK, &list)
-		switch {
-		case len(list.Data) > 0:
-			o.delivery = list.Data[0].ID
-		case time.Now().After(deadline):
-			t.Fatalf("%s's event made no delivery", label)
-		default:
-			time.Sleep(10 * time.Millisecond)
-		}
-	}
+	o.delivery = m.firstDelivery(t, o.endpoint)
 	var job struct{ ID string }
 	m.admin(t, "POST", "/_herald/v1/endpoints/"+o.endpoint+"/replay", `{"status":"exhausted"}`, http.StatusAccepted, &job)
 	o.replay = job.ID
