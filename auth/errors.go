@@ -23,10 +23,18 @@ var (
 	ErrInvalidKey      = &Error{http.StatusUnauthorized, "INVALID_KEY", "the API key or token is not valid (unknown, revoked, or malformed)"}
 	ErrKeyExpired      = &Error{http.StatusUnauthorized, "KEY_EXPIRED", "the API key or token has expired"}
 	ErrForbidden       = &Error{http.StatusForbidden, "FORBIDDEN", "the credential does not allow this request"}
+	// ErrTenantForbidden: a credential of a tenant named another tenant,
+	// or asked for what belongs to the whole installation.
+	ErrTenantForbidden = &Error{http.StatusForbidden, "TENANT_FORBIDDEN", "a credential of a tenant cannot act for another tenant or the installation"}
 	// ErrUnavailable: the credential could not be checked (the store or
 	// the identity provider's keys are unreachable); retry later.
 	ErrUnavailable = &Error{http.StatusServiceUnavailable, "AUTH_UNAVAILABLE", "credentials cannot be checked right now; retry later"}
 )
+
+// tenantForbidden is ErrTenantForbidden with a reason.
+func tenantForbidden(msg string) *Error {
+	return &Error{http.StatusForbidden, ErrTenantForbidden.Code, msg}
+}
 
 // forbidden is ErrForbidden with a reason.
 func forbidden(msg string) *Error {

@@ -214,7 +214,7 @@ func tenantOfNewKey(caller *Principal, tenant string) (string, error) {
 		return tenant, nil
 	}
 	if tenant != "" && tenant != caller.Tenant {
-		return "", forbidden("a credential of one tenant cannot create keys of another")
+		return "", tenantForbidden("a credential of one tenant cannot create keys of another")
 	}
 	return caller.Tenant, nil
 }
@@ -397,7 +397,7 @@ func (k *KeysAPI) list(w http.ResponseWriter, r *http.Request) {
 	}
 	if caller.Tenant != "" {
 		if tenant != "" && tenant != caller.Tenant {
-			k.fail(w, r, forbidden("a credential of one tenant cannot list keys of another"))
+			k.fail(w, r, tenantForbidden("a credential of one tenant cannot list keys of another"))
 			return
 		}
 		tenant = caller.Tenant

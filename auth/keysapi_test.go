@@ -265,11 +265,16 @@ func TestKeysAPITenantAdmin(t *testing.T) {
 	if k := mk(acmeAdmin.Key, `{"scopes":["streams:read"]}`); k.Tenant != "acme" {
 		t.Fatalf("a tenant admin's key has tenant %q", k.Tenant)
 	}
-	if status, _ := call(t, srv, "POST", "/_herald/v1/keys", acmeAdmin.Key, `{"scopes":["streams:read"],"tenant":"other"}`); status != 403 {
-		t.Fatalf("a tenant admin made another tenant's key: %d", status)
+	status, body := call(t, srv, "POST", "/_herald/v1/keys", acmeAdmin.Key, `{"scopes":["streams:read"],"tenant":"other"}`)
+	if code, _ := errCode(t, body); status != 403 || code != "TENANT_FORBIDDEN" {
+		t.Fatalf("a tenant admin made another tenant's key: %d %s", status, body)
+	}
+	status, body = call(t, srv, "GET", "/_herald/v1/keys?tenant=other", acmeAdmin.Key, "")
+	if code, _ := errCode(t, body); status != 403 || code != "TENANT_FORBIDDEN" || strings.Contains(string(body), other.ID) {
+		t.Fatalf("a tenant admin listed another tenant's keys: %d %s", status, body)
 	}
 	// ... and sees only them.
-	_, body := call(t, srv, "GET", "/_herald/v1/keys", acmeAdmin.Key, "")
+	_, body = call(t, srv, "GET", "/_herald/v1/keys", acmeAdmin.Key, "")
 	if strings.Contains(string(body), other.ID) || !strings.Contains(string(body), acmeAdmin.ID) {
 		t.Fatalf("tenant admin's list: %s", body)
 	}

@@ -25,6 +25,10 @@ type Rule struct {
 	// credential's reach (Principal.AllowsPattern); "" fails closed as
 	// with StreamPath.
 	StreamPattern func(*http.Request) string
+	// Platform routes serve installation-wide data or settings (stats,
+	// metrics): a credential of a tenant is refused (403
+	// TENANT_FORBIDDEN), as it must learn nothing of other tenants.
+	Platform bool
 }
 
 // Require returns next behind rule: the request's bearer credential is
@@ -60,6 +64,9 @@ func (a *Authenticator) Check(r *http.Request, rule Rule) (*Principal, error) {
 	}
 	if rule.Scope != "" && !p.Has(rule.Scope) {
 		return nil, forbidden("the credential lacks the " + string(rule.Scope) + " scope")
+	}
+	if rule.Platform && p.Tenant != "" {
+		return nil, tenantForbidden("this route serves the whole installation: a credential of a tenant cannot read it")
 	}
 	if rule.StreamPath != nil && p.limited() {
 		if path := rule.StreamPath(r); path == "" || !p.AllowsPath(path) {

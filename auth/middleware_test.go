@@ -126,3 +126,31 @@ func TestRequireRefusesAnUnknownScope(t *testing.T) {
 	}()
 	a.Require(Rule{Scope: "streams:rread"}, http.NotFoundHandler())
 }
+
+// TestRequirePlatform: a route of installation-wide data refuses a
+// credential of a tenant, whatever its scopes, with TENANT_FORBIDDEN, and
+// serves platform credentials.
+func TestRequirePlatform(t *testing.T) {
+	t.Parallel()
+	m, c := newMemKeys(), &clock{now: t0}
+	a := newAuth(t, m, c)
+	_, tenantAdmin := addKey(t, m, store.Key{Scopes: []string{"admin"}, Tenant: "acme"})
+	_, platformAdmin := addKey(t, m, store.Key{Scopes: []string{"admin"}})
+	h := a.Require(Rule{Scope: ScopeAdmin, Platform: true}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusTeapot)
+	}))
+	for key, want := range map[string]int{tenantAdmin: 403, platformAdmin: http.StatusTeapot, adminKey: http.StatusTeapot} {
+		req := httptest.NewRequest(http.MethodGet, "/_herald/v1/stats", nil)
+		req.Header.Set("Authorization", "Bearer "+key)
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != want {
+			t.Fatalf("status %d, want %d: %s", rec.Code, want, rec.Body)
+		}
+		if want == 403 {
+			if e := decodeError(t, rec); e.Error.Code != "TENANT_FORBIDDEN" {
+				t.Fatalf("code %q, want TENANT_FORBIDDEN", e.Error.Code)
+			}
+		}
+	}
+}

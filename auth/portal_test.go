@@ -124,7 +124,7 @@ func TestPortalTokensOfATenantAdmin(t *testing.T) {
 		t.Fatal("naming its own tenant")
 	}
 	status, body := call(t, srv, "POST", "/_herald/v1/portal-tokens", acme.Key, `{"tenant":"other"}`)
-	if code, _ := errCode(t, body); status != 403 || code != "FORBIDDEN" {
+	if code, _ := errCode(t, body); status != 403 || code != "TENANT_FORBIDDEN" {
 		t.Fatalf("a tenant admin minted another tenant's token: %d %s", status, body)
 	}
 	limited := postCreated[keyJSON](t, srv, "/_herald/v1/keys", adminKey, `{"scopes":["admin"],"paths":["/a/**"]}`)

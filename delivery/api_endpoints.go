@@ -62,6 +62,9 @@ type endpointJSON struct {
 	UpdatedAt               *string           `json:"updated_at"`
 	// Health is set by GET /endpoints/{id} only.
 	Health *healthJSON `json:"health,omitempty"`
+	// DroppedHeaders, in a PATCH answer only, names the custom headers
+	// whose values were dropped because the URL moved to another origin.
+	DroppedHeaders []string `json:"dropped_headers,omitempty"`
 }
 
 func (a *API) endpointView(ep *store.Endpoint, withSecret bool) endpointJSON {
@@ -313,6 +316,7 @@ func (a *API) patchEndpoint(w http.ResponseWriter, r *http.Request) {
 				req.Headers[name] = stored
 			}
 		}
+		dropped := dropHeadersOnNewOrigin(cur, req.Headers, req.URL, patch)
 		ep, err := a.e.UpdateEndpoint(ctx, &UpdateEndpointParams{ID: id, Config: req.EndpointConfig, Active: active, Reenable: reenable, ExpectVersion: cur.Version})
 		if errors.Is(err, store.ErrEndpointConflict) {
 			continue
@@ -321,7 +325,9 @@ func (a *API) patchEndpoint(w http.ResponseWriter, r *http.Request) {
 			a.fail(w, r, err)
 			return
 		}
-		writeJSON(w, http.StatusOK, a.endpointView(ep, false))
+		v := a.endpointView(ep, false)
+		v.DroppedHeaders = dropped
+		writeJSON(w, http.StatusOK, v)
 		return
 	}
 	a.fail(w, r, store.ErrEndpointConflict)

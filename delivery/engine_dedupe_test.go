@@ -79,3 +79,54 @@ func TestEngineRawDuplicateIDsDeliveredOnce(t *testing.T) {
 		}
 	})
 }
+
+// Event ids are unique per tenant: the same id published by two tenants
+// and the platform is three events, each delivered, and a duplicate
+// publish answers with the caller's own event only; a raw append keeps
+// "delivered once" within its tenant.
+func TestEngineEventIDsPerTenant(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRig(t, nil)
+		r.endpoint(&CreateEndpointParams{Active: true})
+		ctx := context.Background()
+		publish := func(tenant, data string) *PublishResult {
+			t.Helper()
+			res, err := r.e.Publish(ctx, &PublishParams{Event: &Event{ID: "order-1001", Type: "order.paid", Data: json.RawMessage(data)},
+				Tenant: tenant})
+			if err != nil {
+				t.Fatal(err)
+			}
+			synctest.Wait()
+			return res
+		}
+		if g := publish("globex", `{"card":"globex-card"}`); g.Duplicate {
+			t.Fatalf("globex's first publish = %+v", g)
+		}
+		if a := publish("acme", `{"card":"acme-card"}`); a.Duplicate || string(a.Event.Data) != `{"card":"acme-card"}` {
+			t.Fatalf("acme's publish of globex's id = %+v, want a new event", a)
+		}
+		if p := publish("", `{"card":"platform"}`); p.Duplicate {
+			t.Fatalf("the platform's publish of the id = %+v, want a new event", p)
+		}
+		again := publish("acme", `{"card":"other"}`)
+		if !again.Duplicate || string(again.Event.Data) != `{"card":"acme-card"}` {
+			t.Fatalf("acme's repeat = %+v, want acme's own event", again)
+		}
+		raw := `{"id":"order-1001","type":"order.paid","tenant":"initech","data":{"n":%d}}` + "\n"
+		for n := range 2 {
+			if _, err := r.st.StreamAppend(ctx, &store.StreamAppendParams{Path: "/events", ContentType: "application/json",
+				Data: fmt.Appendf(nil, raw, n), Messages: 1, Now: time.Now()}); err != nil {
+				t.Fatal(err)
+			}
+			synctest.Wait()
+		}
+		var got []string
+		for _, req := range r.rc.requests() {
+			got = append(got, string(req.event.Data))
+		}
+		want := []string{`{"card":"globex-card"}`, `{"card":"acme-card"}`, `{"card":"platform"}`, `{"n":0}`}
+		if strings.Join(got, " ") != strings.Join(want, " ") {
+			t.Fatalf("delivered %v, want %v (each tenant's event once)", got, want)
+		}
+	})
+}

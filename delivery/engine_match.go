@@ -272,14 +272,15 @@ type pageEvent struct {
 
 // readEvents reads the whole messages of data, which starts at position
 // from of the stream at path, as events. An event whose own id was seen
-// before at another place (published through the API, or appended
-// earlier, to any stream of this installation, within the retention) is
-// a duplicate and left out, as is every repeat of an id in the page; the
-// ids met for the first time are returned as sightings, to be recorded
-// with the page's deliveries.
+// before in its tenant at another place (published through the API, or
+// appended earlier, to any stream of this installation, within the
+// retention) is a duplicate and left out, as is every repeat of a
+// tenant's id in the page; the ids met for the first time are returned
+// as sightings, to be recorded with the page's deliveries. Event ids are
+// unique per tenant: the same id of another tenant is another event.
 func (e *Engine) readEvents(ctx context.Context, path string, from int64, data []byte, ids eventIDs, now time.Time) ([]pageEvent, []store.EventSighting, error) {
 	var evs []pageEvent
-	var own []string
+	var own []store.EventKey
 	for pos := from; len(data) > 0; {
 		i := bytes.IndexByte(data, '\n')
 		m, err := parseMessage(ctx, data[:i], path, pos, ids, now)
@@ -296,7 +297,7 @@ func (e *Engine) readEvents(ctx context.Context, path string, from int64, data [
 			}
 			evs = append(evs, pageEvent{pos: pos, next: next, m: m})
 			if m.ownID {
-				own = append(own, m.target.Event.ID)
+				own = append(own, m.key())
 			}
 		}
 		data, pos = data[i+1:], next
@@ -309,22 +310,27 @@ func (e *Engine) readEvents(ctx context.Context, path string, from int64, data [
 		return nil, nil, err
 	}
 	var sightings []store.EventSighting
-	met := make(map[string]bool, len(own))
+	met := make(map[store.EventKey]bool, len(own))
 	kept := evs[:0]
 	for _, ev := range evs {
-		if id := ev.m.target.Event.ID; ev.m.ownID {
-			at, known := seen[id]
-			if met[id] || known && (at.Stream != path || at.Position != ev.pos) {
+		if key := ev.m.key(); ev.m.ownID {
+			at, known := seen[key]
+			if met[key] || known && (at.Stream != path || at.Position != ev.pos) {
 				continue
 			}
-			met[id] = true
+			met[key] = true
 			if !known {
-				sightings = append(sightings, store.EventSighting{EventID: id, Position: ev.pos})
+				sightings = append(sightings, store.EventSighting{Tenant: key.Tenant, EventID: key.ID, Position: ev.pos})
 			}
 		}
 		kept = append(kept, ev)
 	}
 	return kept, sightings, nil
+}
+
+// key names the message's event id in its tenant's space.
+func (m *parsedMessage) key() store.EventKey {
+	return store.EventKey{Tenant: m.tenant, ID: m.target.Event.ID}
 }
 
 // matchState is one endpoint's progress on the stream being matched.
@@ -570,7 +576,7 @@ func (e *Engine) newDelivery(le *liveEndpoint, m *parsedMessage, pos int64, now 
 	}
 	at, _ := NextAttempt(le.schedule, 0, now, 0)
 	return store.Delivery{
-		EndpointID: le.ep.ID, EventID: m.target.Event.ID, EventType: m.target.Event.Type,
+		EndpointID: le.ep.ID, EventID: m.target.Event.ID, EventTenant: m.tenant, EventType: m.target.Event.Type,
 		Stream: m.target.Stream, Position: pos, Body: body, NextAttemptAt: at,
 	}, true
 }

@@ -407,9 +407,11 @@ type PublishResult struct {
 }
 
 // Publish appends an event to its stream, assigning an id when it has
-// none. An id seen before (published, or appended to a stream an
-// endpoint sources from) is not appended again: the result is Duplicate,
-// with the event as first seen (its timestamp and data). With the
+// none. An id seen before in the same tenant (published, or appended to
+// a stream an endpoint sources from) is not appended again: the result
+// is Duplicate, with the event as first seen (its timestamp and data).
+// Ids are unique per tenant: another tenant's event of the same id is
+// never a duplicate of this one, nor ever shown for it. With the
 // catalogue enforced, the event's type must be catalogued and its data
 // pass the type's schema. Errors: *ValidationError for a bad stream,
 // tenant, or (enforced) type or data, and the store's append errors.
@@ -452,12 +454,12 @@ func (e *Engine) Publish(ctx context.Context, p *PublishParams) (*PublishResult,
 	if err := enc.Encode(&msg); err != nil { // Encode ends with the '\n' that frames it
 		return nil, fmt.Errorf("delivery: encoding event: %w", err)
 	}
-	out, err := e.st.EventPublish(ctx, &store.EventPublishParams{Stream: stream, EventID: ev.ID, Data: buf.Bytes(), Now: e.now()})
+	out, err := e.st.EventPublish(ctx, &store.EventPublishParams{Stream: stream, Tenant: p.Tenant, EventID: ev.ID, Data: buf.Bytes(), Now: e.now()})
 	if err != nil {
 		return nil, err
 	}
 	if out.Duplicate {
-		stored, err := e.storedEvent(ctx, out.Stream, out.Position, ev.ID)
+		stored, err := e.storedEvent(ctx, out.Stream, out.Position, store.EventKey{Tenant: p.Tenant, ID: ev.ID})
 		if err != nil {
 			return nil, err
 		}
@@ -474,10 +476,12 @@ type knownID string
 
 func (k knownID) id(context.Context, int64) (string, error) { return string(k), nil }
 
-// storedEvent reads the event id whose message starts at pos of the
-// stream at path: the event as first published or appended. It is nil
-// when the stream no longer holds it (deleted, or not an event there).
-func (e *Engine) storedEvent(ctx context.Context, path string, pos int64, id string) (*Event, error) {
+// storedEvent reads the event key names whose message starts at pos of
+// the stream at path: the event as first published or appended. It is
+// nil when the stream no longer holds it (deleted, not an event there,
+// or an event of another tenant: a duplicate answer only ever shows the
+// caller's own event).
+func (e *Engine) storedEvent(ctx context.Context, path string, pos int64, key store.EventKey) (*Event, error) {
 	now := e.now()
 	r, err := e.st.StreamRead(ctx, &store.StreamReadParams{Path: path, From: pos, MaxBytes: e.cfg.MaxEventBytes + 4096, Now: now, Internal: true})
 	if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrStreamGone) {
@@ -490,8 +494,8 @@ func (e *Engine) storedEvent(ctx context.Context, path string, pos int64, id str
 	if end < 0 {
 		return nil, nil
 	}
-	m, err := parseMessage(ctx, r.Data[:end], path, pos, knownID(id), now)
-	if err != nil || m == nil || m.target.Event.ID != id {
+	m, err := parseMessage(ctx, r.Data[:end], path, pos, knownID(key.ID), now)
+	if err != nil || m == nil || m.key() != key {
 		return nil, err
 	}
 	return m.target.Event, nil

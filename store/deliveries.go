@@ -74,7 +74,8 @@ type DeliveryStore interface {
 	// that end at or after From and start before To, by Start.
 	EventIDSpans(ctx context.Context, params *EventIDSpansParams) ([]EventIDSpan, error)
 	// DeliveryEnqueue inserts deliveries and advances cursors in one
-	// transaction, writing the id spans their event ids came from first. A delivery whose (EndpointID, EventID) exists is left as
+	// transaction, writing the id spans their event ids came from first.
+	// A delivery whose (EndpointID, EventTenant, EventID) exists is left as
 	// it is, unless Replay is set and it is finished (delivered or
 	// exhausted): then it is pending again with a fresh schedule. A new
 	// delivery with a LeaseUntil is inserted leased until then and
@@ -126,10 +127,11 @@ type DeliveryStore interface {
 	// fresh schedule (as DeliveryRetry), and returns how many. The Job is
 	// stepped in the same transaction (ErrReplayJobLost, nothing written).
 	DeliveryRequeue(ctx context.Context, params *DeliveryRequeueParams) (int, error)
-	// EventIDsSeen returns where each of ids was first seen, by
-	// EventPublish or a sighting of DeliveryEnqueue; ids never seen (or
-	// pruned) are absent.
-	EventIDsSeen(ctx context.Context, ids []string) (map[string]EventPlace, error)
+	// EventIDsSeen returns where each of keys was first seen, by
+	// EventPublish or a sighting of DeliveryEnqueue; ids never seen in
+	// their key's tenant (or pruned) are absent. Event ids are unique per
+	// tenant: the same id seen in another tenant is another event.
+	EventIDsSeen(ctx context.Context, keys []EventKey) (map[EventKey]EventPlace, error)
 	// DeliveryRetry makes a delivery pending and due at Now with a fresh
 	// schedule, whatever its status; a delivery in flight stays leased
 	// (claimable when its lease ends without an outcome).
@@ -147,9 +149,11 @@ type DeliveryStore interface {
 
 	// EventPublish appends one event (a framed JSON message) to a stream,
 	// creating the stream (application/json) when missing, and records
-	// its ID, in one transaction. An ID recorded before (published, or
-	// sighted by DeliveryEnqueue) is not appended again: the result is
-	// where it was first seen, with Duplicate set.
+	// its ID in its tenant, in one transaction. An ID recorded before in
+	// the same tenant (published, or sighted by DeliveryEnqueue) is not
+	// appended again: the result is where it was first seen, with
+	// Duplicate set. The same ID recorded in another tenant is another
+	// event.
 	// Errors: those of StreamAppend.
 	EventPublish(ctx context.Context, params *EventPublishParams) (*EventPublishResult, error)
 }
@@ -310,8 +314,12 @@ type Delivery struct {
 	ID         string
 	EndpointID string
 	EventID    string
-	EventType  string
-	Stream     string
+	// EventTenant is the tenant of the event ("" the platform's): event
+	// ids are unique per tenant, so an endpoint that receives several
+	// tenants' events has one delivery per (EventTenant, EventID).
+	EventTenant string
+	EventType   string
+	Stream      string
 	// Position is where the event's message starts in the stream.
 	Position int64
 	// Body is the exact JSON POSTed (not filled by DeliveryList).
@@ -540,7 +548,9 @@ type DeliveryPruneParams struct {
 
 // EventPublishParams are the inputs of EventPublish.
 type EventPublishParams struct {
-	Stream  string
+	Stream string
+	// Tenant owns EventID ("" the platform): ids are unique per tenant.
+	Tenant  string
 	EventID string
 	// Data is one framed JSON message (compact, then '\n').
 	Data []byte

@@ -104,9 +104,18 @@ type EventPlace struct {
 	Position int64
 }
 
-// EventSighting is an event id met at a position of the stream of a
-// DeliveryEnqueue.
+// EventKey names an event id in its owner's space: event ids are unique
+// per tenant ("" the platform), so the same ID of two tenants names two
+// events.
+type EventKey struct {
+	Tenant string
+	ID     string
+}
+
+// EventSighting is an event id of a tenant met at a position of the
+// stream of a DeliveryEnqueue.
 type EventSighting struct {
+	Tenant   string
 	EventID  string
 	Position int64
 }

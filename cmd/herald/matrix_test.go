@@ -211,19 +211,7 @@ func (m *matrix) fixtures(t *testing.T) *matrixFixtures {
 	m.admin(t, "POST", "/_herald/v1/endpoints", `{"url":"`+m.receiver.URL+`","tenant":"`+matrixTenant+`","event_types":["matrix.`+n+`"]}`, http.StatusCreated, &ep)
 	f.endpoint = ep.ID
 	m.admin(t, "POST", "/_herald/v1/events", `{"type":"matrix.`+n+`","data":{},"tenant":"`+matrixTenant+`"}`, http.StatusAccepted, nil)
-	for deadline := time.Now().Add(10 * time.Second); f.delivery == ""; {
-		var list struct {
-			Data []struct{ ID string } `json:"data"`
-		}
-		m.admin(t, "GET", "/_herald/v1/endpoints/"+f.endpoint+"/deliveries", "", http.StatusOK, &list)
-		if len(list.Data) > 0 {
-			f.delivery = list.Data[0].ID
-		} else if time.Now().After(deadline) {
-			t.Fatal("the published event made no delivery")
-		} else {
-			time.Sleep(10 * time.Millisecond)
-		}
-	}
+	f.delivery = m.firstDelivery(t, f.endpoint)
 	var job struct{ ID string }
 	m.admin(t, "POST", "/_herald/v1/endpoints/"+f.endpoint+"/replay", `{"status":"exhausted"}`, http.StatusAccepted, &job)
 	f.replay = job.ID
@@ -235,6 +223,24 @@ func (m *matrix) fixtures(t *testing.T) *matrixFixtures {
 	return f
 }
 
+// firstDelivery waits for the endpoint's first delivery and returns its
+// id.
+func (m *matrix) firstDelivery(t *testing.T, endpoint string) string {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		var list struct {
+			Data []struct{ ID string } `json:"data"`
+		}
+		m.admin(t, "GET", "/_herald/v1/endpoints/"+endpoint+"/deliveries", "", http.StatusOK, &list)
+		if len(list.Data) > 0 {
+			return list.Data[0].ID
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the event published for endpoint %s made no delivery", endpoint)
+		}
+	}
+}
+
 // matrixRequest is one concrete request for a route.
 type matrixRequest struct {
 	method, path, body string
@@ -244,9 +250,9 @@ type matrixRequest struct {
 	// listsOwned: the answer lists resources; a key of another tenant
 	// must not see tenant-a's (the string must not appear).
 	listsOwned string
-	// installation: the route changes what every tenant shares; a key of
-	// any tenant is refused (403 tenant_forbidden) and the right key has
-	// no tenant.
+	// installation: the route changes what every tenant shares, or reads
+	// figures of the whole installation; a key of any tenant is refused
+	// (403 tenant_forbidden) and the right key has no tenant.
 	installation bool
 	// namesTenant: the body names tenant-a, which a key of another
 	// tenant may not act for (403).
@@ -262,8 +268,11 @@ func (f *matrixFixtures) request(rt httpapi.Route) (matrixRequest, bool) {
 	r := matrixRequest{method: rt.Method}
 	ep := "/_herald/v1/endpoints/" + f.endpoint
 	switch rt.Pattern {
-	case "/_herald/healthz", "/_herald/readyz", "/_herald/metrics", "/_herald/v1/whoami", "/_herald/v1/stats", "/_herald/v1/openapi.json":
+	case "/_herald/healthz", "/_herald/readyz", "/_herald/v1/whoami", "/_herald/v1/openapi.json":
 		r.path = rt.Pattern
+	case "/_herald/metrics", "/_herald/v1/stats":
+		// Installation-wide figures: no tenant's credential reads them.
+		r.path, r.installation = rt.Pattern, true
 	case "/_herald/ui/":
 		r.path = rt.Pattern + "app.js"
 	case "/{stream}":
@@ -460,7 +469,7 @@ func (m *matrix) check(t *testing.T, rt httpapi.Route, f *matrixFixtures, req ma
 	case req.owned:
 		expect("key of another tenant", status, body, http.StatusNotFound, "")
 	case req.namesTenant:
-		expect("key of another tenant", status, body, http.StatusForbidden, "FORBIDDEN")
+		expect("key of another tenant", status, body, http.StatusForbidden, "TENANT_FORBIDDEN")
 	case req.listsOwned != "":
 		allowed("list with a key of another tenant", status, body)
 		if strings.Contains(body, req.listsOwned) {

@@ -110,7 +110,7 @@ func newApp(ctx context.Context, cfg *serveConfig, log *slog.Logger, tp trace.Tr
 	if err := errors.Join(api.RegisterMetrics(metrics), st.RegisterMetrics(metrics)); err != nil {
 		return fail(fmt.Errorf("metrics: %w", err))
 	}
-	metricsRule := auth.Rule{Scope: auth.ScopeAdmin}
+	metricsRule := auth.Rule{Scope: auth.ScopeAdmin, Platform: true}
 	if cfg.Access.PublicMetrics {
 		metricsRule = auth.Rule{Public: true}
 	}
@@ -121,7 +121,7 @@ func newApp(ctx context.Context, cfg *serveConfig, log *slog.Logger, tp trace.Tr
 	}
 	api.Handle("GET "+ui.Prefix, auth.Rule{Public: true}, dashboard)
 	rec := newStatsRecorder(metrics, st, log.With("part", "stats"))
-	api.Handle("GET "+httpapi.HeraldPrefix+"v1/stats", auth.Rule{Scope: auth.ScopeAdmin}, rec)
+	api.Handle("GET "+httpapi.HeraldPrefix+"v1/stats", auth.Rule{Scope: auth.ScopeAdmin, Platform: true}, rec)
 	api.Handle("GET "+apidoc.Path, auth.Rule{Public: true}, apidoc.Handler())
 	auth.NewKeysAPI(auth.KeysAPIConfig{Auth: authn, Store: st, Logger: log.With("part", "keys"),
 		PortalURL: publicURL(cfg.PublicURL, ln.Addr()) + ui.Prefix}).Mount(api)

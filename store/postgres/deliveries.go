@@ -111,11 +111,11 @@ func (s *Store) DeliveryEnqueue(ctx context.Context, params *store.DeliveryEnque
 			}
 			var seq int64
 			err := tx.QueryRow(ctx, `INSERT INTO deliveries (endpoint_id, event_id, event_type, stream, position, body, status,
-				next_attempt_at, created_at, updated_at, lease_until, lease_token, lease_owner, trace_parent)
-				VALUES ($1, $2, $3, $4, $5, $6, 'pending', $7, $8, $8, $9, $10, $11, $12)
-				ON CONFLICT (endpoint_id, event_id) DO NOTHING RETURNING seq`,
+				next_attempt_at, created_at, updated_at, lease_until, lease_token, lease_owner, trace_parent, event_tenant)
+				VALUES ($1, $2, $3, $4, $5, $6, 'pending', $7, $8, $8, $9, $10, $11, $12, $13)
+				ON CONFLICT (endpoint_id, event_tenant, event_id) DO NOTHING RETURNING seq`,
 				d.EndpointID, d.EventID, d.EventType, d.Stream, d.Position, d.Body, codec.Nanos(d.NextAttemptAt), now,
-				until, tok, owner, d.TraceParent).Scan(&seq)
+				until, tok, owner, d.TraceParent, d.EventTenant).Scan(&seq)
 			switch {
 			case err == nil:
 				res.Queued++
@@ -132,8 +132,8 @@ func (s *Store) DeliveryEnqueue(ctx context.Context, params *store.DeliveryEnque
 				continue
 			}
 			tag, err := tx.Exec(ctx, `UPDATE deliveries SET status = 'pending', round_attempts = 0, next_attempt_at = $1, finished_at = 0,
-				updated_at = $2 WHERE endpoint_id = $3 AND event_id = $4 AND status IN ('delivered', 'exhausted')`,
-				codec.Nanos(d.NextAttemptAt), now, d.EndpointID, d.EventID)
+				updated_at = $2 WHERE endpoint_id = $3 AND event_tenant = $4 AND event_id = $5 AND status IN ('delivered', 'exhausted')`,
+				codec.Nanos(d.NextAttemptAt), now, d.EndpointID, d.EventTenant, d.EventID)
 			if err != nil {
 				return fmt.Errorf("postgres: replay delivery: %w", err)
 			}
@@ -406,7 +406,8 @@ func (s *Store) EventPublish(ctx context.Context, params *store.EventPublishPara
 	var res *store.EventPublishResult
 	err := s.tx(ctx, func(tx *wtx) error {
 		res = &store.EventPublishResult{Stream: params.Stream}
-		err := tx.QueryRow(ctx, `SELECT stream, position FROM published_events WHERE event_id = $1`, params.EventID).Scan(&res.Stream, &res.Position)
+		err := tx.QueryRow(ctx, `SELECT stream, position FROM published_events WHERE tenant = $1 AND event_id = $2`,
+			params.Tenant, params.EventID).Scan(&res.Stream, &res.Position)
 		switch {
 		case err == nil:
 			res.Duplicate = true
@@ -429,8 +430,8 @@ func (s *Store) EventPublish(ctx context.Context, params *store.EventPublishPara
 			return err
 		}
 		res.Position = a.Start
-		if _, err := tx.Exec(ctx, `INSERT INTO published_events (event_id, stream, position, created_at) VALUES ($1, $2, $3, $4)`,
-			params.EventID, params.Stream, a.Start, codec.Nanos(params.Now)); err != nil {
+		if _, err := tx.Exec(ctx, `INSERT INTO published_events (tenant, event_id, stream, position, created_at) VALUES ($1, $2, $3, $4, $5)`,
+			params.Tenant, params.EventID, params.Stream, a.Start, codec.Nanos(params.Now)); err != nil {
 			return fmt.Errorf("postgres: record event id: %w", err)
 		}
 		return nil

@@ -109,34 +109,39 @@ func (s *Store) DeliveryRequeue(ctx context.Context, params *store.DeliveryReque
 }
 
 // EventIDsSeen implements store.DeliveryStore.
-func (s *Store) EventIDsSeen(ctx context.Context, ids []string) (map[string]store.EventPlace, error) {
-	out := make(map[string]store.EventPlace)
-	if len(ids) == 0 {
+func (s *Store) EventIDsSeen(ctx context.Context, keys []store.EventKey) (map[store.EventKey]store.EventPlace, error) {
+	out := make(map[store.EventKey]store.EventPlace)
+	if len(keys) == 0 {
 		return out, nil
 	}
-	type seen struct {
-		id string
-		at store.EventPlace
+	tenants, ids := make([]string, len(keys)), make([]string, len(keys))
+	for i, k := range keys {
+		tenants[i], ids[i] = k.Tenant, k.ID
 	}
-	rows, err := collect(ctx, s, &query{sql: `SELECT event_id, stream, position FROM published_events WHERE event_id = ANY($1)`,
-		args: []any{ids}}, "read event ids", func(r codec.Row) (seen, error) {
+	type seen struct {
+		key store.EventKey
+		at  store.EventPlace
+	}
+	rows, err := collect(ctx, s, &query{sql: `SELECT tenant, event_id, stream, position FROM published_events
+		WHERE (tenant, event_id) IN (SELECT * FROM unnest($1::text[], $2::text[]))`,
+		args: []any{tenants, ids}}, "read event ids", func(r codec.Row) (seen, error) {
 		var v seen
-		return v, r.Scan(&v.id, &v.at.Stream, &v.at.Position)
+		return v, r.Scan(&v.key.Tenant, &v.key.ID, &v.at.Stream, &v.at.Position)
 	})
 	if err != nil {
 		return nil, err
 	}
 	for _, v := range rows {
-		out[v.id] = v.at
+		out[v.key] = v.at
 	}
 	return out, nil
 }
 
-// writeSighting records an event id met at a position of stream, unless
-// it was seen there before; seen elsewhere, it is ErrCursorConflict.
+// writeSighting records an event id of a tenant met at a position of
+// stream, unless it was seen there before in that tenant; seen elsewhere, it is ErrCursorConflict.
 func writeSighting(ctx context.Context, tx pgx.Tx, stream string, sg *store.EventSighting, now int64) error {
-	tag, err := tx.Exec(ctx, `INSERT INTO published_events (event_id, stream, position, created_at) VALUES ($1, $2, $3, $4)
-		ON CONFLICT (event_id) DO NOTHING`, sg.EventID, stream, sg.Position, now)
+	tag, err := tx.Exec(ctx, `INSERT INTO published_events (tenant, event_id, stream, position, created_at) VALUES ($1, $2, $3, $4, $5)
+		ON CONFLICT (tenant, event_id) DO NOTHING`, sg.Tenant, sg.EventID, stream, sg.Position, now)
 	if err != nil {
 		return fmt.Errorf("postgres: record event id: %w", err)
 	}
@@ -144,7 +149,7 @@ func writeSighting(ctx context.Context, tx pgx.Tx, stream string, sg *store.Even
 		return nil
 	}
 	var at store.EventPlace
-	if err := tx.QueryRow(ctx, `SELECT stream, position FROM published_events WHERE event_id = $1`, sg.EventID).
+	if err := tx.QueryRow(ctx, `SELECT stream, position FROM published_events WHERE tenant = $1 AND event_id = $2`, sg.Tenant, sg.EventID).
 		Scan(&at.Stream, &at.Position); err != nil {
 		return fmt.Errorf("postgres: read event id: %w", err)
 	}

@@ -152,8 +152,8 @@ func (s *Store) DeliveryEnqueue(ctx context.Context, params *store.DeliveryEnque
 			}
 			if n == 0 && params.Replay {
 				r, err := b.exec(`UPDATE deliveries SET status = 'pending', round_attempts = 0, next_attempt_at = ?, finished_at = 0,
-					updated_at = ? WHERE endpoint_id = ? AND event_id = ? AND status IN ('delivered', 'exhausted')`,
-					codec.Nanos(d.NextAttemptAt), now, d.EndpointID, d.EventID)
+					updated_at = ? WHERE endpoint_id = ? AND event_tenant = ? AND event_id = ? AND status IN ('delivered', 'exhausted')`,
+					codec.Nanos(d.NextAttemptAt), now, d.EndpointID, d.EventTenant, d.EventID)
 				if err != nil {
 					return fmt.Errorf("replay delivery: %w", err)
 				}
@@ -179,9 +179,9 @@ func (s *Store) DeliveryEnqueue(ctx context.Context, params *store.DeliveryEnque
 	return res, nil
 }
 
-// insertDelivery inserts a pending delivery unless its (endpoint, event)
-// exists, leased with token when asked, and returns its seq (0 when it
-// existed). (No RETURNING: that makes SQLite keep a statement journal,
+// insertDelivery inserts a pending delivery unless its (endpoint, event
+// tenant, event id) exists, leased with token when asked, and returns its
+// seq (0 when it existed). (No RETURNING: that makes SQLite keep a statement journal,
 // truncated at every statement.)
 func (b *batch) insertDelivery(d *store.Delivery, leased bool, token int64, owner string, now int64) (int64, error) {
 	var until int64
@@ -191,11 +191,11 @@ func (b *batch) insertDelivery(d *store.Delivery, leased bool, token int64, owne
 		token, owner = 0, ""
 	}
 	r, err := b.exec(`INSERT INTO deliveries (endpoint_id, event_id, event_type, stream, position, body, status,
-		next_attempt_at, created_at, updated_at, lease_until, lease_token, lease_owner, trace_parent)
-		VALUES (?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?)
-		ON CONFLICT (endpoint_id, event_id) DO NOTHING`,
+		next_attempt_at, created_at, updated_at, lease_until, lease_token, lease_owner, trace_parent, event_tenant)
+		VALUES (?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (endpoint_id, event_tenant, event_id) DO NOTHING`,
 		d.EndpointID, d.EventID, d.EventType, d.Stream, d.Position, d.Body, codec.Nanos(d.NextAttemptAt), now, now, until, token, owner,
-		d.TraceParent)
+		d.TraceParent, d.EventTenant)
 	if err != nil {
 		return 0, fmt.Errorf("insert delivery: %w", err)
 	}
@@ -505,7 +505,8 @@ func (s *Store) EventPublish(ctx context.Context, params *store.EventPublishPara
 		res = nil
 		var stream string
 		var pos int64
-		err := s.wconn.QueryRowContext(b.ctx, `SELECT stream, position FROM published_events WHERE event_id = ?`, params.EventID).Scan(&stream, &pos)
+		err := s.wconn.QueryRowContext(b.ctx, `SELECT stream, position FROM published_events WHERE tenant = ? AND event_id = ?`,
+			params.Tenant, params.EventID).Scan(&stream, &pos)
 		switch {
 		case err == nil:
 			res = &store.EventPublishResult{Stream: stream, Position: pos, Duplicate: true}
@@ -530,8 +531,8 @@ func (s *Store) EventPublish(ctx context.Context, params *store.EventPublishPara
 		if a.err != nil {
 			return ruleError{a.err}
 		}
-		if _, err := b.exec(`INSERT INTO published_events (event_id, stream, position, created_at) VALUES (?, ?, ?, ?)`,
-			params.EventID, params.Stream, a.res.Start, codec.Nanos(params.Now)); err != nil {
+		if _, err := b.exec(`INSERT INTO published_events (tenant, event_id, stream, position, created_at) VALUES (?, ?, ?, ?, ?)`,
+			params.Tenant, params.EventID, params.Stream, a.res.Start, codec.Nanos(params.Now)); err != nil {
 			return fmt.Errorf("record event id: %w", err)
 		}
 		res = &store.EventPublishResult{Stream: params.Stream, Position: a.res.Start}

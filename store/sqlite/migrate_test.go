@@ -6,7 +6,9 @@ import (
 	"errors"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"testing"
+	"time"
 
 	"github.com/heraldstreams/herald/store"
 )
@@ -110,4 +112,55 @@ func storeAt(t *testing.T, until string, statements ...string) string {
 		t.Fatal(err)
 	}
 	return dir
+}
+
+// TestMigrationKeysEventIDsByTenant upgrades a store written before
+// migration 0019 (event ids and deliveries keyed by id alone): each
+// recorded id takes the tenant of the message it names (none when the
+// message has no string tenant or the stream is gone), deliveries keep
+// their seq and take their event's tenant, the seq sequence goes on
+// after the highest seq ever given, and the same id of another tenant
+// is then a new event.
+func TestMigrationKeysEventIDsByTenant(t *testing.T) {
+	ctx := context.Background()
+	m1, m2, m3 := `{"id":"o-1","type":"t.x","tenant":"acme"}`+"\n", `{"id":"o-2","type":"t.x","tenant":7}`+"\n", `{"id":"o-3","type":"t.x"}`+"\n"
+	msgs, p2, p3 := m1+m2+m3, strconv.Itoa(len(m1)), strconv.Itoa(len(m1+m2))
+	dir := storeAt(t, "0018_delivery_batches",
+		`INSERT INTO streams (id, path, content_type, tail, accessed_at, created_at) VALUES (1, '/events', 'application/json', 200, 0, 0)`,
+		`INSERT INTO chunks (stream_id, start_pos, end_pos, data) VALUES (1, 0, `+strconv.Itoa(len(msgs))+`, CAST('`+msgs+`' AS BLOB))`,
+		`INSERT INTO published_events (event_id, stream, position, created_at) VALUES ('o-1', '/events', 0, 1), ('o-2', '/events', `+p2+`, 1),
+			('o-3', '/events', `+p3+`, 1), ('gone', '/deleted', 0, 1)`,
+		`INSERT INTO endpoints (id, url, event_types, streams, tenant, active, ordering, retry_schedule, headers, secret, created_at, updated_at)
+			VALUES ('ep', 'https://example.com', '["*"]', '["/**"]', '', 1, 'none', '[0]', '{}', 'whsec_a', 0, 0)`,
+		`INSERT INTO deliveries (seq, endpoint_id, event_id, event_type, stream, position, body, status, next_attempt_at, created_at, updated_at)
+			VALUES (7, 'ep', 'o-1', 't.x', '/events', 0, X'7B7D', 'delivered', 0, 0, 0), (9, 'ep', 'o-3', 't.x', '/events', `+p3+`, X'7B7D', 'pending', 0, 0, 0)`,
+		`DELETE FROM deliveries WHERE seq = 9`, // the highest seq given is gone: it must not be given again
+		`INSERT INTO deliveries (seq, endpoint_id, event_id, event_type, stream, position, body, status, next_attempt_at, created_at, updated_at)
+			VALUES (8, 'ep', 'o-3', 't.x', '/events', `+p3+`, X'7B7D', 'pending', 0, 0, 0)`,
+	)
+	s := openStore(t, Config{Dir: dir})
+	keys := []store.EventKey{{Tenant: "acme", ID: "o-1"}, {ID: "o-2"}, {ID: "o-3"}, {ID: "gone"}, {ID: "o-1"}}
+	seen, err := s.EventIDsSeen(ctx, keys)
+	if err != nil || len(seen) != 4 || seen[keys[0]].Position != 0 || seen[keys[1]].Position != int64(len(m1)) || seen[keys[3]].Stream != "/deleted" {
+		t.Fatalf("ids after the upgrade = %v, %v", seen, err)
+	}
+	list, err := s.DeliveryList(ctx, &store.DeliveryListParams{EndpointID: "ep"})
+	if err != nil || len(list) != 2 || list[0].Seq != 8 || list[1].Seq != 7 || list[1].EventTenant != "acme" || list[0].EventTenant != "" {
+		t.Fatalf("deliveries after the upgrade = %+v, %v", list, err)
+	}
+	res, err := s.DeliveryEnqueue(ctx, &store.DeliveryEnqueueParams{Stream: "/events", Now: time.Now(), Deliveries: []store.Delivery{
+		{EndpointID: "ep", EventID: "o-1", EventType: "t.x", Stream: "/events", Position: 0, Body: []byte("{}")},
+		{EndpointID: "ep", EventID: "o-1", EventTenant: "acme", EventType: "t.x", Stream: "/events", Position: 0, Body: []byte("{}")}}})
+	if err != nil || res.Queued != 1 {
+		t.Fatalf("enqueue after the upgrade = %+v, %v; want the platform's o-1 only", res, err)
+	}
+	list, err = s.DeliveryList(ctx, &store.DeliveryListParams{EndpointID: "ep", Limit: 1})
+	if err != nil || len(list) != 1 || list[0].Seq != 10 {
+		t.Fatalf("the new delivery = %+v, %v; want seq 10", list, err)
+	}
+	pub, err := s.EventPublish(ctx, &store.EventPublishParams{Stream: "/events", Tenant: "acme", EventID: "o-3",
+		Data: []byte(`{"id":"o-3","type":"t.x","tenant":"acme"}` + "\n"), Now: time.Now()})
+	if err != nil || pub.Duplicate {
+		t.Fatalf("acme's o-3 after the upgrade = %+v, %v; want a new event", pub, err)
+	}
 }

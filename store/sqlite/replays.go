@@ -117,16 +117,21 @@ func (s *Store) DeliveryRequeue(ctx context.Context, params *store.DeliveryReque
 }
 
 // EventIDsSeen implements store.DeliveryStore.
-func (s *Store) EventIDsSeen(ctx context.Context, ids []string) (map[string]store.EventPlace, error) {
-	out := make(map[string]store.EventPlace)
-	if len(ids) == 0 {
+func (s *Store) EventIDsSeen(ctx context.Context, keys []store.EventKey) (map[store.EventKey]store.EventPlace, error) {
+	out := make(map[store.EventKey]store.EventPlace)
+	if len(keys) == 0 {
 		return out, nil
 	}
-	list, err := json.Marshal(ids)
+	pairs := make([][2]string, len(keys))
+	for i, k := range keys {
+		pairs[i] = [2]string{k.Tenant, k.ID}
+	}
+	list, err := json.Marshal(pairs)
 	if err != nil {
 		return nil, err
 	}
-	stmt, err := s.readerStmt(ctx, `SELECT event_id, stream, position FROM published_events WHERE event_id IN (SELECT value FROM json_each(?))`)
+	stmt, err := s.readerStmt(ctx, `SELECT tenant, event_id, stream, position FROM published_events
+		WHERE (tenant, event_id) IN (SELECT value ->> 0, value ->> 1 FROM json_each(?))`)
 	if err != nil {
 		return nil, err
 	}
@@ -135,12 +140,12 @@ func (s *Store) EventIDsSeen(ctx context.Context, ids []string) (map[string]stor
 		return nil, fmt.Errorf("sqlite: read event ids: %w", err)
 	}
 	for rows.Next() {
-		var id string
+		var k store.EventKey
 		var p store.EventPlace
-		if err := rows.Scan(&id, &p.Stream, &p.Position); err != nil {
+		if err := rows.Scan(&k.Tenant, &k.ID, &p.Stream, &p.Position); err != nil {
 			return nil, errors.Join(fmt.Errorf("sqlite: read event ids: %w", err), rows.Close())
 		}
-		out[id] = p
+		out[k] = p
 	}
 	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
 		return nil, fmt.Errorf("sqlite: read event ids: %w", err)
@@ -148,11 +153,11 @@ func (s *Store) EventIDsSeen(ctx context.Context, ids []string) (map[string]stor
 	return out, nil
 }
 
-// writeSighting records an event id met at a position of stream, unless
-// it was seen there before; seen elsewhere, it is ErrCursorConflict.
+// writeSighting records an event id of a tenant met at a position of
+// stream, unless it was seen there before in that tenant; seen elsewhere, it is ErrCursorConflict.
 func (b *batch) writeSighting(stream string, sg *store.EventSighting, now int64) error {
-	r, err := b.exec(`INSERT INTO published_events (event_id, stream, position, created_at) VALUES (?, ?, ?, ?)
-		ON CONFLICT (event_id) DO NOTHING`, sg.EventID, stream, sg.Position, now)
+	r, err := b.exec(`INSERT INTO published_events (tenant, event_id, stream, position, created_at) VALUES (?, ?, ?, ?, ?)
+		ON CONFLICT (tenant, event_id) DO NOTHING`, sg.Tenant, sg.EventID, stream, sg.Position, now)
 	if err != nil {
 		return fmt.Errorf("record event id: %w", err)
 	}
@@ -160,7 +165,7 @@ func (b *batch) writeSighting(stream string, sg *store.EventSighting, now int64)
 		return err
 	}
 	var at store.EventPlace
-	if err := b.s.wconn.QueryRowContext(b.ctx, `SELECT stream, position FROM published_events WHERE event_id = ?`, sg.EventID).
+	if err := b.s.wconn.QueryRowContext(b.ctx, `SELECT stream, position FROM published_events WHERE tenant = ? AND event_id = ?`, sg.Tenant, sg.EventID).
 		Scan(&at.Stream, &at.Position); err != nil {
 		return fmt.Errorf("read event id: %w", err)
 	}

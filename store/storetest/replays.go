@@ -12,6 +12,8 @@ func runReplays(t *testing.T, f Factory) {
 	run(t, f, "ReplayJobLifecycle", testReplayJobLifecycle)
 	run(t, f, "ReplayJobWithDeliveries", testReplayJobWithDeliveries)
 	run(t, f, "EventSightings", testEventSightings)
+	run(t, f, "EventIDsPerTenant", testEventIDsPerTenant)
+	run(t, f, "DeliveriesPerEventTenant", testDeliveriesPerEventTenant)
 }
 
 func mustJob(t *testing.T, s store.Store, id string) *store.ReplayJob {
@@ -195,9 +197,9 @@ func testEventSightings(t *testing.T, f Factory) {
 	// A conflict writes nothing: z is not recorded.
 	expectErr(t, enqueue(store.EventSighting{EventID: "z", Position: 40}, store.EventSighting{EventID: "p1", Position: 50}), store.ErrCursorConflict)
 	s = f.Reopen(t, s)
-	seen, err = s.EventIDsSeen(ctx, []string{"x", "y", "z", "p1"})
-	want := map[string]store.EventPlace{"x": {Stream: "/s", Position: 0}, "y": {Stream: "/s", Position: 10},
-		"p1": {Stream: "/events", Position: pub.Position}}
+	seen, err = s.EventIDsSeen(ctx, []store.EventKey{{ID: "x"}, {ID: "y"}, {ID: "z"}, {ID: "p1"}})
+	want := map[store.EventKey]store.EventPlace{{ID: "x"}: {Stream: "/s", Position: 0}, {ID: "y"}: {Stream: "/s", Position: 10},
+		{ID: "p1"}: {Stream: "/events", Position: pub.Position}}
 	if err != nil || len(seen) != len(want) {
 		t.Fatalf("seen = %v, %v; want %v", seen, err, want)
 	}
@@ -213,7 +215,120 @@ func testEventSightings(t *testing.T, f Factory) {
 	if _, err := s.DeliveryPrune(ctx, &store.DeliveryPruneParams{Before: t0.Add(time.Second)}); err != nil {
 		t.Fatal(err)
 	}
-	if seen, err := s.EventIDsSeen(ctx, []string{"x", "y", "p1"}); err != nil || len(seen) != 0 {
+	if seen, err := s.EventIDsSeen(ctx, []store.EventKey{{ID: "x"}, {ID: "y"}, {ID: "p1"}}); err != nil || len(seen) != 0 {
 		t.Fatalf("seen after the retention = %v, %v", seen, err)
+	}
+}
+
+// Event ids are unique per tenant: the same id published or sighted in
+// two tenants (or a tenant and the platform) is recorded twice, each
+// where its tenant first saw it; a duplicate is only ever one of the
+// same tenant; a sighting conflicts only with its own tenant's place.
+func testEventIDsPerTenant(t *testing.T, f Factory) {
+	s := f.Open(t)
+	ctx := context.Background()
+	mustEndpoint(t, s, endpoint("ep"))
+	publish := func(tenant, stream string) *store.EventPublishResult {
+		t.Helper()
+		res, err := s.EventPublish(ctx, &store.EventPublishParams{Stream: stream, Tenant: tenant, EventID: "order-1",
+			Data: []byte(`{"id":"order-1"}` + "\n"), Now: t0})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	globex := publish("globex", "/globex")
+	acme := publish("acme", "/acme")
+	platform := publish("", "/events")
+	if globex.Duplicate || acme.Duplicate || platform.Duplicate || acme.Stream != "/acme" || platform.Stream != "/events" {
+		t.Fatalf("one id in three tenants: %+v, %+v, %+v", globex, acme, platform)
+	}
+	if again := publish("acme", "/other"); !again.Duplicate || again.Stream != "/acme" || again.Position != acme.Position {
+		t.Fatalf("acme's id again = %+v, want its own first place", again)
+	}
+	enqueue := func(sg ...store.EventSighting) error {
+		_, err := s.DeliveryEnqueue(ctx, &store.DeliveryEnqueueParams{Stream: "/raw", Sightings: sg, Now: t0})
+		return err
+	}
+	// Sighted in a fourth tenant it is new there; in acme it conflicts
+	// with acme's publish, and nothing of the call is written.
+	if err := enqueue(store.EventSighting{Tenant: "initech", EventID: "order-1", Position: 5}); err != nil {
+		t.Fatal(err)
+	}
+	expectErr(t, enqueue(store.EventSighting{Tenant: "umbrella", EventID: "order-2", Position: 9},
+		store.EventSighting{Tenant: "acme", EventID: "order-1", Position: 7}), store.ErrCursorConflict)
+	s = f.Reopen(t, s)
+	keys := []store.EventKey{{Tenant: "globex", ID: "order-1"}, {Tenant: "acme", ID: "order-1"}, {ID: "order-1"},
+		{Tenant: "initech", ID: "order-1"}, {Tenant: "umbrella", ID: "order-2"}, {Tenant: "nobody", ID: "order-1"}}
+	seen, err := s.EventIDsSeen(ctx, keys)
+	want := map[store.EventKey]store.EventPlace{
+		keys[0]: {Stream: "/globex", Position: globex.Position}, keys[1]: {Stream: "/acme", Position: acme.Position},
+		keys[2]: {Stream: "/events", Position: platform.Position}, keys[3]: {Stream: "/raw", Position: 5}}
+	if err != nil || len(seen) != len(want) {
+		t.Fatalf("seen = %v, %v; want %v", seen, err, want)
+	}
+	for k, at := range want {
+		if seen[k] != at {
+			t.Fatalf("seen[%+v] = %v, want %v", k, seen[k], at)
+		}
+	}
+}
+
+// An endpoint receiving several tenants' events has one delivery per
+// (event tenant, event id): the same id of two tenants is two
+// deliveries, each kept with its tenant, and a repeat of either is left
+// as it is (a replay makes only that tenant's finished one pending).
+func testDeliveriesPerEventTenant(t *testing.T, f Factory) {
+	s := f.Open(t)
+	ctx := context.Background()
+	mustEndpoint(t, s, endpoint("ep"))
+	of := func(tenant string, pos int64) store.Delivery {
+		d := delivery("ep", "order-1", pos)
+		d.EventTenant = tenant
+		return d
+	}
+	enqueue := func(replay bool, ds ...store.Delivery) int {
+		t.Helper()
+		res, err := s.DeliveryEnqueue(ctx, &store.DeliveryEnqueueParams{Stream: "/s", Deliveries: ds, Replay: replay, Now: t0})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.Queued
+	}
+	if n := enqueue(false, of("acme", 0), of("globex", 10), of("", 20)); n != 3 {
+		t.Fatalf("one id of three tenants queued %d deliveries, want 3", n)
+	}
+	if n := enqueue(false, of("acme", 30)); n != 0 {
+		t.Fatalf("acme's id again queued %d", n)
+	}
+	s = f.Reopen(t, s)
+	list, err := s.DeliveryList(ctx, &store.DeliveryListParams{EndpointID: "ep"})
+	if err != nil || len(list) != 3 {
+		t.Fatalf("deliveries = %+v, %v", list, err)
+	}
+	byTenant := map[string]int64{}
+	for _, d := range list {
+		byTenant[d.EventTenant] = d.Position
+	}
+	if byTenant["acme"] != 0 || byTenant["globex"] != 10 || byTenant[""] != 20 {
+		t.Fatalf("deliveries by event tenant = %v", byTenant)
+	}
+	claim := mustClaim(t, s, "ep", 10, t0)
+	var results []store.DeliveryResult
+	for _, d := range claim.Deliveries {
+		results = append(results, store.DeliveryResult{DeliveryID: d.ID, LeaseToken: d.LeaseToken, Status: store.DeliveryDelivered,
+			Attempt: store.DeliveryAttempt{DeliveryID: d.ID, At: t0, StatusCode: 200}})
+	}
+	ep, _ := s.EndpointGet(ctx, "ep")
+	if _, err := s.DeliveryComplete(ctx, &store.DeliveryCompleteParams{EndpointID: "ep", Results: results,
+		ExpectHealthVersion: ep.HealthVersion, Now: t0}); err != nil {
+		t.Fatal(err)
+	}
+	if n := enqueue(true, of("globex", 10)); n != 1 {
+		t.Fatalf("replay of globex's event queued %d, want 1", n)
+	}
+	pending, err := s.DeliveryList(ctx, &store.DeliveryListParams{EndpointID: "ep", Status: store.DeliveryPending})
+	if err != nil || len(pending) != 1 || pending[0].EventTenant != "globex" {
+		t.Fatalf("pending after the replay = %+v, %v", pending, err)
 	}
 }

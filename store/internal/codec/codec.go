@@ -130,7 +130,7 @@ func ConsumerValues(c *store.Consumer) []any {
 // DeliveryColumns are the columns ScanDelivery reads (body last, when
 // asked for, is added by the caller).
 const DeliveryColumns = `seq, endpoint_id, event_id, event_type, stream, position, status, attempts, round_attempts,
-	next_attempt_at, last_status_code, last_error, created_at, updated_at, finished_at, trace_parent, batch_id`
+	next_attempt_at, last_status_code, last_error, created_at, updated_at, finished_at, trace_parent, batch_id, event_tenant`
 
 // ScanDelivery scans a delivery row of DeliveryColumns, followed by the
 // extra destinations (the body, lease columns) the query selects, and
@@ -139,7 +139,8 @@ func ScanDelivery(ids *DeliveryIDs, row Row, extra ...any) (store.Delivery, erro
 	var d store.Delivery
 	var next, created, updated, finished int64
 	dst := append([]any{&d.Seq, &d.EndpointID, &d.EventID, &d.EventType, &d.Stream, &d.Position, &d.Status, &d.Attempts,
-		&d.RoundAttempts, &next, &d.LastStatusCode, &d.LastError, &created, &updated, &finished, &d.TraceParent, &d.BatchID}, extra...)
+		&d.RoundAttempts, &next, &d.LastStatusCode, &d.LastError, &created, &updated, &finished, &d.TraceParent, &d.BatchID,
+		&d.EventTenant}, extra...)
 	if err := row.Scan(dst...); err != nil {
 		return d, err
 	}
