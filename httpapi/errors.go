@@ -115,7 +115,8 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 		status, code, msg = http.StatusForbidden, "PRODUCER_EPOCH_STALE", "the producer epoch is older than the stream's"
 		h.Set(hdrProducerEpoch, strconv.FormatInt(stale.Current, 10))
 	case errors.As(err, &gap):
-		status, code, msg = http.StatusConflict, "PRODUCER_SEQ_GAP", "the producer skipped a sequence number"
+		status, code, msg = http.StatusConflict, "PRODUCER_SEQ_GAP", "sequence conflict: the producer skipped a sequence number (expected "+
+			strconv.FormatInt(gap.Expected, 10)+", received "+strconv.FormatInt(gap.Received, 10)+")"
 		h.Set(hdrProducerExpected, strconv.FormatInt(gap.Expected, 10))
 		h.Set(hdrProducerReceived, strconv.FormatInt(gap.Received, 10))
 	case errors.Is(err, context.Canceled) && r.Context().Err() != nil:
