@@ -24,6 +24,7 @@ func (e *apiError) Error() string { return e.message }
 // Errors httpapi itself detects.
 var (
 	errReservedPath             = &apiError{http.StatusNotFound, "RESERVED_PATH", "this path is reserved for Herald's own API; streams cannot live under /_herald/ or /callback/"}
+	errNoRoute                  = &apiError{http.StatusNotFound, "NOT_FOUND", "Herald's API has no route at this path; see /_herald/v1/openapi.json"}
 	errSubscriptionsUnavailable = &apiError{http.StatusNotFound, "SUBSCRIPTIONS_UNAVAILABLE", "this server does not serve the subscription API"}
 	errMethodNotAllowed         = &apiError{http.StatusMethodNotAllowed, "METHOD_NOT_ALLOWED", "streams accept GET, HEAD, POST, PUT, DELETE and OPTIONS"}
 	errInvalidPath              = &apiError{http.StatusBadRequest, "INVALID_PATH", "a stream path must be absolute, without empty, '.' or '..' segments, control characters or encoded slashes, and at most 1024 bytes"}
