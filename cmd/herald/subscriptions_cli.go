@@ -31,7 +31,7 @@ epoch, the offsets of their streams and their next deadline.
 
 Usage:
   herald consumers ls SUBSCRIPTION_ID
-  herald consumers get CONSUMER_ID     (as in wakes: SUBSCRIPTION_ID:%2Furl%2Fencoded%2Fpath)
+  herald consumers get CONSUMER_ID     (SUBSCRIPTION_ID:/stream/path, or URL-encoded as in wakes)
 
 ` + commonFlagsUsage
 
