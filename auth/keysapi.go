@@ -273,7 +273,7 @@ func decodeBody(w http.ResponseWriter, r *http.Request, out any) error {
 	if err != nil {
 		var mb *http.MaxBytesError
 		if errors.As(err, &mb) {
-			return &apiError{http.StatusRequestEntityTooLarge, errorDetail{Code: "BODY_TOO_LARGE", Message: fmt.Sprintf("the body is over %d bytes", maxKeysBody)}}
+			return &apiError{http.StatusRequestEntityTooLarge, errorDetail{Code: "PAYLOAD_TOO_LARGE", Message: fmt.Sprintf("the body is over %d bytes", maxKeysBody)}}
 		}
 		return badRequest("INVALID_JSON", "", "the body could not be read")
 	}

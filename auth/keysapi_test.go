@@ -226,7 +226,7 @@ func TestKeysAPIRefusesBadInput(t *testing.T) {
 		{"POST", "/_herald/v1/keys", `{"scopes":["admin"],"expires_at":"` + past + `"}`, 400, "INVALID_EXPIRES_AT", "expires_at"},
 		{"POST", "/_herald/v1/keys", `{"scopes":["admin"]} {}`, 400, "INVALID_JSON", ""},
 		{"POST", "/_herald/v1/keys", `{"scopes":["admin"],"description":"` + strings.Repeat("d", 300) + `"}`, 400, "INVALID_DESCRIPTION", "description"},
-		{"POST", "/_herald/v1/keys", `{"scopes":["` + strings.Repeat("a", 70000) + `"]}`, 413, "BODY_TOO_LARGE", ""},
+		{"POST", "/_herald/v1/keys", `{"scopes":["` + strings.Repeat("a", 70000) + `"]}`, 413, "PAYLOAD_TOO_LARGE", ""},
 		{"POST", "/_herald/v1/keys?x=1", `{"scopes":["admin"]}`, 400, "UNKNOWN_PARAMETER", "x"},
 		{"GET", "/_herald/v1/keys?limit=0", ``, 400, "INVALID_PARAMETER", "limit"},
 		{"GET", "/_herald/v1/keys?limit=abc", ``, 400, "INVALID_PARAMETER", "limit"},

@@ -85,7 +85,7 @@ func (a *API) Mount(m auth.Mounter) {
 // Error codes of the API besides the validation codes (see Code).
 const (
 	CodeInvalidJSON        Code = "INVALID_JSON"
-	CodeBodyTooLarge       Code = "BODY_TOO_LARGE"
+	CodeBodyTooLarge       Code = "PAYLOAD_TOO_LARGE"
 	CodeInvalidParameter   Code = "INVALID_PARAMETER"
 	CodeUnknownParameter   Code = "UNKNOWN_PARAMETER"
 	CodeEndpointNotFound   Code = "ENDPOINT_NOT_FOUND"

@@ -486,7 +486,7 @@ func replayParams(req *replayRequest) (*ReplayParams, error) {
 		}
 		t, err := time.Parse(time.RFC3339, f.value)
 		if err != nil {
-			return nil, badRequest(CodeInvalidTimestamp, f.name, "%s must be RFC 3339, like 2026-01-02T15:04:05Z", f.name)
+			return nil, badRequest(CodeInvalidParameter, f.name, "%s must be RFC 3339, like 2026-01-02T15:04:05Z", f.name)
 		}
 		*f.dst = t
 	}

@@ -95,7 +95,7 @@ func TestAPIEventTypeBadInput(t *testing.T) {
 			{"unknown metaschema", "POST", "/_herald/v1/event-types", `{"name":"a.b","schema":{"$schema":"https://example.com/meta"}}`, 400, "INVALID_SCHEMA", "schema"},
 			{"schema not an object", "POST", "/_herald/v1/event-types", `{"name":"a.b","schema":[1]}`, 400, "INVALID_SCHEMA", "schema"},
 			{"schema too large", "POST", "/_herald/v1/event-types", `{"name":"a.b","schema":` + hugeSchema + `}`, 413, "SCHEMA_TOO_LARGE", "schema"},
-			{"body too large", "POST", "/_herald/v1/event-types", hugeBody, 413, "BODY_TOO_LARGE", ""},
+			{"body too large", "POST", "/_herald/v1/event-types", hugeBody, 413, "PAYLOAD_TOO_LARGE", ""},
 			{"long description", "POST", "/_herald/v1/event-types", `{"name":"a.b","description":"` + strings.Repeat("x", MaxDescriptionLen+1) + `"}`, 400, "INVALID_DESCRIPTION", "description"},
 			{"unknown field", "POST", "/_herald/v1/event-types", `{"name":"a.b","version":2}`, 400, "UNKNOWN_FIELD", "version"},
 			{"patch name", "PATCH", "/_herald/v1/event-types/order.paid", `{"name":"order.done"}`, 400, "UNKNOWN_FIELD", "name"},

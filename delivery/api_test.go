@@ -65,7 +65,7 @@ func TestAPIBadInput(t *testing.T) {
 			{"event without type", "POST", "/_herald/v1/events", `{"data":{}}`, 400, "INVALID_EVENT_TYPE"},
 			{"event bad type", "POST", "/_herald/v1/events", `{"type":"a..b"}`, 400, "INVALID_EVENT_TYPE"},
 			{"event unknown field", "POST", "/_herald/v1/events", `{"type":"a.b","payload":{}}`, 400, "UNKNOWN_FIELD"},
-			{"event bad timestamp", "POST", "/_herald/v1/events", `{"type":"a.b","timestamp":"now"}`, 400, "INVALID_TIMESTAMP"},
+			{"event bad timestamp", "POST", "/_herald/v1/events", `{"type":"a.b","timestamp":"now"}`, 400, "INVALID_PARAMETER"},
 			{"event reserved stream", "POST", "/_herald/v1/events", `{"type":"a.b","stream":"/_herald/x"}`, 400, "INVALID_STREAM"},
 			{"event too large", "POST", "/_herald/v1/events", big, 413, "EVENT_TOO_LARGE"},
 			{"event not an object", "POST", "/_herald/v1/events", `[1]`, 400, "INVALID_EVENT"},

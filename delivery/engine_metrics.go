@@ -19,6 +19,7 @@ type engineMetrics struct {
 	attempts    *prometheus.HistogramVec
 	deadLetters *prometheus.CounterVec
 	matched     prometheus.Counter
+	published   prometheus.Counter
 }
 
 // metricsSource is what the scrape-time collectors ask the store.
@@ -61,6 +62,10 @@ func newEngineMetrics(reg prometheus.Registerer, src metricsSource, tenantLabel 
 			Name: "herald_delivery_deliveries_created_total",
 			Help: "Deliveries created by matching stream messages to endpoints.",
 		}),
+		published: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "herald_delivery_events_published_total",
+			Help: "Events appended to their stream by POST /_herald/v1/events (a duplicate id appends nothing and is not counted).",
+		}),
 	}
 	if !tenantLabel {
 		// Without labels each is one series, shown from the start (at
@@ -73,7 +78,7 @@ func newEngineMetrics(reg prometheus.Registerer, src metricsSource, tenantLabel 
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{m.outcomes, m.attemptTime, m.endToEnd, m.attempts, m.deadLetters, m.matched, &storeCollector{src: src}} {
+	for _, c := range []prometheus.Collector{m.outcomes, m.attemptTime, m.endToEnd, m.attempts, m.deadLetters, m.matched, m.published, &storeCollector{src: src}} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

@@ -2,6 +2,7 @@ package delivery
 
 import (
 	"context"
+	"encoding/json"
 	"log/slog"
 	"net/http"
 	"slices"
@@ -163,5 +164,25 @@ func TestDeliveryMetricsTenantLabel(t *testing.T) {
 				t.Errorf("delivered attempts (label %v) = %v", on, got)
 			}
 		})
+	}
+}
+
+func TestPublishedEventsAreCounted(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, nil)
+	r.publish("a.one", "/counted", `{}`)
+	r.publish("a.two", "/counted", `{}`)
+	if got := r.metric("herald_delivery_events_published_total"); got != 2 {
+		t.Fatalf("herald_delivery_events_published_total = %v, want 2", got)
+	}
+	// A duplicate id appends nothing, and is not counted.
+	ev := &Event{ID: "evt-once", Type: "a.three", Timestamp: time.Now().UTC(), Data: json.RawMessage(`{}`)}
+	for range 2 {
+		if _, err := r.e.Publish(context.Background(), &PublishParams{Event: ev, Stream: "/counted"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := r.metric("herald_delivery_events_published_total"); got != 3 {
+		t.Fatalf("after a duplicate: %v, want 3", got)
 	}
 }

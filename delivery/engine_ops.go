@@ -458,7 +458,9 @@ func (e *Engine) Publish(ctx context.Context, p *PublishParams) (*PublishResult,
 	if err != nil {
 		return nil, err
 	}
-	if out.Duplicate {
+	if !out.Duplicate {
+		e.metrics.published.Inc()
+	} else {
 		stored, err := e.storedEvent(ctx, out.Stream, out.Position, store.EventKey{Tenant: p.Tenant, ID: ev.ID})
 		if err != nil {
 			return nil, err

@@ -29,8 +29,6 @@ const (
 	CodeInvalidEventID Code = "INVALID_EVENT_ID"
 	// CodeInvalidEventType: the event type is missing or malformed.
 	CodeInvalidEventType Code = "INVALID_EVENT_TYPE"
-	// CodeInvalidTimestamp: the timestamp is not RFC 3339.
-	CodeInvalidTimestamp Code = "INVALID_TIMESTAMP"
 	// CodeInvalidEventTypePattern: an event_types entry is not "*",
 	// "prefix.*" or an exact event type.
 	CodeInvalidEventTypePattern Code = "INVALID_EVENT_TYPE_PATTERN"

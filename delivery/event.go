@@ -104,11 +104,11 @@ func ParseEvent(raw []byte, p *ParseEventParams) (*Event, error) {
 	if v, ok := fields["timestamp"]; ok && !isNull(v) {
 		var s string
 		if err := json.Unmarshal(v, &s); err != nil {
-			return nil, &ValidationError{Code: CodeInvalidTimestamp, Field: "timestamp", Message: "timestamp must be an RFC 3339 string", Err: err}
+			return nil, &ValidationError{Code: CodeInvalidParameter, Field: "timestamp", Message: "timestamp must be an RFC 3339 string", Err: err}
 		}
 		ts, err := time.Parse(time.RFC3339, s)
 		if err != nil {
-			return nil, &ValidationError{Code: CodeInvalidTimestamp, Field: "timestamp", Message: "timestamp must be RFC 3339, like 2026-01-02T15:04:05Z", Err: err}
+			return nil, &ValidationError{Code: CodeInvalidParameter, Field: "timestamp", Message: "timestamp must be RFC 3339, like 2026-01-02T15:04:05Z", Err: err}
 		}
 		ev.Timestamp = ts
 	}

@@ -309,7 +309,7 @@ func TestConflictingRecreateIsConflictWhateverTheURL(t *testing.T) {
 	}{
 		{"taken id, refused URL", "sub", "http://10.1.2.3/hook", http.StatusConflict, "SUBSCRIPTION_EXISTS"},
 		{"taken id, allowed URL", "sub", hook + "/other", http.StatusConflict, "SUBSCRIPTION_EXISTS"},
-		{"new id, refused URL", "fresh", "http://10.1.2.3/hook", http.StatusBadRequest, "WEBHOOK_URL_REFUSED"},
+		{"new id, refused URL", "fresh", "http://10.1.2.3/hook", http.StatusBadRequest, "URL_REFUSED"},
 	} {
 		resp, body := do(t, "PUT", srv.base+"/agents/*?subscription="+tc.id, jsonBody, `{"webhook": "`+tc.webhook+`"}`)
 		var e struct {

@@ -24,6 +24,7 @@ func (e *apiError) Error() string { return e.message }
 // Errors httpapi itself detects.
 var (
 	errReservedPath             = &apiError{http.StatusNotFound, "RESERVED_PATH", "this path is reserved for Herald's own API; streams cannot live under /_herald/ or /callback/"}
+	errNoRoute                  = &apiError{http.StatusNotFound, "NOT_FOUND", "Herald's API has no route at this path; see /_herald/v1/openapi.json"}
 	errSubscriptionsUnavailable = &apiError{http.StatusNotFound, "SUBSCRIPTIONS_UNAVAILABLE", "this server does not serve the subscription API"}
 	errMethodNotAllowed         = &apiError{http.StatusMethodNotAllowed, "METHOD_NOT_ALLOWED", "streams accept GET, HEAD, POST, PUT, DELETE and OPTIONS"}
 	errInvalidPath              = &apiError{http.StatusBadRequest, "INVALID_PATH", "a stream path must be absolute, without empty, '.' or '..' segments, control characters or encoded slashes, and at most 1024 bytes"}
@@ -115,7 +116,8 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 		status, code, msg = http.StatusForbidden, "PRODUCER_EPOCH_STALE", "the producer epoch is older than the stream's"
 		h.Set(hdrProducerEpoch, strconv.FormatInt(stale.Current, 10))
 	case errors.As(err, &gap):
-		status, code, msg = http.StatusConflict, "PRODUCER_SEQ_GAP", "the producer skipped a sequence number"
+		status, code, msg = http.StatusConflict, "PRODUCER_SEQ_GAP", "sequence conflict: the producer skipped a sequence number (expected "+
+			strconv.FormatInt(gap.Expected, 10)+", received "+strconv.FormatInt(gap.Received, 10)+")"
 		h.Set(hdrProducerExpected, strconv.FormatInt(gap.Expected, 10))
 		h.Set(hdrProducerReceived, strconv.FormatInt(gap.Received, 10))
 	case errors.Is(err, context.Canceled) && r.Context().Err() != nil:

@@ -24,14 +24,16 @@ func TestCreate(t *testing.T) {
 	if w.Code != http.StatusCreated {
 		t.Fatalf("status = %d: %s", w.Code, w.Body)
 	}
-	want := store.StreamCreateParams{Path: "/v1/s", ContentType: "application/json", TTL: time.Hour, Closed: true,
+	// The content type is kept as sent, parameters included; JSON mode
+	// goes by its media type.
+	want := store.StreamCreateParams{Path: "/v1/s", ContentType: "Application/JSON; charset=utf-8", TTL: time.Hour, Closed: true,
 		Data: []byte("{\"a\":1}\n{\"b\":2}\n"), Messages: 2, ForkOffset: -1, Now: testNow}
 	if got == nil || string(got.Data) != string(want.Data) || got.Messages != 2 || got.Path != want.Path || got.ContentType != want.ContentType ||
 		got.TTL != want.TTL || !got.Closed || got.ForkSource != "" || got.ForkOffset != -1 || !got.Now.Equal(testNow) {
 		t.Errorf("create params = %+v, want %+v", got, want)
 	}
 	h := w.Header()
-	if h.Get("Location") != "http://herald.test/v1/s" || h.Get("Content-Type") != "application/json" ||
+	if h.Get("Location") != "http://herald.test/v1/s" || h.Get("Content-Type") != "Application/JSON; charset=utf-8" ||
 		h.Get("Stream-Next-Offset") != "0000000000000000_0000000000000016" || h.Get("Stream-Closed") != "true" {
 		t.Errorf("headers = %v", h)
 	}

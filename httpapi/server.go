@@ -400,9 +400,9 @@ func (s *Server) serveGuarded(w http.ResponseWriter, r *http.Request, h http.Han
 // preflight, or the route mounted there. The prefix must be spelled
 // literally and the path be clean, so that a proxy rule on the prefix sees
 // every request for it, and the mux never answers with a redirect (which
-// has an HTML body). A path without a route is RESERVED_PATH: a stream
-// operation there, or a wrong method on a route (a stream create at
-// /callback/x must not read as "use another method").
+// has an HTML body). A path that has routes for other methods only is
+// 405 METHOD_NOT_ALLOWED with Allow; a PUT elsewhere is a stream create
+// under a reserved prefix, RESERVED_PATH; anything else is 404 NOT_FOUND.
 func (s *Server) serveReserved(w http.ResponseWriter, r *http.Request) {
 	if r.Method == http.MethodOptions {
 		s.preflight(w, r)
@@ -420,7 +420,39 @@ func (s *Server) serveReserved(w http.ResponseWriter, r *http.Request) {
 		s.mux.ServeHTTP(w, r) // routes again, setting Request.PathValue
 		return
 	}
-	s.fail(w, r, errReservedPath)
+	if allow := s.allowedMethods(r); allow != "" {
+		w.Header().Set("Allow", allow)
+		s.fail(w, r, &apiError{http.StatusMethodNotAllowed, errMethodNotAllowed.code, "this route accepts " + allow})
+		return
+	}
+	if r.Method == http.MethodPut {
+		s.fail(w, r, errReservedPath)
+		return
+	}
+	s.fail(w, r, errNoRoute)
+}
+
+// routeMethods are the methods allowedMethods tries, in the order Allow
+// lists them.
+var routeMethods = []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete}
+
+// allowedMethods is the Allow header value for a request under a
+// reserved prefix that no route serves: the methods of the routes at its
+// path, with OPTIONS (every reserved path answers preflights), or "" when
+// the path has no route at all. Only failing requests pay for it.
+func (s *Server) allowedMethods(r *http.Request) string {
+	var allow []string
+	probe := r.Clone(r.Context())
+	for _, m := range routeMethods {
+		probe.Method = m
+		if _, pattern := s.mux.Handler(probe); pattern != "" {
+			allow = append(allow, m)
+		}
+	}
+	if len(allow) == 0 {
+		return ""
+	}
+	return strings.Join(append(allow, http.MethodOptions), ", ")
 }
 
 // serveSubscriptionRequest serves a request for the subscription API,

@@ -161,12 +161,30 @@ func TestReservedPaths(t *testing.T) {
 	if w := do(s, "POST", "/callback/c-1", nil, nil); w.Code != http.StatusAccepted {
 		t.Errorf("mounted callback route = %d", w.Code)
 	}
-	// Stream operations under reserved prefixes never reach the store.
-	for _, c := range []struct{ method, target string }{
-		{"PUT", "/_herald/v1/hello"}, {"PUT", "/_herald"}, {"POST", "/_herald/stream"},
-		{"GET", "/callback/c-1"}, {"PUT", "/callback/x"}, {"DELETE", "/callback"},
+	// Requests under reserved prefixes never reach the store. A stream
+	// create there is RESERVED_PATH; a path without a route NOT_FOUND; a
+	// route's path with another method 405 with the route's methods.
+	for _, c := range []struct {
+		method, target string
+		status         int
+		code, allow    string
+	}{
+		{"PUT", "/_herald", http.StatusNotFound, "RESERVED_PATH", ""},
+		{"PUT", "/_herald/v1/stream", http.StatusNotFound, "RESERVED_PATH", ""},
+		{"PUT", "/callback", http.StatusNotFound, "RESERVED_PATH", ""},
+		{"GET", "/_herald/v1/nothing-here", http.StatusNotFound, "NOT_FOUND", ""},
+		{"POST", "/_herald/stream", http.StatusNotFound, "NOT_FOUND", ""},
+		{"DELETE", "/callback", http.StatusNotFound, "NOT_FOUND", ""},
+		{"GET", "/_herald/", http.StatusNotFound, "NOT_FOUND", ""},
+		{"PUT", "/_herald/v1/hello", http.StatusMethodNotAllowed, "METHOD_NOT_ALLOWED", "GET, HEAD, OPTIONS"},
+		{"DELETE", "/_herald/v1/hello", http.StatusMethodNotAllowed, "METHOD_NOT_ALLOWED", "GET, HEAD, OPTIONS"},
+		{"GET", "/callback/c-1", http.StatusMethodNotAllowed, "METHOD_NOT_ALLOWED", "POST, OPTIONS"},
 	} {
-		expectError(t, do(s, c.method, c.target, nil, nil), http.StatusNotFound, "RESERVED_PATH")
+		w := do(s, c.method, c.target, nil, nil)
+		expectError(t, w, c.status, c.code)
+		if got := w.Header().Get("Allow"); got != c.allow {
+			t.Errorf("%s %s: Allow = %q, want %q", c.method, c.target, got, c.allow)
+		}
 	}
 }
 

@@ -153,7 +153,7 @@ var subscriptionErrors = []struct {
 	{subscription.ErrInvalidSubscriptionID, http.StatusBadRequest, "INVALID_SUBSCRIPTION_ID"},
 	{glob.ErrInvalidPattern, http.StatusBadRequest, "INVALID_PATTERN"},
 	{subscription.ErrInvalidRequest, http.StatusBadRequest, "INVALID_REQUEST"},
-	{webhook.ErrURLRefused, http.StatusBadRequest, "WEBHOOK_URL_REFUSED"},
+	{webhook.ErrURLRefused, http.StatusBadRequest, "URL_REFUSED"},
 	{subscription.ErrSubscriptionExists, http.StatusConflict, "SUBSCRIPTION_EXISTS"},
 	{subscription.ErrSubscriptionNotFound, http.StatusNotFound, "SUBSCRIPTION_NOT_FOUND"},
 }

@@ -103,7 +103,7 @@ func TestSubscriptionErrors(t *testing.T) {
 		code         string
 	}{
 		{"taken id", "PUT", "/a/*?subscription=s1", `{"webhook":"https://h.example/"}`, subscription.ErrSubscriptionExists, 409, "SUBSCRIPTION_EXISTS"},
-		{"refused webhook", "PUT", "/a/*?subscription=s1", `{"webhook":"https://10.0.0.1/"}`, refused, 400, "WEBHOOK_URL_REFUSED"},
+		{"refused webhook", "PUT", "/a/*?subscription=s1", `{"webhook":"https://10.0.0.1/"}`, refused, 400, "URL_REFUSED"},
 		{"bad id", "PUT", "/a/*?subscription=s1", `{"webhook":"https://h.example/"}`, fmt.Errorf("%w: bad", subscription.ErrInvalidSubscriptionID), 400, "INVALID_SUBSCRIPTION_ID"},
 		{"bad body", "PUT", "/a/*?subscription=s1", `{"webhook": 3}`, nil, 400, "INVALID_REQUEST"},
 		{"unknown field", "PUT", "/a/*?subscription=s1", `{"webhook":"https://h.example/","hook":1}`, nil, 400, "INVALID_REQUEST"},

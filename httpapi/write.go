@@ -110,7 +110,7 @@ func (s *Server) failAppend(w http.ResponseWriter, r *http.Request, params *stor
 		s.fail(w, r, err)
 	case st.Closed:
 		s.fail(w, r, &store.ClosedError{Tail: st.Tail})
-	case params.ContentType != "" && params.ContentType != st.ContentType && !errors.Is(reqErr, errEmptyAppend):
+	case params.ContentType != "" && !protocol.SameMediaType(params.ContentType, st.ContentType) && !errors.Is(reqErr, errEmptyAppend):
 		s.fail(w, r, store.ErrContentTypeMismatch)
 	default:
 		s.fail(w, r, reqErr)

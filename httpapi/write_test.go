@@ -33,8 +33,8 @@ func TestAppend(t *testing.T) {
 		t.Errorf("append params = %+v", got)
 	}
 	// Bytes of other types are stored as sent.
-	do(s, "POST", "/v1/s", strings.NewReader("raw\x00bytes"), map[string]string{"Content-Type": "TEXT/plain"})
-	if got.ContentType != "text/plain" || string(got.Data) != "raw\x00bytes" || got.Messages != 0 {
+	do(s, "POST", "/v1/s", strings.NewReader("raw\x00bytes"), map[string]string{"Content-Type": " TEXT/plain; charset=utf-8"})
+	if got.ContentType != "TEXT/plain; charset=utf-8" || string(got.Data) != "raw\x00bytes" || got.Messages != 0 {
 		t.Errorf("text append params = %+v", got)
 	}
 }
@@ -114,6 +114,11 @@ func TestAppendErrorPrecedence(t *testing.T) {
 	closed.Closed = false
 	expectError(t, do(s, "POST", "/v1/s", strings.NewReader("{ bad }"), map[string]string{"Content-Type": "application/json"}), http.StatusConflict, "CONTENT_TYPE_MISMATCH")
 	expectError(t, do(s, "POST", "/v1/s", strings.NewReader("x"), nil), http.StatusBadRequest, "MISSING_CONTENT_TYPE")
+	// The stream's type is compared by media type: parameters do not make
+	// a mismatch, so the request's own error shows.
+	json := stream(1, "/v1/s", "application/json; charset=utf-8", 7)
+	f.get = func(*store.StreamGetParams) (*store.Stream, error) { return &json, nil }
+	expectError(t, do(s, "POST", "/v1/s", strings.NewReader("{ bad }"), map[string]string{"Content-Type": "Application/JSON"}), http.StatusBadRequest, "INVALID_JSON")
 	f.get = func(*store.StreamGetParams) (*store.Stream, error) { return nil, store.ErrNotFound }
 	expectError(t, do(s, "POST", "/v1/s", nil, nil), http.StatusNotFound, "STREAM_NOT_FOUND")
 	f.get = func(*store.StreamGetParams) (*store.Stream, error) { return nil, store.ErrStreamGone }
@@ -142,6 +147,12 @@ func TestAppendStoreErrors(t *testing.T) {
 		f := &fakeStore{t: t, append: func(*store.StreamAppendParams) (*store.StreamAppendResult, error) { return nil, c.err }}
 		w := do(newTestServer(f, Config{Logger: discardLogger()}), "POST", "/v1/s", strings.NewReader("x"), map[string]string{"Content-Type": "text/plain"})
 		expectError(t, w, c.status, c.code)
+		// Clients recognise a sequence conflict by these words.
+		if c.code == "SEQUENCE_CONFLICT" || c.code == "PRODUCER_SEQ_GAP" {
+			if !strings.Contains(w.Body.String(), "sequence conflict") {
+				t.Errorf("%s body = %s, want the words \"sequence conflict\"", c.code, w.Body)
+			}
+		}
 		for k, v := range c.headers {
 			if got := w.Header().Get(k); got != v {
 				t.Errorf("%v: %s = %q, want %q", c.err, k, got, v)

@@ -58,9 +58,16 @@ func DecideAppend(st AppendState, req AppendRequest) (AppendDecision, error) {
 
 	// 1. Closed stream.
 	if st.Closed {
-		if p != nil && st.ClosedBy != nil && *st.ClosedBy == *p {
-			// The retry of the request that closed the stream.
-			return AppendDecision{Outcome: store.Duplicate, Producer: &ProducerState{Epoch: p.Epoch, LastSeq: p.Seq}}, nil
+		if p != nil {
+			// Only the retry of the request that closed the stream
+			// succeeds; any other producer request, close-only included,
+			// is refused, so a producer never sees a sequence number
+			// Herald did not accept (docs/protocol.md, Idempotent
+			// producers).
+			if st.ClosedBy != nil && *st.ClosedBy == *p {
+				return AppendDecision{Outcome: store.Duplicate, Producer: &ProducerState{Epoch: p.Epoch, LastSeq: p.Seq}}, nil
+			}
+			return d, &store.ClosedError{}
 		}
 		if !req.HasData && req.Close {
 			return AppendDecision{Outcome: store.Closed}, nil
@@ -68,8 +75,8 @@ func DecideAppend(st AppendState, req AppendRequest) (AppendDecision, error) {
 		return d, &store.ClosedError{}
 	}
 
-	// 2. Content type (only when there is a body).
-	if req.HasData && req.ContentType != st.ContentType {
+	// 2. Content type (only when there is a body), by media type.
+	if req.HasData && !SameMediaType(req.ContentType, st.ContentType) {
 		return d, store.ErrContentTypeMismatch
 	}
 

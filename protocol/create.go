@@ -9,9 +9,9 @@ import (
 )
 
 // SameCreateConfig reports whether a create request matches the stream
-// already at its path (PROTOCOL 5.1: content type, TTL/expiry, closure,
-// fork origin). A matching request is an idempotent success; any other is
-// store.ErrStreamExists. A fork request may leave out what the fork
+// already at its path (docs/protocol.md, Create: content type by media
+// type, TTL/expiry, closure, fork origin). A matching request is an
+// idempotent success; any other is store.ErrStreamExists. A fork request may leave out what the fork
 // inherited (content type, expiry) or the offset it was made at (-1).
 func SameCreateConfig(st *store.Stream, p *store.StreamCreateParams) bool {
 	if p.ForkSource != "" {
@@ -21,7 +21,7 @@ func SameCreateConfig(st *store.Stream, p *store.StreamCreateParams) bool {
 		if p.ForkOffset >= 0 && (p.ForkOffset != st.ForkOffset || p.ForkSubOffset != st.ForkSubOffset) {
 			return false
 		}
-		if p.ContentType != "" && p.ContentType != st.ContentType {
+		if p.ContentType != "" && !SameMediaType(p.ContentType, st.ContentType) {
 			return false
 		}
 		if (p.TTL != 0 || !p.ExpiresAt.IsZero()) && (p.TTL != st.TTL || !p.ExpiresAt.Equal(st.ExpiresAt)) {
@@ -32,7 +32,7 @@ func SameCreateConfig(st *store.Stream, p *store.StreamCreateParams) bool {
 	if st.ForkSource != "" {
 		return false
 	}
-	return p.ContentType == st.ContentType && p.TTL == st.TTL &&
+	return SameMediaType(p.ContentType, st.ContentType) && p.TTL == st.TTL &&
 		p.ExpiresAt.Equal(st.ExpiresAt) && p.Closed == st.Closed
 }
 
@@ -70,7 +70,7 @@ type ForkDecision struct {
 // it is, and store sentinel errors for requests that break a rule.
 func DecideFork(src *store.Stream, p *store.StreamCreateParams, rest func(anchor int64) ([]byte, error)) (ForkDecision, error) {
 	d := ForkDecision{ContentType: src.ContentType, TTL: p.TTL, ExpiresAt: p.ExpiresAt}
-	if p.ContentType != "" && p.ContentType != src.ContentType {
+	if p.ContentType != "" && !SameMediaType(p.ContentType, src.ContentType) {
 		return ForkDecision{}, store.ErrContentTypeMismatch
 	}
 	d.Anchor = p.ForkOffset

@@ -141,8 +141,10 @@ func FuzzHeaders(f *testing.F) {
 		}
 		if n, err := NormalizeContentType(ct); err == nil {
 			again, err := NormalizeContentType(n)
-			if err != nil || again != n || n != strings.ToLower(n) || strings.ContainsAny(n, "; \t") {
-				t.Fatalf("content type %q normalized to %q, then %q, %v", ct, n, again, err)
+			mt := MediaType(n)
+			if err != nil || again != n || n != strings.TrimSpace(n) || len(n) > MaxHeaderValueBytes ||
+				mt != strings.ToLower(mt) || strings.ContainsAny(mt, "; \t") || !SameMediaType(n, mt) {
+				t.Fatalf("content type %q normalized to %q (media type %q), then %q, %v", ct, n, mt, again, err)
 			}
 		}
 		if v, err := ParseSubOffset(sub); err == nil && (v < 0 || formatInt(v) != sub) {

@@ -198,34 +198,54 @@ const DefaultContentType = "application/octet-stream"
 // (docs/protocol.md, JSON mode).
 const ContentTypeJSON = "application/json"
 
-// NormalizeContentType reduces a Content-Type header to the form streams
-// store and compare: the media type alone, lower-cased, without parameters
-// or surrounding space ("Application/JSON; charset=utf-8" becomes
-// "application/json"). Media types compare case-insensitively and the
-// protocol gives parameters no meaning, so two requests that differ only
-// there address the same kind of stream. A value that is not
-// type/subtype made of token characters is ErrInvalidContentType; a media
-// type longer than MaxHeaderValueBytes is a *HeaderTooLongError.
+// NormalizeContentType checks a Content-Type header and returns the value a
+// stream keeps: the header without surrounding space, parameters included
+// ("text/plain; charset=utf-8" stays so), because a stream's content type is
+// returned exactly as it was created (docs/protocol.md, Create). Requests
+// are matched against it by media type alone (SameMediaType). A value whose
+// media type is not type/subtype made of token characters, or that holds a
+// control character, is ErrInvalidContentType; a value longer than MaxHeaderValueBytes is a
+// *HeaderTooLongError.
 func NormalizeContentType(v string) (string, error) {
-	if i := strings.IndexByte(v, ';'); i >= 0 {
-		v = v[:i]
-	}
 	v = strings.TrimSpace(v)
 	if err := CheckHeaderLength("Content-Type", v); err != nil {
 		return "", err
 	}
-	slash := strings.IndexByte(v, '/')
-	if slash <= 0 || slash == len(v)-1 {
-		return "", ErrInvalidContentType
-	}
 	for i := 0; i < len(v); i++ {
-		if i != slash && !isTokenChar(v[i]) {
+		if c := v[i]; (c < ' ' && c != '\t') || c == 0x7f {
 			return "", ErrInvalidContentType
 		}
 	}
-	// strings.ToLower returns v itself when it has no upper-case letters,
-	// so the common case does not allocate.
-	return strings.ToLower(v), nil
+	mt, _, _ := strings.Cut(v, ";")
+	mt = strings.TrimSpace(mt)
+	slash := strings.IndexByte(mt, '/')
+	if slash <= 0 || slash == len(mt)-1 {
+		return "", ErrInvalidContentType
+	}
+	for i := 0; i < len(mt); i++ {
+		if i != slash && !isTokenChar(mt[i]) {
+			return "", ErrInvalidContentType
+		}
+	}
+	return v, nil
+}
+
+// MediaType is the media type of a content type: lower-cased, without
+// parameters or surrounding space ("Text/Plain; charset=utf-8" is
+// "text/plain"). It does not allocate for a type already in that form.
+func MediaType(contentType string) string {
+	mt, _, _ := strings.Cut(contentType, ";")
+	// strings.ToLower returns its argument when it has no upper-case
+	// letters, so the common case does not allocate.
+	return strings.ToLower(strings.TrimSpace(mt))
+}
+
+// SameMediaType reports whether two content types name the same media
+// type. Media types compare case-insensitively and the protocol gives
+// parameters no meaning, so an append of "text/plain" matches a stream
+// created as "text/plain; charset=utf-8" and the reverse.
+func SameMediaType(a, b string) bool {
+	return a == b || MediaType(a) == MediaType(b)
 }
 
 // isTokenChar reports whether c is an RFC 9110 tchar.
@@ -237,20 +257,16 @@ func isTokenChar(c byte) bool {
 	return strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0
 }
 
-// IsJSON reports whether a content type is JSON mode. It is meant for
-// normalized types, and tolerates others: parameters, surrounding space and
-// case are ignored, so every backend and handler answers alike.
+// IsJSON reports whether a content type is JSON mode: its media type is
+// application/json, whatever its parameters and case.
 func IsJSON(contentType string) bool {
-	if contentType == ContentTypeJSON {
-		return true
-	}
-	mt, _, _ := strings.Cut(contentType, ";")
-	return strings.EqualFold(strings.TrimSpace(mt), ContentTypeJSON)
+	return contentType == ContentTypeJSON || MediaType(contentType) == ContentTypeJSON
 }
 
-// IsText reports whether SSE carries a stream of this normalized content
-// type as UTF-8 text (text/* and application/json); every other type is
+// IsText reports whether SSE carries a stream of this content type as UTF-8
+// text (media types text/* and application/json); every other type is
 // base64-encoded (docs/protocol.md, Server-Sent Events).
 func IsText(contentType string) bool {
-	return strings.HasPrefix(contentType, "text/") || contentType == ContentTypeJSON
+	mt := MediaType(contentType)
+	return strings.HasPrefix(mt, "text/") || mt == ContentTypeJSON
 }

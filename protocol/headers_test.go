@@ -126,9 +126,9 @@ func TestParseSubOffset(t *testing.T) {
 func TestNormalizeContentType(t *testing.T) {
 	good := map[string]string{
 		"text/plain":                       "text/plain",
-		"TEXT/PLAIN":                       "text/plain",
-		"application/json; charset=utf-8":  "application/json",
-		" Application/JSON ;charset=UTF-8": "application/json",
+		"TEXT/PLAIN":                       "TEXT/PLAIN",
+		"application/json; charset=utf-8":  "application/json; charset=utf-8",
+		" Application/JSON ;charset=UTF-8": "Application/JSON ;charset=UTF-8",
 		"application/vnd.api+json":         "application/vnd.api+json",
 	}
 	for in, want := range good {
@@ -136,7 +136,7 @@ func TestNormalizeContentType(t *testing.T) {
 			t.Errorf("NormalizeContentType(%q) = %q, %v; want %q", in, got, err, want)
 		}
 	}
-	for _, in := range []string{"", "text", "/plain", "text/", "text/pl ain", "te\x00xt/plain", "a/b/c", ";charset=utf-8"} {
+	for _, in := range []string{"", "text", "/plain", "text/", "text/pl ain", "te\x00xt/plain", "a/b/c", ";charset=utf-8", "text/plain; x=\x01"} {
 		if _, err := NormalizeContentType(in); !errors.Is(err, ErrInvalidContentType) {
 			t.Errorf("NormalizeContentType(%q) error = %v", in, err)
 		}
@@ -151,6 +151,40 @@ func TestNormalizeContentType(t *testing.T) {
 	}
 }
 
+func TestMediaType(t *testing.T) {
+	// Not parallel: testing.AllocsPerRun refuses parallel tests.
+	for in, want := range map[string]string{
+		"text/plain":                       "text/plain",
+		"text/plain; charset=utf-8":        "text/plain",
+		" Application/JSON ;charset=UTF-8": "application/json",
+	} {
+		if got := MediaType(in); got != want {
+			t.Errorf("MediaType(%q) = %q, want %q", in, got, want)
+		}
+	}
+	same := [][2]string{
+		{"text/plain", "text/plain; charset=utf-8"},
+		{"text/plain; charset=utf-8", "TEXT/Plain"},
+		{"application/json", "application/json;charset=UTF-8"},
+	}
+	for _, c := range same {
+		if !SameMediaType(c[0], c[1]) || !SameMediaType(c[1], c[0]) {
+			t.Errorf("SameMediaType(%q, %q) = false", c[0], c[1])
+		}
+	}
+	if SameMediaType("text/plain", "text/csv; charset=utf-8") || SameMediaType("application/json", "application/json-seq") {
+		t.Error("different media types match")
+	}
+	allocs := testing.AllocsPerRun(100, func() {
+		if !SameMediaType("text/plain", "text/plain; charset=utf-8") {
+			t.Fatal("no match")
+		}
+	})
+	if allocs != 0 {
+		t.Errorf("SameMediaType of lower-case types allocated %v times", allocs)
+	}
+}
+
 func TestContentTypeClasses(t *testing.T) {
 	cases := []struct {
 		ct         string
@@ -160,6 +194,9 @@ func TestContentTypeClasses(t *testing.T) {
 		{"application/json", true, true, SSEJSON},
 		{"text/plain", false, true, SSEText},
 		{"text/csv", false, true, SSEText},
+		{"text/plain; charset=utf-8", false, true, SSEText},
+		{"Text/Markdown", false, true, SSEText},
+		{"application/json; charset=utf-8", true, true, SSEJSON},
 		{"application/octet-stream", false, false, SSEBase64},
 		{"application/x-protobuf", false, false, SSEBase64},
 		{"image/png", false, false, SSEBase64},
@@ -185,12 +222,15 @@ func TestStoredHeaderLengths(t *testing.T) {
 	if _, err := ParseProducer(producer(over)); !errors.As(err, &tooLong) || tooLong.Header != "Producer-Id" {
 		t.Errorf("Producer-Id of %d bytes: %v, want a HeaderTooLongError", len(over), err)
 	}
-	// The media type is what is stored: parameters do not count.
-	if _, err := NormalizeContentType("text/" + at[5:] + "; charset=" + over); err != nil {
-		t.Errorf("media type of %d bytes: %v", len(at), err)
+	// The whole value is stored, parameters included.
+	if _, err := NormalizeContentType("text/" + at[5:]); err != nil {
+		t.Errorf("content type of %d bytes: %v", len(at), err)
+	}
+	if _, err := NormalizeContentType("text/" + at[5:] + ";a"); !errors.As(err, &tooLong) || tooLong.Header != "Content-Type" {
+		t.Errorf("content type with parameters over %d bytes: %v, want a HeaderTooLongError", len(at), err)
 	}
 	if _, err := NormalizeContentType("text/" + at[4:]); !errors.As(err, &tooLong) || tooLong.Header != "Content-Type" {
-		t.Errorf("media type of %d bytes: %v, want a HeaderTooLongError", len(over), err)
+		t.Errorf("content type of %d bytes: %v, want a HeaderTooLongError", len(over), err)
 	}
 	if err := CheckHeaderLength("Stream-Seq", over); !errors.As(err, &tooLong) || err.Error() != "protocol: Stream-Seq must be at most 256 bytes long" {
 		t.Errorf("CheckHeaderLength(over) = %v", err)

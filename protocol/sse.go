@@ -18,7 +18,7 @@ const (
 	SSEBase64
 )
 
-// SSEEncodingFor returns the SSE encoding of a normalized content type.
+// SSEEncodingFor returns the SSE encoding of a stream's content type.
 func SSEEncodingFor(contentType string) SSEEncoding {
 	switch {
 	case IsJSON(contentType):

@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
-# Measures Herald with its load generator, cmd/herald-bench: the workloads
-# of docs/performance.md. Builds herald and herald-bench from this
+# Measures Herald: the workloads of docs/performance.md. Builds herald,
+# herald-bench (the load generator, cmd/herald-bench) and the delivery
+# benchmarks (go test -bench BenchmarkDelivery ./delivery/) from this
 # repository, then takes every figure RUNS times (default 3), each run on
 # fresh servers with empty data directories. Every JSON line goes to stdout
 # and to bench-results.jsonl; the one-line summaries go to stderr.
 # Usage: scripts/bench.sh [RUNS]   (HERALD_BENCH_PORT: the port, default 4437)
+# HERALD_BENCH_QUICK=1 runs every workload briefly and small, to check that
+# the script works; its figures are not the measurements.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 runs=${1:-3}
@@ -13,10 +16,20 @@ pid=
 trap 'if [ -n "$pid" ]; then kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; fi; rm -rf "$work"' EXIT
 go build -o "$work/herald" ./cmd/herald
 go build -o "$work/herald-bench" ./cmd/herald-bench
+go test -c -o "$work/delivery.test" ./delivery/
 port=${HERALD_BENCH_PORT:-4437}
 B="http://127.0.0.1:$port"
 out=bench-results.jsonl
 : > "$out"
+
+# The sizes of the workloads: those of docs/performance.md, or tiny ones.
+if [ "${HERALD_BENCH_QUICK:-}" = 1 ]; then
+  streams=200 hold_n=50 hold=3s hold_wait=2 secs=1s big=100000 live_n=5 live_many=50
+  hook_streams=50 hook_lat=20 hook_c=50 hook_secs=2s deliveries=200x latency_events=100x
+else
+  streams=10000 hold_n=1000 hold=8s hold_wait=6 secs=5s big=10000000 live_n=200 live_many=1000
+  hook_streams=1000 hook_lat=200 hook_c=1000 hook_secs=15s deliveries=10000x latency_events=5000x
+fi
 
 # start runs herald on an empty data directory and waits until it is ready.
 start() {
@@ -32,34 +45,53 @@ rss() { awk '/VmRSS/ {printf "%.1f", $2/1024}' "/proc/$pid/status"; }
 emit() { echo "$1" | tee -a "$out"; }
 bench() { "$work/herald-bench" "$@" -base "$B" | tee -a "$out"; }
 
+# delivery_bench runs one delivery benchmark (name, -benchtime, workload)
+# and emits the metrics it reports: pairs of the benchmark's unit and the
+# JSON name it gets.
+delivery_bench() {
+  local name=$1 times=$2 workload=$3; shift 3
+  local line json="{\"test\":\"delivery\",\"workload\":\"$workload\",\"run\":$run"
+  line=$("$work/delivery.test" -test.run '^$' -test.bench "^$name\$" -test.benchtime "$times" | grep "^$name")
+  while [ $# -gt 0 ]; do
+    json="$json,\"$2\":$(echo "$line" | awk -v unit="$1" '{for (i = 2; i <= NF; i++) if ($i == unit) print $(i-1)}')"
+    shift 2
+  done
+  emit "$json}"
+  echo "delivery $workload: $line" >&2
+}
+
 for run in $(seq "$runs"); do
   start
   sleep 1
   emit "{\"test\":\"rss\",\"state\":\"idle\",\"run\":$run,\"mb\":$(rss)}"
-  bench create -n 10000 -c 16 -prefix /mem/s
+  bench create -n "$streams" -c 16 -prefix /mem/s
   emit "{\"test\":\"rss\",\"state\":\"10k-streams\",\"run\":$run,\"mb\":$(rss)}"
-  "$work/herald-bench" hold -base "$B" -n 1000 -hold 8s > "$work/hold.json" &
-  hold=$!
-  sleep 6
+  "$work/herald-bench" hold -base "$B" -n "$hold_n" -hold "$hold" > "$work/hold.json" &
+  holder=$!
+  sleep "$hold_wait"
   emit "{\"test\":\"rss\",\"state\":\"1000-long-polls\",\"run\":$run,\"mb\":$(rss)}"
-  wait "$hold"; tee -a "$out" < "$work/hold.json"
+  wait "$holder"; tee -a "$out" < "$work/hold.json"
   for c in 1 16 64; do
-    bench append -streams 1 -c "$c" -d 5s
+    bench append -streams 1 -c "$c" -d "$secs"
   done
-  bench append -streams 1000 -c 64 -d 5s
-  bench seed -url "$B/bench/big" -bytes 10000000 -msg 100 -batch 1000
+  bench append -streams 1000 -c 64 -d "$secs"
+  bench seed -url "$B/bench/big" -bytes "$big" -msg 100 -batch 1000
   for c in 1 4; do
-    bench read -url "$B/bench/big" -offset=-1 -c "$c" -d 5s -full
+    bench read -url "$B/bench/big" -offset=-1 -c "$c" -d "$secs" -full
   done
   for mode in long-poll sse; do
-    bench live -mode "$mode" -readers 1 -n 200
-    bench live -mode "$mode" -readers 1000 -n 20
+    bench live -mode "$mode" -readers 1 -n "$live_n"
+    bench live -mode "$mode" -readers "$live_many" -n 20
   done
   stop
   for mode in callback respond; do
     start
-    bench webhook -mode "$mode" -streams 1000 -lat 200 -c 1000 -d 15s
+    bench webhook -mode "$mode" -streams "$hook_streams" -lat "$hook_lat" -c "$hook_c" -d "$hook_secs"
     stop
   done
+  # Event delivery: in-process benchmarks (docs/performance.md, Event
+  # delivery), each on its own fresh store.
+  delivery_bench BenchmarkDeliveryThroughput "$deliveries" throughput deliveries/s deliveries_per_s
+  delivery_bench BenchmarkDeliveryLatency "$latency_events" latency p50-ms p50_ms p99-ms p99_ms
 done
 echo "results in $out" >&2

@@ -33,6 +33,10 @@ type Series struct {
 	Name string
 	// Metric is the counter family ("herald_stream_appends_total").
 	Metric string
+	// Also are further counter families added to Metric's, for a count
+	// that more than one counter makes (appends to streams, and events
+	// published into them).
+	Also []string
 	// Label and Values, when Label is set, keep only the samples whose
 	// label Label has one of Values.
 	Label  string
@@ -95,7 +99,7 @@ func (r *Recorder) Sample() error {
 	totals := make([]float64, len(r.cfg.Series))
 	for _, f := range families {
 		for i, s := range r.cfg.Series {
-			if f.GetName() == s.Metric {
+			if f.GetName() == s.Metric || slices.Contains(s.Also, f.GetName()) {
 				totals[i] += sum(f.GetMetric(), s)
 			}
 		}

@@ -157,3 +157,26 @@ func TestServeHTTPCountsTheBacklog(t *testing.T) {
 		t.Errorf("a failed count answered %d, want 500", w.Code)
 	}
 }
+
+func TestSeriesAddsItsOtherCounters(t *testing.T) {
+	t.Parallel()
+	reg := prometheus.NewRegistry()
+	appends := prometheus.NewCounter(prometheus.CounterOpts{Name: "t_appends_total", Help: "h"})
+	published := prometheus.NewCounter(prometheus.CounterOpts{Name: "t_published_total", Help: "h"})
+	reg.MustRegister(appends, published)
+	c := &clock{t: time.Date(2026, 1, 2, 15, 4, 0, 0, time.UTC)}
+	r := New(Config{Gatherer: reg, Now: c.now, Series: []Series{
+		{Name: "appends", Metric: "t_appends_total", Also: []string{"t_published_total"}},
+	}})
+	if err := r.Sample(); err != nil {
+		t.Fatal(err)
+	}
+	appends.Add(2)
+	published.Add(3)
+	if err := r.Sample(); err != nil {
+		t.Fatal(err)
+	}
+	if got := r.Snapshot().Minutes[Minutes-1].Counts["appends"]; got != 5 {
+		t.Errorf("appends = %v, want 5 (2 appended, 3 published)", got)
+	}
+}

@@ -18,7 +18,7 @@ var (
 	// ErrContentTypeMismatch: the request's content type is not the stream's.
 	ErrContentTypeMismatch = errors.New("store: content type does not match the stream")
 	// ErrSeqRegression: Stream-Seq is not greater than the last one.
-	ErrSeqRegression = errors.New("store: Stream-Seq is not greater than the last one")
+	ErrSeqRegression = errors.New("store: sequence conflict: Stream-Seq is not greater than the last one")
 	// ErrProducerEpochSeq: a new producer epoch must start at seq 0.
 	ErrProducerEpochSeq = errors.New("store: a new producer epoch must start at seq 0")
 	// ErrForkSourceGone: the fork source is soft-deleted.
@@ -60,5 +60,5 @@ type ProducerSeqGapError struct {
 }
 
 func (e *ProducerSeqGapError) Error() string {
-	return fmt.Sprintf("store: producer sequence gap: expected %d, received %d", e.Expected, e.Received)
+	return fmt.Sprintf("store: sequence conflict: producer sequence gap: expected %d, received %d", e.Expected, e.Received)
 }

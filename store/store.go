@@ -90,8 +90,10 @@ type Store interface {
 type Stream struct {
 	// ID is unique for the life of the store: a stream re-created at the
 	// same path gets a new ID (ETags and caches rely on it).
-	ID          int64
-	Path        string
+	ID   int64
+	Path string
+	// ContentType is the content type the stream was created with,
+	// parameters included; it is returned as it is.
 	ContentType string
 	// Tail is the position after the last byte: where the next append goes.
 	Tail   int64
@@ -185,8 +187,8 @@ const (
 // StreamAppendParams are the inputs of Store.StreamAppend.
 type StreamAppendParams struct {
 	Path string
-	// ContentType is the request's normalized content type; "" when the
-	// request has no body.
+	// ContentType is the request's content type as checked by
+	// protocol.NormalizeContentType; "" when the request has no body.
 	ContentType string
 	Data        []byte
 	Messages    int

@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -154,23 +155,53 @@ func (c *apiClient) parse(args []string) ([]string, error) {
 	return pos, nil
 }
 
-// apiError is an error answer of Herald: its status, code and message.
+// apiError is an error answer of Herald: its status, code and message,
+// and what to do about it on the command line.
 type apiError struct {
 	Status  string
 	Code    string
 	Message string
 	Field   string
+	Hint    string
 }
 
 func (e *apiError) Error() string {
+	var s string
 	switch {
 	case e.Code == "":
-		return e.Status
+		s = e.Status
 	case e.Field != "":
-		return fmt.Sprintf("%s %s (field %s): %s", e.Status, e.Code, e.Field, e.Message)
+		s = fmt.Sprintf("%s %s (field %s): %s", e.Status, e.Code, e.Field, e.Message)
 	default:
-		return fmt.Sprintf("%s %s: %s", e.Status, e.Code, e.Message)
+		s = fmt.Sprintf("%s %s: %s", e.Status, e.Code, e.Message)
 	}
+	if e.Hint != "" {
+		s += "\nhint: " + e.Hint
+	}
+	return s
+}
+
+// unauthorized fills in a 401 answer for the command line: Herald's
+// message speaks of the Authorization header, which the user of a
+// command sets with --key or HERALD_KEY.
+func (c *apiClient) unauthorized(ae *apiError) {
+	if c.key == "" {
+		ae.Message = "this command needs an API key"
+		ae.Hint = "give one with --key KEY or the environment variable HERALD_KEY"
+		return
+	}
+	ae.Hint = "check the key given with --key or HERALD_KEY"
+}
+
+// unreachable is the error of a request that never reached Herald: no
+// server listens at --url, or its host does not resolve.
+func (c *apiClient) unreachable(err error) error {
+	var op *net.OpError
+	var dns *net.DNSError
+	if (errors.As(err, &op) && op.Op == "dial") || errors.As(err, &dns) {
+		return fmt.Errorf("cannot reach Herald at %s (is it running? --url / HERALD_URL)", c.url)
+	}
+	return err
 }
 
 // hasCode reports whether err is an answer of Herald with one of codes
@@ -205,7 +236,7 @@ func (c *apiClient) send(ctx context.Context, method, path string, hdr http.Head
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return nil, err
+		return nil, c.unreachable(err)
 	}
 	if resp.StatusCode >= 200 && resp.StatusCode <= 299 {
 		return resp, nil
@@ -221,6 +252,9 @@ func (c *apiClient) send(ctx context.Context, method, path string, hdr http.Head
 	}
 	if json.Unmarshal(data, &e) == nil {
 		ae.Code, ae.Message, ae.Field = e.Error.Code, e.Error.Message, e.Error.Field
+	}
+	if resp.StatusCode == http.StatusUnauthorized {
+		c.unauthorized(ae)
 	}
 	return nil, ae
 }

@@ -219,6 +219,8 @@ func TestSubscriptionsAndConsumersCommands(t *testing.T) {
 	m.admin(t, "GET", "/_herald/v1/subscriptions/cli-sub/consumers?state=IDLE", "", 400, nil)
 	out = mustCLI(t, env, "consumers", "get", consumerID)
 	expectOutput(t, "consumers get", out, "epoch:", "/subs/a", "ACKED", "next deadline:")
+	// The id as a person writes it: the command encodes the path.
+	expectOutput(t, "consumers get, path unencoded", mustCLI(t, env, "consumers", "get", "cli-sub:/subs/a"), consumerID, "/subs/a")
 	if _, err := runCLI(t, env, "consumers", "get", "cli-sub:%2Fsubs%2Fnone"); !hasCode(err, "CONSUMER_NOT_FOUND") {
 		t.Fatalf("get an unknown consumer: %v", err)
 	}
@@ -394,7 +396,8 @@ func TestVerifyCommand(t *testing.T) {
 	}
 	wrong := append([]string{}, std...)
 	wrong[2] = other
-	if _, err := runCLI(t, nil, wrong...); !errors.Is(err, errSignature) || !strings.Contains(err.Error(), "does not match") {
+	if _, err := runCLI(t, nil, wrong...); !errors.Is(err, errSignature) || !strings.Contains(err.Error(), "does not match") ||
+		strings.Contains(err.Error(), "client:") {
 		t.Fatalf("another secret: %v", err)
 	}
 
@@ -422,7 +425,8 @@ func TestClientCommandsUsage(t *testing.T) {
 		{"streams", "read", "/a", "/b"},
 		{"subscriptions", "create", "/a/*", "id"},
 		{"subscriptions", "get", "/a/*"},
-		{"consumers", "get", "sub:/a"},
+		{"consumers", "get", "no-colon"},
+		{"consumers", "get", "sub:a/b"},
 		{"endpoints", "create"},
 		{"endpoints", "update", "ep_1"},
 		{"endpoints", "frobnicate"},

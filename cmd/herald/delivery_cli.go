@@ -194,14 +194,14 @@ func endpointFields(c *apiClient) func() map[string]any {
 }
 
 func endpointsAction(c *apiClient, sub string) (*action, bool) {
-	// show prints an endpoint answer; the secret (create, rotate-secret)
-	// is shown once, above the table.
+	// show prints an endpoint answer, every field; the secret (create,
+	// rotate-secret) is shown once, above them.
 	show := func(raw json.RawMessage, ep endpointOut) error {
 		return c.show(raw, func() error {
 			if ep.Secret != "" {
 				fmt.Fprintf(c.stdout, "signing secret: %s\n(shown only now: the receiver verifies deliveries with it)\n\n", ep.Secret)
 			}
-			return printEndpoints(c, []endpointOut{ep})
+			return c.printObject(raw, "secret")
 		})
 	}
 	one := func(method, suffix string, body any) *action {
@@ -407,7 +407,7 @@ func deliveriesAction(c *apiClient, sub string) (*action, bool) {
 				return err
 			}
 			return c.show(raw, func() error {
-				if err := printDeliveries(c, []deliveryOut{d}); err != nil {
+				if err := c.printObject(raw, "attempts", "payload"); err != nil {
 					return err
 				}
 				fmt.Fprintln(c.stdout, "\nattempts:")

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -91,11 +92,11 @@ func keysAction(c *apiClient, sub string) (*action, bool) {
 		}}, true
 	case "get":
 		return &action{args: "ID", min: 1, max: 1, run: func(ctx context.Context, args []string) error {
-			var k keyOut
-			if err := c.do(ctx, http.MethodGet, idPath("/_herald/v1/keys", args[0]), nil, &k); err != nil {
+			var raw json.RawMessage
+			if err := c.do(ctx, http.MethodGet, idPath("/_herald/v1/keys", args[0]), nil, &raw); err != nil {
 				return err
 			}
-			return c.show(k, func() error { return printKeys(c, []keyOut{k}) })
+			return c.show(raw, func() error { return c.printObject(raw) })
 		}}, true
 	case "rm":
 		return &action{args: "ID", min: 1, max: 1, run: func(ctx context.Context, args []string) error {

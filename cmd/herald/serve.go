@@ -165,7 +165,8 @@ func newStatsRecorder(metrics prometheus.Gatherer, st store.DeliveryStore, log *
 		return total, err
 	}
 	return stats.New(stats.Config{Gatherer: metrics, Logger: log, Backlog: backlog, Series: []stats.Series{
-		{Name: "appends", Metric: "herald_stream_appends_total"},
+		// Published events are appends too, made through the delivery API.
+		{Name: "appends", Metric: "herald_stream_appends_total", Also: []string{"herald_delivery_events_published_total"}},
 		{Name: "wakes", Metric: "herald_subscription_wakes_total"},
 		{Name: "deliveries", Metric: "herald_delivery_attempts_total", Label: "outcome", Values: []string{"delivered"}},
 		{Name: "failures", Metric: "herald_delivery_attempts_total", Label: "outcome", Values: []string{"retrying", "exhausted"}},

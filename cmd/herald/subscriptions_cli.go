@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -29,7 +31,7 @@ epoch, the offsets of their streams and their next deadline.
 
 Usage:
   herald consumers ls SUBSCRIPTION_ID
-  herald consumers get CONSUMER_ID     (as in wakes: SUBSCRIPTION_ID:%2Furl%2Fencoded%2Fpath)
+  herald consumers get CONSUMER_ID     (SUBSCRIPTION_ID:/stream/path, or URL-encoded as in wakes)
 
 ` + commonFlagsUsage
 
@@ -83,11 +85,11 @@ func subscriptionsAction(c *apiClient, sub string) (*action, bool) {
 				}
 				return c.done(nil, "deleted subscription %s and its consumers", args[1])
 			}
-			var s subscription.Subscription
-			if err := c.do(ctx, http.MethodGet, p, nil, &s); err != nil {
+			var raw json.RawMessage
+			if err := c.do(ctx, http.MethodGet, p, nil, &raw); err != nil {
 				return err
 			}
-			return c.show(s, func() error { return printSubscriptions(c, []subscription.Subscription{s}) })
+			return c.show(raw, func() error { return c.printObject(raw) })
 		}}, true
 	case "create":
 		var webhook, description string
@@ -119,14 +121,21 @@ func subscriptionsAction(c *apiClient, sub string) (*action, bool) {
 	return nil, false
 }
 
-// webhookHint adds what to do to Herald's refusal of a webhook URL: a
-// receiver on this machine needs Herald started with loopback allowed.
+// webhookHint adds what to do to Herald's refusal of a webhook URL whose
+// address is loopback or private: a receiver on this machine, or on a
+// private network, needs Herald started with its range allowed. Other
+// refusals (a name that does not resolve, a scheme other than https) say
+// all there is in Herald's message, and get no hint.
 func webhookHint(err error) error {
-	if hasCode(err, "WEBHOOK_URL_REFUSED", "URL_REFUSED") {
+	if hasCode(err, "URL_REFUSED") && allowListFixes.MatchString(err.Error()) {
 		return fmt.Errorf("%w\nhint: Herald refuses loopback and private webhook URLs unless it was started with --webhook-allow-cidrs 127.0.0.0/8 (or the range of the receiver)", err)
 	}
 	return err
 }
+
+// allowListFixes matches the refusal reasons (webhook.Reason, which
+// Herald's message names in parentheses) that --webhook-allow-cidrs lifts.
+var allowListFixes = regexp.MustCompile(`\((loopback|private|link_local|shared_address)\)`)
 
 func printSubscriptions(c *apiClient, subs []subscription.Subscription) error {
 	rows := make([][]string, 0, len(subs))
@@ -154,9 +163,9 @@ func consumersAction(c *apiClient, sub string) (*action, bool) {
 		}}, true
 	case "get":
 		return &action{args: "CONSUMER_ID", min: 1, max: 1, run: func(ctx context.Context, args []string) error {
-			id := args[0]
-			if strings.ContainsAny(id, "/?#") {
-				return fmt.Errorf("%w: a consumer id has its stream path URL-encoded (%%2F for /), as in wakes: %q", errUsage, id)
+			id, err := consumerIDArg(args[0])
+			if err != nil {
+				return err
 			}
 			var ci subscription.ConsumerInfo
 			if err := c.do(ctx, http.MethodGet, "/_herald/v1/consumers/"+id, nil, &ci); err != nil {
@@ -186,6 +195,24 @@ func consumersAction(c *apiClient, sub string) (*action, bool) {
 		}}, true
 	}
 	return nil, false
+}
+
+// consumerIDArg is a consumer id given on the command line as the one
+// URL path segment Herald's API takes: "example:/agents/task-2" is
+// encoded as wakes show it ("example:%2Fagents%2Ftask-2"); an id already
+// in that form is kept.
+func consumerIDArg(id string) (string, error) {
+	sub, path, ok := strings.Cut(id, ":")
+	if !ok || sub == "" || path == "" {
+		return "", fmt.Errorf("%w: a consumer id is SUBSCRIPTION_ID:STREAM_PATH, such as example:/agents/task-2: %q", errUsage, id)
+	}
+	if strings.HasPrefix(path, "/") {
+		return subscription.ConsumerID(sub, path), nil
+	}
+	if strings.ContainsAny(path, "/?#") {
+		return "", fmt.Errorf("%w: a consumer id's stream path starts with / (or is URL-encoded, %%2F for /): %q", errUsage, id)
+	}
+	return id, nil
 }
 
 // consumerOffsets is "path=acked" for each stream of a consumer.

@@ -100,7 +100,7 @@ const (
 func verifySignature(kind signatureKind, secret string, hdr http.Header, body []byte, now time.Time) error {
 	if kind == kindStandard {
 		if err := client.VerifyStandardWebhook(secret, hdr, body, now); err != nil {
-			return fmt.Errorf("%w (%s): %v", errSignature, kind, err)
+			return fmt.Errorf("%w (%s): %s", errSignature, kind, sdkMessage(err))
 		}
 		return nil
 	}
@@ -109,7 +109,14 @@ func verifySignature(kind signatureKind, secret string, hdr http.Header, body []
 		return fmt.Errorf("%w: no Webhook-Signature header", errSignature)
 	}
 	if err := client.VerifyWakeSignature(secret, sig, body, now, client.DefaultSignatureTolerance); err != nil {
-		return fmt.Errorf("%w (%s): %v", errSignature, kind, err)
+		return fmt.Errorf("%w (%s): %s", errSignature, kind, sdkMessage(err))
 	}
 	return nil
+}
+
+// sdkMessage is the message of an error of the client package without the
+// package's "client: " prefixes, which name Herald's layout, not the
+// problem.
+func sdkMessage(err error) string {
+	return strings.ReplaceAll(err.Error(), "client: ", "")
 }

@@ -56,6 +56,8 @@ func Run(t *testing.T, f Factory) {
 	run(t, f, "AppendRead", testAppendRead)
 	run(t, f, "Close", testClose)
 	run(t, f, "Producers", testProducers)
+	run(t, f, "ProducerClose", testProducerClose)
+	run(t, f, "ContentTypeKept", testContentTypeKept)
 	run(t, f, "StreamSeq", testStreamSeq)
 	run(t, f, "Expiry", testExpiry)
 	run(t, f, "Delete", testDelete)
