@@ -38,28 +38,32 @@ var (
 		{http.MethodPut, "/{stream}", auth.Rule{Scope: auth.ScopeStreamsWrite, StreamPath: requestPath}},
 		{http.MethodDelete, "/{stream}", auth.Rule{Scope: auth.ScopeStreamsWrite, StreamPath: requestPath}},
 	}
+	// The subscription routes check a credential's stream paths and
+	// tenant against each subscription (subscription.Caller): a create
+	// whose pattern reaches outside them is 403 FORBIDDEN, another
+	// owner's subscription is absent.
 	subscriptionRoutes = []Route{
-		{http.MethodPut, "/{pattern}?subscription={id}", auth.Rule{Scope: auth.ScopeSubscriptionsWrite, StreamPath: subscriptionPattern}},
-		{http.MethodGet, "/{pattern}?subscription={id}", auth.Rule{Scope: auth.ScopeSubscriptionsRead, StreamPath: subscriptionPattern}},
-		{http.MethodGet, "/{pattern}?subscriptions", auth.Rule{Scope: auth.ScopeSubscriptionsRead, StreamPath: subscriptionPattern}},
-		{http.MethodDelete, "/{pattern}?subscription={id}", auth.Rule{Scope: auth.ScopeSubscriptionsWrite, StreamPath: subscriptionPattern}},
+		{http.MethodPut, "/{pattern}?subscription={id}", auth.Rule{Scope: auth.ScopeSubscriptionsWrite}},
+		{http.MethodGet, "/{pattern}?subscription={id}", auth.Rule{Scope: auth.ScopeSubscriptionsRead}},
+		{http.MethodGet, "/{pattern}?subscriptions", auth.Rule{Scope: auth.ScopeSubscriptionsRead}},
+		{http.MethodDelete, "/{pattern}?subscription={id}", auth.Rule{Scope: auth.ScopeSubscriptionsWrite}},
 	}
 )
 
 // requestPath is the stream a stream route names: its path.
 func requestPath(r *http.Request) string { return r.URL.Path }
 
-// subscriptionPattern is what a subscription route names, for a
-// credential limited to stream paths: the pattern itself, only when it
-// has no wildcard (a literal path is checked like a stream). A pattern
-// with a wildcard may reach streams outside the credential's paths, so it
-// names nothing and the check fails closed.
-func subscriptionPattern(r *http.Request) string {
-	p := r.URL.Path
-	if g, err := glob.Compile(p); err != nil || !g.Literal() {
-		return ""
+// allowsPattern reports whether every stream a subscription pattern can
+// match is within p's stream paths: always for a credential without
+// paths; for one with paths, only a pattern without a wildcard that is
+// itself within them (a wildcard may reach outside, so the check fails
+// closed).
+func allowsPattern(p *auth.Principal, pattern string) bool {
+	if len(p.Paths) == 0 {
+		return true
 	}
-	return p
+	g, err := glob.Compile(pattern)
+	return err == nil && g.Literal() && p.AllowsPath(g.String())
 }
 
 // Handle mounts h at pattern, a net/http ServeMux pattern (an optional
