@@ -201,7 +201,13 @@ func (m *matrix) fixtures(t *testing.T) *matrixFixtures {
 	n := strconv.Itoa(m.made)
 	f := &matrixFixtures{n: n, stream: "/area/s-" + n, sub: "sub-" + n, receiver: m.receiver.URL}
 	m.admin(t, "PUT", f.stream, "", http.StatusCreated, nil)
-	m.admin(t, "PUT", f.stream+"?subscription="+f.sub, `{"webhook":"`+m.receiver.URL+`"}`, http.StatusCreated, nil)
+	// The subscription is tenant-a's: its key creates it.
+	subKey := m.key(t, []auth.Scope{auth.ScopeSubscriptionsWrite}, matrixTenant)
+	status, body := m.call(t, "PUT", f.stream+"?subscription="+f.sub, map[string]string{"Authorization": "Bearer " + subKey, "Content-Type": "application/json"},
+		`{"webhook":"`+m.receiver.URL+`"}`)
+	if status != http.StatusCreated {
+		t.Fatalf("tenant-a's subscription: %d %s", status, body)
+	}
 	f.consumerID = f.sub + ":" + strings.ReplaceAll(f.stream, "/", "%2F")
 	var ep struct{ ID string }
 	m.admin(t, "POST", "/_herald/v1/endpoints", `{"url":"`+m.receiver.URL+`","tenant":"`+matrixTenant+`","event_types":["matrix.`+n+`"]}`, http.StatusCreated, &ep)
@@ -247,6 +253,11 @@ type matrixRequest struct {
 	// namesTenant: the body names tenant-a, which a key of another
 	// tenant may not act for (403).
 	namesTenant bool
+	// inPaths: the route names a subscription on the fixture's stream
+	// path, or its consumers; a key of tenant-a limited to other paths
+	// creates nothing there (403) and finds nothing there (404, or
+	// absent from a list).
+	inPaths bool
 }
 
 // request makes the concrete request for a route, or reports false for
@@ -268,17 +279,17 @@ func (f *matrixFixtures) request(rt httpapi.Route) (matrixRequest, bool) {
 			r.body = "data"
 		}
 	case "/{pattern}?subscription={id}":
-		r.path = f.stream + "?subscription=" + f.sub
+		r.path, r.owned, r.inPaths = f.stream+"?subscription="+f.sub, true, true
 		if rt.Method == http.MethodPut {
-			r.path = f.stream + "?subscription=new-" + f.sub
+			r.path, r.owned = f.stream+"?subscription=new-"+f.sub, false
 			r.body = `{"webhook":"` + f.receiver + `"}`
 		}
 	case "/{pattern}?subscriptions":
-		r.path = f.stream + "?subscriptions"
+		r.path, r.listsOwned, r.inPaths = f.stream+"?subscriptions", f.sub, true
 	case "/_herald/v1/subscriptions/{id}/consumers":
-		r.path = "/_herald/v1/subscriptions/" + f.sub + "/consumers"
+		r.path, r.owned, r.inPaths = "/_herald/v1/subscriptions/"+f.sub+"/consumers", true, true
 	case "/_herald/v1/consumers/{consumer_id}":
-		r.path = "/_herald/v1/consumers/" + f.consumerID
+		r.path, r.owned, r.inPaths = "/_herald/v1/consumers/"+f.consumerID, true, true
 	case "/callback/{consumer_id}":
 		r.path, r.body = "/callback/"+f.consumerID, `{"epoch":1}`
 	case "/_herald/v1/streams":
@@ -428,6 +439,20 @@ func (m *matrix) check(t *testing.T, rt httpapi.Route, f *matrixFixtures, req ma
 	if rule.StreamPath != nil {
 		status, body = send(m.key(t, []auth.Scope{scope}, "", "/elsewhere/**"), nil)
 		expect("key outside its paths", status, body, http.StatusForbidden, "FORBIDDEN")
+	}
+	if req.inPaths {
+		status, body = send(m.key(t, []auth.Scope{scope}, matrixTenant, "/elsewhere/**"), nil)
+		switch {
+		case req.method == http.MethodPut:
+			expect("key outside its paths", status, body, http.StatusForbidden, "FORBIDDEN")
+		case req.listsOwned != "":
+			allowed("list with a key outside its paths", status, body)
+			if strings.Contains(body, req.listsOwned) {
+				t.Errorf("a key outside its paths lists %s: %s", req.listsOwned, body)
+			}
+		default:
+			expect("key outside its paths", status, body, http.StatusNotFound, "")
+		}
 	}
 	if stream {
 		// A stream is seen through its key in a browser too.
