@@ -40,6 +40,10 @@ type Config struct {
 	// (Invalidate) takes effect at once; one made by another process
 	// sharing the store takes at most CacheTTL. Default 30 s.
 	CacheTTL time.Duration
+	// TenantStreamPrefix is the template of a tenant's stream namespace
+	// (see TenantNamespace); DefaultTenantStreamPrefix when "". A
+	// credential of a tenant reaches only the streams in its namespace.
+	TenantStreamPrefix string
 	// Now is the clock; time.Now by default.
 	Now    func() time.Time
 	Logger *slog.Logger
@@ -58,6 +62,8 @@ type Authenticator struct {
 	ttl       time.Duration
 	now       func() time.Time
 	log       *slog.Logger
+	// tenantPrefix is Config.TenantStreamPrefix.
+	tenantPrefix string
 
 	mu    sync.RWMutex
 	cache map[string]*cachedKey // by key id
@@ -84,16 +90,25 @@ func New(cfg Config) (*Authenticator, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
+	if cfg.TenantStreamPrefix == "" {
+		cfg.TenantStreamPrefix = DefaultTenantStreamPrefix
+	}
+	if err := CheckTenantStreamPrefix(cfg.TenantStreamPrefix); err != nil {
+		return nil, fmt.Errorf("auth: %w", err)
+	}
 	a := &Authenticator{
 		keys: cfg.Keys, jwt: cfg.JWT, ttl: cfg.CacheTTL, now: cfg.Now, log: cfg.Logger,
-		cache: make(map[string]*cachedKey),
+		tenantPrefix: cfg.TenantStreamPrefix, cache: make(map[string]*cachedKey),
+	}
+	if cfg.JWT != nil {
+		cfg.JWT.tenantPrefix = cfg.TenantStreamPrefix
 	}
 	if cfg.AdminKey != "" {
 		if len(cfg.AdminKey) < MinAdminKeyLength {
 			return nil, fmt.Errorf("auth: the admin key must be at least %d characters (generate one with: openssl rand -base64 32)", MinAdminKeyLength)
 		}
 		a.adminHash, a.hasAdmin = HashKey(cfg.AdminKey), true
-		p, err := newPrincipal("admin", KindAdminKey, "", []Scope{ScopeAdmin}, nil, time.Time{})
+		p, err := newPrincipal("admin", KindAdminKey, "", []Scope{ScopeAdmin}, nil, time.Time{}, "")
 		if err != nil {
 			return nil, err
 		}
@@ -107,6 +122,15 @@ func New(cfg Config) (*Authenticator, error) {
 // on loopback, or when the operator says --insecure-no-auth.
 func Off() *Authenticator {
 	return &Authenticator{off: true, now: time.Now, log: slog.New(slog.DiscardHandler), cache: make(map[string]*cachedKey)}
+}
+
+// TenantStreamPrefix returns the template of tenants' stream namespaces
+// (Config.TenantStreamPrefix; the default for Off).
+func (a *Authenticator) TenantStreamPrefix() string {
+	if a.tenantPrefix == "" {
+		return DefaultTenantStreamPrefix
+	}
+	return a.tenantPrefix
 }
 
 // Enabled reports whether credentials are checked (false for Off).
@@ -187,7 +211,7 @@ func (a *Authenticator) load(ctx context.Context, id string, now time.Time) (*ca
 			a.log.ErrorContext(ctx, "stored API key has an unknown scope", "key_id", id, "err", perr)
 			return nil, ErrInvalidKey
 		}
-		p, perr := newPrincipal(k.ID, KindKey, k.Tenant, scopes, k.Paths, k.ExpiresAt)
+		p, perr := newPrincipal(k.ID, KindKey, k.Tenant, scopes, k.Paths, k.ExpiresAt, a.tenantPrefix)
 		if perr != nil {
 			a.log.ErrorContext(ctx, "stored API key has an invalid path pattern", "key_id", id, "err", perr)
 			return nil, ErrInvalidKey

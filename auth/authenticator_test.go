@@ -120,12 +120,12 @@ func TestAuthenticateKinds(t *testing.T) {
 		t.Fatalf("admin key: %+v, %v", p, err)
 	}
 
-	id, key := addKey(t, m, store.Key{Scopes: []string{"streams:read"}, Tenant: "acme", Paths: []string{"/acme/**"}})
+	id, key := addKey(t, m, store.Key{Scopes: []string{"streams:read"}, Tenant: "acme", Paths: []string{"/tenants/acme/a/**"}})
 	p, err = a.Authenticate(ctx, key)
 	if err != nil || p.ID != id || p.Kind != KindKey || p.Tenant != "acme" || p.Admin {
 		t.Fatalf("stored key: %+v, %v", p, err)
 	}
-	if !p.Has(ScopeStreamsRead) || p.Has(ScopeStreamsWrite) || !p.AllowsPath("/acme/a/b") || p.AllowsPath("/other") {
+	if !p.Has(ScopeStreamsRead) || p.Has(ScopeStreamsWrite) || !p.AllowsPath("/tenants/acme/a/b") || p.AllowsPath("/tenants/acme/b") || p.AllowsPath("/other") {
 		t.Fatalf("stored key's scopes or paths: %+v", p)
 	}
 

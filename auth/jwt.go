@@ -76,6 +76,9 @@ type JWTVerifier struct {
 	cfg    JWTConfig
 	secret []byte
 	log    *slog.Logger
+	// tenantPrefix is the template of tenants' stream namespaces: the
+	// Authenticator's, which New sets before any token is verified.
+	tenantPrefix string
 
 	// JWKS state. keys is the current key set (nil until the first fetch
 	// succeeds); refreshMu serialises fetches, lastFetch (under it) rate
@@ -126,7 +129,7 @@ func NewJWTVerifier(cfg JWTConfig) (*JWTVerifier, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	v := &JWTVerifier{cfg: cfg, secret: cfg.HS256Secret, log: cfg.Logger, stop: make(chan struct{})}
+	v := &JWTVerifier{cfg: cfg, secret: cfg.HS256Secret, log: cfg.Logger, tenantPrefix: DefaultTenantStreamPrefix, stop: make(chan struct{})}
 	if cfg.JWKSURL != "" {
 		sender := webhook.New(webhook.Config{AllowCIDRs: cfg.JWKSAllowCIDRs, Timeout: jwksTimeout, MaxConcurrent: 2, MaxPerHost: 2})
 		if _, err := sender.Policy().CheckURL(cfg.JWKSURL); err != nil {
@@ -320,5 +323,5 @@ scopeClaims:
 	if exp, err := claims.GetExpirationTime(); err == nil && exp != nil {
 		expires = exp.Time
 	}
-	return newPrincipal("jwt:"+sub, KindToken, tenant, setOf(scopes).list(), nil, expires)
+	return newPrincipal("jwt:"+sub, KindToken, tenant, setOf(scopes).list(), nil, expires, v.tenantPrefix)
 }

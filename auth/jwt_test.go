@@ -358,3 +358,21 @@ func TestAuthenticatorAcceptsPlatformTokens(t *testing.T) {
 		t.Fatalf("expired platform token: %v", err)
 	}
 }
+
+// A platform token's tenant is limited to its namespace under the
+// Authenticator's template.
+func TestPlatformTokenTenantNamespace(t *testing.T) {
+	a, err := New(Config{JWT: hsVerifier(t), TenantStreamPrefix: "/orgs/{tenant}/", Now: func() time.Time { return t0 }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := a.Authenticate(context.Background(), sign(t, jwt.SigningMethodHS256, hsSecret, "", claims(nil)))
+	if err != nil || !p.AllowsPath("/orgs/acme/events") || p.AllowsPath("/tenants/acme/events") || p.AllowsPath("/events") {
+		t.Fatalf("platform token of acme: namespace %q, %v", p.Namespace(), err)
+	}
+	// A tenant claim that is no path segment reaches no stream.
+	p, err = a.Authenticate(context.Background(), sign(t, jwt.SigningMethodHS256, hsSecret, "", claims(func(c jwt.MapClaims) { c["tenant"] = "acme/../globex" })))
+	if err != nil || p.AllowsPath("/orgs/globex/events") || p.AllowsPath("/orgs/acme/events") || p.AllowsPattern("/orgs/**") {
+		t.Fatalf("odd tenant: namespace %q, %v", p.Namespace(), err)
+	}
+}

@@ -118,7 +118,7 @@ func TestKeysAPILifecycle(t *testing.T) {
 	srv := keysServer(t)
 	expires := time.Now().Add(time.Hour).UTC().Truncate(time.Second).Format(time.RFC3339)
 	status, body := call(t, srv, "POST", "/_herald/v1/keys", adminKey,
-		`{"scopes":["streams:read","streams:read"],"tenant":"acme","paths":["/agents/%2A"],"expires_at":"`+expires+`","description":"ci"}`)
+		`{"scopes":["streams:read","streams:read"],"tenant":"acme","paths":["/tenants/acme/agents/%2A"],"expires_at":"`+expires+`","description":"ci"}`)
 	if status != 201 {
 		t.Fatalf("create: %d %s", status, body)
 	}
@@ -127,12 +127,12 @@ func TestKeysAPILifecycle(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !strings.HasPrefix(created.Key, "hk_"+created.ID+"_") || created.Tenant != "acme" || created.Description != "ci" ||
-		len(created.Scopes) != 1 || created.Paths[0] != "/agents/*" || created.ExpiresAt == nil || *created.ExpiresAt != expires {
+		len(created.Scopes) != 1 || created.Paths[0] != "/tenants/acme/agents/*" || created.ExpiresAt == nil || *created.ExpiresAt != expires {
 		t.Fatalf("created %+v", created)
 	}
 
 	// The new key works where its scope and paths allow, and nowhere else.
-	if status, body := call(t, srv, "GET", "/streams/agents/a", created.Key, ""); status != 200 || string(body) != created.ID+" acme" {
+	if status, body := call(t, srv, "GET", "/streams/tenants/acme/agents/a", created.Key, ""); status != 200 || string(body) != created.ID+" acme" {
 		t.Fatalf("using the key: %d %s", status, body)
 	}
 	if status, _ := call(t, srv, "GET", "/streams/other", created.Key, ""); status != 403 {
@@ -163,7 +163,7 @@ func TestKeysAPILifecycle(t *testing.T) {
 	if status, body := call(t, srv, "DELETE", "/_herald/v1/keys/"+created.ID, adminKey, ""); status != 204 {
 		t.Fatalf("delete: %d %s", status, body)
 	}
-	status, body = call(t, srv, "GET", "/streams/agents/a", created.Key, "")
+	status, body = call(t, srv, "GET", "/streams/tenants/acme/agents/a", created.Key, "")
 	if code, _ := errCode(t, body); status != 401 || code != "INVALID_KEY" {
 		t.Fatalf("revoked key: %d %s", status, body)
 	}

@@ -15,10 +15,16 @@ type Rule struct {
 	// Scope is the scope the credential must hold; "" for none.
 	Scope Scope
 	// StreamPath, when set, returns the stream path the request names,
-	// which must be within the credential's path patterns. A request
-	// whose path it cannot name ("") is refused to a path-limited
-	// credential: the check fails closed.
+	// which must be within the credential's reach (Principal.AllowsPath:
+	// its path patterns and its tenant's namespace). A request whose path
+	// it cannot name ("") is refused to a credential with a tenant or
+	// path patterns: the check fails closed.
 	StreamPath func(*http.Request) string
+	// StreamPattern, when set, returns the glob pattern the request names
+	// (a subscription's), every path of which must be within the
+	// credential's reach (Principal.AllowsPattern); "" fails closed as
+	// with StreamPath.
+	StreamPattern func(*http.Request) string
 }
 
 // Require returns next behind rule: the request's bearer credential is
@@ -55,9 +61,14 @@ func (a *Authenticator) Check(r *http.Request, rule Rule) (*Principal, error) {
 	if rule.Scope != "" && !p.Has(rule.Scope) {
 		return nil, forbidden("the credential lacks the " + string(rule.Scope) + " scope")
 	}
-	if rule.StreamPath != nil && len(p.patterns) > 0 {
+	if rule.StreamPath != nil && p.limited() {
 		if path := rule.StreamPath(r); path == "" || !p.AllowsPath(path) {
 			return nil, forbidden("the credential is not allowed on this stream path")
+		}
+	}
+	if rule.StreamPattern != nil && p.limited() {
+		if pattern := rule.StreamPattern(r); pattern == "" || !p.AllowsPattern(pattern) {
+			return nil, forbidden("the pattern reaches streams outside the credential's stream paths")
 		}
 	}
 	return p, nil

@@ -33,7 +33,8 @@ func decodeError(t *testing.T, rec *httptest.ResponseRecorder) errorResponse {
 func TestRequire(t *testing.T) {
 	m, c := newMemKeys(), &clock{now: t0}
 	a := newAuth(t, m, c)
-	_, reader := addKey(t, m, store.Key{Scopes: []string{"streams:read"}, Paths: []string{"/agents/*"}, Tenant: "acme"})
+	_, reader := addKey(t, m, store.Key{Scopes: []string{"streams:read"}, Paths: []string{"/agents/*"}})
+	_, tenant := addKey(t, m, store.Key{Scopes: []string{"streams:read"}, Tenant: "acme"})
 	_, writer := addKey(t, m, store.Key{Scopes: []string{"streams:write"}})
 	_, expired := addKey(t, m, store.Key{Scopes: []string{"streams:read"}, ExpiresAt: t0})
 
@@ -60,6 +61,9 @@ func TestRequire(t *testing.T) {
 		{"allowed", "Bearer " + reader, "/agents/a", http.StatusTeapot, ""},
 		{"scheme is case-insensitive", "bearer " + reader, "/agents/a", http.StatusTeapot, ""},
 		{"admin everywhere", "Bearer " + adminKey, "/other/a", http.StatusTeapot, ""},
+		{"tenant in its namespace", "Bearer " + tenant, "/tenants/acme/a/b", http.StatusTeapot, ""},
+		{"tenant outside its namespace", "Bearer " + tenant, "/agents/a", 403, "FORBIDDEN"},
+		{"tenant in another's namespace", "Bearer " + tenant, "/tenants/globex/a", 403, "FORBIDDEN"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			seen = nil
@@ -90,14 +94,17 @@ func TestRequire(t *testing.T) {
 		})
 	}
 
-	// A path-limited key is refused where the route cannot name a path.
+	// A path-limited or tenant key is refused where the route cannot name
+	// a path.
 	blind := a.Require(Rule{Scope: ScopeStreamsRead, StreamPath: func(*http.Request) string { return "" }}, next)
-	req := httptest.NewRequest(http.MethodGet, "/agents/a", nil)
-	req.Header.Set("Authorization", "Bearer "+reader)
-	rec := httptest.NewRecorder()
-	blind.ServeHTTP(rec, req)
-	if rec.Code != 403 {
-		t.Fatalf("no path to check: status %d, want 403", rec.Code)
+	for _, key := range []string{reader, tenant} {
+		req := httptest.NewRequest(http.MethodGet, "/agents/a", nil)
+		req.Header.Set("Authorization", "Bearer "+key)
+		rec := httptest.NewRecorder()
+		blind.ServeHTTP(rec, req)
+		if rec.Code != 403 {
+			t.Fatalf("no path to check: status %d, want 403", rec.Code)
+		}
 	}
 
 	// Public and callback-token routes are not checked here.

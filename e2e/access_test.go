@@ -161,10 +161,10 @@ func TestTenantKeysCannotWriteAnotherTenantsEvents(t *testing.T) {
 	}
 	acme := map[string]string{"Authorization": "Bearer " + k.Key, "Content-Type": "application/json"}
 
-	if resp, out := do(t, "PUT", s.base+"/events-acme", acme, `[{"type":"a","tenant":"blob"}]`); resp.StatusCode != http.StatusForbidden || !strings.Contains(out, "TENANT_FORBIDDEN") {
+	if resp, out := do(t, "PUT", s.base+"/tenants/acme/events", acme, `[{"type":"a","tenant":"blob"}]`); resp.StatusCode != http.StatusForbidden || !strings.Contains(out, "TENANT_FORBIDDEN") {
 		t.Fatalf("create with another tenant's event: %d %s", resp.StatusCode, out)
 	}
-	if resp, out := do(t, "PUT", s.base+"/events-acme", acme, `[{"type":"a","tenant":"acme"}]`); resp.StatusCode != http.StatusCreated {
+	if resp, out := do(t, "PUT", s.base+"/tenants/acme/events", acme, `[{"type":"a","tenant":"acme"}]`); resp.StatusCode != http.StatusCreated {
 		t.Fatalf("create with its own tenant's event: %d %s", resp.StatusCode, out)
 	}
 	for _, c := range []struct {
@@ -181,16 +181,16 @@ func TestTenantKeysCannotWriteAnotherTenantsEvents(t *testing.T) {
 		{`{"type":"f","tenant":null}`, http.StatusNoContent},
 		{`"not an object"`, http.StatusNoContent},
 	} {
-		resp, out := do(t, "POST", s.base+"/events-acme", acme, c.body)
+		resp, out := do(t, "POST", s.base+"/tenants/acme/events", acme, c.body)
 		if resp.StatusCode != c.want || (c.want == http.StatusForbidden && !strings.Contains(out, "TENANT_FORBIDDEN")) {
 			t.Errorf("append %s: %d %s, want %d", c.body, resp.StatusCode, out, c.want)
 		}
 	}
 	// The admin key writes any tenant.
-	if resp, out := do(t, "POST", s.base+"/events-acme", hdr, `{"type":"g","tenant":"blob"}`); resp.StatusCode != http.StatusNoContent {
+	if resp, out := do(t, "POST", s.base+"/tenants/acme/events", hdr, `{"type":"g","tenant":"blob"}`); resp.StatusCode != http.StatusNoContent {
 		t.Fatalf("admin append: %d %s", resp.StatusCode, out)
 	}
-	resp, out = do(t, "GET", s.base+"/events-acme?offset=-1", acme, "")
+	resp, out = do(t, "GET", s.base+"/tenants/acme/events?offset=-1", acme, "")
 	want := `[{"type":"a","tenant":"acme"},{"type":"d","tenant":"acme"},{"type":"e"},{"type":"f","tenant":null},"not an object",{"type":"g","tenant":"blob"}]`
 	if resp.StatusCode != http.StatusOK || out != want {
 		t.Fatalf("stream holds %d %s, want %s", resp.StatusCode, out, want)

@@ -11,7 +11,6 @@ import (
 	"strings"
 
 	"github.com/heraldstreams/herald/auth"
-	"github.com/heraldstreams/herald/glob"
 )
 
 // Route is one route Herald serves and the access rule it declares.
@@ -29,7 +28,9 @@ type Route struct {
 }
 
 // The routes ServeHTTP dispatches itself (not through the mux). Stream
-// routes are limited by a credential's stream paths.
+// routes are limited by a credential's stream paths and tenant namespace;
+// subscription routes by the pattern they name, which must lie within
+// them (a pattern wider than a credential's paths is 403).
 var (
 	streamRoutes = []Route{
 		{http.MethodGet, "/{stream}", auth.Rule{Scope: auth.ScopeStreamsRead, StreamPath: requestPath}},
@@ -38,12 +39,14 @@ var (
 		{http.MethodPut, "/{stream}", auth.Rule{Scope: auth.ScopeStreamsWrite, StreamPath: requestPath}},
 		{http.MethodDelete, "/{stream}", auth.Rule{Scope: auth.ScopeStreamsWrite, StreamPath: requestPath}},
 	}
-	// The subscription routes check a credential's stream paths and
-	// tenant against each subscription (subscription.Caller): a create
-	// whose pattern reaches outside them is 403 FORBIDDEN, another
-	// owner's subscription is absent.
+	// A create names the pattern of the subscription it makes, which
+	// must lie within the credential's reach (403 FORBIDDEN otherwise).
+	// The other subscription routes check each subscription instead
+	// (subscription.Caller): one of another owner, or whose pattern lies
+	// outside the credential's reach, is absent (404, or left out of a
+	// list), so /**?subscriptions lists what the credential may see.
 	subscriptionRoutes = []Route{
-		{http.MethodPut, "/{pattern}?subscription={id}", auth.Rule{Scope: auth.ScopeSubscriptionsWrite}},
+		{http.MethodPut, "/{pattern}?subscription={id}", auth.Rule{Scope: auth.ScopeSubscriptionsWrite, StreamPattern: requestPath}},
 		{http.MethodGet, "/{pattern}?subscription={id}", auth.Rule{Scope: auth.ScopeSubscriptionsRead}},
 		{http.MethodGet, "/{pattern}?subscriptions", auth.Rule{Scope: auth.ScopeSubscriptionsRead}},
 		{http.MethodDelete, "/{pattern}?subscription={id}", auth.Rule{Scope: auth.ScopeSubscriptionsWrite}},
@@ -52,19 +55,6 @@ var (
 
 // requestPath is the stream a stream route names: its path.
 func requestPath(r *http.Request) string { return r.URL.Path }
-
-// allowsPattern reports whether every stream a subscription pattern can
-// match is within p's stream paths: always for a credential without
-// paths; for one with paths, only a pattern without a wildcard that is
-// itself within them (a wildcard may reach outside, so the check fails
-// closed).
-func allowsPattern(p *auth.Principal, pattern string) bool {
-	if len(p.Paths) == 0 {
-		return true
-	}
-	g, err := glob.Compile(pattern)
-	return err == nil && g.Literal() && p.AllowsPath(g.String())
-}
 
 // Handle mounts h at pattern, a net/http ServeMux pattern (an optional
 // method, then a path) under /_herald/ or /callback/, behind rule: the

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/heraldstreams/herald/auth"
@@ -41,9 +42,9 @@ var (
 // listStreams answers GET /_herald/v1/streams: the live streams whose path
 // starts with ?prefix=, by path, ?limit= at a time (default 100, at most
 // 1,000), from ?cursor= (the next_cursor of the page before). A
-// credential limited to stream paths sees only the streams within them,
-// so one of its pages may hold fewer than limit streams, or none, and
-// still have a next_cursor.
+// credential with a tenant or stream paths sees only the streams within
+// its reach: its pages are filled from further on, so next_cursor only
+// ever names a stream it may see, never one of another tenant's.
 func (s *Server) listStreams(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	for name := range q {
@@ -70,23 +71,19 @@ func (s *Server) listStreams(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, errStreamListParam)
 		return
 	}
-	list, err := s.store.StreamList(r.Context(), &store.StreamListParams{Prefix: prefix, After: cursor, Limit: limit + 1, Now: s.now()})
+	p, _ := auth.FromContext(r.Context())
+	list, more, err := s.visibleStreams(r, p, prefix, cursor, limit)
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
 	page := streamListPage{Data: []streamListItem{}}
-	if len(list) > limit {
-		list = list[:limit]
-		next := list[limit-1].Path
+	if more {
+		next := list[len(list)-1].Path
 		page.NextCursor = &next
 	}
-	p, _ := auth.FromContext(r.Context())
 	for i := range list {
 		st := &list[i]
-		if p != nil && !p.AllowsPath(st.Path) {
-			continue
-		}
 		item := streamListItem{Path: st.Path, ContentType: st.ContentType, NextOffset: protocol.FormatOffset(st.Tail),
 			Closed: st.Closed, CreatedAt: st.CreatedAt}
 		if d := st.Deadline(); !d.IsZero() {
@@ -95,4 +92,45 @@ func (s *Server) listStreams(w http.ResponseWriter, r *http.Request) {
 		page.Data = append(page.Data, item)
 	}
 	writeJSON(w, http.StatusOK, page)
+}
+
+// visibleStreams returns up to limit streams under prefix after cursor
+// that p may see, and whether more follow. For a tenant the scan starts
+// at its namespace, so it does not walk other tenants' streams; streams
+// outside p's reach are skipped, reading further until the page is full.
+func (s *Server) visibleStreams(r *http.Request, p *auth.Principal, prefix, cursor string, limit int) ([]store.Stream, bool, error) {
+	if p != nil && p.Tenant != "" {
+		ns := p.Namespace()
+		if ns == "" {
+			return nil, false, nil // a tenant without a namespace has no stream
+		}
+		root := ns[:len(ns)-1] // the namespace's own path belongs to it too
+		switch {
+		case strings.HasPrefix(prefix, root):
+		case strings.HasPrefix(root, prefix):
+			prefix = root
+		default:
+			return nil, false, nil
+		}
+	}
+	var out []store.Stream
+	for {
+		list, err := s.store.StreamList(r.Context(), &store.StreamListParams{Prefix: prefix, After: cursor, Limit: limit + 1, Now: s.now()})
+		if err != nil {
+			return nil, false, err
+		}
+		for _, st := range list {
+			if p != nil && !p.AllowsPath(st.Path) {
+				continue
+			}
+			if len(out) == limit {
+				return out, true, nil
+			}
+			out = append(out, st)
+		}
+		if len(list) <= limit {
+			return out, false, nil
+		}
+		cursor = list[len(list)-1].Path
+	}
 }

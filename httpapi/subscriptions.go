@@ -123,15 +123,16 @@ func (s *Server) serveSubscriptions(w http.ResponseWriter, r *http.Request, svc 
 }
 
 // callerOf is who a subscription or consumer request acts as: the
-// tenant of its credential, and the stream paths it may reach. A request
-// without a principal (never, behind the routes' rules) sees nothing.
+// tenant of its credential, and the stream paths it may reach (its paths
+// and its tenant's namespace). A request without a principal (never,
+// behind the routes' rules) sees nothing.
 func callerOf(ctx context.Context) subscription.Caller {
 	p, ok := auth.FromContext(ctx)
 	if !ok {
 		none := func(string) bool { return false }
 		return subscription.Caller{Tenant: "\x00", AllowsPattern: none, AllowsPath: none}
 	}
-	return subscription.Caller{Tenant: p.Tenant, AllowsPattern: func(pattern string) bool { return allowsPattern(p, pattern) }, AllowsPath: p.AllowsPath}
+	return subscription.Caller{Tenant: p.Tenant, AllowsPattern: p.AllowsPattern, AllowsPath: p.AllowsPath}
 }
 
 func readError(err error) error {

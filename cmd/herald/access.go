@@ -41,6 +41,8 @@ type accessConfig struct {
 	JWTAudience    string
 	JWTTenantClaim string
 	JWTScopeClaim  string
+	// TenantStreamPrefix is the template of a tenant's stream namespace.
+	TenantStreamPrefix string
 }
 
 func (c *accessConfig) addFlags(fs *flag.FlagSet) {
@@ -56,6 +58,7 @@ func (c *accessConfig) addFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.JWTAudience, "jwt-audience", "", "the aud a platform JWT must carry (required with platform tokens)")
 	fs.StringVar(&c.JWTTenantClaim, "jwt-tenant-claim", "", "claim holding the tenant (default: tenant, then org_id)")
 	fs.StringVar(&c.JWTScopeClaim, "jwt-scope-claim", "", "claim holding the scopes, space-separated or an array (default: scope, then scopes)")
+	fs.StringVar(&c.TenantStreamPrefix, "tenant-stream-prefix", auth.DefaultTenantStreamPrefix, "stream namespace of each tenant, with {tenant} for its name: a tenant's credentials reach only the streams under it (starts and ends with '/')")
 }
 
 // readSecrets reads the admin key and JWT secret from the environment and
@@ -90,6 +93,9 @@ func (c *accessConfig) problems() []string {
 	}
 	if c.jwtOn() && (c.JWTIssuer == "" || c.JWTAudience == "") {
 		p = append(p, "platform tokens need --jwt-issuer and --jwt-audience")
+	}
+	if err := auth.CheckTenantStreamPrefix(c.TenantStreamPrefix); err != nil {
+		p = append(p, "--tenant-stream-prefix: "+err.Error())
 	}
 	if _, err := webhook.ParseCIDRList(c.JWKSAllowCIDRs); err != nil {
 		p = append(p, "--jwt-jwks-allow-cidrs: "+err.Error())
@@ -184,7 +190,7 @@ func (c *accessConfig) newAuthenticator(ctx context.Context, keys store.KeyStore
 			return nil, nil, fmt.Errorf("%w: %v", errUsage, err)
 		}
 	}
-	a, err := auth.New(auth.Config{Keys: keys, AdminKey: c.AdminKey, JWT: jwtv, Logger: log})
+	a, err := auth.New(auth.Config{Keys: keys, AdminKey: c.AdminKey, JWT: jwtv, TenantStreamPrefix: c.TenantStreamPrefix, Logger: log})
 	if err != nil {
 		return nil, nil, err
 	}

@@ -91,3 +91,23 @@ func TestAllowedHostsDefaults(t *testing.T) {
 		t.Errorf("configured: %v", got)
 	}
 }
+
+// --tenant-stream-prefix defaults to /tenants/{tenant}/, may come from
+// the environment, and must be a plain path holding {tenant} once.
+func TestTenantStreamPrefixFlag(t *testing.T) {
+	t.Parallel()
+	cfg, err := parseServeFlags(nil, io.Discard, io.Discard, noEnv)
+	if err != nil || cfg.Access.TenantStreamPrefix != "/tenants/{tenant}/" {
+		t.Fatalf("default: %q, %v", cfg.Access.TenantStreamPrefix, err)
+	}
+	cfg, err = parseServeFlags(nil, io.Discard, io.Discard, envOf(map[string]string{"HERALD_TENANT_STREAM_PREFIX": "/orgs/{tenant}/streams/"}))
+	if err != nil || cfg.Access.TenantStreamPrefix != "/orgs/{tenant}/streams/" {
+		t.Fatalf("from the environment: %q, %v", cfg.Access.TenantStreamPrefix, err)
+	}
+	for _, bad := range []string{"tenants/{tenant}/", "/tenants/{tenant}", "/tenants/", "/{tenant}/{tenant}/", "/*/{tenant}/", "//{tenant}/", "/../{tenant}/", "/a/%2A/{tenant}/"} {
+		_, err := parseServeFlags([]string{"--tenant-stream-prefix", bad}, io.Discard, io.Discard, noEnv)
+		if !errors.Is(err, errUsage) || !strings.Contains(err.Error(), "--tenant-stream-prefix") {
+			t.Errorf("%q: err = %v, want a usage error naming the flag", bad, err)
+		}
+	}
+}

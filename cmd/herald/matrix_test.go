@@ -54,6 +54,10 @@ type matrix struct {
 
 const matrixTenant, otherTenant = "tenant-a", "tenant-b"
 
+// matrixArea is where the matrix's streams live: in tenant-a's stream
+// namespace (--tenant-stream-prefix), so tenant-a's keys reach them.
+const matrixArea = "/tenants/" + matrixTenant + "/area/"
+
 func newMatrix(t *testing.T) *matrix { return newMatrixLogging(t, io.Discard) }
 
 // newMatrixLogging is newMatrix with the server's log (text) written to
@@ -199,7 +203,7 @@ func (m *matrix) fixtures(t *testing.T) *matrixFixtures {
 	t.Helper()
 	m.made++
 	n := strconv.Itoa(m.made)
-	f := &matrixFixtures{n: n, stream: "/area/s-" + n, sub: "sub-" + n, receiver: m.receiver.URL}
+	f := &matrixFixtures{n: n, stream: matrixArea + "s-" + n, sub: "sub-" + n, receiver: m.receiver.URL}
 	m.admin(t, "PUT", f.stream, "", http.StatusCreated, nil)
 	// The subscription is tenant-a's: its key creates it.
 	subKey := m.key(t, []auth.Scope{auth.ScopeSubscriptionsWrite}, matrixTenant)
@@ -258,6 +262,9 @@ type matrixRequest struct {
 	// creates nothing there (403) and finds nothing there (404, or
 	// absent from a list).
 	inPaths bool
+	// streamsListed: the answer lists tenant-a's streams, this one among
+	// them; a key of another tenant must see none.
+	streamsListed string
 }
 
 // request makes the concrete request for a route, or reports false for
@@ -274,7 +281,7 @@ func (f *matrixFixtures) request(rt httpapi.Route) (matrixRequest, bool) {
 		r.path = f.stream
 		switch rt.Method {
 		case http.MethodPut:
-			r.path = "/area/new-" + f.n
+			r.path = matrixArea + "new-" + f.n
 		case http.MethodPost:
 			r.body = "data"
 		}
@@ -293,7 +300,7 @@ func (f *matrixFixtures) request(rt httpapi.Route) (matrixRequest, bool) {
 	case "/callback/{consumer_id}":
 		r.path, r.body = "/callback/"+f.consumerID, `{"epoch":1}`
 	case "/_herald/v1/streams":
-		r.path = rt.Pattern + "?prefix=/area/"
+		r.path, r.streamsListed = rt.Pattern+"?prefix="+matrixArea, f.stream
 	case "/_herald/v1/keys":
 		r.path = rt.Pattern
 		if rt.Method == http.MethodPost {
@@ -353,7 +360,7 @@ func (f *matrixFixtures) request(rt httpapi.Route) (matrixRequest, bool) {
 // check runs every case of one route.
 func (m *matrix) check(t *testing.T, rt httpapi.Route, f *matrixFixtures, req matrixRequest) {
 	jsonType := "application/json"
-	if strings.HasPrefix(req.path, "/area/") && !strings.Contains(req.path, "?") {
+	if strings.HasPrefix(req.path, matrixArea) && !strings.Contains(req.path, "?") {
 		jsonType = "application/octet-stream" // a stream: any type it was created with
 	}
 	send := func(key string, extra map[string]string) (int, string) {
@@ -431,12 +438,13 @@ func (m *matrix) check(t *testing.T, rt httpapi.Route, f *matrixFixtures, req ma
 	status, body = send("hk_wrong_0123456789abcdef0123456789abcdef", nil)
 	expect("wrong key", status, body, http.StatusUnauthorized, "")
 	status, body = send(m.key(t, others, matrixTenant), nil)
-	if rule.Scope == "" && rule.StreamPath == nil {
+	pathRule := rule.StreamPath != nil || rule.StreamPattern != nil
+	if rule.Scope == "" && !pathRule {
 		allowed("a route for any valid key", status, body) // whoami
 	} else {
 		expect("key without the scope", status, body, http.StatusForbidden, "FORBIDDEN")
 	}
-	if rule.StreamPath != nil {
+	if pathRule {
 		status, body = send(m.key(t, []auth.Scope{scope}, "", "/elsewhere/**"), nil)
 		expect("key outside its paths", status, body, http.StatusForbidden, "FORBIDDEN")
 	}
@@ -456,12 +464,22 @@ func (m *matrix) check(t *testing.T, rt httpapi.Route, f *matrixFixtures, req ma
 	}
 	if stream {
 		// A stream is seen through its key in a browser too.
-		status, body = send(m.key(t, []auth.Scope{scope}, matrixTenant, "/area/**"), map[string]string{"Origin": "https://app.example"})
+		status, body = send(m.key(t, []auth.Scope{scope}, matrixTenant, matrixArea+"**"), map[string]string{"Origin": "https://app.example"})
 		allowed("stream route from a page, with a key", status, body)
 	}
 	other := m.key(t, []auth.Scope{scope}, otherTenant)
 	status, body = send(other, nil)
 	switch {
+	case pathRule:
+		// tenant-a's streams lie outside another tenant's namespace, as
+		// every path outside its own does: refused whether or not a
+		// stream is there.
+		expect("key of another tenant", status, body, http.StatusForbidden, "FORBIDDEN")
+	case req.streamsListed != "":
+		allowed("stream list with a key of another tenant", status, body)
+		if strings.Contains(body, req.streamsListed) || strings.Contains(body, matrixArea) {
+			t.Errorf("a key of another tenant lists tenant-a's streams: %s", body)
+		}
 	case req.installation:
 		expect("key of a tenant changing what tenants share", status, body, http.StatusForbidden, "TENANT_FORBIDDEN")
 	case req.owned:
