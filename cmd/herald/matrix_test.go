@@ -393,6 +393,15 @@ func (m *matrix) check(t *testing.T, rt httpapi.Route, f *matrixFixtures, req ma
 			t.Errorf("%s: %d %s, want its own resource found", name, status, body)
 		}
 	}
+	// notListed: a list answered to who shows none of tenant-a's
+	// resource.
+	notListed := func(who string, status int, body string) {
+		t.Helper()
+		allowed("list with "+who, status, body)
+		if strings.Contains(body, req.listsOwned) {
+			t.Errorf("%s lists tenant-a's %s: %s", who, req.listsOwned, body)
+		}
+	}
 	rule := rt.Rule
 	scope := rule.Scope
 	if scope == "" {
@@ -454,10 +463,7 @@ func (m *matrix) check(t *testing.T, rt httpapi.Route, f *matrixFixtures, req ma
 		case req.method == http.MethodPut:
 			expect("key outside its paths", status, body, http.StatusForbidden, "FORBIDDEN")
 		case req.listsOwned != "":
-			allowed("list with a key outside its paths", status, body)
-			if strings.Contains(body, req.listsOwned) {
-				t.Errorf("a key outside its paths lists %s: %s", req.listsOwned, body)
-			}
+			notListed("a key outside its paths", status, body)
 		default:
 			expect("key outside its paths", status, body, http.StatusNotFound, "")
 		}
@@ -487,10 +493,7 @@ func (m *matrix) check(t *testing.T, rt httpapi.Route, f *matrixFixtures, req ma
 	case req.namesTenant:
 		expect("key of another tenant", status, body, http.StatusForbidden, "FORBIDDEN")
 	case req.listsOwned != "":
-		allowed("list with a key of another tenant", status, body)
-		if strings.Contains(body, req.listsOwned) {
-			t.Errorf("a key of another tenant lists tenant-a's %s: %s", req.listsOwned, body)
-		}
+		notListed("a key of another tenant", status, body)
 	default:
 		allowed("key of another tenant", status, body)
 	}
