@@ -190,6 +190,10 @@ func (k *KeysAPI) create(w http.ResponseWriter, r *http.Request) {
 		k.fail(w, r, err)
 		return
 	}
+	if err := pathsInNamespace(key, k.cfg.Auth.TenantStreamPrefix()); err != nil {
+		k.fail(w, r, err)
+		return
+	}
 	v, err := k.issue(r.Context(), key, now)
 	if err != nil {
 		k.fail(w, r, err)
@@ -213,6 +217,30 @@ func tenantOfNewKey(caller *Principal, tenant string) (string, error) {
 		return "", forbidden("a credential of one tenant cannot create keys of another")
 	}
 	return caller.Tenant, nil
+}
+
+// pathsInNamespace refuses a key of a tenant whose paths reach beyond
+// the tenant's stream namespace under template: its credential could
+// never use them, and a key that says it may would mislead whoever reads
+// it.
+func pathsInNamespace(key store.Key, template string) error {
+	if key.Tenant == "" {
+		return nil
+	}
+	ns := TenantNamespace(template, key.Tenant)
+	if ns == "" {
+		return badRequest("INVALID_TENANT", "tenant", "tenant must be a name usable in a stream path, not %q", key.Tenant)
+	}
+	nsPattern, err := glob.Compile(ns + "**")
+	if err != nil {
+		return err
+	}
+	for _, raw := range key.Paths {
+		if p, err := glob.Compile(raw); err != nil || !nsPattern.Covers(p) {
+			return forbidden("a key of tenant " + key.Tenant + " may only have paths inside its stream namespace " + ns)
+		}
+	}
+	return nil
 }
 
 // issue gives key (without id and hash) a new id and secret, stores it

@@ -284,3 +284,38 @@ func TestKeysAPITenantAdmin(t *testing.T) {
 		t.Fatalf("a path-limited admin made a key: %d", status)
 	}
 }
+
+// A key of a tenant has paths inside its stream namespace only; a tenant
+// that cannot name a namespace gets no key or portal token.
+func TestKeysOfATenantHavePathsInItsNamespace(t *testing.T) {
+	srv := keysServer(t)
+	for _, tc := range []struct {
+		body   string
+		status int
+		code   string
+	}{
+		{`{"scopes":["streams:read"],"tenant":"acme","paths":["/tenants/acme/agents/**"]}`, 201, ""},
+		{`{"scopes":["streams:read"],"tenant":"acme","paths":["/tenants/acme/**"]}`, 201, ""},
+		{`{"scopes":["streams:read"],"tenant":"acme","paths":["/agents/**"]}`, 403, "FORBIDDEN"},
+		{`{"scopes":["streams:read"],"tenant":"acme","paths":["/tenants/acme/**","/**"]}`, 403, "FORBIDDEN"},
+		{`{"scopes":["streams:read"],"tenant":"acme","paths":["/tenants/*/x"]}`, 403, "FORBIDDEN"},
+		{`{"scopes":["streams:read"],"tenant":"acme","paths":["/tenants/globex/**"]}`, 403, "FORBIDDEN"},
+		{`{"scopes":["streams:read"],"tenant":"..","paths":[]}`, 400, "INVALID_TENANT"},
+		{`{"scopes":["streams:read"],"paths":["/agents/**"]}`, 201, ""},
+	} {
+		status, body := call(t, srv, "POST", "/_herald/v1/keys", adminKey, tc.body)
+		if status != tc.status {
+			t.Errorf("%s: %d %s, want %d", tc.body, status, body, tc.status)
+			continue
+		}
+		if tc.code == "" {
+			continue
+		}
+		if code, _ := errCode(t, body); code != tc.code {
+			t.Errorf("%s: code %q, want %q", tc.body, code, tc.code)
+		}
+	}
+	if status, body := call(t, srv, "POST", "/_herald/v1/portal-tokens", adminKey, `{"tenant":"."}`); status != 400 {
+		t.Errorf("portal token of '.': %d %s", status, body)
+	}
+}

@@ -75,6 +75,10 @@ func (k *KeysAPI) mintPortalToken(w http.ResponseWriter, r *http.Request) {
 		expires = caller.ExpiresAt.UTC()
 	}
 	key := store.Key{Tenant: tenant, ExpiresAt: expires, Description: "portal token: the dashboard's tenant portal of " + tenant}
+	if err := pathsInNamespace(key, k.cfg.Auth.TenantStreamPrefix()); err != nil {
+		k.fail(w, r, err)
+		return
+	}
 	for _, s := range PortalScopes {
 		key.Scopes = append(key.Scopes, string(s))
 	}

@@ -216,6 +216,14 @@ func (a *API) publish(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, err)
 		return
 	}
+	if stream, err = publishStream(r.Context(), stream, a.e.cfg.DefaultStream); err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	if tenant, err = a.e.streamTenant(stream, tenant); err != nil {
+		a.fail(w, r, err)
+		return
+	}
 	res, err := a.e.Publish(r.Context(), &PublishParams{Event: ev, Stream: stream, Tenant: tenant})
 	if err != nil {
 		a.fail(w, r, err)

@@ -120,6 +120,10 @@ func (a *API) createEndpoint(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, err)
 		return
 	}
+	if err := patternsWithinReach(r.Context(), "streams", req.Streams); err != nil {
+		a.fail(w, r, err)
+		return
+	}
 	active := true
 	if req.Active != nil {
 		active = *req.Active
@@ -293,6 +297,12 @@ func (a *API) patchEndpoint(w http.ResponseWriter, r *http.Request) {
 			a.fail(w, r, err)
 			return
 		}
+		if _, ok := patch["streams"]; ok {
+			if err := patternsWithinReach(ctx, "streams", req.Streams); err != nil {
+				a.fail(w, r, err)
+				return
+			}
+		}
 		if req.Active != nil {
 			active = *req.Active
 		}
@@ -439,6 +449,10 @@ func (a *API) replay(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p.EndpointID = pathID(r)
+	if err := a.replayWithinPaths(r.Context(), p); err != nil {
+		a.fail(w, r, err)
+		return
+	}
 	job, err := a.e.Replay(r.Context(), p)
 	if err != nil {
 		a.fail(w, r, err)

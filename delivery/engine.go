@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/heraldstreams/herald/auth"
 	"github.com/heraldstreams/herald/glob"
 	"github.com/heraldstreams/herald/internal/telemetry"
 	"github.com/heraldstreams/herald/store"
@@ -129,6 +130,11 @@ type EngineConfig struct {
 	// DefaultStream is where events published without a stream go;
 	// DefaultStream when "".
 	DefaultStream string
+	// TenantStreamPrefix is the template of tenants' stream namespaces
+	// (auth.TenantNamespace); auth.DefaultTenantStreamPrefix when "". An
+	// event on a stream in a tenant's namespace is that tenant's,
+	// whatever its message says.
+	TenantStreamPrefix string
 	// Profiles are the wire profiles endpoints may choose, with the
 	// default; the shipped ones, standard-webhooks by default, when nil.
 	Profiles *ProfileSet
@@ -271,6 +277,9 @@ func NewEngine(cfg EngineConfig) (*Engine, error) {
 	}
 	if cfg.DefaultStream == "" {
 		cfg.DefaultStream = DefaultStream
+	}
+	if cfg.TenantStreamPrefix == "" {
+		cfg.TenantStreamPrefix = auth.DefaultTenantStreamPrefix
 	}
 	if cfg.Profiles == nil {
 		ps, err := NewProfileSet(nil, "")

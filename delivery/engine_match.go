@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/heraldstreams/herald/auth"
 	"github.com/heraldstreams/herald/internal/telemetry"
 	"github.com/heraldstreams/herald/protocol"
 	"github.com/heraldstreams/herald/store"
@@ -287,6 +288,12 @@ func (e *Engine) readEvents(ctx context.Context, path string, from int64, data [
 		}
 		next := pos + int64(i+1)
 		if m != nil {
+			if owner, ok := auth.StreamOwner(e.cfg.TenantStreamPrefix, path); ok {
+				// A stream in a tenant's namespace holds only its events:
+				// a message naming another tenant is delivered as the
+				// namespace's, never as the tenant it names.
+				m.tenant = owner
+			}
 			evs = append(evs, pageEvent{pos: pos, next: next, m: m})
 			if m.ownID {
 				own = append(own, m.target.Event.ID)

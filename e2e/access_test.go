@@ -186,12 +186,16 @@ func TestTenantKeysCannotWriteAnotherTenantsEvents(t *testing.T) {
 			t.Errorf("append %s: %d %s, want %d", c.body, resp.StatusCode, out, c.want)
 		}
 	}
-	// The admin key writes any tenant.
-	if resp, out := do(t, "POST", s.base+"/tenants/acme/events", hdr, `{"type":"g","tenant":"blob"}`); resp.StatusCode != http.StatusNoContent {
-		t.Fatalf("admin append: %d %s", resp.StatusCode, out)
+	// The admin key writes any tenant into a platform stream, but into
+	// acme's namespace only acme's events.
+	if resp, out := do(t, "POST", s.base+"/tenants/acme/events", hdr, `{"type":"g","tenant":"blob"}`); resp.StatusCode != http.StatusForbidden || !strings.Contains(out, "TENANT_FORBIDDEN") {
+		t.Fatalf("admin append naming another tenant in acme's namespace: %d %s", resp.StatusCode, out)
+	}
+	if resp, out := do(t, "PUT", s.base+"/platform-events", hdr, `[{"type":"g","tenant":"blob"}]`); resp.StatusCode != http.StatusCreated {
+		t.Fatalf("admin create of a platform stream naming a tenant: %d %s", resp.StatusCode, out)
 	}
 	resp, out = do(t, "GET", s.base+"/tenants/acme/events?offset=-1", acme, "")
-	want := `[{"type":"a","tenant":"acme"},{"type":"d","tenant":"acme"},{"type":"e"},{"type":"f","tenant":null},"not an object",{"type":"g","tenant":"blob"}]`
+	want := `[{"type":"a","tenant":"acme"},{"type":"d","tenant":"acme"},{"type":"e"},{"type":"f","tenant":null},"not an object"]`
 	if resp.StatusCode != http.StatusOK || out != want {
 		t.Fatalf("stream holds %d %s, want %s", resp.StatusCode, out, want)
 	}

@@ -141,21 +141,28 @@ func TestTenantIsABoundary(t *testing.T) {
 	if code := apiError(t, "publish naming another tenant", resp, out, http.StatusForbidden); code != "TENANT_FORBIDDEN" {
 		t.Errorf("publish naming another tenant: code %q", code)
 	}
-	// What the stream holds carries the tenants.
-	resp, out = k.call(tenantAdminKey, "GET", "/events?offset=-1", "", nil)
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("read the event stream: %d %s", resp.StatusCode, out)
-	}
-	var tenants []string
-	var msgs []struct{ Tenant string }
-	if err := json.Unmarshal([]byte(out), &msgs); err != nil {
-		t.Fatalf("the event stream: %v: %s", err, out)
-	}
-	for _, m := range msgs {
-		tenants = append(tenants, m.Tenant)
-	}
-	if want := []string{"acme", "acme", "blob", "blob", ""}; !slices.Equal(tenants, want) {
-		t.Fatalf("tenants in the stream %q, want %q", tenants, want)
+	// A tenant's events go to its stream namespace, the admin key's to the
+	// platform's /events; what the streams hold carries the tenants.
+	for stream, want := range map[string][]string{
+		"/events":              {"blob", ""},
+		"/tenants/acme/events": {"acme", "acme"},
+		"/tenants/blob/events": {"blob"},
+	} {
+		resp, out = k.call(tenantAdminKey, "GET", stream+"?offset=-1", "", nil)
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("read %s: %d %s", stream, resp.StatusCode, out)
+		}
+		var tenants []string
+		var msgs []struct{ Tenant string }
+		if err := json.Unmarshal([]byte(out), &msgs); err != nil {
+			t.Fatalf("%s: %v: %s", stream, err, out)
+		}
+		for _, m := range msgs {
+			tenants = append(tenants, m.Tenant)
+		}
+		if !slices.Equal(tenants, want) {
+			t.Fatalf("tenants in %s %q, want %q", stream, tenants, want)
+		}
 	}
 
 	// Each endpoint receives its tenant's events and no other.

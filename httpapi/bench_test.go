@@ -46,19 +46,27 @@ func newAppendRig(cfg Config, key string) (*Server, func(http.Handler)) {
 
 // BenchmarkAppend measures the handler's own cost of a 100-byte append,
 // with access control off and with a stored key (cached, as every request
-// after a key's first finds it), limited to stream paths or not: the cost
-// access control adds to the append path.
+// after a key's first finds it), limited to stream paths, to a tenant's
+// stream namespace, or not: the cost access control adds to the append
+// path.
 func BenchmarkAppend(b *testing.B) {
 	b.Run("auth=off", func(b *testing.B) { benchAppend(b, Config{}, "") })
-	for name, paths := range map[string][]string{"auth=key": nil, "auth=key-with-paths": {"/other/**", "/bench/**"}} {
+	for name, k := range map[string]store.Key{
+		"auth=key":            {},
+		"auth=key-with-paths": {Paths: []string{"/other/**", "/bench/**"}},
+		// The rig appends to /bench/s: the namespace of tenant "bench"
+		// under the prefix /{tenant}/.
+		"auth=tenant-key": {Tenant: "bench"},
+	} {
 		b.Run(name, func(b *testing.B) {
 			keys := &benchKeys{}
 			id, key, hash, err := auth.NewKey(nil)
 			if err != nil {
 				b.Fatal(err)
 			}
-			keys.key = store.Key{ID: id, Hash: hash, Scopes: []string{string(auth.ScopeStreamsWrite)}, Paths: paths}
-			a, err := auth.New(auth.Config{Keys: keys, AdminKey: strings.Repeat("a", auth.MinAdminKeyLength)})
+			k.ID, k.Hash, k.Scopes = id, hash, []string{string(auth.ScopeStreamsWrite)}
+			keys.key = k
+			a, err := auth.New(auth.Config{Keys: keys, AdminKey: strings.Repeat("a", auth.MinAdminKeyLength), TenantStreamPrefix: "/{tenant}/"})
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -366,6 +366,12 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		}
 		tenant = p.Tenant
 	}
+	if tenant == "" && (r.Method == http.MethodPost || r.Method == http.MethodPut) {
+		// A stream in a tenant's namespace holds that tenant's events
+		// only, whoever writes them: a platform credential's messages
+		// there may name no other tenant either.
+		tenant, _ = auth.StreamOwner(s.auth.TenantStreamPrefix(), path)
+	}
 	switch r.Method {
 	case http.MethodGet:
 		s.read(w, r, path)

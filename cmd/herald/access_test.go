@@ -104,6 +104,10 @@ func TestTenantStreamPrefixFlag(t *testing.T) {
 	if err != nil || cfg.Access.TenantStreamPrefix != "/orgs/{tenant}/streams/" {
 		t.Fatalf("from the environment: %q, %v", cfg.Access.TenantStreamPrefix, err)
 	}
+	// The installation's default events stream is the platform's.
+	if _, err := parseServeFlags([]string{"--delivery-default-stream", "/tenants/acme/events"}, io.Discard, io.Discard, noEnv); !errors.Is(err, errUsage) {
+		t.Errorf("a default events stream in a tenant's namespace: err = %v", err)
+	}
 	for _, bad := range []string{"tenants/{tenant}/", "/tenants/{tenant}", "/tenants/", "/{tenant}/{tenant}/", "/*/{tenant}/", "//{tenant}/", "/../{tenant}/", "/a/%2A/{tenant}/"} {
 		_, err := parseServeFlags([]string{"--tenant-stream-prefix", bad}, io.Discard, io.Discard, noEnv)
 		if !errors.Is(err, errUsage) || !strings.Contains(err.Error(), "--tenant-stream-prefix") {

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/heraldstreams/herald/auth"
 	"github.com/heraldstreams/herald/httpapi"
 	"github.com/heraldstreams/herald/internal/secretbox"
 	"github.com/heraldstreams/herald/subscription"
@@ -189,6 +190,9 @@ func (c *serveConfig) validate() error {
 	}
 	problems = append(problems, c.Delivery.problems()...)
 	problems = append(problems, c.Access.problems()...)
+	if tenant, ok := auth.StreamOwner(c.Access.TenantStreamPrefix, c.Delivery.DefaultStream); ok {
+		problems = append(problems, "--delivery-default-stream "+c.Delivery.DefaultStream+" lies in the stream namespace of tenant "+tenant+" (--tenant-stream-prefix): the installation's default events stream must be the platform's")
+	}
 	for _, a := range splitList(c.UIFrameAncestors) {
 		if err := ui.CheckFrameAncestor(a); err != nil {
 			problems = append(problems, "--ui-frame-ancestors: "+strings.TrimPrefix(err.Error(), "ui: "))

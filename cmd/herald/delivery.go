@@ -173,6 +173,7 @@ func startDelivery(ctx context.Context, p deliveryParams) (*delivery.Engine, err
 		EndpointMaxInFlight: c.EndpointMaxInFlight,
 		Retention:           c.Retention,
 		DefaultStream:       c.DefaultStream,
+		TenantStreamPrefix:  p.Config.Access.TenantStreamPrefix,
 		MaxEventBytes:       c.MaxEventBytes,
 		ReplayBatch:         c.ReplayBatch,
 		Profiles:            profiles,

@@ -458,7 +458,7 @@ func (m *matrix) check(t *testing.T, rt httpapi.Route, f *matrixFixtures, req ma
 		expect("key outside its paths", status, body, http.StatusForbidden, "FORBIDDEN")
 	}
 	if req.inPaths {
-		status, body = send(m.key(t, []auth.Scope{scope}, matrixTenant, "/elsewhere/**"), nil)
+		status, body = send(m.key(t, []auth.Scope{scope}, matrixTenant, "/tenants/"+matrixTenant+"/elsewhere/**"), nil)
 		switch {
 		case req.method == http.MethodPut:
 			expect("key outside its paths", status, body, http.StatusForbidden, "FORBIDDEN")

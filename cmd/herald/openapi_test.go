@@ -541,7 +541,7 @@ func TestOpenAPIDescribesRealAnswers(t *testing.T) {
 	// Keys.
 	var key struct{ ID, Key string }
 	c.decode(c.do(exchange{method: "POST", path: "/_herald/v1/keys", key: admin, want: http.StatusCreated,
-		body: `{"scopes":["streams:read","endpoints:read"],"tenant":"tenant-a","paths":["/area/**"],"expires_at":"2099-01-01T00:00:00Z","description":"openapi"}`}), &key)
+		body: `{"scopes":["streams:read","endpoints:read"],"tenant":"tenant-a","paths":["/tenants/tenant-a/area/**"],"expires_at":"2099-01-01T00:00:00Z","description":"openapi"}`}), &key)
 	c.do(exchange{method: "GET", path: "/_herald/v1/keys", key: admin, want: http.StatusOK})
 	c.do(exchange{method: "GET", path: "/_herald/v1/keys?limit=1&tenant=tenant-a", key: admin, want: http.StatusOK})
 	c.do(exchange{method: "GET", path: "/_herald/v1/keys/" + key.ID, key: admin, want: http.StatusOK})
