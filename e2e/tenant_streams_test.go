@@ -218,7 +218,8 @@ func TestEndpointsAndReplaysStayWithinReach(t *testing.T) {
 }
 
 // Subscriptions: a path-limited key manages subscriptions whose patterns
-// lie inside its paths, wildcards included, and sees none beyond.
+// lie inside its paths, wildcards included, and sees none beyond, on any
+// path.
 func TestSubscriptionsStayWithinReach(t *testing.T) {
 	t.Parallel()
 	r := startStreamsRig(t)
@@ -231,18 +232,23 @@ func TestSubscriptionsStayWithinReach(t *testing.T) {
 	// Wider: refused.
 	r.refused("agents subscribes to every stream", r.agents, "PUT", "/**?subscription=all", sub("all"), "FORBIDDEN")
 	r.refused("acme subscribes to every tenant", r.acme, "PUT", "/tenants/*/events?subscription=all", sub("all"), "FORBIDDEN")
-	r.refused("acme lists every subscription", r.acme, "GET", "/**?subscriptions", "", "FORBIDDEN")
-	// Named by id through a path within reach: another path's or
-	// tenant's subscription is not found.
+	// Listing every subscription lists those within reach.
+	if out := r.must(r.acme, "GET", "/**?subscriptions", "", http.StatusOK); !strings.Contains(out, "acmesub") ||
+		strings.Contains(out, "toolsub") || strings.Contains(out, "globexsub") || strings.Contains(out, "agentsub") {
+		t.Errorf("acme lists every subscription: %s", out)
+	}
+	// Named by id, through any path: another path's or tenant's
+	// subscription is not found, exactly as an id nobody holds.
 	for _, c := range []struct{ key, path, id string }{
 		{r.agents, "/agents/a", "toolsub"},
-		{r.agents, "/agents/a", "globexsub"},
+		{r.agents, "/**", "globexsub"},
 		{r.acme, "/tenants/acme/mine", "toolsub"},
-		{r.acme, "/tenants/acme/mine", "globexsub"},
+		{r.acme, "/**", "globexsub"},
 	} {
+		_, absent := r.call(c.key, "GET", c.path+"?subscription=nobody", "", nil)
 		resp, out := r.call(c.key, "GET", c.path+"?subscription="+c.id, "", nil)
-		if resp.StatusCode != http.StatusNotFound || strings.Contains(out, c.id) {
-			t.Errorf("GET %s?subscription=%s: %d %s, want 404 naming nothing", c.path, c.id, resp.StatusCode, out)
+		if resp.StatusCode != http.StatusNotFound || out != strings.Replace(absent, "nobody", c.id, 1) {
+			t.Errorf("GET %s?subscription=%s: %d %s, want 404 as for an absent id (%s)", c.path, c.id, resp.StatusCode, out, absent)
 		}
 	}
 	r.must(r.agents, "GET", "/agents/a?subscription=agentsub", "", http.StatusOK)

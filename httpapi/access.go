@@ -39,11 +39,17 @@ var (
 		{http.MethodPut, "/{stream}", auth.Rule{Scope: auth.ScopeStreamsWrite, StreamPath: requestPath}},
 		{http.MethodDelete, "/{stream}", auth.Rule{Scope: auth.ScopeStreamsWrite, StreamPath: requestPath}},
 	}
+	// A create names the pattern of the subscription it makes, which
+	// must lie within the credential's reach (403 FORBIDDEN otherwise).
+	// The other subscription routes check each subscription instead
+	// (subscription.Caller): one of another owner, or whose pattern lies
+	// outside the credential's reach, is absent (404, or left out of a
+	// list), so /**?subscriptions lists what the credential may see.
 	subscriptionRoutes = []Route{
 		{http.MethodPut, "/{pattern}?subscription={id}", auth.Rule{Scope: auth.ScopeSubscriptionsWrite, StreamPattern: requestPath}},
-		{http.MethodGet, "/{pattern}?subscription={id}", auth.Rule{Scope: auth.ScopeSubscriptionsRead, StreamPattern: requestPath}},
-		{http.MethodGet, "/{pattern}?subscriptions", auth.Rule{Scope: auth.ScopeSubscriptionsRead, StreamPattern: requestPath}},
-		{http.MethodDelete, "/{pattern}?subscription={id}", auth.Rule{Scope: auth.ScopeSubscriptionsWrite, StreamPattern: requestPath}},
+		{http.MethodGet, "/{pattern}?subscription={id}", auth.Rule{Scope: auth.ScopeSubscriptionsRead}},
+		{http.MethodGet, "/{pattern}?subscriptions", auth.Rule{Scope: auth.ScopeSubscriptionsRead}},
+		{http.MethodDelete, "/{pattern}?subscription={id}", auth.Rule{Scope: auth.ScopeSubscriptionsWrite}},
 	}
 )
 

@@ -16,8 +16,8 @@ import (
 // ConsumerService shows the consumer instances of webhook subscriptions;
 // *subscription.Engine implements it. MountConsumers serves it.
 type ConsumerService interface {
-	GetConsumer(ctx context.Context, id string) (*subscription.ConsumerInfo, error)
-	ListConsumers(ctx context.Context, subscriptionID, cursor string, limit int) (*subscription.ConsumerList, error)
+	GetConsumer(ctx context.Context, c subscription.Caller, id string) (*subscription.ConsumerInfo, error)
+	ListConsumers(ctx context.Context, c subscription.Caller, subscriptionID, cursor string, limit int) (*subscription.ConsumerList, error)
 }
 
 // The prefixes of the consumer routes.
@@ -31,12 +31,13 @@ const (
 //	GET /_herald/v1/subscriptions/{id}/consumers?limit=&cursor=   a page of a subscription's consumers
 //	GET /_herald/v1/consumers/{consumer_id}                       one consumer, with next_deadline_reason
 //
-// Both need subscriptions:read. A consumer names stream paths that a
-// subscription's pattern may reach, so a credential limited to stream
-// paths or to a tenant's stream namespace is refused (the check fails
-// closed). Mount before serving.
+// Both need subscriptions:read. Consumers are their subscription's
+// owner's: a credential sees those of the subscriptions it may see
+// (callerOf), and only those whose streams all lie within its stream
+// paths; any other is absent (404, or left out of the list). Mount before
+// serving.
 func (s *Server) MountConsumers(svc ConsumerService) {
-	rule := auth.Rule{Scope: auth.ScopeSubscriptionsRead, StreamPath: noStreamPath}
+	rule := auth.Rule{Scope: auth.ScopeSubscriptionsRead}
 	s.Handle("GET "+subscriptionsPrefix+"{id}/consumers", rule, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.listConsumers(w, r, svc)
 	}))
@@ -76,8 +77,9 @@ type consumerDetail struct {
 // deadline is the service's), both are read again, a few times at most,
 // and the reason is left out (null) if they never agree.
 func (s *Server) consumerDetail(ctx context.Context, svc ConsumerService, id string) (*consumerDetail, error) {
+	caller := callerOf(ctx)
 	for range 3 {
-		c, err := svc.GetConsumer(ctx, id)
+		c, err := svc.GetConsumer(ctx, caller, id)
 		if err != nil {
 			return nil, err
 		}
@@ -102,16 +104,12 @@ func (s *Server) consumerDetail(ctx context.Context, svc ConsumerService, id str
 			}
 		}
 	}
-	c, err := svc.GetConsumer(ctx, id)
+	c, err := svc.GetConsumer(ctx, caller, id)
 	if err != nil {
 		return nil, err
 	}
 	return &consumerDetail{ConsumerInfo: *c}, nil
 }
-
-// noStreamPath names no stream path, so a path-limited credential is
-// refused.
-func noStreamPath(*http.Request) string { return "" }
 
 // errConsumerQuery refuses a consumer list query it does not know.
 var errConsumerQuery = &apiError{http.StatusBadRequest, "INVALID_REQUEST", "the consumer list takes only ?limit= (1 to 1000) and ?cursor="}
@@ -133,7 +131,7 @@ func (s *Server) listConsumers(w http.ResponseWriter, r *http.Request, svc Consu
 		}
 		limit = n
 	}
-	list, err := svc.ListConsumers(r.Context(), r.PathValue("id"), q.Get("cursor"), limit)
+	list, err := svc.ListConsumers(r.Context(), callerOf(r.Context()), r.PathValue("id"), q.Get("cursor"), limit)
 	if err != nil {
 		s.fail(w, r, consumerAPIError(err))
 		return

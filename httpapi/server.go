@@ -467,9 +467,18 @@ func (s *Server) serveSubscriptionRequest(w http.ResponseWriter, r *http.Request
 		s.fail(w, r, errNotJSON)
 		return
 	}
-	rule := subscriptionRoutes[0].Rule // PUT and DELETE change
-	if !isChange(r.Method) {
-		rule = subscriptionRoutes[1].Rule
+	// A create checks the pattern it names; the other routes' rules do
+	// not (the route list says which is which).
+	rule := subscriptionRoutes[1].Rule // reads
+	switch r.Method {
+	case http.MethodPut:
+		rule = subscriptionRoutes[0].Rule
+	case http.MethodDelete:
+		rule = subscriptionRoutes[3].Rule
+	default:
+		if isChange(r.Method) {
+			rule = subscriptionRoutes[0].Rule // the strictest, for a method the handler refuses
+		}
 	}
 	p, ok := s.authorize(w, r, rule)
 	if !ok {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"slices"
 	"strings"
 
 	"github.com/heraldstreams/herald/auth"
@@ -19,9 +18,9 @@ import (
 // *subscription.Engine implements it. MountSubscriptions serves it.
 type SubscriptionService interface {
 	CreateSubscription(ctx context.Context, p *subscription.CreateSubscriptionParams) (*subscription.CreateSubscriptionResult, error)
-	GetSubscription(ctx context.Context, id string) (*subscription.Subscription, error)
-	ListSubscriptions(ctx context.Context, pattern string) ([]subscription.Subscription, error)
-	DeleteSubscription(ctx context.Context, pattern, id string) error
+	GetSubscription(ctx context.Context, c subscription.Caller, id string) (*subscription.Subscription, error)
+	ListSubscriptions(ctx context.Context, c subscription.Caller, pattern string) ([]subscription.Subscription, error)
+	DeleteSubscription(ctx context.Context, c subscription.Caller, pattern, id string) error
 	Callback(ctx context.Context, p *subscription.CallbackParams) (*subscription.CallbackResponse, error)
 }
 
@@ -37,7 +36,9 @@ const maxSubscriptionBody = 1 << 20
 //	DELETE /{pattern}?subscription={id}   delete, consumers included (204)
 //	POST   /callback/{consumer_id}        the callback API
 //
-// Mount before serving.
+// A subscription belongs to the tenant of the credential that created it
+// (the platform's, for a credential without one); every request sees
+// only what its credential may (callerOf). Mount before serving.
 func (s *Server) MountSubscriptions(svc SubscriptionService) {
 	s.HandleSubscriptions(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.serveSubscriptions(w, r, svc)
@@ -70,14 +71,14 @@ func (s *Server) serveSubscriptions(w http.ResponseWriter, r *http.Request, svc 
 	}
 	pattern := r.URL.Path
 	ctx := r.Context()
+	caller := callerOf(ctx)
 	switch {
 	case hasList && r.Method == http.MethodGet:
-		list, err := svc.ListSubscriptions(ctx, pattern)
+		list, err := svc.ListSubscriptions(ctx, caller, pattern)
 		if err != nil {
 			s.fail(w, r, subscriptionAPIError(err))
 			return
 		}
-		list = slices.DeleteFunc(list, func(sub subscription.Subscription) bool { return !reaches(r, sub.Pattern) })
 		writeJSON(w, http.StatusOK, subscription.SubscriptionList{Subscriptions: list})
 	case hasID && r.Method == http.MethodPut:
 		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxSubscriptionBody))
@@ -91,7 +92,7 @@ func (s *Server) serveSubscriptions(w http.ResponseWriter, r *http.Request, svc 
 			return
 		}
 		res, err := svc.CreateSubscription(ctx, &subscription.CreateSubscriptionParams{
-			ID: ids[0], Pattern: pattern, Webhook: req.Webhook, Description: req.Description,
+			Caller: caller, ID: ids[0], Pattern: pattern, Webhook: req.Webhook, Description: req.Description,
 		})
 		if err != nil {
 			s.fail(w, r, subscriptionAPIError(err))
@@ -103,19 +104,14 @@ func (s *Server) serveSubscriptions(w http.ResponseWriter, r *http.Request, svc 
 		}
 		writeJSON(w, status, res.Subscription)
 	case hasID && r.Method == http.MethodGet:
-		sub, err := svc.GetSubscription(ctx, ids[0])
-		if err == nil && !reaches(r, sub.Pattern) {
-			// Named by id on any path: one whose pattern lies outside the
-			// caller's reach answers as one that does not exist.
-			err = subscription.ErrSubscriptionNotFound
-		}
+		sub, err := svc.GetSubscription(ctx, caller, ids[0])
 		if err != nil {
 			s.fail(w, r, subscriptionAPIError(err))
 			return
 		}
 		writeJSON(w, http.StatusOK, sub)
 	case hasID && r.Method == http.MethodDelete:
-		if err := svc.DeleteSubscription(ctx, pattern, ids[0]); err != nil {
+		if err := svc.DeleteSubscription(ctx, caller, pattern, ids[0]); err != nil {
 			s.fail(w, r, subscriptionAPIError(err))
 			return
 		}
@@ -126,12 +122,17 @@ func (s *Server) serveSubscriptions(w http.ResponseWriter, r *http.Request, svc 
 	}
 }
 
-// reaches reports whether the request's credential may see a
-// subscription of this pattern: every stream it can match is within the
-// credential's paths and tenant namespace.
-func reaches(r *http.Request, pattern string) bool {
-	p, ok := auth.FromContext(r.Context())
-	return ok && p.AllowsPattern(pattern)
+// callerOf is who a subscription or consumer request acts as: the
+// tenant of its credential, and the stream paths it may reach (its paths
+// and its tenant's namespace). A request without a principal (never,
+// behind the routes' rules) sees nothing.
+func callerOf(ctx context.Context) subscription.Caller {
+	p, ok := auth.FromContext(ctx)
+	if !ok {
+		none := func(string) bool { return false }
+		return subscription.Caller{Tenant: "\x00", AllowsPattern: none, AllowsPath: none}
+	}
+	return subscription.Caller{Tenant: p.Tenant, AllowsPattern: p.AllowsPattern, AllowsPath: p.AllowsPath}
 }
 
 func readError(err error) error {
@@ -152,6 +153,7 @@ var subscriptionErrors = []struct {
 }{
 	{subscription.ErrInvalidSubscriptionID, http.StatusBadRequest, "INVALID_SUBSCRIPTION_ID"},
 	{glob.ErrInvalidPattern, http.StatusBadRequest, "INVALID_PATTERN"},
+	{subscription.ErrPatternForbidden, http.StatusForbidden, "FORBIDDEN"},
 	{subscription.ErrInvalidRequest, http.StatusBadRequest, "INVALID_REQUEST"},
 	{webhook.ErrURLRefused, http.StatusBadRequest, "URL_REFUSED"},
 	{subscription.ErrSubscriptionExists, http.StatusConflict, "SUBSCRIPTION_EXISTS"},

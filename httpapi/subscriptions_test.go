@@ -35,17 +35,17 @@ func (f *fakeSubscriptions) CreateSubscription(_ context.Context, p *subscriptio
 	return f.create(p)
 }
 
-func (f *fakeSubscriptions) GetSubscription(_ context.Context, id string) (*subscription.Subscription, error) {
+func (f *fakeSubscriptions) GetSubscription(_ context.Context, _ subscription.Caller, id string) (*subscription.Subscription, error) {
 	f.record("get " + id)
 	return f.get(id)
 }
 
-func (f *fakeSubscriptions) ListSubscriptions(_ context.Context, pattern string) ([]subscription.Subscription, error) {
+func (f *fakeSubscriptions) ListSubscriptions(_ context.Context, _ subscription.Caller, pattern string) ([]subscription.Subscription, error) {
 	f.record("list " + pattern)
 	return f.list(pattern)
 }
 
-func (f *fakeSubscriptions) DeleteSubscription(_ context.Context, pattern, id string) error {
+func (f *fakeSubscriptions) DeleteSubscription(_ context.Context, _ subscription.Caller, pattern, id string) error {
 	f.record("delete " + pattern + " " + id)
 	return f.del(pattern, id)
 }
@@ -103,6 +103,7 @@ func TestSubscriptionErrors(t *testing.T) {
 		code         string
 	}{
 		{"taken id", "PUT", "/a/*?subscription=s1", `{"webhook":"https://h.example/"}`, subscription.ErrSubscriptionExists, 409, "SUBSCRIPTION_EXISTS"},
+		{"pattern outside the paths", "PUT", "/a/*?subscription=s1", `{"webhook":"https://h.example/"}`, subscription.ErrPatternForbidden, 403, "FORBIDDEN"},
 		{"refused webhook", "PUT", "/a/*?subscription=s1", `{"webhook":"https://10.0.0.1/"}`, refused, 400, "URL_REFUSED"},
 		{"bad id", "PUT", "/a/*?subscription=s1", `{"webhook":"https://h.example/"}`, fmt.Errorf("%w: bad", subscription.ErrInvalidSubscriptionID), 400, "INVALID_SUBSCRIPTION_ID"},
 		{"bad body", "PUT", "/a/*?subscription=s1", `{"webhook": 3}`, nil, 400, "INVALID_REQUEST"},

@@ -23,18 +23,20 @@ type SubscriptionStore interface {
 	// (IDLE) consumers of the streams that already match it, in one
 	// transaction: params.Spawn makes them from the streams as the
 	// transaction sees them. An existing subscription with the same ID and
-	// the same pattern, webhook and description is returned with Created
-	// false (and no consumers are added); another configuration is
-	// ErrSubscriptionExists.
+	// the same tenant, pattern, webhook and description is returned with
+	// Created false (and no consumers are added); another configuration,
+	// or another owner, is ErrSubscriptionExists.
 	SubscriptionCreate(ctx context.Context, params *SubscriptionCreateParams) (*SubscriptionCreateResult, error)
 	// SubscriptionGet returns one subscription, or ErrSubscriptionNotFound.
 	SubscriptionGet(ctx context.Context, id string) (*Subscription, error)
 	// SubscriptionList returns subscriptions ordered by ID: all of them, or
-	// those whose canonical pattern is params.Pattern.
+	// those whose canonical pattern is params.Pattern, of every owner or of
+	// params.Tenant only.
 	SubscriptionList(ctx context.Context, params *SubscriptionListParams) ([]Subscription, error)
 	// SubscriptionDelete removes a subscription and, in the same
 	// transaction, every consumer of it with their memberships, and returns
-	// how many consumers it removed. ErrSubscriptionNotFound when absent.
+	// how many consumers it removed. ErrSubscriptionNotFound when absent,
+	// or when params.Tenant names another owner than its own.
 	SubscriptionDelete(ctx context.Context, params *SubscriptionDeleteParams) (int, error)
 
 	// ConsumerInsert stores new consumers; a consumer whose ID exists is
@@ -64,7 +66,8 @@ type SubscriptionStore interface {
 	ConsumerListByPrimary(ctx context.Context, params *ConsumerListByStreamParams) ([]Consumer, error)
 	// ConsumerListBySubscription returns, ordered by ID, the consumers of
 	// one subscription whose IDs come after params.After, at most
-	// params.Limit of them (all when 0).
+	// params.Limit of them (all when 0); none when params.Tenant names
+	// another owner than the subscription's, decided in the same read.
 	ConsumerListBySubscription(ctx context.Context, params *ConsumerListBySubscriptionParams) ([]Consumer, error)
 	// ConsumerCount returns how many consumers are in each state.
 	ConsumerCount(ctx context.Context) (map[string]int, error)
@@ -90,12 +93,22 @@ var (
 
 // Subscription is a stored webhook subscription (docs/subscriptions.md).
 type Subscription struct {
-	ID          string
+	ID string
+	// Tenant is the owner: the tenant of the credential that created it,
+	// "" for the platform. It never changes.
+	Tenant      string
 	Pattern     string // canonical glob pattern
 	Webhook     string
 	Secret      string // webhook_secret; callers decide when to show it
 	Description string
 	CreatedAt   time.Time
+}
+
+// SameSubscription reports whether b asks for what a is: the same owner,
+// pattern, webhook and description (a create of b where a exists changes
+// nothing).
+func SameSubscription(a, b *Subscription) bool {
+	return a.Tenant == b.Tenant && a.Pattern == b.Pattern && a.Webhook == b.Webhook && a.Description == b.Description
 }
 
 // Consumer is the stored state of one consumer instance. State is "IDLE",
@@ -156,11 +169,17 @@ type SubscriptionCreateResult struct {
 // SubscriptionListParams are the inputs of SubscriptionList.
 type SubscriptionListParams struct {
 	Pattern string // "" lists all
+	// Tenant, when not "", keeps only that tenant's subscriptions; ""
+	// lists every owner's (the platform's view).
+	Tenant string
 }
 
 // SubscriptionDeleteParams are the inputs of SubscriptionDelete.
 type SubscriptionDeleteParams struct {
 	ID string
+	// Tenant, when not "", deletes the subscription only when it is that
+	// tenant's, in the same transaction; "" deletes it whoever owns it.
+	Tenant string
 }
 
 // ConsumerInsertParams are the inputs of ConsumerInsert.
@@ -207,6 +226,9 @@ type ConsumerListBySubscriptionParams struct {
 	SubscriptionID string
 	After          string // "" starts at the first consumer
 	Limit          int    // 0: no limit
+	// Tenant, when not "", lists the consumers only when the subscription
+	// is that tenant's; "" lists them whoever owns it.
+	Tenant string
 }
 
 // ConsumerPathListParams are the inputs of ConsumerPathList.

@@ -40,8 +40,9 @@ type CallbackCheck struct {
 //  7. 409 ALREADY_CLAIMED  a wake_id that is not the current wake's (S3).
 //
 // What the request asks for is checked as it is applied, after these:
-// 409 INVALID_OFFSET for an ack beyond the tail, 400 INVALID_REQUEST for
-// too many streams. A body over the size limit never gets this far: the
+// 403 FORBIDDEN for a subscribe to a stream the subscription's owner may
+// not read, 409 INVALID_OFFSET for an ack beyond the tail, 400
+// INVALID_REQUEST for too many streams. A body over the size limit never gets this far: the
 // HTTP layer answers 413 before reading it.
 //
 // The engine verifies the token before it reads the consumer and parses
@@ -86,7 +87,8 @@ func CheckCallback(c *CallbackCheck) error {
 // Decide returns the consumer unchanged on error. The steps, in order:
 //
 //  1. CheckCallback: token, epoch, wake id;
-//  2. subscribe: new streams start at their current tail (lazily at
+//  2. subscribe: only to streams the subscription's owner may read
+//     (FORBIDDEN); new streams start at their current tail (lazily at
 //     OffsetStart for streams that do not exist yet);
 //  3. acks: each at most the stream's tail (INVALID_OFFSET); an ack below
 //     the acked offset is ignored (S4);
@@ -108,6 +110,9 @@ func (m *Machine) callback(c *Consumer, cb Callback, now time.Time) ([]Effect, e
 	// 2. Subscribe. Already subscribed streams keep their offsets, so a
 	// retried request changes nothing.
 	for _, path := range req.Subscribe {
+		if cb.Reach != nil && !cb.Reach(path) {
+			return nil, fmt.Errorf("%w: %s is outside the streams this consumer's subscription may reach", ErrStreamForbidden, path)
+		}
 		if _, ok := c.Stream(path); ok {
 			continue
 		}

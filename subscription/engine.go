@@ -119,6 +119,11 @@ type EngineConfig struct {
 	// gets events instead of asking the store at every append. Leave it
 	// false when replicas share the store.
 	ExclusiveStore bool
+	// StreamOwner names the tenant whose namespace holds a stream path
+	// (ok false: no tenant's). A consumer of a tenant's subscription may
+	// subscribe only to streams of that tenant; nil: to none beyond
+	// those it has.
+	StreamOwner func(path string) (tenant string, ok bool)
 }
 
 // Engine runs webhook subscriptions (docs/subscriptions.md): it spawns
@@ -142,6 +147,8 @@ type Engine struct {
 	workers int
 	sweep   time.Duration
 	refresh time.Duration
+	// streamOwner is EngineConfig.StreamOwner.
+	streamOwner func(path string) (string, bool)
 
 	locks [lockStripes]sync.Mutex
 
@@ -177,23 +184,24 @@ func NewEngine(cfg EngineConfig) (*Engine, error) {
 		return nil, errors.New("subscription: an engine needs a store, a sender, a keyring and a callback base URL")
 	}
 	e := &Engine{
-		st:       cfg.Store,
-		sender:   cfg.Sender,
-		keys:     cfg.Keyring,
-		machine:  Machine{Rand: cfg.Rand},
-		base:     cfg.CallbackBaseURL,
-		now:      cfg.Now,
-		rand:     cfg.Rand,
-		log:      cfg.Logger,
-		tracer:   telemetry.Tracer(cfg.TracerProvider),
-		workers:  cfg.Workers,
-		sweep:    cfg.SweepInterval,
-		refresh:  cfg.RefreshInterval,
-		subs:     map[string]*cachedSub{},
-		creating: map[*creation]struct{}{},
-		queue:    newPathQueue(),
-		timers:   newDeadlines(),
-		members:  newMemberCache(cfg.ExclusiveStore),
+		st:          cfg.Store,
+		sender:      cfg.Sender,
+		keys:        cfg.Keyring,
+		machine:     Machine{Rand: cfg.Rand},
+		base:        cfg.CallbackBaseURL,
+		now:         cfg.Now,
+		rand:        cfg.Rand,
+		log:         cfg.Logger,
+		tracer:      telemetry.Tracer(cfg.TracerProvider),
+		workers:     cfg.Workers,
+		sweep:       cfg.SweepInterval,
+		refresh:     cfg.RefreshInterval,
+		streamOwner: cfg.StreamOwner,
+		subs:        map[string]*cachedSub{},
+		creating:    map[*creation]struct{}{},
+		queue:       newPathQueue(),
+		timers:      newDeadlines(),
+		members:     newMemberCache(cfg.ExclusiveStore),
 	}
 	if e.now == nil {
 		e.now = time.Now

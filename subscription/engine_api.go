@@ -19,7 +19,10 @@ const AllPattern = "/**"
 
 // CreateSubscriptionParams are the inputs of Engine.CreateSubscription.
 type CreateSubscriptionParams struct {
-	ID string
+	// Caller creates it and owns it: its tenant is the subscription's
+	// owner, and the pattern must lie within its stream paths.
+	Caller Caller
+	ID     string
 	// Pattern is the glob as it appears in the request path.
 	Pattern     string
 	Webhook     string
@@ -37,9 +40,11 @@ type CreateSubscriptionResult struct {
 // CreateSubscription creates a subscription, or confirms an identical
 // one. The streams that already match get IDLE consumers that wake only on
 // new events (docs/subscriptions.md, Consumers). Errors, in this order:
-// ErrInvalidSubscriptionID, glob.ErrInvalidPattern, ErrInvalidRequest (no
-// webhook), ErrSubscriptionExists (whatever the webhook URL),
-// webhook.ErrURLRefused (the SSRF policy refused the webhook).
+// ErrInvalidSubscriptionID, glob.ErrInvalidPattern, ErrPatternForbidden,
+// ErrInvalidRequest (no webhook), ErrSubscriptionExists (whatever the
+// webhook URL, and whenever another owner holds the id: the caller learns
+// nothing more of that subscription), webhook.ErrURLRefused (the SSRF
+// policy refused the webhook).
 func (e *Engine) CreateSubscription(ctx context.Context, p *CreateSubscriptionParams) (*CreateSubscriptionResult, error) {
 	if err := ValidateSubscriptionID(p.ID); err != nil {
 		return nil, err
@@ -48,14 +53,20 @@ func (e *Engine) CreateSubscription(ctx context.Context, p *CreateSubscriptionPa
 	if err != nil {
 		return nil, err
 	}
+	if !p.Caller.allowsPattern(pat.String()) {
+		return nil, fmt.Errorf("%w: %s", ErrPatternForbidden, pat.String())
+	}
 	if p.Webhook == "" {
 		return nil, fmt.Errorf("%w: webhook is required", ErrInvalidRequest)
 	}
 	// A taken id is decided before the webhook URL is checked: a
-	// conflicting re-create is 409 whatever its URL. The store decides
-	// again below, for a create that races this one.
+	// conflicting re-create is 409 whatever its URL. The same id of
+	// another owner is 409 whatever the request, so that its answer says
+	// nothing of that subscription. The store decides again below, for a
+	// create that races this one.
+	want := store.Subscription{ID: p.ID, Tenant: p.Caller.Tenant, Pattern: pat.String(), Webhook: p.Webhook, Description: p.Description}
 	switch old, err := e.st.SubscriptionGet(ctx, p.ID); {
-	case err == nil && old.Pattern == pat.String() && old.Webhook == p.Webhook && old.Description == p.Description:
+	case err == nil && store.SameSubscription(old, &want):
 		return &CreateSubscriptionResult{Subscription: wireSubscription(old)}, nil
 	case err == nil:
 		return nil, fmt.Errorf("%w: %q", ErrSubscriptionExists, p.ID)
@@ -78,6 +89,7 @@ func (e *Engine) CreateSubscription(ctx context.Context, p *CreateSubscriptionPa
 	res, err := e.st.SubscriptionCreate(ctx, &store.SubscriptionCreateParams{
 		Subscription: store.Subscription{
 			ID:          p.ID,
+			Tenant:      p.Caller.Tenant,
 			Pattern:     pat.String(),
 			Webhook:     p.Webhook,
 			Secret:      secret,
@@ -131,12 +143,9 @@ func existingConsumer(id string, pat *glob.Pattern, r io.Reader) func(*store.Str
 }
 
 // GetSubscription returns a subscription without its secret.
-// ErrSubscriptionNotFound when absent.
-func (e *Engine) GetSubscription(ctx context.Context, id string) (*Subscription, error) {
-	s, err := e.st.SubscriptionGet(ctx, id)
-	if errors.Is(err, store.ErrSubscriptionNotFound) {
-		return nil, fmt.Errorf("%w: %q", ErrSubscriptionNotFound, id)
-	}
+// ErrSubscriptionNotFound when absent or not the caller's to see.
+func (e *Engine) GetSubscription(ctx context.Context, c Caller, id string) (*Subscription, error) {
+	s, err := e.visibleSubscription(ctx, &c, id)
 	if err != nil {
 		return nil, err
 	}
@@ -144,15 +153,29 @@ func (e *Engine) GetSubscription(ctx context.Context, id string) (*Subscription,
 	return &w, nil
 }
 
-// ListSubscriptions returns the subscriptions of a pattern, ordered by id,
-// without secrets; AllPattern lists them all. Errors:
-// glob.ErrInvalidPattern.
-func (e *Engine) ListSubscriptions(ctx context.Context, pattern string) ([]Subscription, error) {
+// visibleSubscription reads subscription id when the caller may see it;
+// ErrSubscriptionNotFound, with the same message, when it is absent and
+// when it is not the caller's to see.
+func (e *Engine) visibleSubscription(ctx context.Context, c *Caller, id string) (*store.Subscription, error) {
+	s, err := e.st.SubscriptionGet(ctx, id)
+	if errors.Is(err, store.ErrSubscriptionNotFound) || (err == nil && !c.sees(s)) {
+		return nil, fmt.Errorf("%w: %q", ErrSubscriptionNotFound, id)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// ListSubscriptions returns the subscriptions of a pattern that the
+// caller may see, ordered by id, without secrets; AllPattern lists them
+// all. Errors: glob.ErrInvalidPattern.
+func (e *Engine) ListSubscriptions(ctx context.Context, c Caller, pattern string) ([]Subscription, error) {
 	pat, err := glob.Compile(pattern)
 	if err != nil {
 		return nil, err
 	}
-	params := &store.SubscriptionListParams{Pattern: pat.String()}
+	params := &store.SubscriptionListParams{Pattern: pat.String(), Tenant: c.Tenant}
 	if pat.String() == AllPattern {
 		params.Pattern = ""
 	}
@@ -162,7 +185,9 @@ func (e *Engine) ListSubscriptions(ctx context.Context, pattern string) ([]Subsc
 	}
 	out := make([]Subscription, 0, len(list))
 	for i := range list {
-		out = append(out, wireSubscription(&list[i]))
+		if c.sees(&list[i]) {
+			out = append(out, wireSubscription(&list[i]))
+		}
 	}
 	return out, nil
 }
@@ -170,20 +195,22 @@ func (e *Engine) ListSubscriptions(ctx context.Context, pattern string) ([]Subsc
 // DeleteSubscription deletes a subscription and, at once, all its
 // consumers: their later callbacks get ErrConsumerGone (S7). The pattern
 // must be the subscription's, or AllPattern. ErrSubscriptionNotFound when
-// absent.
-func (e *Engine) DeleteSubscription(ctx context.Context, pattern, id string) error {
+// absent or not the caller's to see.
+func (e *Engine) DeleteSubscription(ctx context.Context, c Caller, pattern, id string) error {
 	pat, err := glob.Compile(pattern)
 	if err != nil {
 		return err
 	}
 	s, err := e.st.SubscriptionGet(ctx, id)
-	if errors.Is(err, store.ErrSubscriptionNotFound) || (err == nil && pat.String() != AllPattern && pat.String() != s.Pattern) {
+	if errors.Is(err, store.ErrSubscriptionNotFound) || (err == nil && (!c.sees(s) || (pat.String() != AllPattern && pat.String() != s.Pattern))) {
 		return fmt.Errorf("%w: %q under %s", ErrSubscriptionNotFound, id, pat.String())
 	}
 	if err != nil {
 		return err
 	}
-	removed, err := e.st.SubscriptionDelete(ctx, &store.SubscriptionDeleteParams{ID: id})
+	// Limited to the caller's tenant in the store's transaction too: the
+	// id may have changed hands since it was read.
+	removed, err := e.st.SubscriptionDelete(ctx, &store.SubscriptionDeleteParams{ID: id, Tenant: c.Tenant})
 	if errors.Is(err, store.ErrSubscriptionNotFound) {
 		return fmt.Errorf("%w: %q", ErrSubscriptionNotFound, id)
 	}
@@ -265,11 +292,18 @@ func (e *Engine) callback(ctx context.Context, p *CallbackParams) (*CallbackResp
 		return nil, &CallbackError{Err: fmt.Errorf("%w: %v", ErrConsumerGone, idErr)}
 	}
 	req, reqErr := ParseCallbackRequest(p.Body)
+	var reach func(string) bool
+	if len(req.Subscribe) > 0 {
+		var err error
+		if reach, err = e.reach(ctx, sub); err != nil {
+			return nil, err
+		}
+	}
 	extra := append([]string(nil), req.Subscribe...)
 	for _, a := range req.Acks {
 		extra = append(extra, a.Path)
 	}
-	a, err := e.apply(ctx, id, Callback{Request: req, RequestErr: reqErr, Token: claims, TokenErr: tokErr}, extra, nil)
+	a, err := e.apply(ctx, id, Callback{Request: req, RequestErr: reqErr, Token: claims, TokenErr: tokErr, Reach: reach}, extra, nil)
 	if err == nil {
 		if rm, _ := removal(a.Effects); rm.Reason == RemovedPrimaryDeleted {
 			err = fmt.Errorf("%w: its primary stream %s was deleted", ErrConsumerGone, a.Consumer.PrimaryStream)
@@ -304,11 +338,26 @@ const MaxConsumerPage = 1000
 
 // GetConsumer returns one consumer by its id (as in wakes and callback
 // URLs: "{subscription_id}:{url-encoded stream path}").
-// ErrConsumerNotFound when absent.
-func (e *Engine) GetConsumer(ctx context.Context, id string) (*ConsumerInfo, error) {
+// ErrConsumerNotFound when absent, or not the caller's to see: its
+// subscription is not, or it names a stream outside the caller's paths.
+func (e *Engine) GetConsumer(ctx context.Context, c Caller, id string) (*ConsumerInfo, error) {
+	notFound := fmt.Errorf("%w: %q", ErrConsumerNotFound, id)
+	// The subscription is checked before the consumer is read: a
+	// subscription's consumers are removed with it, so whatever is read
+	// after is of the subscription the check saw, never of an earlier
+	// owner's subscription of the same id.
+	sub, _, err := ParseConsumerID(id)
+	if err != nil {
+		return nil, notFound
+	}
+	if _, err := e.visibleSubscription(ctx, &c, sub); errors.Is(err, ErrSubscriptionNotFound) {
+		return nil, notFound
+	} else if err != nil {
+		return nil, err
+	}
 	sc, err := e.st.ConsumerGet(ctx, id)
-	if errors.Is(err, store.ErrConsumerNotFound) {
-		return nil, fmt.Errorf("%w: %q", ErrConsumerNotFound, id)
+	if errors.Is(err, store.ErrConsumerNotFound) || (err == nil && (sc.SubscriptionID != sub || !c.seesStreams(sc))) {
+		return nil, notFound
 	}
 	if err != nil {
 		return nil, err
@@ -320,9 +369,11 @@ func (e *Engine) GetConsumer(ctx context.Context, id string) (*ConsumerInfo, err
 // ListConsumers returns a page of a subscription's consumers, ordered by
 // id: those after the cursor ("" for the first page), at most limit
 // (MaxConsumerPage when limit is 0 or above it). The list's NextCursor
-// continues it. ErrSubscriptionNotFound when the subscription is absent.
-func (e *Engine) ListConsumers(ctx context.Context, subscriptionID, cursor string, limit int) (*ConsumerList, error) {
-	if _, err := e.GetSubscription(ctx, subscriptionID); err != nil {
+// continues it. ErrSubscriptionNotFound when the subscription is absent
+// or not the caller's to see; a consumer that names a stream outside the
+// caller's paths is left out.
+func (e *Engine) ListConsumers(ctx context.Context, c Caller, subscriptionID, cursor string, limit int) (*ConsumerList, error) {
+	if _, err := e.visibleSubscription(ctx, &c, subscriptionID); err != nil {
 		return nil, err
 	}
 	if limit <= 0 || limit > MaxConsumerPage {
@@ -330,7 +381,7 @@ func (e *Engine) ListConsumers(ctx context.Context, subscriptionID, cursor strin
 	}
 	// One more than the page tells whether another page follows.
 	list, err := e.st.ConsumerListBySubscription(ctx, &store.ConsumerListBySubscriptionParams{
-		SubscriptionID: subscriptionID, After: cursor, Limit: limit + 1,
+		SubscriptionID: subscriptionID, After: cursor, Limit: limit + 1, Tenant: c.Tenant,
 	})
 	if err != nil {
 		return nil, err
@@ -342,7 +393,9 @@ func (e *Engine) ListConsumers(ctx context.Context, subscriptionID, cursor strin
 			out.NextCursor = &next
 			break
 		}
-		out.Data = append(out.Data, consumerInfo(&list[i]))
+		if c.seesStreams(&list[i]) {
+			out.Data = append(out.Data, consumerInfo(&list[i]))
+		}
 	}
 	return out, nil
 }

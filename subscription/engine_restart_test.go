@@ -68,7 +68,7 @@ func TestEngineRestart(t *testing.T) {
 		defer r2.close()
 		synctest.Wait()
 
-		if _, err := r2.eng.GetSubscription(context.Background(), "sub"); err != nil {
+		if _, err := r2.eng.GetSubscription(context.Background(), Platform, "sub"); err != nil {
 			t.Fatal(err)
 		}
 		got := map[string][]WakePayload{}

@@ -194,6 +194,7 @@ func startEngine(t *testing.T, st EngineStore, hook *receiver, keys *Keyring, sw
 		CallbackBaseURL: "https://herald.test",
 		SweepInterval:   sweep,
 		ExclusiveStore:  exclusive,
+		StreamOwner:     tenantOfPath,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -202,6 +203,17 @@ func startEngine(t *testing.T, st EngineStore, hook *receiver, keys *Keyring, sw
 		t.Fatal(err)
 	}
 	return eng
+}
+
+// tenantOfPath is the engines' StreamOwner in tests: /tenants/{tenant}/
+// is a tenant's namespace.
+func tenantOfPath(path string) (string, bool) {
+	rest, ok := strings.CutPrefix(path, "/tenants/")
+	if !ok {
+		return "", false
+	}
+	tenant, _, ok := strings.Cut(rest, "/")
+	return tenant, ok && tenant != ""
 }
 
 // close stops the engine and closes the store (a clean shutdown).

@@ -306,7 +306,7 @@ func TestEngineRemovesConsumers(t *testing.T) {
 		synctest.Wait()
 		r.wantCallbackError(a, tokA, `{"epoch": 1}`, CodeConsumerGone)
 		// Deleting the subscription removes its consumers at once.
-		if err := r.eng.DeleteSubscription(context.Background(), "/agents/*", "sub"); err != nil {
+		if err := r.eng.DeleteSubscription(context.Background(), Platform, "/agents/*", "sub"); err != nil {
 			t.Fatal(err)
 		}
 		r.wantCallbackError(b, tokB, `{"epoch": 1}`, CodeConsumerGone)
@@ -358,28 +358,28 @@ func TestEngineSubscriptionAPI(t *testing.T) {
 		if _, err := create("s3", "/other/**", hookURL, ""); err != nil {
 			t.Fatal(err)
 		}
-		got, err := r.eng.GetSubscription(ctx, "s1")
+		got, err := r.eng.GetSubscription(ctx, Platform, "s1")
 		if err != nil || got.WebhookSecret != "" || got.Description != "d" {
 			t.Fatalf("get: %+v, %v", got, err)
 		}
-		if _, err := r.eng.GetSubscription(ctx, "nope"); !errors.Is(err, ErrSubscriptionNotFound) {
+		if _, err := r.eng.GetSubscription(ctx, Platform, "nope"); !errors.Is(err, ErrSubscriptionNotFound) {
 			t.Fatalf("get absent: %v", err)
 		}
-		all, err := r.eng.ListSubscriptions(ctx, AllPattern)
+		all, err := r.eng.ListSubscriptions(ctx, Platform, AllPattern)
 		if err != nil || len(all) != 2 || all[0].SubscriptionID != "s1" || all[1].SubscriptionID != "s3" {
 			t.Fatalf("list all: %+v, %v", all, err)
 		}
-		some, err := r.eng.ListSubscriptions(ctx, "/agents/*")
+		some, err := r.eng.ListSubscriptions(ctx, Platform, "/agents/*")
 		if err != nil || len(some) != 1 || some[0].SubscriptionID != "s1" {
 			t.Fatalf("list by pattern: %+v, %v", some, err)
 		}
-		if err := r.eng.DeleteSubscription(ctx, "/other/*", "s1"); !errors.Is(err, ErrSubscriptionNotFound) {
+		if err := r.eng.DeleteSubscription(ctx, Platform, "/other/*", "s1"); !errors.Is(err, ErrSubscriptionNotFound) {
 			t.Fatalf("delete under another pattern: %v", err)
 		}
-		if err := r.eng.DeleteSubscription(ctx, "/agents/*", "s1"); err != nil {
+		if err := r.eng.DeleteSubscription(ctx, Platform, "/agents/*", "s1"); err != nil {
 			t.Fatal(err)
 		}
-		if err := r.eng.DeleteSubscription(ctx, "/agents/*", "s1"); !errors.Is(err, ErrSubscriptionNotFound) {
+		if err := r.eng.DeleteSubscription(ctx, Platform, "/agents/*", "s1"); !errors.Is(err, ErrSubscriptionNotFound) {
 			t.Fatalf("delete twice: %v", err)
 		}
 	})

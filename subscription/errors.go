@@ -28,6 +28,9 @@ var (
 	// ErrConsumerGone: the consumer does not exist (any more) (S7). The
 	// engine returns it when it finds no consumer for a callback.
 	ErrConsumerGone = errors.New("subscription: consumer gone")
+	// ErrStreamForbidden: a subscribe names a stream that the consumer's
+	// subscription's owner may not read (outside its tenant's namespace).
+	ErrStreamForbidden = errors.New("subscription: stream outside the subscription owner's streams")
 	// ErrBodyTooLarge: the callback body exceeds the server's limit. The
 	// error table lists it apart; the HTTP layer refuses
 	// such a body before reading past the limit.
@@ -43,6 +46,7 @@ const (
 	CodeInvalidOffset  = "INVALID_OFFSET"
 	CodeStaleEpoch     = "STALE_EPOCH"
 	CodeConsumerGone   = "CONSUMER_GONE"
+	CodeForbidden      = "FORBIDDEN"
 	CodeBodyTooLarge   = "PAYLOAD_TOO_LARGE"
 )
 
@@ -60,6 +64,7 @@ var callbackErrors = []struct {
 	{ErrInvalidOffset, http.StatusConflict, CodeInvalidOffset},
 	{ErrStaleEpoch, http.StatusConflict, CodeStaleEpoch},
 	{ErrConsumerGone, http.StatusGone, CodeConsumerGone},
+	{ErrStreamForbidden, http.StatusForbidden, CodeForbidden},
 	{ErrBodyTooLarge, http.StatusRequestEntityTooLarge, CodeBodyTooLarge},
 }
 

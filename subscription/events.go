@@ -45,6 +45,10 @@ type Callback struct {
 	// Tails holds the tails of the subscribed streams and of the streams
 	// in Request.Subscribe (new subscriptions start at the current tail).
 	Tails Tails
+	// Reach reports whether the consumer may subscribe to a stream path:
+	// those its subscription's owner may read (a tenant's subscription
+	// reaches only its tenant's namespace). nil reaches every path.
+	Reach func(path string) bool
 }
 
 // Tick asks the machine to fire whatever deadline of the consumer is due

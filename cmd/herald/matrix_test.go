@@ -205,7 +205,13 @@ func (m *matrix) fixtures(t *testing.T) *matrixFixtures {
 	n := strconv.Itoa(m.made)
 	f := &matrixFixtures{n: n, stream: matrixArea + "s-" + n, sub: "sub-" + n, receiver: m.receiver.URL}
 	m.admin(t, "PUT", f.stream, "", http.StatusCreated, nil)
-	m.admin(t, "PUT", f.stream+"?subscription="+f.sub, `{"webhook":"`+m.receiver.URL+`"}`, http.StatusCreated, nil)
+	// The subscription is tenant-a's: its key creates it.
+	subKey := m.key(t, []auth.Scope{auth.ScopeSubscriptionsWrite}, matrixTenant)
+	status, body := m.call(t, "PUT", f.stream+"?subscription="+f.sub, map[string]string{"Authorization": "Bearer " + subKey, "Content-Type": "application/json"},
+		`{"webhook":"`+m.receiver.URL+`"}`)
+	if status != http.StatusCreated {
+		t.Fatalf("tenant-a's subscription: %d %s", status, body)
+	}
 	f.consumerID = f.sub + ":" + strings.ReplaceAll(f.stream, "/", "%2F")
 	var ep struct{ ID string }
 	m.admin(t, "POST", "/_herald/v1/endpoints", `{"url":"`+m.receiver.URL+`","tenant":"`+matrixTenant+`","event_types":["matrix.`+n+`"]}`, http.StatusCreated, &ep)
@@ -257,6 +263,11 @@ type matrixRequest struct {
 	// namesTenant: the body names tenant-a, which a key of another
 	// tenant may not act for (403).
 	namesTenant bool
+	// inPaths: the route names a subscription on the fixture's stream
+	// path, or its consumers; a key of tenant-a limited to other paths
+	// creates nothing there (403) and finds nothing there (404, or
+	// absent from a list).
+	inPaths bool
 	// streamsListed: the answer lists tenant-a's streams, this one among
 	// them; a key of another tenant must see none.
 	streamsListed string
@@ -284,17 +295,17 @@ func (f *matrixFixtures) request(rt httpapi.Route) (matrixRequest, bool) {
 			r.body = "data"
 		}
 	case "/{pattern}?subscription={id}":
-		r.path = f.stream + "?subscription=" + f.sub
+		r.path, r.owned, r.inPaths = f.stream+"?subscription="+f.sub, true, true
 		if rt.Method == http.MethodPut {
-			r.path = f.stream + "?subscription=new-" + f.sub
+			r.path, r.owned = f.stream+"?subscription=new-"+f.sub, false
 			r.body = `{"webhook":"` + f.receiver + `"}`
 		}
 	case "/{pattern}?subscriptions":
-		r.path = f.stream + "?subscriptions"
+		r.path, r.listsOwned, r.inPaths = f.stream+"?subscriptions", f.sub, true
 	case "/_herald/v1/subscriptions/{id}/consumers":
-		r.path = "/_herald/v1/subscriptions/" + f.sub + "/consumers"
+		r.path, r.owned, r.inPaths = "/_herald/v1/subscriptions/"+f.sub+"/consumers", true, true
 	case "/_herald/v1/consumers/{consumer_id}":
-		r.path = "/_herald/v1/consumers/" + f.consumerID
+		r.path, r.owned, r.inPaths = "/_herald/v1/consumers/"+f.consumerID, true, true
 	case "/callback/{consumer_id}":
 		r.path, r.body = "/callback/"+f.consumerID, `{"epoch":1}`
 	case "/_herald/v1/streams":
@@ -391,6 +402,15 @@ func (m *matrix) check(t *testing.T, rt httpapi.Route, f *matrixFixtures, req ma
 			t.Errorf("%s: %d %s, want its own resource found", name, status, body)
 		}
 	}
+	// notListed: a list answered to who shows none of tenant-a's
+	// resource.
+	notListed := func(who string, status int, body string) {
+		t.Helper()
+		allowed("list with "+who, status, body)
+		if strings.Contains(body, req.listsOwned) {
+			t.Errorf("%s lists tenant-a's %s: %s", who, req.listsOwned, body)
+		}
+	}
 	rule := rt.Rule
 	scope := rule.Scope
 	if scope == "" {
@@ -446,6 +466,17 @@ func (m *matrix) check(t *testing.T, rt httpapi.Route, f *matrixFixtures, req ma
 		status, body = send(m.key(t, []auth.Scope{scope}, "", "/elsewhere/**"), nil)
 		expect("key outside its paths", status, body, http.StatusForbidden, "FORBIDDEN")
 	}
+	if req.inPaths {
+		status, body = send(m.key(t, []auth.Scope{scope}, matrixTenant, "/tenants/"+matrixTenant+"/elsewhere/**"), nil)
+		switch {
+		case req.method == http.MethodPut:
+			expect("key outside its paths", status, body, http.StatusForbidden, "FORBIDDEN")
+		case req.listsOwned != "":
+			notListed("a key outside its paths", status, body)
+		default:
+			expect("key outside its paths", status, body, http.StatusNotFound, "")
+		}
+	}
 	if stream {
 		// A stream is seen through its key in a browser too.
 		status, body = send(m.key(t, []auth.Scope{scope}, matrixTenant, matrixArea+"**"), map[string]string{"Origin": "https://app.example"})
@@ -471,10 +502,7 @@ func (m *matrix) check(t *testing.T, rt httpapi.Route, f *matrixFixtures, req ma
 	case req.namesTenant:
 		expect("key of another tenant", status, body, http.StatusForbidden, "TENANT_FORBIDDEN")
 	case req.listsOwned != "":
-		allowed("list with a key of another tenant", status, body)
-		if strings.Contains(body, req.listsOwned) {
-			t.Errorf("a key of another tenant lists tenant-a's %s: %s", req.listsOwned, body)
-		}
+		notListed("a key of another tenant", status, body)
 	default:
 		allowed("key of another tenant", status, body)
 	}

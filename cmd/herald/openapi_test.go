@@ -712,9 +712,13 @@ func TestOpenAPIDescribesRealAnswers(t *testing.T) {
 	c.do(exchange{method: "GET", path: "/_herald/v1/subscriptions/none/consumers", key: admin, want: http.StatusNotFound})
 	c.do(exchange{method: "GET", path: "/_herald/v1/consumers/" + consumerID, key: admin, want: http.StatusOK})
 	c.do(exchange{method: "GET", path: "/_herald/v1/consumers/oa-1:%2Fnone", key: admin, want: http.StatusNotFound})
-	pathLimited := m.key(t, []auth.Scope{auth.ScopeSubscriptionsRead}, "", "/area/**")
-	c.do(exchange{method: "GET", path: "/_herald/v1/subscriptions/oa-1/consumers", key: pathLimited, want: http.StatusForbidden})
-	c.do(exchange{method: "GET", path: "/_herald/v1/consumers/" + consumerID, key: pathLimited, want: http.StatusForbidden})
+	// A credential limited to other stream paths neither sees the
+	// subscription and its consumers nor creates one on these paths.
+	elsewhere := m.key(t, []auth.Scope{auth.ScopeSubscriptionsRead, auth.ScopeSubscriptionsWrite}, "", "/elsewhere/**")
+	c.do(exchange{method: "GET", path: "/_herald/v1/subscriptions/oa-1/consumers", key: elsewhere, want: http.StatusNotFound})
+	c.do(exchange{method: "GET", path: "/_herald/v1/consumers/" + consumerID, key: elsewhere, want: http.StatusNotFound})
+	c.do(exchange{method: "GET", path: "/**?subscription=oa-1", key: elsewhere, want: http.StatusNotFound})
+	c.do(exchange{method: "PUT", path: "/area/openapi?subscription=oa-2", key: elsewhere, want: http.StatusForbidden, body: sub})
 	c.do(exchange{method: "DELETE", path: "/area/openapi?subscription=oa-1", key: admin, want: http.StatusNoContent})
 	c.do(exchange{method: "GET", path: "/**?subscription=oa-1", key: admin, want: http.StatusNotFound})
 	c.do(exchange{method: "DELETE", path: "/area/openapi?subscription=oa-1", key: admin, want: http.StatusNotFound})

@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/heraldstreams/herald/auth"
 	"github.com/heraldstreams/herald/httpapi"
 	"github.com/heraldstreams/herald/store"
 	"github.com/heraldstreams/herald/subscription"
@@ -92,6 +93,8 @@ func startSubscriptions(ctx context.Context, p subscriptionsParams) (*subscripti
 		// change; replicas sharing a database change memberships under
 		// each other.
 		ExclusiveStore: !cfg.sharedStore(),
+		// A tenant's consumers subscribe only within its namespace.
+		StreamOwner: func(path string) (string, bool) { return auth.StreamOwner(cfg.Access.TenantStreamPrefix, path) },
 	})
 	if err != nil {
 		return nil, err

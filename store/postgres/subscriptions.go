@@ -34,7 +34,7 @@ func (s *Store) SubscriptionCreate(ctx context.Context, params *store.Subscripti
 		existing, err := s.scanSubscription(tx.QueryRow(ctx, `SELECT `+codec.SubscriptionColumns+` FROM subscriptions WHERE id = $1`, in.ID))
 		switch {
 		case err == nil:
-			if existing.Pattern != in.Pattern || existing.Webhook != in.Webhook || existing.Description != in.Description {
+			if !store.SameSubscription(&existing, &in) {
 				return store.ErrSubscriptionExists
 			}
 			res = &store.SubscriptionCreateResult{Subscription: existing}
@@ -43,8 +43,8 @@ func (s *Store) SubscriptionCreate(ctx context.Context, params *store.Subscripti
 			return fmt.Errorf("postgres: read subscription: %w", err)
 		}
 		in.CreatedAt = params.Now
-		if _, err := tx.Exec(ctx, `INSERT INTO subscriptions (`+codec.SubscriptionColumns+`) VALUES ($1, $2, $3, $4, $5, $6)`,
-			in.ID, in.Pattern, in.Webhook, sealed, in.Description, codec.Nanos(in.CreatedAt)); err != nil {
+		if _, err := tx.Exec(ctx, `INSERT INTO subscriptions (`+codec.SubscriptionColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+			in.ID, in.Pattern, in.Webhook, sealed, in.Description, codec.Nanos(in.CreatedAt), in.Tenant); err != nil {
 			return fmt.Errorf("postgres: insert subscription: %w", err)
 		}
 		if err := spawnConsumers(ctx, tx, params); err != nil {
@@ -133,6 +133,9 @@ func (s *Store) SubscriptionList(ctx context.Context, params *store.Subscription
 	if params.Pattern != "" {
 		q.add(` AND pattern = `, params.Pattern)
 	}
+	if params.Tenant != "" {
+		q.add(` AND tenant = `, params.Tenant)
+	}
 	q.sql += ` ORDER BY id`
 	return collect(ctx, s, q, "list subscriptions", s.scanSubscription)
 }
@@ -141,7 +144,7 @@ func (s *Store) SubscriptionList(ctx context.Context, params *store.Subscription
 func (s *Store) SubscriptionDelete(ctx context.Context, params *store.SubscriptionDeleteParams) (int, error) {
 	var removed int64
 	err := s.tx(ctx, func(tx *wtx) error {
-		tag, err := tx.Exec(ctx, `DELETE FROM subscriptions WHERE id = $1`, params.ID)
+		tag, err := tx.Exec(ctx, `DELETE FROM subscriptions WHERE id = $1 AND ($2 = '' OR tenant = $2)`, params.ID, params.Tenant)
 		if err != nil {
 			return fmt.Errorf("postgres: delete subscription: %w", err)
 		}
@@ -307,8 +310,11 @@ func (s *Store) ConsumerListBySubscription(ctx context.Context, params *store.Co
 	if params.Limit > 0 {
 		limit = strconv.Itoa(params.Limit)
 	}
-	return s.queryConsumers(ctx, `c.id IN (SELECT id FROM consumers WHERE subscription_id = $1 AND id > $2 ORDER BY id LIMIT `+limit+`)`, `c.id`,
-		params.SubscriptionID, params.After)
+	// The owner is checked in the same statement, so the consumers are
+	// never those of another owner's subscription of the same id.
+	return s.queryConsumers(ctx, `c.id IN (SELECT id FROM consumers WHERE subscription_id = $1 AND id > $2
+		AND ($3 = '' OR EXISTS (SELECT 1 FROM subscriptions s WHERE s.id = $1 AND s.tenant = $3)) ORDER BY id LIMIT `+limit+`)`, `c.id`,
+		params.SubscriptionID, params.After, params.Tenant)
 }
 
 // queryConsumers reads the consumers that match where, ordered by order.

@@ -164,3 +164,24 @@ func TestMigrationKeysEventIDsByTenant(t *testing.T) {
 		t.Fatalf("acme's o-3 after the upgrade = %+v, %v; want a new event", pub, err)
 	}
 }
+
+// TestMigrationMakesExistingSubscriptionsThePlatforms upgrades a store
+// written before migration 0020: its subscriptions become the platform's
+// (tenant ""), keep every column, and a tenant's view lists none of them.
+func TestMigrationMakesExistingSubscriptionsThePlatforms(t *testing.T) {
+	ctx := context.Background()
+	dir := storeAt(t, "0019_event_ids_per_tenant", `INSERT INTO subscriptions (id, pattern, webhook, secret, description, created_at)
+		VALUES ('old', '/agents/**', 'https://example.com/h', 'whsec_old', 'd', 5)`)
+
+	s := openStore(t, Config{Dir: dir})
+	got, err := s.SubscriptionGet(ctx, "old")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Tenant != "" || got.Pattern != "/agents/**" || got.Webhook != "https://example.com/h" || got.Secret != "whsec_old" || got.Description != "d" {
+		t.Fatalf("subscription after the upgrade: %+v", got)
+	}
+	if list, err := s.SubscriptionList(ctx, &store.SubscriptionListParams{Tenant: "acme"}); err != nil || len(list) != 0 {
+		t.Fatalf("a tenant's list after the upgrade: %+v, %v", list, err)
+	}
+}

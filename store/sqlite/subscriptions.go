@@ -62,7 +62,7 @@ func (s *Store) SubscriptionCreate(ctx context.Context, params *store.Subscripti
 		existing, err := s.scanSubscription(s.wconn.QueryRowContext(b.ctx, `SELECT `+subscriptionColumns+` FROM subscriptions WHERE id = ?`, in.ID))
 		switch {
 		case err == nil:
-			if existing.Pattern != in.Pattern || existing.Webhook != in.Webhook || existing.Description != in.Description {
+			if !store.SameSubscription(&existing, &in) {
 				return ruleError{store.ErrSubscriptionExists}
 			}
 			res = &store.SubscriptionCreateResult{Subscription: existing}
@@ -71,8 +71,8 @@ func (s *Store) SubscriptionCreate(ctx context.Context, params *store.Subscripti
 			return fmt.Errorf("read subscription: %w", err)
 		}
 		in.CreatedAt = params.Now
-		if _, err := b.exec(`INSERT INTO subscriptions (`+subscriptionColumns+`) VALUES (?, ?, ?, ?, ?, ?)`,
-			in.ID, in.Pattern, in.Webhook, sealed, in.Description, codec.Nanos(in.CreatedAt)); err != nil {
+		if _, err := b.exec(`INSERT INTO subscriptions (`+subscriptionColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+			in.ID, in.Pattern, in.Webhook, sealed, in.Description, codec.Nanos(in.CreatedAt), in.Tenant); err != nil {
 			return fmt.Errorf("insert subscription: %w", err)
 		}
 		if err := b.spawnConsumers(params); err != nil {
@@ -139,11 +139,15 @@ func (s *Store) SubscriptionGet(ctx context.Context, id string) (*store.Subscrip
 
 // SubscriptionList implements store.SubscriptionStore.
 func (s *Store) SubscriptionList(ctx context.Context, params *store.SubscriptionListParams) ([]store.Subscription, error) {
-	q := `SELECT ` + subscriptionColumns + ` FROM subscriptions`
+	q := `SELECT ` + subscriptionColumns + ` FROM subscriptions WHERE true`
 	var args []any
 	if params.Pattern != "" {
-		q += ` WHERE pattern = ?`
+		q += ` AND pattern = ?`
 		args = append(args, params.Pattern)
+	}
+	if params.Tenant != "" {
+		q += ` AND tenant = ?`
+		args = append(args, params.Tenant)
 	}
 	rows, err := s.reader.QueryContext(ctx, q+` ORDER BY id`, args...)
 	if err != nil {
@@ -165,7 +169,7 @@ func (s *Store) SubscriptionList(ctx context.Context, params *store.Subscription
 func (s *Store) SubscriptionDelete(ctx context.Context, params *store.SubscriptionDeleteParams) (int, error) {
 	var removed int64
 	err := s.write(ctx, func(b *batch) error {
-		res, err := b.exec(`DELETE FROM subscriptions WHERE id = ?`, params.ID)
+		res, err := b.exec(`DELETE FROM subscriptions WHERE id = ? AND (? = '' OR tenant = ?)`, params.ID, params.Tenant, params.Tenant)
 		if err != nil {
 			return fmt.Errorf("delete subscription: %w", err)
 		}
@@ -366,8 +370,11 @@ func (s *Store) ConsumerListBySubscription(ctx context.Context, params *store.Co
 	if limit <= 0 {
 		limit = -1 // SQLite: no limit
 	}
-	return s.queryConsumers(ctx, `c.id IN (SELECT id FROM consumers WHERE subscription_id = ? AND id > ? ORDER BY id LIMIT ?)`, `c.id`,
-		params.SubscriptionID, params.After, limit)
+	// The owner is checked in the same statement, so the consumers are
+	// never those of another owner's subscription of the same id.
+	return s.queryConsumers(ctx, `c.id IN (SELECT id FROM consumers WHERE subscription_id = ? AND id > ?
+		AND (? = '' OR EXISTS (SELECT 1 FROM subscriptions s WHERE s.id = ? AND s.tenant = ?)) ORDER BY id LIMIT ?)`, `c.id`,
+		params.SubscriptionID, params.After, params.Tenant, params.SubscriptionID, params.Tenant, limit)
 }
 
 // ConsumerPathList implements store.SubscriptionStore.

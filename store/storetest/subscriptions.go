@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -14,6 +15,7 @@ import (
 
 func runSubscriptions(t *testing.T, f Factory) {
 	run(t, f, "SubscriptionCRUD", testSubscriptionCRUD)
+	run(t, f, "SubscriptionOwners", testSubscriptionOwners)
 	run(t, f, "ConsumerCAS", testConsumerCAS)
 	run(t, f, "ConsumerQueries", testConsumerQueries)
 	run(t, f, "ConsumerRace", testConsumerRace)
@@ -335,4 +337,93 @@ func testConsumerReadsUnderLoad(t *testing.T, f Factory) {
 		}()
 	}
 	wg.Wait()
+}
+
+// testSubscriptionOwners: a subscription keeps its owner (a tenant, or
+// "" for the platform); a list, a delete and a consumer list limited to
+// a tenant never reach another owner's subscription, and the same id
+// under another owner is another configuration.
+func testSubscriptionOwners(t *testing.T, f Factory) {
+	s := f.Open(t)
+	ctx := context.Background()
+	mustCreate(t, s, &store.StreamCreateParams{Path: "/tenants/acme/a", ContentType: "text/plain", Now: t0})
+	create := func(id, tenant, pattern string) {
+		t.Helper()
+		spawn := func(st *store.Stream) (store.Consumer, bool) {
+			return consumer(id+":"+st.Path, id, st.Path, st.Path), true
+		}
+		sub := store.Subscription{ID: id, Tenant: tenant, Pattern: pattern, Webhook: "https://example.com/" + id, Secret: "whsec_" + id}
+		prefix := strings.TrimSuffix(pattern, "**")
+		res, err := s.SubscriptionCreate(ctx, &store.SubscriptionCreateParams{Subscription: sub, Now: t0, Prefix: prefix, Spawn: spawn})
+		if err != nil || !res.Created || res.Subscription.Tenant != tenant {
+			t.Fatalf("create %s of %q = %+v, %v", id, tenant, res, err)
+		}
+	}
+	create("acme-sub", "acme", "/tenants/acme/**")
+	create("globex-sub", "globex", "/tenants/globex/**")
+	create("platform-sub", "", "/tenants/**")
+	if got, err := s.SubscriptionGet(ctx, "acme-sub"); err != nil || got.Tenant != "acme" {
+		t.Fatalf("get = %+v, %v", got, err)
+	}
+	// The same id and configuration under another owner is not the same
+	// subscription.
+	theirs := store.Subscription{ID: "acme-sub", Tenant: "globex", Pattern: "/tenants/acme/**", Webhook: "https://example.com/acme-sub", Secret: "s"}
+	_, err := s.SubscriptionCreate(ctx, &store.SubscriptionCreateParams{Subscription: theirs, Now: t0})
+	expectErr(t, err, store.ErrSubscriptionExists)
+	theirs.Tenant = ""
+	_, err = s.SubscriptionCreate(ctx, &store.SubscriptionCreateParams{Subscription: theirs, Now: t0})
+	expectErr(t, err, store.ErrSubscriptionExists)
+
+	ids := func(list []store.Subscription) []string {
+		var out []string
+		for _, sub := range list {
+			out = append(out, sub.ID)
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		params store.SubscriptionListParams
+		want   []string
+	}{
+		{store.SubscriptionListParams{}, []string{"acme-sub", "globex-sub", "platform-sub"}},
+		{store.SubscriptionListParams{Tenant: "acme"}, []string{"acme-sub"}},
+		{store.SubscriptionListParams{Tenant: "acme", Pattern: "/tenants/acme/**"}, []string{"acme-sub"}},
+		{store.SubscriptionListParams{Tenant: "acme", Pattern: "/tenants/**"}, nil},
+		{store.SubscriptionListParams{Tenant: "initech"}, nil},
+	} {
+		list, err := s.SubscriptionList(ctx, &tc.params)
+		if err != nil || !slices.Equal(ids(list), tc.want) {
+			t.Errorf("list %+v = %v, %v; want %v", tc.params, ids(list), err, tc.want)
+		}
+	}
+
+	// Consumers are listed only for their subscription's owner (or the
+	// platform's unlimited view).
+	for _, tc := range []struct {
+		tenant string
+		want   int
+	}{{"", 1}, {"acme", 0}, {"globex", 0}} {
+		list, err := s.ConsumerListBySubscription(ctx, &store.ConsumerListBySubscriptionParams{SubscriptionID: "platform-sub", Tenant: tc.tenant})
+		if err != nil || len(list) != tc.want {
+			t.Errorf("consumers of platform-sub for %q = %+v, %v; want %d", tc.tenant, list, err, tc.want)
+		}
+	}
+	if list, err := s.ConsumerListBySubscription(ctx, &store.ConsumerListBySubscriptionParams{SubscriptionID: "acme-sub", Tenant: "acme"}); err != nil || len(list) != 1 {
+		t.Errorf("consumers of acme-sub for acme = %+v, %v", list, err)
+	}
+
+	// A delete limited to a tenant removes nothing of another owner.
+	for _, tc := range []struct{ id, tenant string }{{"platform-sub", "acme"}, {"globex-sub", "acme"}, {"acme-sub", "globex"}} {
+		_, err := s.SubscriptionDelete(ctx, &store.SubscriptionDeleteParams{ID: tc.id, Tenant: tc.tenant})
+		expectErr(t, err, store.ErrSubscriptionNotFound)
+		if _, err := s.SubscriptionGet(ctx, tc.id); err != nil {
+			t.Fatalf("%s after a delete by %s: %v", tc.id, tc.tenant, err)
+		}
+	}
+	if n, err := s.SubscriptionDelete(ctx, &store.SubscriptionDeleteParams{ID: "acme-sub", Tenant: "acme"}); err != nil || n != 1 {
+		t.Fatalf("delete by its owner = %d, %v", n, err)
+	}
+	if n, err := s.SubscriptionDelete(ctx, &store.SubscriptionDeleteParams{ID: "globex-sub"}); err != nil || n != 0 {
+		t.Fatalf("delete by the platform = %d, %v", n, err)
+	}
 }

@@ -45,13 +45,13 @@ const StreamColumns = `id, path, content_type, tail, closed, closed_by_id, close
 	fork_offset, fork_sub_offset, last_seq, soft_deleted`
 
 // SubscriptionColumns are the columns ScanSubscription reads.
-const SubscriptionColumns = `id, pattern, webhook, secret, description, created_at`
+const SubscriptionColumns = `id, pattern, webhook, secret, description, created_at, tenant`
 
 // ScanSubscription scans a subscription row; its secret as stored.
 func ScanSubscription(row Row) (store.Subscription, error) {
 	var sub store.Subscription
 	var created int64
-	if err := row.Scan(&sub.ID, &sub.Pattern, &sub.Webhook, &sub.Secret, &sub.Description, &created); err != nil {
+	if err := row.Scan(&sub.ID, &sub.Pattern, &sub.Webhook, &sub.Secret, &sub.Description, &created, &sub.Tenant); err != nil {
 		return sub, err
 	}
 	sub.CreatedAt = FromNanos(created)
