@@ -198,7 +198,7 @@ func TestEngineMatching(t *testing.T) {
 		}
 		pub("scenario.started", "/shops/a/events", "acme", `{"region":"eu","n":1}`) // yes
 		pub("scenario.started", "/shops/a/events", "other", `{"region":"eu"}`)      // other tenant
-		pub("scenario.started", "/elsewhere", "acme", `{"region":"eu"}`)              // other stream
+		pub("scenario.started", "/elsewhere", "acme", `{"region":"eu"}`)            // other stream
 		pub("user.created", "/shops/a/events", "acme", `{"region":"eu"}`)           // other type
 		pub("tool.done", "/shops/b/events", "acme", `{"region":"us"}`)              // filtered out
 		pub("tool.done", "/shops/b/events", "acme", `{"region":"uk","n":2}`)        // yes
