@@ -186,7 +186,7 @@ func TestEngineMatching(t *testing.T) {
 		r := newRig(t, nil)
 		ep := r.endpoint(&CreateEndpointParams{Active: true, Config: EndpointConfig{
 			EventTypes: []string{"scenario.*", "tool.done"},
-			Streams:    []string{"/tenants/*/events"},
+			Streams:    []string{"/shops/*/events"},
 			Filter:     json.RawMessage(`{"data.region": {"in": ["eu", "uk"]}}`),
 			Tenant:     "acme",
 		}})
@@ -196,14 +196,14 @@ func TestEngineMatching(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		pub("scenario.started", "/tenants/a/events", "acme", `{"region":"eu","n":1}`) // yes
-		pub("scenario.started", "/tenants/a/events", "other", `{"region":"eu"}`)      // other tenant
-		pub("scenario.started", "/elsewhere", "acme", `{"region":"eu"}`)              // other stream
-		pub("user.created", "/tenants/a/events", "acme", `{"region":"eu"}`)           // other type
-		pub("tool.done", "/tenants/b/events", "acme", `{"region":"us"}`)              // filtered out
-		pub("tool.done", "/tenants/b/events", "acme", `{"region":"uk","n":2}`)        // yes
+		pub("scenario.started", "/shops/a/events", "acme", `{"region":"eu","n":1}`) // yes
+		pub("scenario.started", "/shops/a/events", "other", `{"region":"eu"}`)      // other tenant
+		pub("scenario.started", "/elsewhere", "acme", `{"region":"eu"}`)            // other stream
+		pub("user.created", "/shops/a/events", "acme", `{"region":"eu"}`)           // other type
+		pub("tool.done", "/shops/b/events", "acme", `{"region":"us"}`)              // filtered out
+		pub("tool.done", "/shops/b/events", "acme", `{"region":"uk","n":2}`)        // yes
 		// Plain appends: a non-event, then an event without id.
-		if _, err := r.st.StreamAppend(ctx, &store.StreamAppendParams{Path: "/tenants/b/events", ContentType: "application/json",
+		if _, err := r.st.StreamAppend(ctx, &store.StreamAppendParams{Path: "/shops/b/events", ContentType: "application/json",
 			Data: []byte("{\"hello\":1}\n{\"type\":\"scenario.x\",\"tenant\":\"acme\",\"data\":{\"region\":\"eu\",\"n\":3}}\n"), Messages: 2, Now: time.Now()}); err != nil {
 			t.Fatal(err)
 		}
@@ -229,7 +229,7 @@ func TestEngineMatching(t *testing.T) {
 			t.Fatalf("derived event = %+v", last)
 		}
 		// The id is stable: a replay sends the same id.
-		res, err := r.e.Replay(ctx, &ReplayParams{EndpointID: ep.ID, Stream: "/tenants/b/events", HasFrom: true})
+		res, err := r.e.Replay(ctx, &ReplayParams{EndpointID: ep.ID, Stream: "/shops/b/events", HasFrom: true})
 		if err != nil || res.Queued != 2 {
 			t.Fatalf("replay = %+v, %v", res, err)
 		}

@@ -80,6 +80,10 @@ type Config struct {
 	// Auth checks every request's credential against its route's rule;
 	// auth.Off() when nil (development: every request may do anything).
 	Auth *auth.Authenticator
+	// TenantStreamPrefix is the template of tenants' stream namespaces,
+	// whose streams hold only their tenant's events whoever writes them;
+	// Auth's when "" (which matters with access control off).
+	TenantStreamPrefix string
 	// AuditLogger receives one record per change made through Herald's
 	// API (who, which route, the outcome); Logger when nil.
 	AuditLogger *slog.Logger
@@ -131,6 +135,7 @@ type Server struct {
 
 	// Access control (access.go).
 	auth           *auth.Authenticator
+	tenantPrefix   string
 	audit          *slog.Logger
 	allowedOrigins []string
 	allowedHosts   []string
@@ -232,6 +237,10 @@ func New(cfg Config) *Server {
 	}
 	if s.auth == nil {
 		s.auth = auth.Off()
+	}
+	s.tenantPrefix = cfg.TenantStreamPrefix
+	if s.tenantPrefix == "" {
+		s.tenantPrefix = s.auth.TenantStreamPrefix()
 	}
 	if s.audit == nil {
 		s.audit = s.log
@@ -370,7 +379,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		// A stream in a tenant's namespace holds that tenant's events
 		// only, whoever writes them: a platform credential's messages
 		// there may name no other tenant either.
-		tenant, _ = auth.StreamOwner(s.auth.TenantStreamPrefix(), path)
+		tenant, _ = auth.StreamOwner(s.tenantPrefix, path)
 	}
 	switch r.Method {
 	case http.MethodGet:

@@ -187,3 +187,31 @@ func TestErrorMessagesNameNoPackage(t *testing.T) {
 		t.Errorf("body = %s", w.Body)
 	}
 }
+
+// A stream in a tenant's namespace (under the configured prefix) holds
+// only that tenant's events, whoever writes: with access control off too,
+// a message naming another tenant there is refused and nothing stored.
+func TestAppendInANamespaceNamesNoOtherTenant(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		path, body string
+		status     int
+	}{
+		{"/orgs/acme/x", `{"type":"a","tenant":"globex"}`, http.StatusForbidden},
+		{"/orgs/acme/x", `{"type":"a","tenant":"acme"}`, http.StatusNoContent},
+		{"/orgs/acme/x", `{"type":"a"}`, http.StatusNoContent},
+		// Not a namespace under this prefix: the platform's stream.
+		{"/tenants/acme/x", `{"type":"a","tenant":"globex"}`, http.StatusNoContent},
+	} {
+		var got *store.StreamAppendParams
+		res := &store.StreamAppendResult{Stream: stream(1, c.path, "application/json", 42), Outcome: store.Appended}
+		s := newTestServer(appendStore(t, &got, res), Config{TenantStreamPrefix: "/orgs/{tenant}/"})
+		w := do(s, "POST", c.path, strings.NewReader(c.body), map[string]string{"Content-Type": "application/json"})
+		if w.Code != c.status {
+			t.Errorf("%s %s: %d %s, want %d", c.path, c.body, w.Code, w.Body, c.status)
+		}
+		if c.status == http.StatusForbidden && (got != nil || errorCode(t, w) != "TENANT_FORBIDDEN") {
+			t.Errorf("%s %s: stored %+v, code %q", c.path, c.body, got, errorCode(t, w))
+		}
+	}
+}

@@ -60,7 +60,7 @@ func TestKeysCommand(t *testing.T) {
 	env := map[string]string{"HERALD_URL": base, "HERALD_KEY": testAdminKey}
 
 	out, err := runCLI(t, env, "keys", "create", "--scope", "streams:read", "--scope", "events:publish", "--tenant", "acme",
-		"--path", "/agents/**", "--expires-in", "24h", "--description", "ci runner", "--output", "json")
+		"--path", "/tenants/acme/agents/**", "--expires-in", "24h", "--description", "ci runner", "--output", "json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +73,7 @@ func TestKeysCommand(t *testing.T) {
 		t.Fatalf("create output %q: %v", out, err)
 	}
 	if !strings.HasPrefix(created.Key, "hk_"+created.ID+"_") || created.Tenant != "acme" || len(created.Scopes) != 2 ||
-		created.Paths[0] != "/agents/**" || created.ExpiresAt == nil {
+		created.Paths[0] != "/tenants/acme/agents/**" || created.ExpiresAt == nil {
 		t.Fatalf("created %+v", created)
 	}
 	// The key works against the server.
