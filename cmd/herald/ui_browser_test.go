@@ -638,6 +638,18 @@ func TestDashboardInBrowser(t *testing.T) {
 	r.visit(t, "#/overview", "#endpoint-list, #delivery-filter")
 	hidden("the operator's overview")
 
+	// A tenant's admin key has no overview either: its figures are the
+	// whole installation's (GET /_herald/v1/stats refuses a tenant).
+	r.do(t, "signing out", chromedp.Click(chromedp.CSS(`#signout`)), chromedp.WaitVisible(chromedp.CSS(`#signin`)))
+	r.signIn(t, r.key(t, []auth.Scope{auth.ScopeAdmin}, matrixTenant))
+	r.waitText(t, "#who", matrixTenant)
+	if nav := eval[string](t, r, `document.querySelector('#nav').innerText`); strings.Contains(nav, "Overview") || !strings.Contains(nav, "Endpoints") {
+		t.Errorf("a tenant admin's views are %q, want every view but the overview", nav)
+	}
+	r.do(t, "signing out", chromedp.Click(chromedp.CSS(`#signout`)), chromedp.WaitVisible(chromedp.CSS(`#signin`)))
+	r.signIn(t, key)
+	r.waitText(t, "#who", matrixTenant)
+
 	// The event types, read-only in the portal: name, description, the
 	// deprecated flag and the schema as formatted JSON.
 	r.admin(t, "POST", "/_herald/v1/event-types", `{"name":"ui.order.shipped","description":"An order left the warehouse.","schema":{"type":"object","required":["carrier"],"properties":{"carrier":{"type":"string"}}}}`, http.StatusCreated, nil)

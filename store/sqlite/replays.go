@@ -130,8 +130,10 @@ func (s *Store) EventIDsSeen(ctx context.Context, keys []store.EventKey) (map[st
 	if err != nil {
 		return nil, err
 	}
-	stmt, err := s.readerStmt(ctx, `SELECT tenant, event_id, stream, position FROM published_events
-		WHERE (tenant, event_id) IN (SELECT value ->> 0, value ->> 1 FROM json_each(?))`)
+	// The keys drive the loop (CROSS JOIN keeps that order), each a
+	// primary key lookup.
+	stmt, err := s.readerStmt(ctx, `SELECT p.tenant, p.event_id, p.stream, p.position
+		FROM json_each(?) AS k CROSS JOIN published_events AS p ON p.tenant = k.value ->> 0 AND p.event_id = k.value ->> 1`)
 	if err != nil {
 		return nil, err
 	}

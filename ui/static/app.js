@@ -18,7 +18,7 @@ export function can(me, scope) {
 // and has a Refresh button; every (ms) refreshes it on its own while the
 // tab is visible. The streams view reads live instead.
 const views = [
-  {name: 'overview', title: 'Overview', allowed: me => me.admin, render: overview, every: 30000},
+  {name: 'overview', title: 'Overview', allowed: me => me.admin && !me.tenant, render: overview, every: 30000},
   {name: 'streams', title: 'Streams', allowed: me => can(me, 'streams:read'), render: streams, live: true},
   {name: 'subscriptions', title: 'Subscriptions', allowed: me => can(me, 'subscriptions:read'), render: subscriptions},
   {name: 'endpoints', title: 'Endpoints', allowed: me => can(me, 'endpoints:read'), render: endpoints},
