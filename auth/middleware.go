@@ -25,6 +25,12 @@ type Rule struct {
 	// credential's reach (Principal.AllowsPattern); "" fails closed as
 	// with StreamPath.
 	StreamPattern func(*http.Request) string
+	// Unseen, when set, is the answer for a credential of a tenant whose
+	// namespace does not hold the path StreamPath names: another owner's
+	// object answers exactly as if it did not exist (the stream routes
+	// set the answer of an absent stream). Without it, or for a path
+	// outside a key's own path patterns, the answer is 403 FORBIDDEN.
+	Unseen *Error
 	// Platform routes serve installation-wide data or settings (stats,
 	// metrics): a credential of a tenant is refused (403
 	// TENANT_FORBIDDEN), as it must learn nothing of other tenants.
@@ -70,6 +76,9 @@ func (a *Authenticator) Check(r *http.Request, rule Rule) (*Principal, error) {
 	}
 	if rule.StreamPath != nil && p.limited() {
 		if path := rule.StreamPath(r); path == "" || !p.AllowsPath(path) {
+			if rule.Unseen != nil && path != "" && p.Tenant != "" && !inNamespace(p.namespace, path) {
+				return nil, rule.Unseen
+			}
 			return nil, forbidden("the credential is not allowed on this stream path")
 		}
 	}

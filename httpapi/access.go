@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/heraldstreams/herald/auth"
+	"github.com/heraldstreams/herald/store"
 )
 
 // Route is one route Herald serves and the access rule it declares.
@@ -33,18 +34,14 @@ type Route struct {
 // them (a pattern wider than a credential's paths is 403).
 var (
 	streamRoutes = []Route{
-		{http.MethodGet, "/{stream}", auth.Rule{Scope: auth.ScopeStreamsRead, StreamPath: requestPath}},
-		{http.MethodHead, "/{stream}", auth.Rule{Scope: auth.ScopeStreamsRead, StreamPath: requestPath}},
-		{http.MethodPost, "/{stream}", auth.Rule{Scope: auth.ScopeStreamsWrite, StreamPath: requestPath}},
+		{http.MethodGet, "/{stream}", auth.Rule{Scope: auth.ScopeStreamsRead, StreamPath: requestPath, Unseen: errStreamUnseen}},
+		{http.MethodHead, "/{stream}", auth.Rule{Scope: auth.ScopeStreamsRead, StreamPath: requestPath, Unseen: errStreamUnseen}},
+		{http.MethodPost, "/{stream}", auth.Rule{Scope: auth.ScopeStreamsWrite, StreamPath: requestPath, Unseen: errStreamUnseen}},
+		// A create outside the caller's namespace is refused (403): no
+		// stream may be made there, whether or not one exists.
 		{http.MethodPut, "/{stream}", auth.Rule{Scope: auth.ScopeStreamsWrite, StreamPath: requestPath}},
-		{http.MethodDelete, "/{stream}", auth.Rule{Scope: auth.ScopeStreamsWrite, StreamPath: requestPath}},
+		{http.MethodDelete, "/{stream}", auth.Rule{Scope: auth.ScopeStreamsWrite, StreamPath: requestPath, Unseen: errStreamUnseen}},
 	}
-	// A create names the pattern of the subscription it makes, which
-	// must lie within the credential's reach (403 FORBIDDEN otherwise).
-	// The other subscription routes check each subscription instead
-	// (subscription.Caller): one of another owner, or whose pattern lies
-	// outside the credential's reach, is absent (404, or left out of a
-	// list), so /**?subscriptions lists what the credential may see.
 	subscriptionRoutes = []Route{
 		{http.MethodPut, "/{pattern}?subscription={id}", auth.Rule{Scope: auth.ScopeSubscriptionsWrite, StreamPattern: requestPath}},
 		{http.MethodGet, "/{pattern}?subscription={id}", auth.Rule{Scope: auth.ScopeSubscriptionsRead}},
@@ -52,6 +49,22 @@ var (
 		{http.MethodDelete, "/{pattern}?subscription={id}", auth.Rule{Scope: auth.ScopeSubscriptionsWrite}},
 	}
 )
+
+// errStreamUnseen is what a tenant's credential gets for a stream
+// outside its namespace: the answer of an absent stream, word for word,
+// so it learns nothing of another owner's streams.
+var errStreamUnseen = &auth.Error{Status: http.StatusNotFound, Code: "STREAM_NOT_FOUND", Message: publicMessage(store.ErrNotFound)}
+
+// streamRule is the access rule of the stream route of method, nil for a
+// method the stream routes do not take.
+func streamRule(method string) *auth.Rule {
+	for i := range streamRoutes {
+		if streamRoutes[i].Method == method {
+			return &streamRoutes[i].Rule
+		}
+	}
+	return nil
+}
 
 // requestPath is the stream a stream route names: its path.
 func requestPath(r *http.Request) string { return r.URL.Path }

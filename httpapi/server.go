@@ -354,13 +354,8 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	var rule *auth.Rule
-	switch r.Method {
-	case http.MethodGet, http.MethodHead:
-		rule = &streamRoutes[0].Rule
-	case http.MethodPost, http.MethodPut, http.MethodDelete:
-		rule = &streamRoutes[2].Rule
-	default:
+	rule := streamRule(r.Method)
+	if rule == nil {
 		h["Allow"] = valAllowMethod
 		s.fail(w, r, errMethodNotAllowed)
 		return
