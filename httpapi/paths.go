@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"net/url"
 	pathpkg "path"
 	"strings"
 	"unicode/utf8"
@@ -17,17 +18,14 @@ func isReserved(path string) bool {
 		path == strings.TrimSuffix(HeraldPrefix, "/") || path == strings.TrimSuffix(CallbackPrefix, "/")
 }
 
-// literalReservedPrefix reports whether the escaped path of a request for
-// a reserved path (rawPath, "" when the path needs no escaping, as
-// net/url keeps it) spells its prefix literally. "/%5fherald/" decodes to
-// "/_herald/", but a proxy that guards the literal prefix lets it through:
-// such spellings are refused rather than served.
-func literalReservedPrefix(rawPath string) bool {
-	if rawPath == "" {
-		return true
-	}
-	return strings.HasPrefix(rawPath, HeraldPrefix) || strings.HasPrefix(rawPath, CallbackPrefix) ||
-		rawPath == strings.TrimSuffix(HeraldPrefix, "/") || rawPath == strings.TrimSuffix(CallbackPrefix, "/")
+// literalPath reports whether a request's path is spelled without any
+// percent-encoding, as every reserved route is: "/%5fherald/" decodes to
+// "/_herald/" and "/_herald/v1/%6beys" to "/_herald/v1/keys", but a proxy
+// that guards the literal spelling lets them through, so such spellings
+// are refused rather than served. A decoded path holding a byte that needs
+// escaping (a space, non-ASCII) has no literal spelling either.
+func literalPath(u *url.URL) bool {
+	return !strings.Contains(u.EscapedPath(), "%")
 }
 
 // isClean reports whether path has no "." or ".." segment and no repeated

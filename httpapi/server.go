@@ -391,10 +391,12 @@ func (s *Server) serveGuarded(w http.ResponseWriter, r *http.Request, h http.Han
 }
 
 // serveReserved serves a request under /_herald/ or /callback/: a CORS
-// preflight, or the route mounted there. The prefix must be spelled
-// literally and the path be clean, so that a proxy rule on the prefix sees
-// every request for it, and the mux never answers with a redirect (which
-// has an HTML body). A path without a route is RESERVED_PATH: a stream
+// preflight, or the route mounted there. The whole path must be spelled
+// literally (no percent-encoding anywhere: no route or id needs it) and be
+// clean, so that a proxy rule on a prefix or a route sees every request
+// for it, each route has one spelling (/_herald/v1/%6beys is not
+// /_herald/v1/keys), and the mux never answers with a redirect (which has
+// an HTML body). A path without a route is RESERVED_PATH: a stream
 // operation there, or a wrong method on a route (a stream create at
 // /callback/x must not read as "use another method").
 func (s *Server) serveReserved(w http.ResponseWriter, r *http.Request) {
@@ -402,7 +404,7 @@ func (s *Server) serveReserved(w http.ResponseWriter, r *http.Request) {
 		s.preflight(w, r)
 		return
 	}
-	if !literalReservedPrefix(r.URL.RawPath) || !isClean(r.URL.Path) {
+	if !literalPath(r.URL) || !isClean(r.URL.Path) {
 		s.fail(w, r, errNonCanonicalPath)
 		return
 	}
