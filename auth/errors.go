@@ -23,6 +23,13 @@ var (
 	ErrInvalidKey      = &Error{http.StatusUnauthorized, "INVALID_KEY", "the API key or token is not valid (unknown, revoked, or malformed)"}
 	ErrKeyExpired      = &Error{http.StatusUnauthorized, "KEY_EXPIRED", "the API key or token has expired"}
 	ErrForbidden       = &Error{http.StatusForbidden, "FORBIDDEN", "the credential does not allow this request"}
+	// ErrInvalidTenantClaim: a platform token's tenant claim is present
+	// but not a tenant name (a number, an array, "", null, a character
+	// a tenant cannot hold).
+	ErrInvalidTenantClaim = &Error{http.StatusUnauthorized, "INVALID_TENANT_CLAIM", "the token's tenant claim must be a non-empty string of letters, digits, '-', '_' and '.' (at most 128)"}
+	// ErrTenantClaimRequired: a platform token carries no tenant claim,
+	// and the server requires one (--jwt-require-tenant).
+	ErrTenantClaimRequired = &Error{http.StatusUnauthorized, "INVALID_TENANT_CLAIM", "the token has no tenant claim, and this server accepts only tokens of a tenant"}
 	// ErrUnavailable: the credential could not be checked (the store or
 	// the identity provider's keys are unreachable); retry later.
 	ErrUnavailable = &Error{http.StatusServiceUnavailable, "AUTH_UNAVAILABLE", "credentials cannot be checked right now; retry later"}
