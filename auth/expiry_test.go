@@ -23,7 +23,9 @@ func TestKeysNeverOutliveTheirCreator(t *testing.T) {
 		t.Fatal(err)
 	}
 	srv := keysServerWith(t, jwtv)
-	at := func(d time.Duration) string { return time.Now().Add(d).UTC().Truncate(time.Second).Format(time.RFC3339) }
+	at := func(d time.Duration) string {
+		return time.Now().Add(d).UTC().Truncate(time.Second).Format(time.RFC3339)
+	}
 
 	// The admin key makes a key without an expiry.
 	if k := postCreated[keyJSON](t, srv, "/_herald/v1/keys", adminKey, `{"scopes":["admin"]}`); k.ExpiresAt != nil {
