@@ -391,12 +391,11 @@ func (s *Server) serveGuarded(w http.ResponseWriter, r *http.Request, h http.Han
 }
 
 // serveReserved serves a request under /_herald/ or /callback/: a CORS
-// preflight, or the route mounted there. The whole path must be spelled
-// literally (no percent-encoding anywhere: no route or id needs it) and be
-// clean, so that a proxy rule on a prefix or a route sees every request
-// for it, each route has one spelling (/_herald/v1/%6beys is not
-// /_herald/v1/keys), and the mux never answers with a redirect (which has
-// an HTML body). A path without a route is RESERVED_PATH: a stream
+// preflight, or the route mounted there. The path must be its route's
+// one spelling (see canonicalReserved) and be clean, so that a proxy rule
+// on a prefix or a route sees every request for it (/_herald/v1/%6beys
+// is not /_herald/v1/keys), and the mux never answers with a redirect
+// (which has an HTML body). A path without a route is RESERVED_PATH: a stream
 // operation there, or a wrong method on a route (a stream create at
 // /callback/x must not read as "use another method").
 func (s *Server) serveReserved(w http.ResponseWriter, r *http.Request) {
@@ -404,7 +403,7 @@ func (s *Server) serveReserved(w http.ResponseWriter, r *http.Request) {
 		s.preflight(w, r)
 		return
 	}
-	if !literalPath(r.URL) || !isClean(r.URL.Path) {
+	if !canonicalReserved(r.URL) || !isClean(r.URL.Path) {
 		s.fail(w, r, errNonCanonicalPath)
 		return
 	}

@@ -170,8 +170,9 @@ func TestReservedPaths(t *testing.T) {
 	}
 }
 
-// TestReservedRoutesHaveOneSpelling: a percent-encoded character anywhere
-// in a reserved path (not only in its prefix) is 400 NON_CANONICAL_PATH,
+// TestReservedRoutesHaveOneSpelling: an escape that is not needed
+// anywhere in a reserved path (not only in its prefix), a lower-case one,
+// or an encoded slash outside a consumer id is 400 NON_CANONICAL_PATH,
 // never the route its decoded form names; nor does a stream path that
 // decodes into a reserved prefix reach a reserved route or the store.
 func TestReservedRoutesHaveOneSpelling(t *testing.T) {
@@ -200,24 +201,40 @@ func TestReservedRoutesHaveOneSpelling(t *testing.T) {
 		{"GET", "/_herald/v1%2Fkeys"},
 		{"GET", "/_herald/v1/keys/%6b1"},
 		{"GET", "/_herald/v1/keys/a%2Fb"},
-		{"GET", "/_herald/v1/keys/a%20b"},
-		{"GET", "/_herald/v1/keys%3F"},
+		{"GET", "/_herald/v1/keys/k%2D1"},
+		{"GET", "/_herald/v1/keys/k%3a1"},
+		{"GET", "/_herald/v1/keys/k%7e1"},
 		{"POST", "/callback/%63-1"},
 		{"POST", "/%63allback/c-1"},
 		{"POST", "/callback%2Fc-1"},
+		{"POST", "/callback/s:%2fa"},
+		{"POST", "/callback/s:%2Fa/x"},
+		{"GET", "/_herald/v1/%2Fkeys"},
 		{"PUT", "/%5fherald/stream"},
 	} {
 		w := do(s, c.method, c.target, nil, nil)
 		expectError(t, w, http.StatusBadRequest, "NON_CANONICAL_PATH")
 	}
+	// A byte that needs its escape is no second spelling of a route: it
+	// names no route, or an id that does not exist.
+	for _, target := range []string{"/_herald/v1/keys%3F", "/_herald/v1/keys%20"} {
+		expectError(t, do(s, "GET", target, nil, nil), http.StatusNotFound, "RESERVED_PATH")
+	}
 	if served != 0 {
 		t.Fatalf("an encoded spelling reached a route %d times", served)
 	}
-	// The literal spellings are served.
+	// The literal spellings are served, and a consumer id holds its
+	// stream path encoded.
 	for _, c := range []struct {
 		method, target string
 		want           int
-	}{{"GET", "/_herald/v1/keys", http.StatusTeapot}, {"GET", "/_herald/v1/keys/k1", http.StatusTeapot}, {"POST", "/callback/c-1", http.StatusAccepted}} {
+	}{
+		{"GET", "/_herald/v1/keys", http.StatusTeapot},
+		{"GET", "/_herald/v1/keys/k1", http.StatusTeapot},
+		{"GET", "/_herald/v1/keys/a%20b", http.StatusTeapot},
+		{"POST", "/callback/c-1", http.StatusAccepted},
+		{"POST", "/callback/sub-1:%2Fagents%2Ftask%201", http.StatusAccepted},
+	} {
 		if w := do(s, c.method, c.target, nil, nil); w.Code != c.want {
 			t.Errorf("%s %s = %d %s, want %d", c.method, c.target, w.Code, w.Body, c.want)
 		}
