@@ -3,10 +3,8 @@ package subscription
 import (
 	"encoding/base64"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"strings"
 
 	"github.com/heraldstreams/herald/internal/privfile"
@@ -125,14 +123,9 @@ func parseKey(entry string) (Key, error) {
 // in the data directory, read once to move its keys into the store. A
 // file that other users may read or write is refused.
 func ReadKeyFile(path string) ([]Key, error) {
-	data, err := privfile.Read(path, 1<<20)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
+	data, err := privfile.ReadKeyFile(path, "subscription", ErrInvalidKey)
+	if err != nil {
 		return nil, err
-	case errors.Is(err, privfile.ErrExposed), errors.Is(err, privfile.ErrTooLarge):
-		return nil, fmt.Errorf("%w: key file %w", ErrInvalidKey, err)
-	case err != nil:
-		return nil, fmt.Errorf("subscription: reading the key file: %w", err)
 	}
 	keys, err := ParseKeys(string(data))
 	if err != nil {

@@ -40,6 +40,21 @@ func Read(path string, max int64) ([]byte, error) {
 	return data, err
 }
 
+// ReadKeyFile is Read for a file of keys (at most 1 MiB) that a package
+// pkg reads: a missing file is an error wrapping fs.ErrNotExist, an
+// exposed or oversized one wraps invalid (the package's error for a bad
+// key), and any other failure says pkg could not read it.
+func ReadKeyFile(path, pkg string, invalid error) ([]byte, error) {
+	data, err := Read(path, 1<<20)
+	switch {
+	case err == nil, errors.Is(err, fs.ErrNotExist):
+		return data, err
+	case errors.Is(err, ErrExposed), errors.Is(err, ErrTooLarge):
+		return nil, fmt.Errorf("%w: key file %w", invalid, err)
+	}
+	return nil, fmt.Errorf("%s: reading the key file: %w", pkg, err)
+}
+
 func readOpen(f *os.File, path string, max int64) ([]byte, error) {
 	info, err := f.Stat()
 	if err != nil {

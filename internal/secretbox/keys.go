@@ -241,14 +241,9 @@ func writeTemp(dir, content string) (string, error) {
 // fs.ErrNotExist when there is none. A file that other users may read or
 // write is refused.
 func ReadFile(path string) ([]Key, error) {
-	data, err := privfile.Read(path, 1<<20)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
+	data, err := privfile.ReadKeyFile(path, "secretbox", ErrInvalidKey)
+	if err != nil {
 		return nil, err
-	case errors.Is(err, privfile.ErrExposed), errors.Is(err, privfile.ErrTooLarge):
-		return nil, fmt.Errorf("%w: key file %w", ErrInvalidKey, err)
-	case err != nil:
-		return nil, fmt.Errorf("secretbox: reading the key file: %w", err)
 	}
 	keys, err := ParseKeys(string(data))
 	if err != nil {
