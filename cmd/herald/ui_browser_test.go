@@ -330,6 +330,9 @@ func (r *uiRig) keyOffer(t *testing.T, tenant, scopes, signedIn string) {
 	if !eval[bool](t, r, `document.getElementById('nav').hidden`) || eval[float64](t, r, `document.querySelectorAll('#endpoint-list').length`) != 0 {
 		t.Error("a view is shown before the link's question is answered")
 	}
+	if eval[float64](t, r, `document.getElementById('who').getClientRects().length`) != 0 {
+		t.Error("the session's name and Sign out are shown beside the link's question")
+	}
 	r.waitFocus(t, "#key-offer h1", "Sign in from a link?")
 }
 
