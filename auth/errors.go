@@ -26,6 +26,13 @@ var (
 	// ErrTenantForbidden: a credential of a tenant named another tenant,
 	// or asked for what belongs to the whole installation.
 	ErrTenantForbidden = &Error{http.StatusForbidden, "TENANT_FORBIDDEN", "a credential of a tenant cannot act for another tenant or the installation"}
+	// ErrInvalidTenantClaim: a platform token's tenant claim is present
+	// but not a tenant name (a number, an array, "", null, a character
+	// a tenant cannot hold).
+	ErrInvalidTenantClaim = &Error{http.StatusUnauthorized, "INVALID_TENANT_CLAIM", "the token's tenant claim must be a non-empty string of letters, digits, '-', '_' and '.' (at most 128)"}
+	// ErrTenantClaimRequired: a platform token carries no tenant claim,
+	// and the server requires one (--jwt-require-tenant).
+	ErrTenantClaimRequired = &Error{http.StatusUnauthorized, "INVALID_TENANT_CLAIM", "the token has no tenant claim, and this server accepts only tokens of a tenant"}
 	// ErrUnavailable: the credential could not be checked (the store or
 	// the identity provider's keys are unreachable); retry later.
 	ErrUnavailable = &Error{http.StatusServiceUnavailable, "AUTH_UNAVAILABLE", "credentials cannot be checked right now; retry later"}

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net/netip"
+	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -44,10 +46,14 @@ type JWTConfig struct {
 	// It is fetched through Herald's SSRF-safe sender: https:// to a
 	// public address, unless JWKSAllowCIDRs allows its range.
 	JWKSURL string
-	// JWKSAllowCIDRs allows a JWKS on a private network (and http://
-	// inside these ranges), for an identity provider inside the
-	// operator's network.
+	// JWKSAllowCIDRs allows a JWKS on a private network, for an identity
+	// provider inside the operator's network. It never allows http://.
 	JWKSAllowCIDRs []netip.Prefix
+	// JWKSAllowHTTP allows an http:// JWKS URL whose host is a loopback
+	// address or localhost (an identity provider on the same machine, in
+	// development); without it the JWKS URL must be https://, since keys
+	// fetched in the clear could be swapped for an attacker's.
+	JWKSAllowHTTP bool
 	// JWKSRefreshInterval is how often the JWK Set is fetched again, so a
 	// key the provider removed stops verifying. Default 1 h.
 	JWKSRefreshInterval time.Duration
@@ -58,8 +64,16 @@ type JWTConfig struct {
 	Issuer   string
 	Audience string
 	// TenantClaims are the claims that may carry the tenant, first
-	// present wins. Default "tenant", "org_id".
+	// present wins. Default "tenant", "org_id". A present one must be a
+	// tenant name (a non-empty string of letters, digits, '-', '_' and
+	// '.', as a key's tenant): a token whose tenant claim is anything else
+	// (a number, an array, "", null) is refused, never taken as a token
+	// without a tenant, which would see every tenant.
 	TenantClaims []string
+	// RequireTenant refuses tokens that carry no tenant claim, for a
+	// platform whose tokens all act for one tenant: a token minted
+	// without one by mistake would otherwise see every tenant.
+	RequireTenant bool
 	// ScopeClaims are the claims that may carry scopes: a space-separated
 	// string or an array of strings; first present wins. Default "scope",
 	// "scopes". Names that are not Herald scopes are ignored (a provider's
@@ -131,13 +145,42 @@ func NewJWTVerifier(cfg JWTConfig) (*JWTVerifier, error) {
 	}
 	v := &JWTVerifier{cfg: cfg, secret: cfg.HS256Secret, log: cfg.Logger, tenantPrefix: DefaultTenantStreamPrefix, stop: make(chan struct{})}
 	if cfg.JWKSURL != "" {
-		sender := webhook.New(webhook.Config{AllowCIDRs: cfg.JWKSAllowCIDRs, Timeout: jwksTimeout, MaxConcurrent: 2, MaxPerHost: 2})
+		allow, err := jwksAllowList(cfg)
+		if err != nil {
+			return nil, err
+		}
+		sender := webhook.New(webhook.Config{AllowCIDRs: allow, Timeout: jwksTimeout, MaxConcurrent: 2, MaxPerHost: 2})
 		if _, err := sender.Policy().CheckURL(cfg.JWKSURL); err != nil {
 			return nil, fmt.Errorf("auth: JWKS URL: %w", err)
 		}
 		v.client = guardedJWKS{sender: sender}
 	}
 	return v, nil
+}
+
+// loopbackPrefixes are the loopback ranges an http:// JWKS may be
+// fetched from with JWKSAllowHTTP.
+var loopbackPrefixes = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")}
+
+// jwksAllowList checks the JWKS URL's scheme and returns the address
+// ranges the sender may fetch it from. http:// needs JWKSAllowHTTP and a
+// loopback host, which it then allows; a name other than localhost is
+// refused even if it resolves to a loopback address, since DNS could
+// later point it elsewhere.
+func jwksAllowList(cfg JWTConfig) ([]netip.Prefix, error) {
+	u, err := url.Parse(cfg.JWKSURL)
+	if err != nil || u.Scheme != "http" {
+		return cfg.JWKSAllowCIDRs, nil // CheckURL judges the rest
+	}
+	if !cfg.JWKSAllowHTTP {
+		return nil, errors.New("auth: the JWKS URL must be https:// (http:// is allowed only to a loopback address, with --jwt-jwks-allow-http)")
+	}
+	host := u.Hostname()
+	addr, err := netip.ParseAddr(host)
+	if !strings.EqualFold(host, "localhost") && (err != nil || !addr.Unmap().IsLoopback()) {
+		return nil, fmt.Errorf("auth: an http:// JWKS URL must name a loopback address or localhost, not %q; use https://", host)
+	}
+	return append(slices.Clone(cfg.JWKSAllowCIDRs), loopbackPrefixes...), nil
 }
 
 // guardedJWKS fetches through the webhook sender's client.
@@ -285,12 +328,9 @@ func (v *JWTVerifier) keyfunc(ctx context.Context) jwt.Keyfunc {
 // principal maps a verified token's claims to a principal.
 func (v *JWTVerifier) principal(claims jwt.MapClaims) (*Principal, error) {
 	sub, _ := claims.GetSubject()
-	var tenant string
-	for _, name := range v.cfg.TenantClaims {
-		if s, ok := claims[name].(string); ok && s != "" {
-			tenant = s
-			break
-		}
+	tenant, err := v.tenant(claims)
+	if err != nil {
+		return nil, err
 	}
 	var names []string
 scopeClaims:
@@ -324,4 +364,25 @@ scopeClaims:
 		expires = exp.Time
 	}
 	return newPrincipal("jwt:"+sub, KindToken, tenant, setOf(scopes).list(), nil, expires, v.tenantPrefix)
+}
+
+// tenant returns the tenant of a verified token: its first present tenant
+// claim, which must be a tenant name; "" when none is present, unless
+// RequireTenant.
+func (v *JWTVerifier) tenant(claims jwt.MapClaims) (string, error) {
+	for _, name := range v.cfg.TenantClaims {
+		raw, present := claims[name]
+		if !present {
+			continue
+		}
+		s, ok := raw.(string)
+		if !ok || s == "" || tenantNameProblem(s) != "" {
+			return "", ErrInvalidTenantClaim
+		}
+		return s, nil
+	}
+	if v.cfg.RequireTenant {
+		return "", ErrTenantClaimRequired
+	}
+	return "", nil
 }

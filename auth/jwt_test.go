@@ -177,7 +177,7 @@ var loopback = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustPa
 
 func jwksVerifier(t *testing.T, url string, allow []netip.Prefix) *JWTVerifier {
 	t.Helper()
-	v, err := NewJWTVerifier(JWTConfig{JWKSURL: url, JWKSAllowCIDRs: allow, Issuer: "https://idp.example", Audience: "herald",
+	v, err := NewJWTVerifier(JWTConfig{JWKSURL: url, JWKSAllowCIDRs: allow, JWKSAllowHTTP: true, Issuer: "https://idp.example", Audience: "herald",
 		JWKSMinRefreshInterval: time.Nanosecond})
 	if err != nil {
 		t.Fatal(err)
@@ -198,7 +198,7 @@ func TestJWKSTokens(t *testing.T) {
 		t.Fatal(err)
 	}
 	js.set(t, map[string]any{"rsa-1": &rsaKey.PublicKey, "ec-1": &ecKey.PublicKey})
-	v := jwksVerifier(t, js.srv.URL, loopback)
+	v := jwksVerifier(t, js.srv.URL, nil) // http:// to loopback: JWKSAllowHTTP alone allows it
 	ctx := context.Background()
 
 	for _, tok := range []string{
@@ -276,7 +276,7 @@ func TestJWKSUnknownKidFetchesAreRateLimited(t *testing.T) {
 		t.Fatal(err)
 	}
 	js.set(t, map[string]any{"k1": &k1.PublicKey})
-	v, err := NewJWTVerifier(JWTConfig{JWKSURL: js.srv.URL, JWKSAllowCIDRs: loopback, Issuer: "https://idp.example", Audience: "herald",
+	v, err := NewJWTVerifier(JWTConfig{JWKSURL: js.srv.URL, JWKSAllowCIDRs: loopback, JWKSAllowHTTP: true, Issuer: "https://idp.example", Audience: "herald",
 		JWKSMinRefreshInterval: time.Hour})
 	if err != nil {
 		t.Fatal(err)

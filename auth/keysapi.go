@@ -194,6 +194,13 @@ func (k *KeysAPI) create(w http.ResponseWriter, r *http.Request) {
 		k.fail(w, r, err)
 		return
 	}
+	expires, ok := expiryWithin(caller, key.ExpiresAt)
+	if !ok {
+		k.fail(w, r, badRequest("INVALID_EXPIRES_AT", "expires_at", "expires_at must not be after %s, when the credential making the key expires: a key never outlives the credential that made it",
+			caller.ExpiresAt.UTC().Format(time.RFC3339)))
+		return
+	}
+	key.ExpiresAt = expires
 	v, err := k.issue(r.Context(), key, now)
 	if err != nil {
 		k.fail(w, r, err)
@@ -241,6 +248,24 @@ func pathsInNamespace(key store.Key, template string) error {
 		}
 	}
 	return nil
+}
+
+// expiryWithin returns the expiry of a key caller makes, asking for
+// asked (zero: none). A key never outlives the credential that made it:
+// a key asked without an expiry gets the caller's (if it has one), and
+// one asked to expire after the caller is refused (false) rather than
+// quietly shortened, so that whoever asked for it learns it will stop
+// working sooner than they planned.
+func expiryWithin(caller *Principal, asked time.Time) (time.Time, bool) {
+	switch {
+	case caller.ExpiresAt.IsZero():
+		return asked, true
+	case asked.IsZero():
+		return caller.ExpiresAt.UTC(), true
+	case asked.After(caller.ExpiresAt):
+		return time.Time{}, false
+	}
+	return asked, true
 }
 
 // issue gives key (without id and hash) a new id and secret, stores it
@@ -342,16 +367,26 @@ func validateCreate(req *createRequest, now time.Time) (store.Key, error) {
 }
 
 func validTenant(t string) error {
+	if p := tenantNameProblem(t); p != "" {
+		return badRequest("INVALID_TENANT", "tenant", "tenant %s", p)
+	}
+	return nil
+}
+
+// tenantNameProblem says what keeps t from being a tenant's name, or ""
+// ("" itself is no tenant, and passes). A key's tenant and a platform
+// token's are held to this one rule.
+func tenantNameProblem(t string) string {
 	if len(t) > maxTenantLength {
-		return badRequest("INVALID_TENANT", "tenant", "tenant is at most %d characters", maxTenantLength)
+		return fmt.Sprintf("is at most %d characters", maxTenantLength)
 	}
 	for i := 0; i < len(t); i++ {
 		c := t[i]
 		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_' || c == '.') {
-			return badRequest("INVALID_TENANT", "tenant", "tenant may only hold letters, digits, '-', '_' and '.'")
+			return "may only hold letters, digits, '-', '_' and '.'"
 		}
 	}
-	return nil
+	return ""
 }
 
 // checkQuery refuses query parameters the route does not know.

@@ -25,6 +25,13 @@ const testPortalURL = "https://herald.example/_herald/ui/"
 // one that needs endpoints:read; both answer the principal's id and tenant.
 func keysServer(t *testing.T) *httptest.Server {
 	t.Helper()
+	return keysServerWith(t, nil)
+}
+
+// keysServerWith is keysServer accepting the platform tokens jwtv
+// verifies too (none when nil).
+func keysServerWith(t *testing.T, jwtv *auth.JWTVerifier) *httptest.Server {
+	t.Helper()
 	st, err := sqlite.Open(context.Background(), sqlite.Config{Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
@@ -34,7 +41,7 @@ func keysServer(t *testing.T) *httptest.Server {
 			t.Error(err)
 		}
 	})
-	a, err := auth.New(auth.Config{Keys: st, AdminKey: adminKey})
+	a, err := auth.New(auth.Config{Keys: st, AdminKey: adminKey, JWT: jwtv})
 	if err != nil {
 		t.Fatal(err)
 	}

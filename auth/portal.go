@@ -43,7 +43,8 @@ type portalToken struct {
 // PortalScopes, stored and listed like any other key (so it can be
 // revoked), and answers it with the portal's URL, the token in its
 // fragment. A credential limited to a tenant mints for its own tenant
-// only; the token never outlives the credential that minted it.
+// only; the token never outlives the credential that minted it (see
+// expiryWithin).
 func (k *KeysAPI) mintPortalToken(w http.ResponseWriter, r *http.Request) {
 	caller, _ := FromContext(r.Context())
 	var req portalRequest
@@ -70,9 +71,17 @@ func (k *KeysAPI) mintPortalToken(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	now := k.cfg.Now()
-	expires := now.Add(ttl).UTC()
-	if !caller.ExpiresAt.IsZero() && caller.ExpiresAt.Before(expires) {
-		expires = caller.ExpiresAt.UTC()
+	// A token asked for no ttl gets the default, cut to the caller's
+	// own expiry; an asked ttl beyond it is refused, as a key's
+	// expires_at is.
+	expires, ok := expiryWithin(caller, now.Add(ttl).UTC())
+	if !ok && req.TTL == "" {
+		expires, ok = expiryWithin(caller, time.Time{})
+	}
+	if !ok {
+		k.fail(w, r, badRequest("INVALID_TTL", "ttl", "ttl must end by %s, when the credential minting the token expires: a token never outlives the credential that made it",
+			caller.ExpiresAt.UTC().Format(time.RFC3339)))
+		return
 	}
 	key := store.Key{Tenant: tenant, ExpiresAt: expires, Description: "portal token: the dashboard's tenant portal of " + tenant}
 	if err := pathsInNamespace(key, k.cfg.Auth.TenantStreamPrefix()); err != nil {

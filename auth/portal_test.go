@@ -113,17 +113,26 @@ func TestPortalTokensOfATenantAdmin(t *testing.T) {
 	srv := keysServer(t)
 	soon := time.Now().Add(5 * time.Minute).UTC().Truncate(time.Second).Format(time.RFC3339)
 	acme := postCreated[keyJSON](t, srv, "/_herald/v1/keys", adminKey, `{"scopes":["admin"],"tenant":"acme","expires_at":"`+soon+`"}`)
-	p := mintPortal(t, srv, acme.Key, `{"ttl":"1h"}`)
+	// Asked for no ttl, the default is cut to the key's own expiry;
+	// asked for one beyond it, the mint is refused.
+	p := mintPortal(t, srv, acme.Key, `{}`)
 	if p.Tenant != "acme" {
 		t.Fatalf("a tenant admin's token has tenant %q", p.Tenant)
 	}
-	if d := expiresIn(t, p.ExpiresAt); d > 5*time.Minute {
-		t.Fatalf("the token expires in %s, after the key that minted it", d)
+	if p.ExpiresAt != soon {
+		t.Fatalf("the token expires at %s, want %s when the key that minted it does", p.ExpiresAt, soon)
+	}
+	status, body := call(t, srv, "POST", "/_herald/v1/portal-tokens", acme.Key, `{"ttl":"1h"}`)
+	if code, field := errCode(t, body); status != 400 || code != "INVALID_TTL" || field != "ttl" || !strings.Contains(string(body), soon) {
+		t.Fatalf("a token asked to outlive the key minting it: %d %s", status, body)
+	}
+	if p := mintPortal(t, srv, acme.Key, `{"ttl":"2m"}`); expiresIn(t, p.ExpiresAt) > 2*time.Minute {
+		t.Fatalf("a 2m token within the key's life expires at %s", p.ExpiresAt)
 	}
 	if mintPortal(t, srv, acme.Key, `{"tenant":"acme"}`).Tenant != "acme" {
 		t.Fatal("naming its own tenant")
 	}
-	status, body := call(t, srv, "POST", "/_herald/v1/portal-tokens", acme.Key, `{"tenant":"other"}`)
+	status, body = call(t, srv, "POST", "/_herald/v1/portal-tokens", acme.Key, `{"tenant":"other"}`)
 	if code, _ := errCode(t, body); status != 403 || code != "TENANT_FORBIDDEN" {
 		t.Fatalf("a tenant admin minted another tenant's token: %d %s", status, body)
 	}

@@ -457,7 +457,8 @@ func TestProtocolHeaderCaps(t *testing.T) {
 }
 
 // TestReservedPrefixAliases: a percent-encoded spelling of /_herald/ or
-// /callback/ is refused with 400 NON_CANONICAL_PATH, so that a proxy rule
+// /callback/, or of a route under them, is refused with 400
+// NON_CANONICAL_PATH, so that a proxy rule
 // on the literal prefix cannot be walked around; so is a reserved path
 // with "." segments or repeated slashes, which net/http would otherwise
 // redirect with an HTML body.
@@ -472,6 +473,11 @@ func TestReservedPrefixAliases(t *testing.T) {
 		"/%63allback/c1",
 		"/callback%2fc1",
 		"/%5fherald",
+		"/_herald/v1/%6beys",
+		"/_herald/%761/keys",
+		"/_herald/v1/keys/%6b",
+		"/_herald/v1/endpoints/ep%2Fdeliveries",
+		"/_herald/v1/consumers/s:%2fa",
 	} {
 		c := dialRaw(t, srv.base)
 		resp, body := rawRequest(t, c, "GET "+path+" HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n", 5*time.Second)

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"net/url"
 	pathpkg "path"
 	"strings"
 	"unicode/utf8"
@@ -17,17 +18,65 @@ func isReserved(path string) bool {
 		path == strings.TrimSuffix(HeraldPrefix, "/") || path == strings.TrimSuffix(CallbackPrefix, "/")
 }
 
-// literalReservedPrefix reports whether the escaped path of a request for
-// a reserved path (rawPath, "" when the path needs no escaping, as
-// net/url keeps it) spells its prefix literally. "/%5fherald/" decodes to
-// "/_herald/", but a proxy that guards the literal prefix lets it through:
-// such spellings are refused rather than served.
-func literalReservedPrefix(rawPath string) bool {
-	if rawPath == "" {
+// canonicalReserved reports whether the escaped path of a request for a
+// reserved path (every route under /_herald/ and /callback/) is the one
+// spelling of its route: no percent-encoded byte that needs no encoding
+// (a letter, a digit, "-._~", or "!$&'()*+,;=:@"), every escape in
+// upper case, and an encoded slash only inside a consumer id (the last
+// segment of a callback or consumer route, which holds its stream path
+// encoded). "/%5fherald/" decodes to "/_herald/" and "/_herald/v1/%6beys"
+// to "/_herald/v1/keys", but a proxy or log that watches the literal
+// spelling would miss them, so such spellings are refused rather than
+// served.
+func canonicalReserved(u *url.URL) bool {
+	raw := u.EscapedPath()
+	if !strings.Contains(raw, "%") {
 		return true
 	}
-	return strings.HasPrefix(rawPath, HeraldPrefix) || strings.HasPrefix(rawPath, CallbackPrefix) ||
-		rawPath == strings.TrimSuffix(HeraldPrefix, "/") || rawPath == strings.TrimSuffix(CallbackPrefix, "/")
+	if !strings.HasPrefix(raw, HeraldPrefix) && !strings.HasPrefix(raw, CallbackPrefix) {
+		return false // the prefix itself is encoded
+	}
+	slashesFrom := len(raw) // where an encoded slash may start
+	for _, p := range consumerIDPrefixes {
+		if strings.HasPrefix(raw, p) && !strings.Contains(raw[len(p):], "/") {
+			slashesFrom = len(p)
+		}
+	}
+	for i := 0; i < len(raw); i++ {
+		if raw[i] != '%' {
+			continue
+		}
+		if i+2 >= len(raw) || !isUpperHex(raw[i+1]) || !isUpperHex(raw[i+2]) {
+			return false
+		}
+		b := unhex(raw[i+1])<<4 | unhex(raw[i+2])
+		if b == '/' && i < slashesFrom || b != '/' && b < 0x80 && !needsEscape(b) {
+			return false
+		}
+	}
+	return true
+}
+
+// consumerIDPrefixes are the routes whose last segment is a consumer id
+// ("{subscription_id}:{url-encoded stream path}"), read escaped.
+var consumerIDPrefixes = []string{CallbackPrefix, consumersPrefix}
+
+func isUpperHex(c byte) bool { return '0' <= c && c <= '9' || 'A' <= c && c <= 'F' }
+
+func unhex(c byte) byte {
+	if c <= '9' {
+		return c - '0'
+	}
+	return c - 'A' + 10
+}
+
+// needsEscape reports whether an ASCII byte must be percent-encoded in a
+// path segment: whether an escape of it is the only spelling it has.
+func needsEscape(b byte) bool {
+	if 'a' <= b && b <= 'z' || 'A' <= b && b <= 'Z' || '0' <= b && b <= '9' {
+		return false
+	}
+	return !strings.ContainsRune("-._~!$&'()*+,;=:@", rune(b))
 }
 
 // isClean reports whether path has no "." or ".." segment and no repeated

@@ -401,18 +401,19 @@ func (s *Server) serveGuarded(w http.ResponseWriter, r *http.Request, h http.Han
 }
 
 // serveReserved serves a request under /_herald/ or /callback/: a CORS
-// preflight, or the route mounted there. The prefix must be spelled
-// literally and the path be clean, so that a proxy rule on the prefix sees
-// every request for it, and the mux never answers with a redirect (which
-// has an HTML body). A path that has routes for other methods only is
-// 405 METHOD_NOT_ALLOWED with Allow; a PUT elsewhere is a stream create
+// preflight, or the route mounted there. The path must be its route's
+// one spelling (see canonicalReserved) and be clean, so that a proxy rule
+// on a prefix or a route sees every request for it (/_herald/v1/%6beys
+// is not /_herald/v1/keys), and the mux never answers with a redirect
+// (which has an HTML body). A path that has routes for other methods only
+// is 405 METHOD_NOT_ALLOWED with Allow; a PUT elsewhere is a stream create
 // under a reserved prefix, RESERVED_PATH; anything else is 404 NOT_FOUND.
 func (s *Server) serveReserved(w http.ResponseWriter, r *http.Request) {
 	if r.Method == http.MethodOptions {
 		s.preflight(w, r)
 		return
 	}
-	if !literalReservedPrefix(r.URL.RawPath) || !isClean(r.URL.Path) {
+	if !canonicalReserved(r.URL) || !isClean(r.URL.Path) {
 		s.fail(w, r, errNonCanonicalPath)
 		return
 	}

@@ -188,6 +188,77 @@ func TestReservedPaths(t *testing.T) {
 	}
 }
 
+// TestReservedRoutesHaveOneSpelling: an escape that is not needed
+// anywhere in a reserved path (not only in its prefix), a lower-case one,
+// or an encoded slash outside a consumer id is 400 NON_CANONICAL_PATH,
+// never the route its decoded form names; nor does a stream path that
+// decodes into a reserved prefix reach a reserved route or the store.
+func TestReservedRoutesHaveOneSpelling(t *testing.T) {
+	t.Parallel()
+	s := newTestServer(&fakeStore{t: t}, Config{})
+	served := 0
+	s.Handle("GET /_herald/v1/keys", auth.Rule{Public: true}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		served++
+		w.WriteHeader(http.StatusTeapot)
+	}))
+	s.Handle("GET /_herald/v1/keys/{id}", auth.Rule{Public: true}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		served++
+		w.WriteHeader(http.StatusTeapot)
+	}))
+	s.Handle("POST /callback/{id}", auth.Rule{CallbackToken: true}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		served++
+		w.WriteHeader(http.StatusAccepted)
+	}))
+	for _, c := range []struct{ method, target string }{
+		{"GET", "/_herald/v1/%6beys"},
+		{"GET", "/_herald/v1/%6Beys"},
+		{"GET", "/_herald/%761/keys"},
+		{"GET", "/%5fherald/v1/keys"},
+		{"GET", "/%5Fherald/v1/keys"},
+		{"GET", "/_herald%2fv1/keys"},
+		{"GET", "/_herald/v1%2Fkeys"},
+		{"GET", "/_herald/v1/keys/%6b1"},
+		{"GET", "/_herald/v1/keys/a%2Fb"},
+		{"GET", "/_herald/v1/keys/k%2D1"},
+		{"GET", "/_herald/v1/keys/k%3a1"},
+		{"GET", "/_herald/v1/keys/k%7e1"},
+		{"POST", "/callback/%63-1"},
+		{"POST", "/%63allback/c-1"},
+		{"POST", "/callback%2Fc-1"},
+		{"POST", "/callback/s:%2fa"},
+		{"POST", "/callback/s:%2Fa/x"},
+		{"GET", "/_herald/v1/%2Fkeys"},
+		{"PUT", "/%5fherald/stream"},
+	} {
+		w := do(s, c.method, c.target, nil, nil)
+		expectError(t, w, http.StatusBadRequest, "NON_CANONICAL_PATH")
+	}
+	// A byte that needs its escape is no second spelling of a route: it
+	// names no route, or an id that does not exist.
+	for _, target := range []string{"/_herald/v1/keys%3F", "/_herald/v1/keys%20"} {
+		expectError(t, do(s, "GET", target, nil, nil), http.StatusNotFound, "NOT_FOUND")
+	}
+	if served != 0 {
+		t.Fatalf("an encoded spelling reached a route %d times", served)
+	}
+	// The literal spellings are served, and a consumer id holds its
+	// stream path encoded.
+	for _, c := range []struct {
+		method, target string
+		want           int
+	}{
+		{"GET", "/_herald/v1/keys", http.StatusTeapot},
+		{"GET", "/_herald/v1/keys/k1", http.StatusTeapot},
+		{"GET", "/_herald/v1/keys/a%20b", http.StatusTeapot},
+		{"POST", "/callback/c-1", http.StatusAccepted},
+		{"POST", "/callback/sub-1:%2Fagents%2Ftask%201", http.StatusAccepted},
+	} {
+		if w := do(s, c.method, c.target, nil, nil); w.Code != c.want {
+			t.Errorf("%s %s = %d %s, want %d", c.method, c.target, w.Code, w.Body, c.want)
+		}
+	}
+}
+
 func TestHandleRejectsStreamPaths(t *testing.T) {
 	s := newTestServer(&fakeStore{t: t}, Config{})
 	for _, pattern := range []string{"/v1/x", "GET /streams/{id}", "/_heraldx/y"} {

@@ -3,12 +3,11 @@ package subscription
 import (
 	"encoding/base64"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
-	"os"
 	"strings"
+
+	"github.com/heraldstreams/herald/internal/privfile"
 )
 
 // Token key sizes.
@@ -124,22 +123,9 @@ func parseKey(entry string) (Key, error) {
 // in the data directory, read once to move its keys into the store. A
 // file that other users may read or write is refused.
 func ReadKeyFile(path string) ([]Key, error) {
-	info, err := os.Stat(path)
+	data, err := privfile.ReadKeyFile(path, "subscription", ErrInvalidKey)
 	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil, err
-		}
-		return nil, fmt.Errorf("subscription: reading the key file: %w", err)
-	}
-	if perm := info.Mode().Perm(); perm&0o077 != 0 {
-		return nil, fmt.Errorf("%w: key file %s is accessible to other users (mode %04o); chmod 600 it", ErrInvalidKey, path, perm)
-	}
-	if info.Size() > 1<<20 {
-		return nil, fmt.Errorf("%w: key file %s is larger than 1 MiB", ErrInvalidKey, path)
-	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("subscription: reading the key file: %w", err)
+		return nil, err
 	}
 	keys, err := ParseKeys(string(data))
 	if err != nil {

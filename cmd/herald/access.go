@@ -8,10 +8,10 @@ import (
 	"net"
 	"net/netip"
 	"net/url"
-	"os"
 	"strings"
 
 	"github.com/heraldstreams/herald/auth"
+	"github.com/heraldstreams/herald/internal/privfile"
 	"github.com/heraldstreams/herald/store"
 	"github.com/heraldstreams/herald/webhook"
 )
@@ -43,6 +43,10 @@ type accessConfig struct {
 	JWTScopeClaim  string
 	// TenantStreamPrefix is the template of a tenant's stream namespace.
 	TenantStreamPrefix string
+	// JWTRequireTenant refuses platform tokens without a tenant claim.
+	JWTRequireTenant bool
+	// JWKSAllowHTTP allows an http:// JWKS URL on a loopback address.
+	JWKSAllowHTTP bool
 }
 
 func (c *accessConfig) addFlags(fs *flag.FlagSet) {
@@ -53,10 +57,12 @@ func (c *accessConfig) addFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.AllowedHosts, "allowed-hosts", "", "comma-separated Host names Herald answers, any port (default: localhost, 127.0.0.1 and ::1 when listening on loopback, any otherwise); closes DNS rebinding")
 	fs.StringVar(&c.JWTSecretFile, "jwt-hs256-secret-file", "", "accept platform JWTs signed with HS256 by the secret in this file (at least 32 bytes)")
 	fs.StringVar(&c.JWKSURL, "jwt-jwks-url", "", "accept platform JWTs signed by a key of this JWK Set (https://, fetched through the SSRF-safe sender)")
-	fs.StringVar(&c.JWKSAllowCIDRs, "jwt-jwks-allow-cidrs", "", "comma-separated private ranges the JWK Set may be fetched from (an identity provider inside your network)")
+	fs.StringVar(&c.JWKSAllowCIDRs, "jwt-jwks-allow-cidrs", "", "comma-separated private ranges the JWK Set may be fetched from over https:// (an identity provider inside your network)")
 	fs.StringVar(&c.JWTIssuer, "jwt-issuer", "", "the iss a platform JWT must carry (required with platform tokens)")
 	fs.StringVar(&c.JWTAudience, "jwt-audience", "", "the aud a platform JWT must carry (required with platform tokens)")
 	fs.StringVar(&c.JWTTenantClaim, "jwt-tenant-claim", "", "claim holding the tenant (default: tenant, then org_id)")
+	fs.BoolVar(&c.JWTRequireTenant, "jwt-require-tenant", false, "refuse platform JWTs without a tenant claim (401 INVALID_TENANT_CLAIM), so that no token acts for every tenant")
+	fs.BoolVar(&c.JWKSAllowHTTP, "jwt-jwks-allow-http", false, "allow an http:// --jwt-jwks-url on a loopback address or localhost (an identity provider on this machine); otherwise it must be https://")
 	fs.StringVar(&c.JWTScopeClaim, "jwt-scope-claim", "", "claim holding the scopes, space-separated or an array (default: scope, then scopes)")
 	fs.StringVar(&c.TenantStreamPrefix, "tenant-stream-prefix", auth.DefaultTenantStreamPrefix, "stream namespace of each tenant, with {tenant} for its name: a tenant's credentials reach only the streams under it (starts and ends with '/')")
 }
@@ -71,16 +77,32 @@ func (c *accessConfig) readSecrets(env func(string) (string, bool)) error {
 		c.AdminKey = strings.TrimSpace(v)
 	}
 	if c.AdminKeyFile != "" {
-		b, err := os.ReadFile(c.AdminKeyFile)
+		key, err := readSecretFile("--admin-key-file", c.AdminKeyFile)
 		if err != nil {
-			return fmt.Errorf("%w: --admin-key-file: %v", errUsage, err)
+			return err
 		}
-		c.AdminKey = strings.TrimSpace(string(b))
+		c.AdminKey = key
 		if c.AdminKey == "" {
 			return fmt.Errorf("%w: --admin-key-file %s is empty", errUsage, c.AdminKeyFile)
 		}
 	}
 	return nil
+}
+
+// maxSecretFile bounds an admin key or JWT secret file: a secret is a
+// line, and a mistaken path (a log, a database) must not be read whole.
+const maxSecretFile = 64 << 10
+
+// readSecretFile reads the secret in the file a flag names, without the
+// surrounding white space. Like the key-encryption key file, a file its
+// group or other users may read or write is refused, naming the file and
+// the chmod that fixes it: a secret others can read is no secret.
+func readSecretFile(flagName, path string) (string, error) {
+	b, err := privfile.Read(path, maxSecretFile)
+	if err != nil {
+		return "", fmt.Errorf("%w: %s: %v", errUsage, flagName, err)
+	}
+	return strings.TrimSpace(string(b)), nil
 }
 
 func (c *accessConfig) problems() []string {
@@ -167,13 +189,14 @@ func (c *accessConfig) newAuthenticator(ctx context.Context, keys store.KeyStore
 	}
 	var jwtv *auth.JWTVerifier
 	if c.jwtOn() {
-		jc := auth.JWTConfig{JWKSURL: c.JWKSURL, Issuer: c.JWTIssuer, Audience: c.JWTAudience, Logger: log}
+		jc := auth.JWTConfig{JWKSURL: c.JWKSURL, JWKSAllowHTTP: c.JWKSAllowHTTP, RequireTenant: c.JWTRequireTenant,
+			Issuer: c.JWTIssuer, Audience: c.JWTAudience, Logger: log}
 		if c.JWTSecretFile != "" {
-			b, err := os.ReadFile(c.JWTSecretFile)
+			secret, err := readSecretFile("--jwt-hs256-secret-file", c.JWTSecretFile)
 			if err != nil {
-				return nil, nil, fmt.Errorf("%w: --jwt-hs256-secret-file: %v", errUsage, err)
+				return nil, nil, err
 			}
-			jc.HS256Secret = []byte(strings.TrimSpace(string(b)))
+			jc.HS256Secret = []byte(secret)
 		}
 		allow, err := webhook.ParseCIDRList(c.JWKSAllowCIDRs)
 		if err != nil {

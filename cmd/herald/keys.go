@@ -19,6 +19,10 @@ Usage:
   herald keys get ID
   herald keys rm ID
 
+A key never outlives the key that makes it: without --expires-in or
+--expires-at it expires with its creator (never, for the admin key), and
+an expiry after its creator's is refused.
+
 Every subcommand takes --url (HERALD_URL, default http://127.0.0.1:4437),
 --key (HERALD_KEY, the admin key: required) and --output table|json.
 Scopes: streams:read streams:write subscriptions:read subscriptions:write

@@ -435,6 +435,12 @@ func (m *matrix) check(t *testing.T, rt httpapi.Route, f *matrixFixtures, req ma
 			status, body = send(testAdminKey, map[string]string{"Content-Type": "text/plain"})
 			expect("text/plain body", status, body, http.StatusUnsupportedMediaType, "UNSUPPORTED_MEDIA_TYPE")
 		}
+		// One spelling per reserved route: a percent-encoded character
+		// anywhere in the path is refused, whatever the credential.
+		for _, alias := range encodedSpellings(req.path) {
+			status, body = m.call(t, req.method, alias, map[string]string{"Authorization": "Bearer " + testAdminKey, "Content-Type": jsonType}, req.body)
+			expect("encoded spelling "+alias, status, body, http.StatusBadRequest, "NON_CANONICAL_PATH")
+		}
 	}
 
 	switch {
@@ -519,4 +525,27 @@ func (m *matrix) check(t *testing.T, rt httpapi.Route, f *matrixFixtures, req ma
 	}
 	status, body = send(m.key(t, []auth.Scope{scope}, right), nil)
 	allowed("the right key", status, body)
+}
+
+// encodedSpellings returns spellings of a reserved route's path that
+// decode to it: its first character after the reserved prefix, and its
+// last one, percent-encoded. Other paths have none.
+func encodedSpellings(target string) []string {
+	path, query, _ := strings.Cut(target, "?")
+	if query != "" {
+		query = "?" + query
+	}
+	var prefix string
+	switch {
+	case strings.HasPrefix(path, httpapi.HeraldPrefix):
+		prefix = httpapi.HeraldPrefix
+	case strings.HasPrefix(path, httpapi.CallbackPrefix):
+		prefix = httpapi.CallbackPrefix
+	default:
+		return nil // a subscription route: a stream path, any spelling
+	}
+	enc := func(i int) string {
+		return path[:i] + "%" + strings.ToUpper(strconv.FormatInt(int64(path[i]), 16)) + path[i+1:] + query
+	}
+	return []string{enc(len(prefix)), enc(len(path) - 1)}
 }

@@ -309,6 +309,33 @@ func (r *uiRig) signIn(t *testing.T, key string) {
 		chromedp.WaitVisible(chromedp.CSS(`#nav a`)))
 }
 
+// keyOffer checks the question a #key= link asks before signing in: the
+// tenant and scopes its key would sign in as, and the tenant of the
+// session it would replace (signedIn; "" for none). Until it is answered
+// nothing is signed in with the link's key and no view is shown.
+func (r *uiRig) keyOffer(t *testing.T, tenant, scopes, signedIn string) {
+	t.Helper()
+	r.waitText(t, "#key-offer-tenant", tenant)
+	r.waitText(t, "#key-offer-scopes", scopes)
+	if signedIn == "" {
+		if k := eval[any](t, r, `sessionStorage.getItem('herald.key')`); k != nil {
+			t.Errorf("before the question is answered sessionStorage holds %v", k)
+		}
+		if n := eval[float64](t, r, `document.querySelectorAll('#key-offer-current').length`); n != 0 {
+			t.Error("the question speaks of a session when there is none")
+		}
+	} else {
+		r.waitText(t, "#key-offer-current", signedIn)
+	}
+	if !eval[bool](t, r, `document.getElementById('nav').hidden`) || eval[float64](t, r, `document.querySelectorAll('#endpoint-list').length`) != 0 {
+		t.Error("a view is shown before the link's question is answered")
+	}
+	if eval[float64](t, r, `document.getElementById('who').getClientRects().length`) != 0 {
+		t.Error("the session's name and Sign out are shown beside the link's question")
+	}
+	r.waitFocus(t, "#key-offer h1", "Sign in from a link?")
+}
+
 // pageText is everything the page shows and holds: its text, and the
 // values and attributes of its elements.
 func (r *uiRig) pageText(t *testing.T) string {
@@ -333,7 +360,9 @@ func (r *uiRig) publish(t *testing.T, typ, tenant string, n int) {
 // in and reaches the endpoints with the keyboard alone; then a tenant's
 // key sees its own endpoints and deliveries and nothing of another
 // tenant's, and the event types read-only, on a desktop and on a phone,
-// and so does the portal opened at a minted portal token's URL; a tenant with more than a page of endpoints and deliveries
+// and so does the portal opened at a minted portal token's URL once the
+// visitor has seen whom it signs in as and said yes (a link never signs
+// in silently, nor replaces a session unasked); a tenant with more than a page of endpoints and deliveries
 // loads the rest.
 func TestDashboardInBrowser(t *testing.T) {
 	r := newUIRig(t)
@@ -679,17 +708,22 @@ func TestDashboardInBrowser(t *testing.T) {
 	r.do(t, "desktop width", chromedp.EmulateViewport(1280, 800))
 
 	// The embedded portal opened with a minted portal token: the key is
-	// in the URL's fragment, which leaves the address at once, and the
-	// portal shows its tenant only. The token is listed among the keys.
+	// in the URL's fragment, which leaves the address at once; the page
+	// says who the link signs in as and signs in only when asked to; the
+	// portal then shows its tenant only. The token is listed among the
+	// keys.
 	var portal struct{ ID, Token, URL string }
 	r.admin(t, "POST", "/_herald/v1/portal-tokens", `{"tenant":"`+matrixTenant+`","ttl":"10m"}`, http.StatusCreated, &portal)
 	r.do(t, "opening the portal's URL",
 		chromedp.Evaluate[chromedp.Void](`sessionStorage.clear()`),
 		chromedp.Navigate(portal.URL),
-		chromedp.WaitVisible(chromedp.CSS(`#endpoint-list table`)))
+		chromedp.WaitVisible(chromedp.CSS(`#key-offer-accept`)))
 	if h := eval[string](t, r, `location.href`); strings.Contains(h, portal.Token) {
 		t.Errorf("the token stays in the address: %s", h)
 	}
+	r.keyOffer(t, matrixTenant, "endpoints:read, endpoints:write, deliveries:read, deliveries:write", "")
+	r.screenshot(t, "15a-key-link-offer")
+	r.do(t, "signing in from the link", chromedp.Click(chromedp.CSS(`#key-offer-accept`)), chromedp.WaitVisible(chromedp.CSS(`#endpoint-list table`)))
 	if k := eval[string](t, r, `sessionStorage.getItem('herald.key')`); k != portal.Token {
 		t.Errorf("sessionStorage holds %q, want the portal token", k)
 	}
@@ -702,6 +736,32 @@ func TestDashboardInBrowser(t *testing.T) {
 	r.admin(t, "GET", "/_herald/v1/keys/"+portal.ID, "", http.StatusOK, &listed)
 	if !strings.Contains(listed.Description, "portal token") {
 		t.Errorf("the portal token is listed as %q", listed.Description)
+	}
+
+	// A link to another tenant's key, opened while signed in: the page
+	// names both, and keeping the session keeps it; only a yes replaces
+	// it. A link whose key is no key cannot sign in at all.
+	var theirPortal struct{ Token, URL string }
+	r.admin(t, "POST", "/_herald/v1/portal-tokens", `{"tenant":"`+otherTenant+`"}`, http.StatusCreated, &theirPortal)
+	r.do(t, "opening another tenant's link while signed in", chromedp.Navigate(theirPortal.URL), chromedp.WaitVisible(chromedp.CSS(`#key-offer-current`)))
+	r.keyOffer(t, otherTenant, "endpoints:read", matrixTenant)
+	r.screenshot(t, "15b-key-link-replaces")
+	r.do(t, "keeping the session", chromedp.Click(chromedp.CSS(`#key-offer-reject`)), chromedp.WaitVisible(chromedp.CSS(`#endpoint-list table`)))
+	r.waitText(t, "#who", matrixTenant)
+	r.waitText(t, "#endpoint-list", mine)
+	if k := eval[string](t, r, `sessionStorage.getItem('herald.key')`); k != portal.Token {
+		t.Errorf("after keeping the session sessionStorage holds %q, want the portal token", k)
+	}
+	r.do(t, "opening a link with a bad key", chromedp.Navigate(r.ui+"#key=hk_bogus_0123456789abcdef0123456789abcdef"), chromedp.WaitVisible(chromedp.CSS(`#key-offer .error`)))
+	if n := eval[float64](t, r, `document.querySelectorAll('#key-offer-accept').length`); n != 0 {
+		t.Error("a link with a bad key offers to sign in")
+	}
+	r.do(t, "keeping the session", chromedp.Click(chromedp.CSS(`#key-offer-reject`)), chromedp.WaitVisible(chromedp.CSS(`#endpoint-list table`)))
+	r.do(t, "opening the other tenant's link again", chromedp.Navigate(theirPortal.URL), chromedp.WaitVisible(chromedp.CSS(`#key-offer-current`)))
+	r.do(t, "replacing the session", chromedp.Click(chromedp.CSS(`#key-offer-accept`)), chromedp.WaitVisible(chromedp.CSS(`#endpoint-list table`)))
+	r.waitText(t, "#who", otherTenant)
+	if k := eval[string](t, r, `sessionStorage.getItem('herald.key')`); k != theirPortal.Token {
+		t.Errorf("after replacing the session sessionStorage holds %q, want the other tenant's token", k)
 	}
 
 	// Beyond a page: a tenant with 101 endpoints, one with 101
@@ -719,6 +779,8 @@ func TestDashboardInBrowser(t *testing.T) {
 	r.admin(t, "POST", "/_herald/v1/portal-tokens", `{"tenant":"`+paged+`"}`, http.StatusCreated, &pagedPortal)
 	r.do(t, "opening the paged tenant's portal",
 		chromedp.Navigate(pagedPortal.URL),
+		chromedp.WaitVisible(chromedp.CSS(`#key-offer-accept`)),
+		chromedp.Click(chromedp.CSS(`#key-offer-accept`)),
 		chromedp.WaitVisible(chromedp.CSS(`#endpoint-list-more`)))
 	r.waitText(t, "#who", paged)
 	r.loadMore(t, "#endpoint-list", 101)

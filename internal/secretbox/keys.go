@@ -10,6 +10,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/heraldstreams/herald/internal/privfile"
 )
 
 // DefaultFileName is the KEK file's name when no path is configured.
@@ -239,22 +241,9 @@ func writeTemp(dir, content string) (string, error) {
 // fs.ErrNotExist when there is none. A file that other users may read or
 // write is refused.
 func ReadFile(path string) ([]Key, error) {
-	info, err := os.Stat(path)
+	data, err := privfile.ReadKeyFile(path, "secretbox", ErrInvalidKey)
 	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil, err
-		}
-		return nil, fmt.Errorf("secretbox: reading the key file: %w", err)
-	}
-	if perm := info.Mode().Perm(); perm&0o077 != 0 {
-		return nil, fmt.Errorf("%w: key file %s is accessible to other users (mode %04o); chmod 600 it", ErrInvalidKey, path, perm)
-	}
-	if info.Size() > 1<<20 {
-		return nil, fmt.Errorf("%w: key file %s is larger than 1 MiB", ErrInvalidKey, path)
-	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("secretbox: reading the key file: %w", err)
+		return nil, err
 	}
 	keys, err := ParseKeys(string(data))
 	if err != nil {

@@ -25,6 +25,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/heraldstreams/herald/internal/privfile"
 	"github.com/heraldstreams/herald/internal/secretbox"
 	"github.com/heraldstreams/herald/protocol"
 	"github.com/heraldstreams/herald/store"
@@ -139,9 +140,16 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		cfg.RelaxedInterval = 5 * time.Millisecond
 	}
 	// Only Herald's user may enter the directory: it holds the database,
-	// and by default the key-encryption key.
-	if err := os.MkdirAll(cfg.Dir, 0o700); err != nil {
-		return nil, fmt.Errorf("sqlite: create data dir: %w", err)
+	// and by default the key-encryption key. An existing one others may
+	// enter (made by hand with the default umask, or by an older Herald)
+	// is made private rather than refused: nothing in it is theirs, and
+	// Herald's own files in it are 0600 already.
+	wider, err := privfile.MakeDir(cfg.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: data dir: %w", err)
+	}
+	if wider != 0 {
+		cfg.Logger.Warn(fmt.Sprintf("the data directory was accessible to other users (mode %04o); made it 0700", wider), "data_dir", cfg.Dir)
 	}
 	lock, err := lockDir(cfg.Dir)
 	if err != nil {

@@ -76,6 +76,14 @@ export async function api(method, path, body) {
   return text ? JSON.parse(text) : null;
 }
 
+// whoamiOf answers GET /_herald/v1/whoami for key (not the session's),
+// without keeping it: what a key would sign in as, before it does.
+export async function whoamiOf(key) {
+  const res = await send('/_herald/v1/whoami', {cache: 'no-store', headers: {Authorization: 'Bearer ' + key}});
+  if (!res.ok) throw await failure(res);
+  return res.json();
+}
+
 // query makes "?a=b&..." of the set values of params.
 export function query(params) {
   const q = new URLSearchParams();

@@ -8,6 +8,7 @@ import {subscriptions} from './subscriptions.js';
 import {endpoints} from './endpoints.js';
 import {deliveries} from './deliveries.js';
 import {eventTypes} from './eventtypes.js';
+import {keyFromFragment, offerKey} from './keylink.js';
 
 // can reports whether the signed-in credential holds scope.
 export function can(me, scope) {
@@ -33,18 +34,12 @@ let me = null;
 let current = null; // the shown view's AbortController: ends its live reads and its refresh timer
 let dueWhileHidden = false; // the shown view's refresh came due while the tab was hidden
 
-// takeKeyFromFragment moves a key given in the URL's fragment
-// (#key=hk_…, how a platform hands the tenant portal its key) into
-// sessionStorage and out of the address bar and history.
-function takeKeyFromFragment() {
-  const m = /^#key=([^&]+)/.exec(location.hash);
-  if (!m) return;
-  session.set(decodeURIComponent(m[1]));
-  history.replaceState(null, '', location.pathname + location.search + '#/');
-}
-
 async function start() {
-  takeKeyFromFragment();
+  const offered = keyFromFragment();
+  if (offered !== null) {
+    await fromLink(offered);
+    return;
+  }
   try {
     me = await api('GET', '/_herald/v1/whoami');
   } catch (e) {
@@ -58,6 +53,29 @@ async function start() {
   }
   shell();
   route(null);
+}
+
+// fromLink offers the key a link carried (see keylink.js): the session
+// in place, if any, stays until the visitor chooses the link's key.
+async function fromLink(offered) {
+  if (current) current.abort();
+  let signedIn = null;
+  if (session.key() === offered) {
+    start();
+    return;
+  }
+  if (session.key()) {
+    try {
+      signedIn = await api('GET', '/_herald/v1/whoami');
+    } catch {
+      signedIn = null; // an expired or revoked session: nothing to keep
+    }
+  }
+  me = null;
+  nav.hidden = true;
+  who.hidden = true;
+  if (await offerKey(main, offered, signedIn)) session.set(offered);
+  start();
 }
 
 function signIn(err) {
