@@ -7,6 +7,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -287,5 +289,35 @@ func TestRevokedKeyLosesItsLiveReads(t *testing.T) {
 	end := sseEnd(t, sse)
 	if late := end.Sub(expires); late > time.Second || late < -100*time.Millisecond {
 		t.Errorf("the SSE response of an expiring key ended %v after its expiry, want within 1s", late)
+	}
+}
+
+// TestRevocationAcrossReplicas: a key deleted through one replica loses
+// its open SSE response on another within a second, and the other
+// replica, which had just verified it, refuses it at once.
+func TestRevocationAcrossReplicas(t *testing.T) {
+	t.Parallel()
+	keyFile := filepath.Join(t.TempDir(), "admin.key")
+	if err := os.WriteFile(keyFile, []byte(e2eAdminKey), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	rs := startReplicas(t, 2, "--admin-key-file", keyFile, "--sse-max-duration", "60s")
+	a, b := rs[0], rs[1]
+	admin := map[string]string{"Authorization": "Bearer " + e2eAdminKey, "Content-Type": "text/plain"}
+	if resp, body := do(t, "PUT", a.base+"/rev/s", admin, "hello"); resp.StatusCode != http.StatusCreated {
+		t.Fatalf("create: %d %s", resp.StatusCode, body)
+	}
+	id, key := newE2EKey(t, a.base, `{"scopes":["streams:read"]}`)
+	sse := openSSE(t, b.base+"/rev/s?offset=-1&live=sse", key) // b has verified and cached the key
+
+	revoked := time.Now()
+	if resp, body := do(t, "DELETE", a.base+"/_herald/v1/keys/"+id, admin, ""); resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("delete key on a: %d %s", resp.StatusCode, body)
+	}
+	if took := sseEnd(t, sse).Sub(revoked); took > time.Second {
+		t.Errorf("the SSE response on b ended %v after the delete on a, want within 1s", took)
+	}
+	if resp, body := do(t, "GET", b.base+"/rev/s?offset=-1", map[string]string{"Authorization": "Bearer " + key}, ""); resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("b after the delete on a: %d %s, want 401", resp.StatusCode, body)
 	}
 }
