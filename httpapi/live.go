@@ -181,6 +181,13 @@ func (s *Server) sse(w http.ResponseWriter, r *http.Request, req readRequest) {
 // the path).
 func (s *Server) nextSSE(r *http.Request, path string, from, id int64, notifier store.Notifier, t sseTimers) (*store.StreamReadResult, error) {
 	for {
+		select {
+		case <-t.done:
+			// Checked before every read, not only while idle: a
+			// revoked reader of a busy stream must not read on.
+			return nil, nil
+		default:
+		}
 		wait := notifier.Wait(id)
 		res, err := s.readAt(r, path, from)
 		if err != nil {
