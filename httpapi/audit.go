@@ -47,9 +47,10 @@ func (s *Server) auditRefusal(r *http.Request, principal string, status int, cod
 		slog.Int("status", status), slog.String("code", code), slog.String("outcome", "refused"))
 }
 
-// refuse answers a request refused for its origin and audits it.
-func (s *Server) refuse(w http.ResponseWriter, r *http.Request, principal string, err *apiError) {
-	s.auditRefusal(r, principal, err.status, err.code)
+// refuse answers a request refused before its credential is looked at
+// (its origin) and audits it.
+func (s *Server) refuse(w http.ResponseWriter, r *http.Request, err *apiError) {
+	s.auditRefusal(r, "", err.status, err.code)
 	s.fail(w, r, err)
 }
 

@@ -334,7 +334,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 			// a foreign page's request, even one a browser sends without
 			// asking (a text/plain POST, a form), must not reach a
 			// handler.
-			s.refuse(w, r, "", errOriginNotAllowed)
+			s.refuse(w, r, errOriginNotAllowed)
 			return
 		}
 	}
