@@ -70,6 +70,13 @@ type Authenticator struct {
 	// gen counts invalidations: a lookup that started before one does not
 	// cache what it read (it may be the key just revoked).
 	gen atomic.Uint64
+
+	// Requests watching their key, and the keys revoked lately
+	// (revoke.go).
+	wmu          sync.Mutex
+	watches      map[string]map[*watch]struct{}
+	revoked      map[string]struct{}
+	revokedOrder []string
 }
 
 // cachedKey is a stored key as last read, or its absence (p nil).
@@ -99,6 +106,7 @@ func New(cfg Config) (*Authenticator, error) {
 	a := &Authenticator{
 		keys: cfg.Keys, jwt: cfg.JWT, ttl: cfg.CacheTTL, now: cfg.Now, log: cfg.Logger,
 		tenantPrefix: cfg.TenantStreamPrefix, cache: make(map[string]*cachedKey),
+		watches: make(map[string]map[*watch]struct{}), revoked: make(map[string]struct{}),
 	}
 	if cfg.JWT != nil {
 		cfg.JWT.tenantPrefix = cfg.TenantStreamPrefix

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/heraldstreams/herald/glob"
+	"github.com/heraldstreams/herald/internal/audit"
 	"github.com/heraldstreams/herald/store"
 )
 
@@ -283,6 +284,7 @@ func (k *KeysAPI) issue(ctx context.Context, key store.Key, now time.Time) (keyV
 	// A lookup of this id may have cached its absence (ids are random, so
 	// only by a guess): forget it.
 	k.cfg.Auth.Invalidate(id)
+	audit.Add(ctx, keyAudit(stored))
 	v := view(stored)
 	v.Key = secret
 	return v, nil
@@ -496,6 +498,7 @@ func (k *KeysAPI) delete(w http.ResponseWriter, r *http.Request) {
 		k.fail(w, r, err)
 		return
 	}
+	audit.Add(r.Context(), keyAudit(key))
 	err = k.cfg.Store.KeyDelete(r.Context(), &store.KeyDeleteParams{ID: key.ID})
 	// Invalidate whatever happened: a failed delete may still have
 	// committed, and a cached key must not outlive its revocation.
@@ -505,4 +508,16 @@ func (k *KeysAPI) delete(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
+}
+
+// keyAudit is what the audit record of a key's creation or deletion says
+// of it: everything but its secret and hash.
+func keyAudit(k *store.Key) slog.Attr {
+	expires := "never"
+	if !k.ExpiresAt.IsZero() {
+		expires = k.ExpiresAt.UTC().Format(time.RFC3339)
+	}
+	return slog.Group("key", slog.String("id", k.ID), slog.String("tenant", k.Tenant),
+		slog.String("scopes", strings.Join(k.Scopes, " ")), slog.String("paths", strings.Join(k.Paths, " ")),
+		slog.String("expires_at", expires))
 }

@@ -335,7 +335,7 @@ func TestSlowBodiesAreCut(t *testing.T) {
 // closes, new ones are served again.
 func TestConnectionCap(t *testing.T) {
 	const maxConns = 8
-	srv := startHerald(t, t.TempDir(), "--max-connections", strconv.Itoa(maxConns))
+	srv := startHerald(t, t.TempDir(), "--max-connections", strconv.Itoa(maxConns), "--max-connections-per-client", strconv.Itoa(maxConns), "--header-timeout", "60s")
 	health := "GET /_herald/healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
 	// hold opens a keep-alive connection and proves Herald serves it. The
 	// readiness check's connection may still count for a moment after the

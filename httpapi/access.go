@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"log/slog"
 	"mime"
 	"net"
 	"net/http"
@@ -119,7 +118,7 @@ func (s *Server) guard(rule auth.Rule, h http.Handler) http.Handler {
 		}
 		r = r.WithContext(auth.NewContext(r.Context(), p))
 		if isChange(r.Method) {
-			s.audited(w, r, p, h)
+			s.audited(w, r, p, "", h)
 			return
 		}
 		h.ServeHTTP(w, r)
@@ -137,8 +136,11 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request, rule auth.Rul
 			code = ae.Code
 		}
 		s.authFailures.WithLabelValues(code).Inc()
-		s.log.LogAttrs(r.Context(), slog.LevelInfo, "access refused",
-			slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.String("code", code))
+		status := http.StatusInternalServerError
+		if ae != nil {
+			status = ae.Status
+		}
+		s.auditRefusal(r, s.credentialID(r, status), status, code)
 		auth.WriteError(w, r, err)
 		return nil, false
 	}
@@ -148,20 +150,6 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request, rule auth.Rul
 // isChange reports whether a request with this method may change state.
 func isChange(method string) bool {
 	return method != http.MethodGet && method != http.MethodHead && method != http.MethodOptions
-}
-
-// audited serves a change and logs it with who made it and its outcome:
-// the audit trail of the management API.
-func (s *Server) audited(w http.ResponseWriter, r *http.Request, p *auth.Principal, h http.Handler) {
-	sw := &statusWriter{ResponseWriter: w}
-	h.ServeHTTP(sw, r)
-	route := r.Pattern
-	if route == "" {
-		route = r.Method + " " + r.URL.Path
-	}
-	s.audit.LogAttrs(r.Context(), slog.LevelInfo, "audit",
-		slog.String("principal", p.ID), slog.String("kind", string(p.Kind)), slog.String("tenant", p.Tenant),
-		slog.String("route", route), slog.String("path", r.URL.Path), slog.Int("status", sw.status()))
 }
 
 // statusWriter remembers the status a handler wrote and counts the body
@@ -201,7 +189,7 @@ func (w *statusWriter) status() int {
 // Errors of the browser checks.
 var (
 	errHostNotAllowed   = &apiError{http.StatusMisdirectedRequest, "HOST_NOT_ALLOWED", "this Host is not one Herald serves (see --allowed-hosts)"}
-	errOriginNotAllowed = &apiError{http.StatusForbidden, "ORIGIN_NOT_ALLOWED", "cross-origin requests to Herald's API are allowed only from the origins in --allowed-origins"}
+	errOriginNotAllowed = &apiError{http.StatusForbidden, "ORIGIN_NOT_ALLOWED", "this browser origin may not call Herald (see --cors-origins)"}
 	errNotJSON          = &apiError{http.StatusUnsupportedMediaType, "UNSUPPORTED_MEDIA_TYPE", "the request body must be JSON: Content-Type: application/json"}
 )
 
@@ -219,21 +207,6 @@ func (s *Server) hostAllowed(host string) bool {
 	host = strings.TrimSuffix(strings.TrimPrefix(strings.TrimSuffix(host, "]"), "["), ".")
 	for _, a := range s.allowedHosts {
 		if strings.EqualFold(a, host) {
-			return true
-		}
-	}
-	return false
-}
-
-// originAllowed reports whether a browser origin may call Herald's own
-// API: the server's own origin (a page Herald serves) or one of the
-// configured origins.
-func (s *Server) originAllowed(origin, host string) bool {
-	if origin == "http://"+host || origin == "https://"+host {
-		return true
-	}
-	for _, a := range s.allowedOrigins {
-		if a == "*" || strings.EqualFold(a, origin) {
 			return true
 		}
 	}

@@ -109,6 +109,9 @@ var testNow = time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
 // newTestServer returns a Server on f with a pinned clock.
 func newTestServer(f *fakeStore, cfg Config) *Server {
 	cfg.Store = f
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
 	if cfg.Now == nil {
 		cfg.Now = func() time.Time { return testNow }
 	}

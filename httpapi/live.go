@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/heraldstreams/herald/auth"
 	"github.com/heraldstreams/herald/protocol"
 	"github.com/heraldstreams/herald/store"
 )
@@ -69,7 +70,11 @@ func (s *Server) longPoll(w http.ResponseWriter, r *http.Request, req readReques
 		case <-s.shutdown:
 			s.writeNoData(w, from, false, s.cursor(req.cursor))
 			return
-		case <-r.Context().Done():
+		case <-req.live.Done():
+			if err := auth.Revoked(req.live); err != nil {
+				// The next request would be refused so: say it now.
+				auth.WriteError(w, r, err)
+			}
 			return
 		}
 	}
@@ -161,7 +166,7 @@ func (s *Server) sse(w http.ResponseWriter, r *http.Request, req readRequest) {
 			return
 		}
 		from = res.Next
-		next, err := s.nextSSE(r, req.path, from, id, notifier, sseTimers{deadline.C, keepAlive.C, ping})
+		next, err := s.nextSSE(r, req.path, from, id, notifier, sseTimers{deadline.C, keepAlive.C, req.live.Done(), ping})
 		if err != nil || next == nil {
 			return // headers are sent: ending the response is all that is left
 		}
@@ -171,10 +176,18 @@ func (s *Server) sse(w http.ResponseWriter, r *http.Request, req readRequest) {
 
 // nextSSE waits until the stream has data at from, or closes, and returns
 // the read; it returns nil when the response must end instead (the client
-// left, the server shuts down, the response is old enough, or the stream
-// was deleted or re-created under the path).
+// left, its credential was revoked or expired, the server shuts down, the
+// response is old enough, or the stream was deleted or re-created under
+// the path).
 func (s *Server) nextSSE(r *http.Request, path string, from, id int64, notifier store.Notifier, t sseTimers) (*store.StreamReadResult, error) {
 	for {
+		select {
+		case <-t.done:
+			// Checked before every read, not only while idle: a
+			// revoked reader of a busy stream must not read on.
+			return nil, nil
+		default:
+		}
 		wait := notifier.Wait(id)
 		res, err := s.readAt(r, path, from)
 		if err != nil {
@@ -198,7 +211,7 @@ func (s *Server) nextSSE(r *http.Request, path string, from, id int64, notifier 
 			return nil, nil
 		case <-s.shutdown:
 			return nil, nil
-		case <-r.Context().Done():
+		case <-t.done:
 			return nil, nil
 		}
 	}
@@ -208,7 +221,8 @@ func (s *Server) nextSSE(r *http.Request, path string, from, id int64, notifier 
 type sseTimers struct {
 	deadline  <-chan time.Time
 	keepAlive <-chan time.Time
-	ping      func() bool // writes a keep-alive comment; false when the client is gone
+	done      <-chan struct{} // the client left, or its credential ended (readRequest.live)
+	ping      func() bool     // writes a keep-alive comment; false when the client is gone
 }
 
 // sseKeepAliveComment is an SSE comment line: ignored by clients.

@@ -30,6 +30,7 @@ func (s *Server) RegisterMetrics(reg prometheus.Registerer) error {
 		counter("herald_stream_appends_total", "Appends stored (one per successful POST to a stream).", s.appends.Load),
 		gauge("herald_http_connections_open", "HTTP connections open now.", s.connsOpen.Load),
 		counter("herald_http_connections_refused_total", "Connections closed at once because the connection limit was reached.", s.connsRefused.Load),
+		counter("herald_http_client_connections_refused_total", "Connections closed at once because their client address held as many connections as one client may.", s.clientConnsRefused.Load),
 		gauge("herald_http_body_buffered_bytes", "Bytes of request bodies held in memory now (charged to the body budget).", s.bodies.used.Load),
 		counter("herald_http_body_budget_refusals_total", "Requests refused with 503 because the body budget was spent.", s.bodies.refusals.Load),
 		counter("herald_http_bodies_cut_total", "Request bodies cut with 408 because they arrived too slowly.", s.bodiesCut.Load),

@@ -1,12 +1,14 @@
 package httpapi
 
 import (
+	"context"
 	"math/rand/v2"
 	"net/http"
 	"strconv"
 	"sync"
 	"time"
 
+	"github.com/heraldstreams/herald/auth"
 	"github.com/heraldstreams/herald/protocol"
 	"github.com/heraldstreams/herald/store"
 )
@@ -17,12 +19,17 @@ type readRequest struct {
 	offset protocol.Offset
 	// cursor is the client's echoed Stream-Cursor, "" when none.
 	cursor string
+	// live ends when a live read must: the client left, or its
+	// credential was revoked or expired (see auth.Watch and
+	// auth.Revoked).
+	live context.Context
 }
 
 // read handles GET: catch-up, long-poll or SSE (docs/protocol.md).
-func (s *Server) read(w http.ResponseWriter, r *http.Request, path string) {
+// p is the reader's principal, nil with access control off.
+func (s *Server) read(w http.ResponseWriter, r *http.Request, path string, p *auth.Principal) {
 	q := r.URL.Query()
-	req := readRequest{path: path, offset: protocol.Offset{Kind: protocol.OffsetKindStart}, cursor: q.Get("cursor")}
+	req := readRequest{path: path, offset: protocol.Offset{Kind: protocol.OffsetKindStart}, cursor: q.Get("cursor"), live: r.Context()}
 	offsets, hasOffset := q["offset"]
 	if len(offsets) > 1 {
 		s.fail(w, r, errMultipleOffsets)
@@ -47,6 +54,13 @@ func (s *Server) read(w http.ResponseWriter, r *http.Request, path string) {
 		if s.shuttingDown.Load() {
 			s.fail(w, r, errShuttingDown)
 			return
+		}
+		if p != nil {
+			// A live read outlasts the check of its credential: it ends
+			// when the key is revoked or expires.
+			var stop func()
+			req.live, stop = s.auth.Watch(r.Context(), p)
+			defer stop()
 		}
 		if live == "sse" {
 			s.sse(w, r, req)

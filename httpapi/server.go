@@ -75,6 +75,10 @@ type Config struct {
 	// MaxConnections bounds the connections open at once on the listener
 	// returned by LimitListener.
 	MaxConnections int
+	// MaxClientConnections bounds the connections of one client address
+	// among them (see LimitListener); zero: a quarter of
+	// MaxConnections.
+	MaxClientConnections int
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
 	// Auth checks every request's credential against its route's rule;
@@ -87,11 +91,13 @@ type Config struct {
 	// AuditLogger receives one record per change made through Herald's
 	// API (who, which route, the outcome); Logger when nil.
 	AuditLogger *slog.Logger
-	// AllowedOrigins are the browser origins, besides Herald's own, that
-	// may call Herald's API and the subscription routes across origins
-	// ("*" for any). Stream routes answer every origin, as the protocol
-	// asks (a browser client still needs a credential).
-	AllowedOrigins []string
+	// CORSOrigins are the browser origins ("scheme://host[:port]", or
+	// "*" for any), besides Herald's own, that may call Herald across
+	// origins (see originAllowed). With access control off, loopback
+	// origins may too, and no other origin reaches any route; with it
+	// on, stream routes answer every origin (a browser client still
+	// needs a credential) and the others only these.
+	CORSOrigins []string
 	// AllowedHosts, when set, are the only Host names served (any port);
 	// others get 421. It closes DNS rebinding against a Herald on
 	// loopback.
@@ -132,16 +138,19 @@ type Server struct {
 	maxConnections  int64
 	connsOpen       atomic.Int64
 	connsRefused    atomic.Int64
+	// maxClientConnections and clientConnsRefused: the per-client limit.
+	maxClientConnections int64
+	clientConnsRefused   atomic.Int64
 
 	// Access control (access.go).
-	auth           *auth.Authenticator
-	tenantPrefix   string
-	audit          *slog.Logger
-	allowedOrigins []string
-	allowedHosts   []string
-	authFailures   *prometheus.CounterVec
-	routesMu       sync.Mutex
-	routes         []Route
+	auth         *auth.Authenticator
+	tenantPrefix string
+	audit        *slog.Logger
+	origins      originPolicy
+	allowedHosts []string
+	authFailures *prometheus.CounterVec
+	routesMu     sync.Mutex
+	routes       []Route
 
 	// Observation (observe.go).
 	accessLog      *slog.Logger
@@ -181,7 +190,7 @@ func New(cfg Config) *Server {
 		maxConnections:  int64(cfg.MaxConnections),
 		auth:            cfg.Auth,
 		audit:           cfg.AuditLogger,
-		allowedOrigins:  cfg.AllowedOrigins,
+		origins:         newOriginPolicy(cfg.CORSOrigins),
 		allowedHosts:    cfg.AllowedHosts,
 		authFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "herald_auth_failures_total",
@@ -213,6 +222,10 @@ func New(cfg Config) *Server {
 	}
 	if s.maxConnections <= 0 {
 		s.maxConnections = DefaultMaxConnections
+	}
+	s.maxClientConnections = int64(cfg.MaxClientConnections)
+	if s.maxClientConnections <= 0 {
+		s.maxClientConnections = int64(DefaultMaxClientConnections(int(s.maxConnections)))
 	}
 	if s.log == nil {
 		s.log = slog.Default()
@@ -308,19 +321,29 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	reserved := isReserved(path)
 	sub := !reserved && isSubscriptionRequest(r)
 	if origin, cors := r.Header["Origin"]; cors {
-		// Browsers send Origin on cross-origin requests; other clients
-		// (servers, SDKs, long-polls by the thousand) skip all of this.
-		if !reserved && !sub {
-			// Streams answer any origin, as the protocol asks: a page
+		// Browsers send Origin on cross-origin requests (and on a
+		// same-origin one that is not a GET); other clients (servers,
+		// SDKs, long-polls by the thousand) skip all of this.
+		stream := !reserved && !sub
+		switch {
+		case stream && s.auth.Enabled():
+			// With access control on, streams answer any origin: a page
 			// still needs a credential, which a browser never adds on
 			// its own (Herald sets no cookie).
 			h["Access-Control-Allow-Origin"] = valAllowOrigin
 			h["Access-Control-Expose-Headers"] = valExpose
-		} else if len(origin) > 0 && s.originAllowed(origin[0], r.Host) {
+		case len(origin) > 0 && s.originAllowed(origin[0], r):
 			h["Access-Control-Allow-Origin"] = origin
 			h["Vary"] = valVaryOrigin
-		} else {
-			s.fail(w, r, errOriginNotAllowed)
+			if stream {
+				h["Access-Control-Expose-Headers"] = valExpose
+			}
+		default:
+			// With access control off, a request is its own credential:
+			// a foreign page's request, even one a browser sends without
+			// asking (a text/plain POST, a form), must not reach a
+			// handler.
+			s.refuse(w, r, errOriginNotAllowed)
 			return
 		}
 	}
@@ -363,9 +386,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	// tenant is the writer's tenant, whose JSON messages may name no
 	// other (see checkTenant).
 	tenant := ""
+	var p *auth.Principal // nil: access control off
 	if s.auth.Enabled() {
-		p, ok := s.authorize(w, r, *rule)
-		if !ok {
+		var ok bool
+		if p, ok = s.authorize(w, r, *rule); !ok {
 			return
 		}
 		tenant = p.Tenant
@@ -378,15 +402,19 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	switch r.Method {
 	case http.MethodGet:
-		s.read(w, r, path)
+		s.read(w, r, path, p)
 	case http.MethodHead:
 		s.head(w, r, path)
 	case http.MethodPost:
 		s.append(w, r, path, &body, tenant)
 	case http.MethodPut:
-		s.create(w, r, path, &body, tenant)
+		s.audited(w, r, p, http.MethodPut+streamRoute, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			s.create(w, r, path, &body, tenant)
+		}))
 	case http.MethodDelete:
-		s.delete(w, r, path)
+		s.audited(w, r, p, http.MethodDelete+streamRoute, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			s.delete(w, r, path)
+		}))
 	}
 }
 
@@ -491,7 +519,7 @@ func (s *Server) serveSubscriptionRequest(w http.ResponseWriter, r *http.Request
 	}
 	r = r.WithContext(auth.NewContext(r.Context(), p))
 	if isChange(r.Method) {
-		s.audited(w, r, p, *hp)
+		s.audited(w, r, p, r.Method+subscriptionRoute, *hp, subscriptionAudit(r))
 		return
 	}
 	(*hp).ServeHTTP(w, r)

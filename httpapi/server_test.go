@@ -10,9 +10,28 @@ import (
 	"github.com/heraldstreams/herald/store"
 )
 
+// Stream responses carry the browser security headers, and CORS headers
+// for a browser's request: any origin ("*") with access control on, the
+// loopback page's own origin with it off.
 func TestSecurityAndCORSHeadersOnEveryResponse(t *testing.T) {
 	f := &fakeStore{t: t, get: func(*store.StreamGetParams) (*store.Stream, error) { return nil, store.ErrNotFound }}
-	s := newTestServer(f, Config{})
+	on, err := auth.New(auth.Config{AdminKey: strings.Repeat("a", auth.MinAdminKeyLength)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mode := range []struct {
+		auth        *auth.Authenticator
+		origin, acl string
+	}{
+		{on, "https://app.example", "*"},
+		{nil, "http://localhost:5173", "http://localhost:5173"},
+	} {
+		testSecurityAndCORSHeaders(t, newTestServer(f, Config{Auth: mode.auth}), mode.origin, mode.acl)
+	}
+}
+
+func testSecurityAndCORSHeaders(t *testing.T, s *Server, origin, allowOrigin string) {
+	t.Helper()
 	for _, c := range []struct{ method, target string }{
 		{"HEAD", "/v1/missing"}, // store error
 		{"GET", "/v1/a/../b"},   // request error
@@ -20,10 +39,10 @@ func TestSecurityAndCORSHeadersOnEveryResponse(t *testing.T) {
 		{"OPTIONS", "/v1/s"},    // preflight
 	} {
 		// A browser's cross-origin request carries Origin: CORS headers.
-		w := do(s, c.method, c.target, nil, map[string]string{"Origin": "https://app.example"})
+		w := do(s, c.method, c.target, nil, map[string]string{"Origin": origin, "Authorization": "Bearer " + strings.Repeat("a", auth.MinAdminKeyLength)})
 		h := w.Header()
-		if h.Get("X-Content-Type-Options") != "nosniff" || h.Get("Cross-Origin-Resource-Policy") != "cross-origin" || h.Get("Access-Control-Allow-Origin") != "*" {
-			t.Errorf("%s %s: missing security or CORS headers: %v", c.method, c.target, h)
+		if h.Get("X-Content-Type-Options") != "nosniff" || h.Get("Cross-Origin-Resource-Policy") != "cross-origin" || h.Get("Access-Control-Allow-Origin") != allowOrigin {
+			t.Errorf("%s %s from %s: missing security or CORS headers: %v", c.method, c.target, origin, h)
 		}
 		if !strings.Contains(h.Get("Access-Control-Expose-Headers"), "Stream-Next-Offset") {
 			t.Errorf("%s %s: Stream-Next-Offset not exposed to browsers", c.method, c.target)
@@ -45,10 +64,23 @@ func TestSecurityAndCORSHeadersOnEveryResponse(t *testing.T) {
 // are echoed.
 func TestManagementRoutesRefuseForeignOrigins(t *testing.T) {
 	f := &fakeStore{t: t, get: func(*store.StreamGetParams) (*store.Stream, error) { return nil, store.ErrNotFound }}
-	s := newTestServer(f, Config{AllowedOrigins: []string{"https://console.example"}})
+	on, err := auth.New(auth.Config{AdminKey: strings.Repeat("a", auth.MinAdminKeyLength)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := newTestServer(f, Config{Auth: on, CORSOrigins: []string{"https://console.example"}})
 	s.HandleSubscriptions(http.NotFoundHandler())
 	for _, target := range []string{"/_herald/nothing", "/_herald/healthz", "/v1/s?subscription=abc", "/callback/x"} {
 		for _, method := range []string{"GET", "PUT", "OPTIONS"} {
+			// A foreign origin; a loopback page, which only development
+			// mode answers; the listed origin on another scheme or port;
+			// Herald's own host on the scheme it is not served on.
+			for _, origin := range []string{"https://evil.example", "http://localhost:3000", "http://console.example", "https://console.example:8443", "https://example.com"} {
+				w := do(s, method, target, nil, map[string]string{"Origin": origin})
+				if w.Code != http.StatusForbidden || errorCode(t, w) != "ORIGIN_NOT_ALLOWED" || w.Header().Get("Access-Control-Allow-Origin") != "" {
+					t.Errorf("%s %s from %s: %d %v", method, target, origin, w.Code, w.Header())
+				}
+			}
 			w := do(s, method, target, nil, map[string]string{"Origin": "https://evil.example"})
 			if w.Code != http.StatusForbidden || errorCode(t, w) != "ORIGIN_NOT_ALLOWED" || w.Header().Get("Access-Control-Allow-Origin") != "" {
 				t.Errorf("%s %s from a foreign origin: %d %v", method, target, w.Code, w.Header())
@@ -124,13 +156,13 @@ func TestAllowedHosts(t *testing.T) {
 func TestPreflight(t *testing.T) {
 	s := newTestServer(&fakeStore{t: t}, Config{})
 	w := do(s, "OPTIONS", "/v1/s", nil, map[string]string{
-		"Origin": "https://example.com", "Access-Control-Request-Method": "GET", "Access-Control-Request-Headers": "if-none-match",
+		"Origin": "http://example.com", "Access-Control-Request-Method": "GET", "Access-Control-Request-Headers": "if-none-match",
 	})
 	if w.Code != http.StatusNoContent || !strings.Contains(w.Header().Get("Access-Control-Allow-Headers"), "if-none-match") ||
 		!strings.Contains(w.Header().Get("Access-Control-Allow-Methods"), "PUT") {
 		t.Errorf("preflight = %d %v", w.Code, w.Header())
 	}
-	w = do(s, "OPTIONS", "/v1/s", nil, map[string]string{"Origin": "https://example.com", "Access-Control-Request-Method": "POST"})
+	w = do(s, "OPTIONS", "/v1/s", nil, map[string]string{"Origin": "http://localhost:5173", "Access-Control-Request-Method": "POST"})
 	for _, want := range []string{"If-None-Match", "Producer-Id", "Stream-Closed"} {
 		if !strings.Contains(w.Header().Get("Access-Control-Allow-Headers"), want) {
 			t.Errorf("default allowed headers lack %s: %q", want, w.Header().Get("Access-Control-Allow-Headers"))
@@ -317,4 +349,86 @@ func TestHealthAndReadiness(t *testing.T) {
 	s.Shutdown() // idempotent
 	check("/_herald/readyz", http.StatusServiceUnavailable)
 	check("/_herald/healthz", http.StatusOK)
+}
+
+// With access control off a request needs no credential, so a foreign
+// page's requests must not reach any route: they are 403
+// ORIGIN_NOT_ALLOWED without a CORS grant, whatever their method or body
+// (a text/plain POST or a form is sent without a preflight), and the
+// store is never touched. Loopback pages (any port), Herald's own origin
+// and the listed origins are answered, preflights included.
+func TestDevelopmentModeRefusesForeignOrigins(t *testing.T) {
+	t.Parallel()
+	f := &fakeStore{t: t, get: func(*store.StreamGetParams) (*store.Stream, error) { return nil, store.ErrNotFound }}
+	s := newTestServer(f, Config{CORSOrigins: []string{"https://console.example", "http://lan-box:8080"}})
+	s.HandleSubscriptions(http.NotFoundHandler())
+	requests := []struct {
+		method, target, contentType string
+	}{
+		{"POST", "/v1/s", "text/plain"},
+		{"POST", "/v1/s", "application/x-www-form-urlencoded"},
+		{"PUT", "/v1/s", "application/json"},
+		{"DELETE", "/v1/s", ""},
+		{"GET", "/v1/s?offset=-1", ""},
+		{"OPTIONS", "/v1/s", ""},
+		{"PUT", "/v1/s?subscription=x", "application/json"},
+		{"GET", "/_herald/v1/streams", ""},
+	}
+	for _, origin := range []string{
+		"https://evil.example", "null", "http://evil.example:4437",
+		"https://console.example:8443", "http://console.example", // listed host, another port or scheme
+		"http://lan-box", "https://lan-box:8080",
+		"http://localhost.evil.example", "http://127.0.0.1.nip.io:3000", "http://10.0.0.1:3000",
+		"https://example.com", // Herald's own host (httptest's) on another scheme
+	} {
+		for _, req := range requests {
+			w := do(s, req.method, req.target, strings.NewReader("x"), map[string]string{"Origin": origin, "Content-Type": req.contentType, "Access-Control-Request-Method": "DELETE"})
+			if w.Code != http.StatusForbidden || errorCode(t, w) != "ORIGIN_NOT_ALLOWED" || w.Header().Get("Access-Control-Allow-Origin") != "" {
+				t.Errorf("%s %s from %s: %d %v %s", req.method, req.target, origin, w.Code, w.Header(), w.Body)
+			}
+		}
+	}
+	for _, origin := range []string{
+		"http://localhost:3000", "http://localhost", "http://127.0.0.1:8080", "http://[::1]:5173", "https://localhost:8443",
+		"https://console.example", "http://lan-box:8080", "http://example.com",
+	} {
+		w := do(s, "OPTIONS", "/v1/s", nil, map[string]string{"Origin": origin, "Access-Control-Request-Method": "DELETE"})
+		if w.Code != http.StatusNoContent || w.Header().Get("Access-Control-Allow-Origin") != origin || w.Header().Get("Vary") != "Origin" ||
+			!strings.Contains(w.Header().Get("Access-Control-Allow-Methods"), "DELETE") {
+			t.Errorf("preflight from %s: %d %v", origin, w.Code, w.Header())
+		}
+		w = do(s, "HEAD", "/v1/missing", nil, map[string]string{"Origin": origin})
+		if w.Code != http.StatusNotFound || w.Header().Get("Access-Control-Allow-Origin") != origin ||
+			!strings.Contains(w.Header().Get("Access-Control-Expose-Headers"), "Stream-Next-Offset") {
+			t.Errorf("HEAD from %s: %d %v", origin, w.Code, w.Header())
+		}
+	}
+	// Without Origin (curl, SDKs, the conformance suite): served.
+	if w := do(s, "HEAD", "/v1/missing", nil, nil); w.Code != http.StatusNotFound {
+		t.Errorf("HEAD without Origin: %d", w.Code)
+	}
+}
+
+// Origins are compared whole: scheme, host and port, the default port
+// written or not, the host in any case.
+func TestParseOrigin(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]string{
+		"https://App.Example":      "https://app.example",
+		"https://app.example:443":  "https://app.example",
+		"http://app.example:80/":   "http://app.example",
+		"http://localhost:5173":    "http://localhost:5173",
+		"http://[::1]:4437":        "http://[::1]:4437",
+		"https://app.example:8443": "https://app.example:8443",
+	} {
+		o, err := ParseOrigin(in)
+		if err != nil || o.String() != want {
+			t.Errorf("ParseOrigin(%q) = %v, %v; want %s", in, o, err, want)
+		}
+	}
+	for _, in := range []string{"null", "", "app.example", "ftp://app.example", "https://app.example/path", "https://u@app.example", "https://app.example?q", "https://"} {
+		if o, err := ParseOrigin(in); err == nil {
+			t.Errorf("ParseOrigin(%q) = %v, want an error", in, o)
+		}
+	}
 }

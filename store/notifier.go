@@ -24,7 +24,7 @@ type Notifier interface {
 	// and keep their truth in the store.
 	Listen(buffer int) (<-chan TailChange, func())
 	// Invalidations returns a feed of changes of what engines cache
-	// (subscriptions, endpoints), made by this process or, on a shared
+	// (subscriptions, endpoints, API keys), made by this process or, on a shared
 	// backend, by any replica, and a function that stops it. Unlike
 	// Listen it loses nothing: changes not yet taken are coalesced, and
 	// when the backend may have missed some (a lost connection) the feed
@@ -42,6 +42,10 @@ const (
 	// CacheEndpoint: a delivery endpoint was created, changed, deleted,
 	// or its breaker opened.
 	CacheEndpoint
+	// CacheKey: an API key was created or deleted (revoked). Every
+	// replica's verified-key cache and the live reads of a revoked key
+	// follow it.
+	CacheKey
 )
 
 // Invalidation names one changed item of a cache. An empty ID means every

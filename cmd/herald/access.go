@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/heraldstreams/herald/auth"
+	"github.com/heraldstreams/herald/httpapi"
 	"github.com/heraldstreams/herald/internal/privfile"
 	"github.com/heraldstreams/herald/store"
 	"github.com/heraldstreams/herald/webhook"
@@ -30,9 +31,11 @@ type accessConfig struct {
 	// control off.
 	InsecureNoAuth bool
 	// PublicMetrics serves /_herald/metrics without a credential.
-	PublicMetrics  bool
-	AllowedOrigins string
-	AllowedHosts   string
+	PublicMetrics bool
+	// CORSOrigins are the browser origins that may call Herald across
+	// origins (see httpapi.Config.CORSOrigins).
+	CORSOrigins  string
+	AllowedHosts string
 	// Platform tokens.
 	JWTSecretFile  string
 	JWKSURL        string
@@ -53,7 +56,7 @@ func (c *accessConfig) addFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.AdminKeyFile, "admin-key-file", "", "file holding the admin key, which turns access control on and creates the other keys (or "+adminKeyEnv+"; at least 32 characters: openssl rand -base64 32)")
 	fs.BoolVar(&c.InsecureNoAuth, "insecure-no-auth", false, "listen beyond loopback with access control off: anyone who reaches the port may do anything (logged as a warning at every start)")
 	fs.BoolVar(&c.PublicMetrics, "public-metrics", false, "serve /_herald/metrics without a credential (default: an admin credential when access control is on)")
-	fs.StringVar(&c.AllowedOrigins, "allowed-origins", "", "comma-separated browser origins that may call Herald's API and the subscription routes (stream routes answer any origin)")
+	fs.StringVar(&c.CORSOrigins, "cors-origins", "", "comma-separated browser origins (scheme://host[:port], or * for any) whose pages may call Herald across origins: every route with access control off (where loopback origins may too, and no other), Herald's API and the subscription routes with it on (where stream routes answer any origin)")
 	fs.StringVar(&c.AllowedHosts, "allowed-hosts", "", "comma-separated Host names Herald answers, any port (default: localhost, 127.0.0.1 and ::1 when listening on loopback, any otherwise); closes DNS rebinding")
 	fs.StringVar(&c.JWTSecretFile, "jwt-hs256-secret-file", "", "accept platform JWTs signed with HS256 by the secret in this file (at least 32 bytes)")
 	fs.StringVar(&c.JWKSURL, "jwt-jwks-url", "", "accept platform JWTs signed by a key of this JWK Set (https://, fetched through the SSRF-safe sender)")
@@ -122,12 +125,12 @@ func (c *accessConfig) problems() []string {
 	if _, err := webhook.ParseCIDRList(c.JWKSAllowCIDRs); err != nil {
 		p = append(p, "--jwt-jwks-allow-cidrs: "+err.Error())
 	}
-	for _, o := range splitList(c.AllowedOrigins) {
+	for _, o := range splitList(c.CORSOrigins) {
 		if o == "*" {
 			continue
 		}
-		if u, err := url.Parse(o); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") {
-			p = append(p, fmt.Sprintf("--allowed-origins: %q is not an origin (scheme://host[:port])", o))
+		if _, err := httpapi.ParseOrigin(o); err != nil {
+			p = append(p, fmt.Sprintf("--cors-origins: %q is not an origin (scheme://host[:port])", o))
 		}
 	}
 	return p
@@ -158,6 +161,19 @@ func isLoopback(addr net.Addr) bool {
 	}
 	ip, ok := netip.AddrFromSlice(ta.IP)
 	return ok && ip.Unmap().IsLoopback()
+}
+
+// corsOrigins is the origin list: the configured one, and the public
+// URL's origin (a page Herald serves, reached through a proxy whose
+// scheme or port Herald does not see).
+func (c *accessConfig) corsOrigins(publicURL string) []string {
+	list := splitList(c.CORSOrigins)
+	if u, err := url.Parse(publicURL); err == nil && u.Host != "" {
+		if o, err := httpapi.ParseOrigin(u.Scheme + "://" + u.Host); err == nil {
+			list = append(list, o.String())
+		}
+	}
+	return list
 }
 
 // allowedHosts is the Host list: the configured one, or the loopback names

@@ -67,11 +67,24 @@ func TestAdminKeyFromEnvironmentOrFile(t *testing.T) {
 		"too short":          {nil, map[string]string{adminKeyEnv: "short"}},
 		"missing":            {[]string{"--admin-key-file", filepath.Join(t.TempDir(), "none")}, nil},
 		"jwt without issuer": {[]string{"--jwt-jwks-url", "https://idp.example/jwks", "--jwt-audience", "herald"}, nil},
-		"bad origin":         {[]string{"--allowed-origins", "console.example"}, nil},
+		"bad origin":         {[]string{"--cors-origins", "console.example"}, nil},
+		"origin with a path": {[]string{"--cors-origins", "https://console.example/app"}, nil},
 	} {
 		if _, err := parseServeFlags(c.args, io.Discard, io.Discard, envOf(c.env)); !errors.Is(err, errUsage) {
 			t.Errorf("%s: err = %v, want a usage error", name, err)
 		}
+	}
+}
+
+// The CORS list is --cors-origins plus the public URL's origin: a page
+// Herald serves behind a proxy, whose scheme and port Herald cannot see.
+func TestCORSOriginsWithPublicURL(t *testing.T) {
+	c := accessConfig{CORSOrigins: "https://console.example, http://localhost:3000"}
+	if got := c.corsOrigins(""); !slices.Equal(got, []string{"https://console.example", "http://localhost:3000"}) {
+		t.Errorf("without a public URL: %v", got)
+	}
+	if got := c.corsOrigins("https://Herald.Example:443/base/"); !slices.Equal(got, []string{"https://console.example", "http://localhost:3000", "https://herald.example"}) {
+		t.Errorf("with a public URL: %v", got)
 	}
 }
 

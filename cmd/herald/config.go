@@ -23,6 +23,11 @@ import (
 // 1 MiB default.
 const defaultMaxHeaderBytes = 64 << 10
 
+// defaultHeaderTimeout is the default of --header-timeout: ample for any
+// client that means to send a request, short enough that connections
+// that send nothing do not pile up.
+const defaultHeaderTimeout = 10 * time.Second
+
 // serveConfig is everything `herald serve` is configured with.
 type serveConfig struct {
 	Addr    string
@@ -41,10 +46,13 @@ type serveConfig struct {
 	BodyReadTimeout  time.Duration
 	MinBodyRate      int64
 	MaxConnections   int
-	MaxHeaderBytes   int
-	LogLevel         slog.Level
-	LogFormat        string
-	AccessLog        bool
+	// MaxClientConnections: 0 for httpapi's default.
+	MaxClientConnections int
+	HeaderTimeout        time.Duration
+	MaxHeaderBytes       int
+	LogLevel             slog.Level
+	LogFormat            string
+	AccessLog            bool
 	// KEKFile is the key-encryption key file ("": herald.kek in the data
 	// directory); KEK is HERALD_KEK, keys given directly, which win.
 	KEKFile string
@@ -79,6 +87,8 @@ func serveFlags(cfg *serveConfig) *flag.FlagSet {
 	fs.DurationVar(&cfg.BodyReadTimeout, "body-read-timeout", httpapi.DefaultBodyReadTimeout, "how long a request body may take beyond the time its size needs at --min-body-rate (beyond: 408 BODY_TIMEOUT)")
 	fs.Int64Var(&cfg.MinBodyRate, "min-body-rate", httpapi.DefaultMinBodyRate, "slowest average rate, in bytes a second, a request body may arrive at")
 	fs.IntVar(&cfg.MaxConnections, "max-connections", httpapi.DefaultMaxConnections, "most client connections open at once; connections beyond are closed at once")
+	fs.IntVar(&cfg.MaxClientConnections, "max-connections-per-client", 0, "most connections open at once from one client address (an IPv4 address, an IPv6 /64); beyond, closed at once (0: a quarter of --max-connections; behind a proxy every client has the proxy's address: set it to --max-connections)")
+	fs.DurationVar(&cfg.HeaderTimeout, "header-timeout", defaultHeaderTimeout, "how long a new connection may take to send its request line and headers, and an idle one to start its next request; beyond, it is closed")
 	fs.IntVar(&cfg.MaxHeaderBytes, "max-header-bytes", defaultMaxHeaderBytes, "largest request line and header section accepted (beyond: 431)")
 	cfg.LogLevel = slog.LevelInfo
 	fs.Var(logLevelFlag{&cfg.LogLevel}, "log-level", "log level: debug, info (the default), warn or error")
@@ -163,6 +173,12 @@ func (c *serveConfig) validate() error {
 	}
 	if c.MaxConnections <= 0 {
 		problems = append(problems, "--max-connections must be positive")
+	}
+	if c.MaxClientConnections < 0 {
+		problems = append(problems, "--max-connections-per-client must not be negative")
+	}
+	if c.HeaderTimeout <= 0 {
+		problems = append(problems, "--header-timeout must be positive")
 	}
 	if c.MaxHeaderBytes <= 0 {
 		problems = append(problems, "--max-header-bytes must be positive")

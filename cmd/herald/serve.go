@@ -42,6 +42,9 @@ type app struct {
 	deliv *delivery.Engine
 	// stopStats ends the stats sampler and waits for it.
 	stopStats func()
+	// stopAuth ends the access control's following of key changes and
+	// waits for it.
+	stopAuth func()
 }
 
 // newApp opens the store, listens on cfg.Addr and mounts every route;
@@ -88,23 +91,24 @@ func newApp(ctx context.Context, cfg *serveConfig, log *slog.Logger, tp trace.Tr
 		accessLog = log.With("part", "access")
 	}
 	api := httpapi.New(httpapi.Config{
-		Store:              st,
-		TenantStreamPrefix: cfg.Access.TenantStreamPrefix,
-		AccessLog:          accessLog,
-		TracerProvider:     tp,
-		Logger:             log.With("part", "http"),
-		AuditLogger:        log.With("part", "audit"),
-		LongPollTimeout:    cfg.LongPollTimeout,
-		MaxBodyBytes:       cfg.MaxBodyBytes,
-		MaxReadBytes:       cfg.MaxReadBytes,
-		SSEMaxDuration:     cfg.SSEMaxDuration,
-		MaxBufferedBytes:   cfg.MaxBufferedBytes,
-		BodyReadTimeout:    cfg.BodyReadTimeout,
-		MinBodyRate:        cfg.MinBodyRate,
-		MaxConnections:     cfg.MaxConnections,
-		Auth:               authn,
-		AllowedOrigins:     splitList(cfg.Access.AllowedOrigins),
-		AllowedHosts:       cfg.Access.allowedHosts(ln.Addr(), cfg.PublicURL),
+		Store:                st,
+		TenantStreamPrefix:   cfg.Access.TenantStreamPrefix,
+		AccessLog:            accessLog,
+		TracerProvider:       tp,
+		Logger:               log.With("part", "http"),
+		AuditLogger:          log.With("part", "audit"),
+		LongPollTimeout:      cfg.LongPollTimeout,
+		MaxBodyBytes:         cfg.MaxBodyBytes,
+		MaxReadBytes:         cfg.MaxReadBytes,
+		SSEMaxDuration:       cfg.SSEMaxDuration,
+		MaxBufferedBytes:     cfg.MaxBufferedBytes,
+		BodyReadTimeout:      cfg.BodyReadTimeout,
+		MinBodyRate:          cfg.MinBodyRate,
+		MaxConnections:       cfg.MaxConnections,
+		MaxClientConnections: cfg.MaxClientConnections,
+		Auth:                 authn,
+		CORSOrigins:          cfg.Access.corsOrigins(cfg.PublicURL),
+		AllowedHosts:         cfg.Access.allowedHosts(ln.Addr(), cfg.PublicURL),
 	})
 	metrics := prometheus.NewRegistry()
 	metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -138,17 +142,35 @@ func newApp(ctx context.Context, cfg *serveConfig, log *slog.Logger, tp trace.Tr
 		subs.Stop()
 		return fail(err)
 	}
-	statsCtx, cancelStats := context.WithCancel(context.WithoutCancel(ctx))
-	statsDone := make(chan struct{})
-	go func() {
-		defer close(statsDone)
-		rec.Run(statsCtx, stats.DefaultInterval)
-	}()
-	stopStats := func() {
-		cancelStats()
-		<-statsDone
+	stopStats := goUntilStopped(ctx, func(ctx context.Context) { rec.Run(ctx, stats.DefaultInterval) })
+	stopAuth := func() {}
+	if authn.Enabled() {
+		// Keys created and revoked on any replica reach the cache of
+		// verified keys and end the live reads of a revoked key.
+		feed, stopFeed := st.Notifier().Invalidations()
+		stopFollow := goUntilStopped(ctx, func(ctx context.Context) { authn.Follow(ctx, feed) })
+		stopAuth = func() {
+			stopFollow()
+			stopFeed()
+		}
 	}
-	return &app{log: log, st: st, ln: ln, api: api, jwtv: jwtv, subs: subs, deliv: deliv, stopStats: stopStats}, nil
+	return &app{log: log, st: st, ln: ln, api: api, jwtv: jwtv, subs: subs, deliv: deliv, stopStats: stopStats, stopAuth: stopAuth}, nil
+}
+
+// goUntilStopped runs run in a goroutine until the returned stop is
+// called (not when ctx ends: the caller decides when a service stops),
+// and stop waits for it to return.
+func goUntilStopped(ctx context.Context, run func(context.Context)) (stop func()) {
+	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		run(runCtx)
+	}()
+	return func() {
+		cancel()
+		<-done
+	}
 }
 
 // newStatsRecorder keeps the last hour's per-minute counts of appends,
@@ -179,6 +201,7 @@ func newStatsRecorder(metrics prometheus.Gatherer, st store.DeliveryStore, log *
 // deliveries finish and are recorded within timeout.
 func (a *app) stop(timeout time.Duration) error {
 	a.stopStats()
+	a.stopAuth()
 	a.subs.Stop()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	a.deliv.Stop(ctx)
@@ -215,11 +238,14 @@ func serve(ctx context.Context, cfg *serveConfig, log *slog.Logger, env func(str
 	}
 	api, st, ln := a.api, a.st, a.ln
 	// No ReadTimeout: it would cut long-polls and SSE responses. Bodies
-	// get their own deadline from the handler (httpapi's body rules).
+	// get their own deadline from the handler (httpapi's body rules). A
+	// connection that sends no complete request within the header timeout,
+	// new or idle between requests, is closed: an idle connection holds a
+	// slot of --max-connections.
 	srv := &http.Server{
 		Handler:           api,
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       120 * time.Second,
+		ReadHeaderTimeout: cfg.HeaderTimeout,
+		IdleTimeout:       cfg.HeaderTimeout,
 		MaxHeaderBytes:    cfg.MaxHeaderBytes,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}

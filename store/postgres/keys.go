@@ -28,7 +28,7 @@ func (s *Store) KeyCreate(ctx context.Context, params *store.KeyCreateParams) (*
 		if tag.RowsAffected() == 0 {
 			return store.ErrKeyExists
 		}
-		return nil
+		return s.invalidate(ctx, tx, store.Invalidation{Kind: store.CacheKey, ID: k.ID})
 	})
 	if err != nil {
 		return nil, err
@@ -74,7 +74,7 @@ func (s *Store) KeyDelete(ctx context.Context, params *store.KeyDeleteParams) er
 		if tag.RowsAffected() == 0 {
 			return store.ErrKeyNotFound
 		}
-		return nil
+		return s.invalidate(ctx, tx, store.Invalidation{Kind: store.CacheKey, ID: params.ID})
 	})
 }
 

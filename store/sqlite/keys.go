@@ -35,6 +35,7 @@ func (s *Store) KeyCreate(ctx context.Context, params *store.KeyCreateParams) (*
 		if _, err := b.exec(`INSERT INTO api_keys (`+keyColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, values...); err != nil {
 			return fmt.Errorf("insert key: %w", err)
 		}
+		b.invalidate(store.CacheKey, k.ID)
 		return nil
 	})
 	if err != nil {
@@ -96,6 +97,7 @@ func (s *Store) KeyDelete(ctx context.Context, params *store.KeyDeleteParams) er
 		} else if n == 0 {
 			return ruleError{store.ErrKeyNotFound}
 		}
+		b.invalidate(store.CacheKey, params.ID)
 		return nil
 	})
 }

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"testing"
 	"time"
@@ -39,9 +40,11 @@ func ExpectInvalidations(t *testing.T, feed *store.InvalidationFeed, want ...sto
 	}
 }
 
-// testInvalidations: creating and deleting a subscription, and creating,
-// changing, disabling (the breaker) and deleting an endpoint, each reach
-// the store's invalidation feeds once committed; a stream append does not.
+// testInvalidations: creating and deleting a subscription, creating,
+// changing, disabling (the breaker) and deleting an endpoint, and
+// creating and deleting an API key, each reach the store's invalidation
+// feeds once committed; a stream append does not, nor does deleting a key
+// that does not exist.
 func testInvalidations(t *testing.T, f Factory) {
 	s := f.Open(t)
 	ctx := context.Background()
@@ -87,4 +90,27 @@ func testInvalidations(t *testing.T, f Factory) {
 		t.Fatal(err)
 	}
 	ExpectInvalidations(t, feed, ep("e1"))
+
+	key := store.Invalidation{Kind: store.CacheKey, ID: "k1"}
+	if _, err := s.KeyCreate(ctx, &store.KeyCreateParams{Key: store.Key{ID: "k1", Hash: []byte{1}, Scopes: []string{"admin"}}, Now: t0}); err != nil {
+		t.Fatal(err)
+	}
+	ExpectInvalidations(t, feed, key)
+	if err := s.KeyDelete(ctx, &store.KeyDeleteParams{ID: "k1"}); err != nil {
+		t.Fatal(err)
+	}
+	ExpectInvalidations(t, feed, key)
+	if err := s.KeyDelete(ctx, &store.KeyDeleteParams{ID: "k1"}); !errors.Is(err, store.ErrKeyNotFound) {
+		t.Fatalf("deleting a deleted key: %v", err)
+	}
+	// A marker proves the failed delete announced nothing before it.
+	if _, err := s.SubscriptionCreate(ctx, &store.SubscriptionCreateParams{
+		Subscription: store.Subscription{ID: "s2", Pattern: "/inv", Webhook: "https://example.com/h", Secret: "whsec_x"}, Now: t0,
+	}); err != nil {
+		t.Fatal(err)
+	}
+	items, all := TakeInvalidations(t, feed)
+	if all || slices.Contains(items, key) {
+		t.Fatalf("a failed key delete announced %v (all: %v)", items, all)
+	}
 }
