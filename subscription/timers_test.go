@@ -165,6 +165,7 @@ func TestTimers(t *testing.T) {
 				c.WakeID = wakeZero
 				c.LivenessDeadline = time.Time{}
 				c.WakingDeadline = livenessDue.Add(time.Second + WakingTimeout)
+				c.StalledWakes, c.StalledSince = 1, livenessDue.Add(time.Second)
 			}),
 			effects: wakeEffects(with(live(), func(c *Consumer) { c.Epoch = 5; c.WakeID = wakeZero }), 1, livenessDue.Add(time.Second)),
 		},
@@ -180,7 +181,7 @@ func TestTimers(t *testing.T) {
 			c:       idle(),
 			ev:      Tick{Tails: tails(11, 5)},
 			now:     t0,
-			want:    with(waking(), func(c *Consumer) { c.WakeID = wakeZero; c.Streams[0].Notified = off(11) }),
+			want:    with(waking(), func(c *Consumer) { c.WakeID = wakeZero; c.Streams[0].Notified = off(11); c.StalledWakes, c.StalledSince = 1, t0 }),
 			effects: wakeEffects(with(waking(), func(c *Consumer) { c.WakeID = wakeZero; c.Streams[0].Notified = off(11) }), 1, t0),
 		},
 	})
