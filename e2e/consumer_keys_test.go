@@ -3,8 +3,6 @@ package e2e
 import (
 	"net/http"
 	"net/url"
-	"os"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -42,23 +40,7 @@ func TestExampleConsumerWithAccessControl(t *testing.T) {
 			}
 			stream := tc.stream
 
-			cmd := exec.Command(exampleConsumer(t), append([]string{"-listen", hookAddr, "-secret", sub.Secret}, tc.args...)...)
-			cmd.Env = append(withoutHeraldKey(os.Environ()), tc.env...)
-			out, err := cmd.StdoutPipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			cmd.Stderr = cmd.Stdout
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() {
-				if err := cmd.Process.Kill(); err == nil {
-					cmd.Wait()
-				}
-			})
-			lines := watchLines(out)
-			lines.next(t, "consumer listening", 30*time.Second)
+			lines := startExampleConsumer(t, tc.env, append([]string{"-listen", hookAddr, "-secret", sub.Secret}, tc.args...)...)
 
 			resp, _ := k.call(tenantAdminKey, "PUT", stream, "", nil)
 			if resp.StatusCode != http.StatusCreated {
@@ -103,16 +85,4 @@ func TestExampleConsumerWithAccessControl(t *testing.T) {
 			}
 		})
 	}
-}
-
-// withoutHeraldKey drops HERALD_KEY from an environment, so a test's
-// consumer sees only the key the test gives it.
-func withoutHeraldKey(env []string) []string {
-	out := env[:0:0]
-	for _, e := range env {
-		if !strings.HasPrefix(e, "HERALD_KEY=") {
-			out = append(out, e)
-		}
-	}
-	return out
 }

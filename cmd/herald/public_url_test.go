@@ -8,31 +8,11 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/heraldstreams/herald/client"
 )
-
-// lockedBuffer is a log destination a running server writes while the
-// test reads it.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // TestWarnPublicURL: listening beyond loopback without --public-url logs
 // a warning naming the flag and the URL Herald would hand out; on
@@ -75,7 +55,7 @@ func TestWarnPublicURL(t *testing.T) {
 func TestPublicURLNamesHerald(t *testing.T) {
 	t.Parallel()
 	const public = "https://herald.example.test:8443"
-	var logs lockedBuffer
+	var logs syncBuffer
 	wakes := make(chan *client.Wake, 4)
 	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, err := io.ReadAll(r.Body)
@@ -120,7 +100,7 @@ func TestPublicURLNamesHerald(t *testing.T) {
 		t.Fatalf("portal url = %q, want one under %s/_herald/ui/", portal.URL, public)
 	}
 
-	var bare lockedBuffer
+	var bare syncBuffer
 	startHeraldLogging(t, &bare, "--addr", "0.0.0.0:0")
 	if out := bare.String(); !strings.Contains(out, "level=WARN") || !strings.Contains(out, "--public-url is not set") {
 		t.Fatalf("no warning without --public-url on 0.0.0.0:\n%s", out)
