@@ -52,6 +52,12 @@ type ConsumerConfig struct {
 	// "https://herald.example.com". "" takes the scheme and host of the
 	// wake's callback URL.
 	StreamsURL string
+	// Key is the Herald API key the consumer reads streams with, sent
+	// as "Authorization: Bearer <Key>" on every read: with access control
+	// on, a key with streams:read for the subscription's paths is enough
+	// (callbacks carry the wake's own token instead). "" sends none, as
+	// a Herald in development mode expects.
+	Key string
 	// HTTPClient reads streams and sends callbacks; http.DefaultClient
 	// when nil.
 	HTTPClient *http.Client
@@ -248,6 +254,9 @@ func (c *Consumer) read(ctx context.Context, base, path, offset string) (Batch, 
 	if err != nil {
 		return Batch{}, false, err
 	}
+	if c.cfg.Key != "" {
+		req.Header.Set("Authorization", "Bearer "+c.cfg.Key)
+	}
 	resp, err := c.cfg.HTTPClient.Do(req)
 	if err != nil {
 		return Batch{}, false, fmt.Errorf("client: reading %s: %w", path, err)
@@ -256,7 +265,12 @@ func (c *Consumer) read(ctx context.Context, base, path, offset string) (Batch, 
 	if resp.StatusCode == http.StatusNotFound {
 		return Batch{}, false, errStreamMissing
 	}
-	if resp.StatusCode != http.StatusOK {
+	switch resp.StatusCode {
+	case http.StatusOK:
+	case http.StatusUnauthorized, http.StatusForbidden:
+		// Access control is on: name the setting that fixes it.
+		return Batch{}, false, fmt.Errorf("client: reading %s at %s: status %d: the read needs an API key with streams:read for this path (ConsumerConfig.Key)", path, offset, resp.StatusCode)
+	default:
 		return Batch{}, false, fmt.Errorf("client: reading %s at %s: status %d", path, offset, resp.StatusCode)
 	}
 	data, err := io.ReadAll(io.LimitReader(resp.Body, maxBatch))

@@ -32,6 +32,9 @@ type fakeHerald struct {
 	calls []string
 	// reply, when set, answers a callback instead of the default.
 	reply func(n int, body map[string]any) (int, string)
+	// key, when set, is the API key every stream read must carry, as
+	// Herald with access control on requires.
+	key string
 }
 
 func offsetOf(n int) string { return fmt.Sprintf("%010d", n) }
@@ -41,6 +44,10 @@ func (f *fakeHerald) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer f.mu.Unlock()
 	if strings.HasPrefix(r.URL.Path, "/callback/") {
 		f.callback(w, r)
+		return
+	}
+	if f.key != "" && r.Header.Get("Authorization") != "Bearer "+f.key {
+		http.Error(w, `{"error":{"code":"UNAUTHENTICATED"}}`, http.StatusUnauthorized)
 		return
 	}
 	data, ok := f.streams[r.URL.Path]
@@ -146,6 +153,47 @@ func TestConsumerHandleWake(t *testing.T) {
 	}
 	if !slices.Equal(f.calls, wantCalls) {
 		t.Fatalf("callbacks:\n%s\nwant:\n%s", strings.Join(f.calls, "\n"), strings.Join(wantCalls, "\n"))
+	}
+}
+
+// TestConsumerReadsWithItsKey: with access control on, the consumer's
+// reads carry ConsumerConfig.Key while its callbacks keep the wake's
+// token; without the key every read is refused and nothing is acked.
+func TestConsumerReadsWithItsKey(t *testing.T) {
+	t.Parallel()
+	f, srv := newFakeHerald(t)
+	f.key = "hk_reader"
+	var got []string
+	c := NewConsumer(ConsumerConfig{Key: "hk_reader", Process: func(_ context.Context, b Batch) error {
+		got = append(got, string(b.Data))
+		return nil
+	}})
+	if err := c.HandleWake(context.Background(), wakeFor(srv)); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"hell", "o wo", "rld", "bc"}; !slices.Equal(got, want) {
+		t.Fatalf("batches = %q, want %q", got, want)
+	}
+	for _, call := range f.calls {
+		if strings.Contains(call, "hk_reader") {
+			t.Fatalf("a callback carried the API key instead of the wake's token: %s", call)
+		}
+	}
+
+	f2, srv2 := newFakeHerald(t)
+	f2.key = "hk_reader"
+	keyless := NewConsumer(ConsumerConfig{RetryBackoff: time.Millisecond, Process: func(context.Context, Batch) error {
+		t.Error("a batch was processed without the key")
+		return nil
+	}})
+	err := keyless.HandleWake(context.Background(), wakeFor(srv2))
+	if err == nil || !strings.Contains(err.Error(), "status 401") {
+		t.Fatalf("HandleWake without the key: %v, want a 401 read failure", err)
+	}
+	for _, call := range f2.calls {
+		if strings.Contains(call, `"acks"`) {
+			t.Fatalf("acked without reading: %s", call)
+		}
 	}
 }
 

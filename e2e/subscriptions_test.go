@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"os/exec"
 	"strings"
 	"sync"
@@ -130,16 +131,13 @@ func (w *lineWaiter) next(t *testing.T, want string, timeout time.Duration) stri
 	}
 }
 
-// TestExampleConsumer runs the example consumer against the real Herald:
-// an append wakes it, it reads the new events with the Durable Streams
-// protocol, acks them, says done and sleeps; the next append wakes it
-// again from where it acked.
-func TestExampleConsumer(t *testing.T) {
-	srv := startHerald(t, t.TempDir(), "--webhook-allow-cidrs", "127.0.0.0/8")
-	hookAddr := freeAddr(t)
-	secret := createSubscription(t, srv.base, "/agents/*", "example", "http://"+hookAddr+"/webhook")
-
-	cmd := exec.Command(exampleConsumer(t), "-listen", hookAddr, "-secret", secret)
+// startExampleConsumer runs the example consumer with args (and env
+// added to the test's environment, HERALD_KEY removed) until the test
+// ends, and returns its output once it listens.
+func startExampleConsumer(t *testing.T, env []string, args ...string) *lineWaiter {
+	t.Helper()
+	cmd := exec.Command(exampleConsumer(t), args...)
+	cmd.Env = append(withoutHeraldKey(os.Environ()), env...)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -155,6 +153,31 @@ func TestExampleConsumer(t *testing.T) {
 	})
 	lines := watchLines(out)
 	lines.next(t, "consumer listening", 30*time.Second)
+	return lines
+}
+
+// withoutHeraldKey drops HERALD_KEY from an environment, so a test's
+// consumer sees only the key the test gives it.
+func withoutHeraldKey(env []string) []string {
+	out := env[:0:0]
+	for _, e := range env {
+		if !strings.HasPrefix(e, "HERALD_KEY=") {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// TestExampleConsumer runs the example consumer against the real Herald:
+// an append wakes it, it reads the new events with the Durable Streams
+// protocol, acks them, says done and sleeps; the next append wakes it
+// again from where it acked.
+func TestExampleConsumer(t *testing.T) {
+	srv := startHerald(t, t.TempDir(), "--webhook-allow-cidrs", "127.0.0.0/8")
+	hookAddr := freeAddr(t)
+	secret := createSubscription(t, srv.base, "/agents/*", "example", "http://"+hookAddr+"/webhook")
+
+	lines := startExampleConsumer(t, nil, "-listen", hookAddr, "-secret", secret)
 
 	resp, body := do(t, "PUT", srv.base+"/agents/task-1", map[string]string{"Content-Type": "text/plain"}, "hello")
 	if resp.StatusCode != http.StatusCreated {

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs Herald's whole test suite: formatting, vet, the Go tests with the race
 # detector (unit, storage suite on SQLite and on a throwaway PostgreSQL,
-# end-to-end with the real binary) and the official Durable Streams
+# end-to-end with the real binary), the shell blocks of the README's Try it
+# and docs/getting-started.md (scripts/doctest.sh) and the official Durable Streams
 # conformance suite against `herald serve`, once in the development mode
 # and once with access control on.
 # Needs Go, Node.js 18 or later, npm and Chromium (the dashboard's browser
@@ -22,6 +23,8 @@ if [ "$node_major" -lt 18 ]; then
   missing "Node.js 18 or later is required, $(node --version 2>/dev/null || echo 'an unknown version') is installed" "the conformance suite"
 fi
 command -v npm >/dev/null 2>&1 || missing "npm is not on PATH" "the conformance suite"
+command -v jq >/dev/null 2>&1 || missing "jq is not on PATH (Debian: apt-get install -y jq)" "the documentation's commands (scripts/doctest.sh)"
+command -v curl >/dev/null 2>&1 || missing "curl is not on PATH" "the documentation's commands (scripts/doctest.sh)"
 command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 ||
   missing "Chromium is not on PATH (Debian: apt-get install -y chromium)" "the dashboard's browser tests"
 
@@ -42,6 +45,9 @@ echo "HERALD_TEST_POSTGRES_URL=$HERALD_TEST_POSTGRES_URL"
 
 echo "== go test -race"
 go test -race -count=1 -timeout 15m ./...
+
+echo "== docs: the README's Try it and docs/getting-started.md, block by block"
+scripts/doctest.sh
 
 echo "== conformance (development mode: access control off)"
 scripts/conformance.sh

@@ -71,6 +71,9 @@ type SubscriptionStore interface {
 	ConsumerListBySubscription(ctx context.Context, params *ConsumerListBySubscriptionParams) ([]Consumer, error)
 	// ConsumerCount returns how many consumers are in each state.
 	ConsumerCount(ctx context.Context) (map[string]int, error)
+	// ConsumerCountStalled returns how many consumers have started at
+	// least atLeast wake cycles since their acks last advanced.
+	ConsumerCountStalled(ctx context.Context, atLeast int) (int, error)
 	// ConsumerPathList returns, in order, the distinct paths after
 	// params.After that some consumer is subscribed to (as its primary
 	// stream or not), at most params.Limit of them (all when 0): the
@@ -129,6 +132,11 @@ type Consumer struct {
 	NextRetryAt      time.Time
 	LivenessDeadline time.Time
 	FailingSince     time.Time
+	// StalledWakes and StalledSince count the wake cycles started since
+	// the consumer's acks last advanced, and when the first began (zero
+	// when none): what shows a consumer that makes no progress.
+	StalledWakes int
+	StalledSince time.Time
 	// DueAt is the earliest armed deadline (zero when none): the engine
 	// computes it, the store indexes it for ConsumerListDue.
 	DueAt   time.Time

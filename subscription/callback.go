@@ -135,6 +135,7 @@ func (m *Machine) callback(c *Consumer, cb Callback, now time.Time) ([]Effect, e
 		}
 		if m.CompareOffsets(ack.Offset, s.Acked) > 0 {
 			s.Acked = ack.Offset
+			progressed(c)
 		}
 	}
 

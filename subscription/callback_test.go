@@ -25,6 +25,7 @@ func TestCallbackTransitions(t *testing.T) {
 		c.LivenessDeadline = time.Time{}
 		c.Streams[0] = StreamCursor{Path: pA, Acked: off(12), Notified: off(13)}
 		c.WakingDeadline = t1.Add(WakingTimeout)
+		c.StalledWakes, c.StalledSince = 1, t1
 	})
 	runDecideCases(t, []decideCase{
 		// WAKING → LIVE: a callback claims the wake id.

@@ -112,6 +112,12 @@ type Consumer struct {
 	// deliveries, zero when the last delivery succeeded. The consumer is
 	// removed once the run lasts FailureGCAfter.
 	FailingSince time.Time
+	// StalledWakes counts the wake cycles started since an ack of the
+	// consumer last advanced (or since it last had no pending work), the
+	// current one included; StalledSince is when the first of them
+	// started, zero when the count is 0. Stuck reads them.
+	StalledWakes int
+	StalledSince time.Time
 }
 
 // NewConsumerParams are the inputs of NewConsumer.

@@ -522,6 +522,8 @@ func fromStored(sc *store.Consumer) Consumer {
 		NextRetryAt:      sc.NextRetryAt,
 		LivenessDeadline: sc.LivenessDeadline,
 		FailingSince:     sc.FailingSince,
+		StalledWakes:     sc.StalledWakes,
+		StalledSince:     sc.StalledSince,
 		Streams:          make([]StreamCursor, 0, len(sc.Streams)),
 	}
 	for _, s := range sc.Streams {
@@ -546,6 +548,8 @@ func toStored(c *Consumer) store.Consumer {
 		NextRetryAt:      c.NextRetryAt,
 		LivenessDeadline: c.LivenessDeadline,
 		FailingSince:     c.FailingSince,
+		StalledWakes:     c.StalledWakes,
+		StalledSince:     c.StalledSince,
 		DueAt:            c.NextDeadline(),
 		Streams:          make([]store.ConsumerStream, 0, len(c.Streams)),
 	}
@@ -562,6 +566,7 @@ func sameConsumer(a, b *Consumer) bool {
 	if a.Incarnation != b.Incarnation || a.State != b.State || a.Epoch != b.Epoch || a.WakeID != b.WakeID || a.Attempts != b.Attempts ||
 		!a.WakingDeadline.Equal(b.WakingDeadline) || !a.NextRetryAt.Equal(b.NextRetryAt) ||
 		!a.LivenessDeadline.Equal(b.LivenessDeadline) || !a.FailingSince.Equal(b.FailingSince) ||
+		a.StalledWakes != b.StalledWakes || !a.StalledSince.Equal(b.StalledSince) ||
 		len(a.Streams) != len(b.Streams) {
 		return false
 	}

@@ -362,7 +362,7 @@ func (e *Engine) GetConsumer(ctx context.Context, c Caller, id string) (*Consume
 	if err != nil {
 		return nil, err
 	}
-	info := consumerInfo(sc)
+	info := consumerInfo(sc, e.now())
 	return &info, nil
 }
 
@@ -387,6 +387,7 @@ func (e *Engine) ListConsumers(ctx context.Context, c Caller, subscriptionID, cu
 		return nil, err
 	}
 	out := &ConsumerList{Data: make([]ConsumerInfo, 0, min(len(list), limit))}
+	now := e.now()
 	for i := range list {
 		if i == limit {
 			next := list[i-1].ID
@@ -394,14 +395,15 @@ func (e *Engine) ListConsumers(ctx context.Context, c Caller, subscriptionID, cu
 			break
 		}
 		if c.seesStreams(&list[i]) {
-			out.Data = append(out.Data, consumerInfo(&list[i]))
+			out.Data = append(out.Data, consumerInfo(&list[i], now))
 		}
 	}
 	return out, nil
 }
 
-// consumerInfo is what the consumer API shows of a stored consumer.
-func consumerInfo(sc *store.Consumer) ConsumerInfo {
+// consumerInfo is what the consumer API shows of a stored consumer at
+// now.
+func consumerInfo(sc *store.Consumer, now time.Time) ConsumerInfo {
 	c := fromStored(sc)
 	info := ConsumerInfo{
 		ConsumerID:     c.ID,
@@ -414,6 +416,9 @@ func consumerInfo(sc *store.Consumer) ConsumerInfo {
 		Streams:        make([]ConsumerStreamInfo, 0, len(c.Streams)),
 		NextDeadline:   timeOrNil(c.NextDeadline()),
 		FailingSince:   timeOrNil(c.FailingSince),
+	}
+	if reason, stuck := c.Stuck(now); stuck {
+		info.Stuck, info.StuckReason = true, &reason
 	}
 	for _, s := range c.Streams {
 		info.Streams = append(info.Streams, ConsumerStreamInfo{Path: s.Path, Acked: s.Acked, Notified: s.Notified})

@@ -307,3 +307,15 @@ func (m *memStore) ConsumerCount(context.Context) (map[string]int, error) {
 	}
 	return out, nil
 }
+
+func (m *memStore) ConsumerCountStalled(_ context.Context, atLeast int) (int, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n := 0
+	for _, c := range m.consumers {
+		if c.StalledWakes >= atLeast {
+			n++
+		}
+	}
+	return n, nil
+}

@@ -22,6 +22,7 @@ type engineMetrics struct {
 // consumerCounter is what the consumers-by-state collector asks.
 type consumerCounter interface {
 	ConsumerCount(ctx context.Context) (map[string]int, error)
+	ConsumerCountStalled(ctx context.Context, atLeast int) (int, error)
 }
 
 func newEngineMetrics(reg prometheus.Registerer, counter consumerCounter) (*engineMetrics, error) {
@@ -74,10 +75,17 @@ type stateCollector struct {
 	counter consumerCounter
 }
 
-var consumersDesc = prometheus.NewDesc("herald_subscription_consumers", "Consumers by state.", []string{"state"}, nil)
+var (
+	consumersDesc = prometheus.NewDesc("herald_subscription_consumers", "Consumers by state.", []string{"state"}, nil)
+	stuckDesc     = prometheus.NewDesc("herald_subscription_consumers_stuck",
+		"Consumers woken at least 10 times in a row without an ack advancing (stuck in the consumer API).", nil, nil)
+)
 
 // Describe implements prometheus.Collector.
-func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) { ch <- consumersDesc }
+func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- consumersDesc
+	ch <- stuckDesc
+}
 
 // Collect implements prometheus.Collector.
 func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
@@ -91,4 +99,10 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, s := range []State{StateIdle, StateWaking, StateLive} {
 		ch <- prometheus.MustNewConstMetric(consumersDesc, prometheus.GaugeValue, float64(counts[string(s)]), string(s))
 	}
+	stuck, err := c.counter.ConsumerCountStalled(ctx, StuckWakes)
+	if err != nil {
+		ch <- prometheus.NewInvalidMetric(stuckDesc, err)
+		return
+	}
+	ch <- prometheus.MustNewConstMetric(stuckDesc, prometheus.GaugeValue, float64(stuck))
 }

@@ -79,7 +79,12 @@ func (m *Machine) Decide(c Consumer, ev Event, now time.Time) (Consumer, []Effec
 // settle wakes an IDLE consumer that has pending work (L1). Every event
 // that can leave a consumer IDLE ends with it.
 func (m *Machine) settle(c *Consumer, tails Tails, now time.Time, effects []Effect) ([]Effect, error) {
-	if c.State != StateIdle || !m.PendingWork(c, tails) {
+	if c.State != StateIdle {
+		return effects, nil
+	}
+	if !m.PendingWork(c, tails) {
+		// Caught up: whatever wakes it next is new work, not a repeat.
+		progressed(c)
 		return effects, nil
 	}
 	return m.wake(c, tails, now, effects)
@@ -95,6 +100,7 @@ func (m *Machine) wake(c *Consumer, tails Tails, now time.Time, effects []Effect
 	c.State = StateWaking
 	c.Epoch++
 	c.WakeID = id
+	woken(c, now)
 	for i := range c.Streams {
 		c.Streams[i].Notified = tails.of(c.Streams[i].Path)
 	}
@@ -215,6 +221,7 @@ func (m *Machine) webhookResult(c *Consumer, r WebhookResult, now time.Time) ([]
 			s := &c.Streams[i]
 			if s.Notified != "" && m.CompareOffsets(s.Notified, s.Acked) > 0 {
 				s.Acked = s.Notified
+				progressed(c)
 			}
 		}
 		c.FailingSince = time.Time{}

@@ -18,6 +18,7 @@ func TestTransitions(t *testing.T) {
 		c.Streams[0].Notified = off(12)
 		c.Attempts = 1
 		c.WakingDeadline = t1.Add(WakingTimeout)
+		c.StalledWakes, c.StalledSince = 1, t1
 	})
 	wokenBoth := with(wokenIdle, func(c *Consumer) { c.Streams[1].Notified = off(7) })
 	runDecideCases(t, []decideCase{
@@ -312,7 +313,8 @@ func equalConsumer(a, b Consumer) bool {
 	return a.ID == b.ID && a.SubscriptionID == b.SubscriptionID && a.PrimaryStream == b.PrimaryStream &&
 		a.State == b.State && a.Epoch == b.Epoch && a.WakeID == b.WakeID && a.Attempts == b.Attempts &&
 		a.WakingDeadline.Equal(b.WakingDeadline) && a.NextRetryAt.Equal(b.NextRetryAt) &&
-		a.LivenessDeadline.Equal(b.LivenessDeadline) && a.FailingSince.Equal(b.FailingSince)
+		a.LivenessDeadline.Equal(b.LivenessDeadline) && a.FailingSince.Equal(b.FailingSince) &&
+		a.StalledWakes == b.StalledWakes && a.StalledSince.Equal(b.StalledSince)
 }
 
 func TestCompareOffsets(t *testing.T) {

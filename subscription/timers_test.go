@@ -165,6 +165,7 @@ func TestTimers(t *testing.T) {
 				c.WakeID = wakeZero
 				c.LivenessDeadline = time.Time{}
 				c.WakingDeadline = livenessDue.Add(time.Second + WakingTimeout)
+				c.StalledWakes, c.StalledSince = 1, livenessDue.Add(time.Second)
 			}),
 			effects: wakeEffects(with(live(), func(c *Consumer) { c.Epoch = 5; c.WakeID = wakeZero }), 1, livenessDue.Add(time.Second)),
 		},
@@ -176,11 +177,15 @@ func TestTimers(t *testing.T) {
 			want: with(processed, func(c *Consumer) { c.State = StateIdle; c.LivenessDeadline = time.Time{} }),
 		},
 		{
-			name:    "a Tick wakes an IDLE consumer with pending work",
-			c:       idle(),
-			ev:      Tick{Tails: tails(11, 5)},
-			now:     t0,
-			want:    with(waking(), func(c *Consumer) { c.WakeID = wakeZero; c.Streams[0].Notified = off(11) }),
+			name: "a Tick wakes an IDLE consumer with pending work",
+			c:    idle(),
+			ev:   Tick{Tails: tails(11, 5)},
+			now:  t0,
+			want: with(waking(), func(c *Consumer) {
+				c.WakeID = wakeZero
+				c.Streams[0].Notified = off(11)
+				c.StalledWakes, c.StalledSince = 1, t0
+			}),
 			effects: wakeEffects(with(waking(), func(c *Consumer) { c.WakeID = wakeZero; c.Streams[0].Notified = off(11) }), 1, t0),
 		},
 	})

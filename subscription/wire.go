@@ -277,6 +277,11 @@ type ConsumerInfo struct {
 	// FailingSince is the first of the current run of failed deliveries,
 	// nil when the last one succeeded.
 	FailingSince *time.Time `json:"failing_since"`
+	// Stuck is true when the consumer was woken StuckWakes times or more
+	// without its acks advancing; StuckReason says so in words ("woken
+	// 12 times in 14 s without an ack"), nil when it is not stuck.
+	Stuck       bool    `json:"stuck"`
+	StuckReason *string `json:"stuck_reason"`
 }
 
 // ConsumerStreamInfo is one stream of a consumer: its acked offset, and

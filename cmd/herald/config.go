@@ -97,7 +97,7 @@ func serveFlags(cfg *serveConfig) *flag.FlagSet {
 	fs.StringVar(&cfg.KEKFile, "kek-file", "", "key-encryption key file: encrypts the secrets in the database; created with a new key if missing (default: "+secretbox.DefaultFileName+" in the data directory). Keep it out of database backups. HERALD_KEK=<id>:<base64 key> gives the key directly instead")
 	fs.StringVar(&cfg.WebhookAllowCIDRs, "webhook-allow-cidrs", "", "comma-separated address ranges webhooks may reach although private or loopback, over http:// too (development: 127.0.0.0/8,::1/128)")
 	fs.StringVar(&cfg.TokenKeys, "token-keys", "", "callback token keys, <id>:<base64 secret> separated by commas, the first signing (default: a key made at first start and kept in the database, encrypted)")
-	fs.StringVar(&cfg.PublicURL, "public-url", "", "base URL consumers and browsers reach Herald at, for the callback URL in wakes and the dashboard URL of portal tokens (default: http://localhost:<port>)")
+	fs.StringVar(&cfg.PublicURL, "public-url", "", "base URL consumers and browsers reach Herald at, for the callback URL in wakes and the dashboard URL of portal tokens (default: http:// and the listen address, with localhost for an unspecified one such as 0.0.0.0; set it whenever Herald listens beyond loopback)")
 	cfg.Delivery.addFlags(fs)
 	cfg.Access.addFlags(fs)
 	fs.StringVar(&cfg.UIFrameAncestors, "ui-frame-ancestors", "", "comma-separated origins whose pages may embed the dashboard at /_herald/ui/ in a frame, e.g. the platform that shows tenants their portal (default: none may)")

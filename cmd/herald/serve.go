@@ -76,6 +76,7 @@ func newApp(ctx context.Context, cfg *serveConfig, log *slog.Logger, tp trace.Tr
 	if err := cfg.Access.checkListen(ln.Addr()); err != nil {
 		return nil, errors.Join(err, ln.Close(), st.Close())
 	}
+	warnPublicURL(log, cfg.PublicURL, ln.Addr())
 	authn, jwtv, err := cfg.Access.newAuthenticator(ctx, st, ln.Addr(), log.With("part", "auth"))
 	if err != nil {
 		return nil, errors.Join(err, ln.Close(), st.Close())

@@ -150,6 +150,19 @@ func storedTokenKeys(ctx context.Context, st store.TokenKeyStore, dataDir string
 	return keys, nil
 }
 
+// warnPublicURL logs a warning when Herald listens beyond loopback with
+// no --public-url: the URLs it hands out (wakes' callbacks, portal links)
+// then name the listen address or localhost, which other machines may
+// not reach.
+func warnPublicURL(log *slog.Logger, configured string, ln net.Addr) {
+	if configured != "" || isLoopback(ln) {
+		return
+	}
+	log.Warn("--public-url is not set while listening beyond loopback: the callback URLs of wakes and the dashboard URLs of portal tokens name "+
+		publicURL("", ln)+", which consumers on other machines may not reach; set --public-url to the URL they reach Herald at",
+		"addr", ln.String(), "public_url", publicURL("", ln))
+}
+
 // publicURL is the base of callback URLs: the configured one, or the
 // listener's address (http://localhost:<port> when it listens on every
 // address).

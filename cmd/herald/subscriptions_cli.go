@@ -156,9 +156,9 @@ func consumersAction(c *apiClient, sub string) (*action, bool) {
 			return c.show(all, func() error {
 				rows := make([][]string, 0, len(all))
 				for _, ci := range all {
-					rows = append(rows, []string{ci.ConsumerID, string(ci.State), strconv.FormatInt(ci.Epoch, 10), consumerOffsets(&ci), timeOrNone(ci.NextDeadline)})
+					rows = append(rows, []string{ci.ConsumerID, string(ci.State), strconv.FormatInt(ci.Epoch, 10), consumerOffsets(&ci), timeOrNone(ci.NextDeadline), stuckOrNo(&ci)})
 				}
-				return c.printTable([]string{"CONSUMER", "STATE", "EPOCH", "OFFSETS", "NEXT DEADLINE"}, rows)
+				return c.printTable([]string{"CONSUMER", "STATE", "EPOCH", "OFFSETS", "NEXT DEADLINE", "STUCK"}, rows)
 			})
 		}}, true
 	case "get":
@@ -182,6 +182,7 @@ func consumersAction(c *apiClient, sub string) (*action, bool) {
 					{"attempts", strconv.Itoa(ci.Attempts)},
 					{"next deadline", timeOrNone(ci.NextDeadline)},
 					{"failing since", timeOrNone(ci.FailingSince)},
+					{"stuck", stuckOrNo(&ci)},
 				}); err != nil {
 					return err
 				}
@@ -222,6 +223,14 @@ func consumerOffsets(ci *subscription.ConsumerInfo) string {
 		parts = append(parts, s.Path+"="+s.Acked)
 	}
 	return strings.Join(parts, " ")
+}
+
+// stuckOrNo is why a consumer is stuck, or "no".
+func stuckOrNo(ci *subscription.ConsumerInfo) string {
+	if ci.Stuck && ci.StuckReason != nil {
+		return *ci.StuckReason
+	}
+	return "no"
 }
 
 // timeOrNone formats a time that may be unset.

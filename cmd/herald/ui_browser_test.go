@@ -574,6 +574,16 @@ func TestDashboardInBrowser(t *testing.T) {
 		chromedp.Evaluate[chromedp.Void](`window.setTimeout = window.heraldTestTimeout`))
 	r.waitText(t, "#loaded", "refreshes every 30 s")
 	r.waitText(t, "#stuck-consumers", "ui-hang:")
+
+	// A consumer that cannot read (the SDK's Consumer without a key) is
+	// woken again and again without an ack: the overview lists it stuck,
+	// with Herald's reason, and so does its detail.
+	nokey := newKeylessConsumer(t, r.matrix, "ui-nokey", "/nokey/*")
+	r.admin(t, "PUT", "/nokey/s1", `[]`, http.StatusCreated, nil)
+	nokey.waitStuck(t)
+	r.until(t, "#/overview", "#stuck-consumers", "ui-nokey:")
+	r.waitText(t, "#stuck-consumers", "woken 10 times in ")
+	r.waitText(t, "#stuck-consumers", " without an ack")
 	for _, series := range []string{"appends", "deliveries", "failures"} {
 		if n := eval[string](t, r, `document.querySelector('[data-series=`+series+`] .big').textContent`); n == "0" {
 			t.Errorf("the overview counts no %s in the last hour", series)
@@ -592,7 +602,10 @@ func TestDashboardInBrowser(t *testing.T) {
 	r.waitText(t, "#consumer-pending", "1 of 1 streams")
 	r.waitText(t, "#consumer-detail table", "/hang/s1\t-1\t")
 	r.waitText(t, "#consumer-detail table", "\t"+tail+"\tpending")
+	r.waitText(t, "#consumer-stuck", "Not stuck")
 	r.screenshot(t, "09b-consumer-stuck")
+	r.consumerDetail(t, "ui-nokey", "ui-nokey:%2Fnokey%2Fs1")
+	r.waitText(t, "#consumer-stuck", "stuck woken 10 times in ")
 	r.admin(t, "POST", "/ui/tail", `{"wakes":"ui-sub"}`, http.StatusNoContent, nil)
 	for deadline := time.Now().Add(15 * time.Second); ; {
 		r.consumerDetail(t, "ui-sub", "ui-sub:%2Fui%2Ftail")

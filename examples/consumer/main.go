@@ -14,6 +14,10 @@
 //	     -d '{"webhook": "http://127.0.0.1:8080/webhook"}'
 //	consumer -listen 127.0.0.1:8080 -secret whsec_...
 //	curl -X PUT http://localhost:4437/agents/task-1 -H 'Content-Type: text/plain' -d 'hello'
+//
+// With access control on, give it a key that can read the streams:
+// -key hk_... or HERALD_KEY (a key with streams:read is enough; the
+// callbacks carry the wake's own token).
 package main
 
 import (
@@ -42,6 +46,7 @@ func run(args []string) error {
 	fs := flag.NewFlagSet("consumer", flag.ContinueOnError)
 	listen := fs.String("listen", "127.0.0.1:8080", "address to serve the webhook on")
 	secret := fs.String("secret", os.Getenv("WEBHOOK_SECRET"), "the subscription's webhook_secret (default $WEBHOOK_SECRET)")
+	key := fs.String("key", os.Getenv("HERALD_KEY"), "API key to read streams with when Herald's access control is on: streams:read for the subscription's paths is enough (default $HERALD_KEY)")
 	streams := fs.String("streams-url", "", "base URL to read streams from (default: the host of the wake's callback URL)")
 	backoff := fs.Duration("retry-backoff", client.DefaultRetryBackoff, "how long a failed wake waits before it ends, so that Herald retries it")
 	if err := fs.Parse(args); err != nil {
@@ -55,6 +60,7 @@ func run(args []string) error {
 	consumer := client.NewConsumer(client.ConsumerConfig{
 		Secret:       *secret,
 		StreamsURL:   *streams,
+		Key:          *key,
 		RetryBackoff: *backoff,
 		Logger:       log,
 		Process: func(ctx context.Context, b client.Batch) error {

@@ -191,8 +191,8 @@ func (s *Store) ConsumerInsert(ctx context.Context, params *store.ConsumerInsert
 func insertConsumer(ctx context.Context, tx pgx.Tx, c *store.Consumer) (bool, error) {
 	args := append([]any{c.ID, c.SubscriptionID, c.Incarnation, c.PrimaryStream}, codec.ConsumerValues(c)...)
 	tag, err := tx.Exec(ctx, `INSERT INTO consumers (id, subscription_id, incarnation, primary_stream, state, epoch, wake_id, attempts,
-		waking_deadline, next_retry_at, liveness_deadline, failing_since, due_at, paths, cursors, version)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, 1) ON CONFLICT (id) DO NOTHING`, args...)
+		waking_deadline, next_retry_at, liveness_deadline, failing_since, due_at, paths, cursors, stalled_wakes, stalled_since, version)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, 1) ON CONFLICT (id) DO NOTHING`, args...)
 	if err != nil {
 		return false, fmt.Errorf("postgres: insert consumer: %w", err)
 	}
@@ -239,8 +239,9 @@ func (s *Store) ConsumerUpdate(ctx context.Context, params *store.ConsumerUpdate
 			return err
 		}
 		if _, err := tx.Exec(ctx, `UPDATE consumers SET state = $1, epoch = $2, wake_id = $3, attempts = $4, waking_deadline = $5,
-			next_retry_at = $6, liveness_deadline = $7, failing_since = $8, due_at = $9, paths = $10, cursors = $11, version = version + 1,
-			timer_until = 0, timer_owner = '' WHERE id = $12`, args...); err != nil {
+			next_retry_at = $6, liveness_deadline = $7, failing_since = $8, due_at = $9, paths = $10, cursors = $11,
+			stalled_wakes = $12, stalled_since = $13, version = version + 1,
+			timer_until = 0, timer_owner = '' WHERE id = $14`, args...); err != nil {
 			return fmt.Errorf("postgres: update consumer: %w", err)
 		}
 		return writePaths(ctx, tx, c.ID, was, c.Streams)
@@ -338,6 +339,15 @@ func (s *Store) ConsumerPathList(ctx context.Context, params *store.ConsumerPath
 // ConsumerCount implements store.SubscriptionStore.
 func (s *Store) ConsumerCount(ctx context.Context) (map[string]int, error) {
 	return s.countBy(ctx, `SELECT state, count(*) FROM consumers GROUP BY state`, "count consumers", map[string]int{})
+}
+
+// ConsumerCountStalled implements store.SubscriptionStore.
+func (s *Store) ConsumerCountStalled(ctx context.Context, atLeast int) (int, error) {
+	var n int
+	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM consumers WHERE stalled_wakes >= $1`, atLeast).Scan(&n); err != nil {
+		return 0, fmt.Errorf("postgres: count stalled consumers: %w", err)
+	}
+	return n, nil
 }
 
 // countBy runs a query of (key, count) rows into out.

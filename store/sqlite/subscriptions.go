@@ -222,10 +222,11 @@ func (b *batch) insertConsumers(cs []store.Consumer) ([]string, error) {
 func (b *batch) insertConsumer(c *store.Consumer) (bool, error) {
 	paths, cursors := codec.EncodeMemberships(c.Streams)
 	res, err := b.exec(`INSERT INTO consumers (id, subscription_id, incarnation, primary_stream, state, epoch, wake_id, attempts,
-		waking_deadline, next_retry_at, liveness_deadline, failing_since, due_at, paths, cursors, version)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1) ON CONFLICT (id) DO NOTHING`,
+		waking_deadline, next_retry_at, liveness_deadline, failing_since, due_at, paths, cursors, stalled_wakes, stalled_since, version)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1) ON CONFLICT (id) DO NOTHING`,
 		c.ID, c.SubscriptionID, c.Incarnation, c.PrimaryStream, c.State, c.Epoch, c.WakeID, c.Attempts,
-		codec.Nanos(c.WakingDeadline), codec.Nanos(c.NextRetryAt), codec.Nanos(c.LivenessDeadline), codec.Nanos(c.FailingSince), codec.Nanos(c.DueAt), paths, cursors)
+		codec.Nanos(c.WakingDeadline), codec.Nanos(c.NextRetryAt), codec.Nanos(c.LivenessDeadline), codec.Nanos(c.FailingSince), codec.Nanos(c.DueAt), paths, cursors,
+		c.StalledWakes, codec.Nanos(c.StalledSince))
 	if err != nil {
 		return false, fmt.Errorf("insert consumer: %w", err)
 	}
@@ -273,12 +274,14 @@ func (s *Store) ConsumerUpdate(ctx context.Context, params *store.ConsumerUpdate
 	c := params.Consumer
 	paths, cursors := codec.EncodeMemberships(c.Streams)
 	const update = `UPDATE consumers SET state = ?, epoch = ?, wake_id = ?, attempts = ?, waking_deadline = ?,
-		next_retry_at = ?, liveness_deadline = ?, failing_since = ?, due_at = ?, paths = ?, cursors = ?, version = version + 1,
+		next_retry_at = ?, liveness_deadline = ?, failing_since = ?, due_at = ?, paths = ?, cursors = ?,
+		stalled_wakes = ?, stalled_since = ?, version = version + 1,
 		timer_until = 0, timer_owner = '' WHERE id = ?`
 	// Room for the two compare-and-set arguments, so appending them does
 	// not copy the list.
-	args := append(make([]any, 0, 14), c.State, c.Epoch, c.WakeID, c.Attempts, codec.Nanos(c.WakingDeadline), codec.Nanos(c.NextRetryAt),
-		codec.Nanos(c.LivenessDeadline), codec.Nanos(c.FailingSince), codec.Nanos(c.DueAt), paths, cursors, c.ID)
+	args := append(make([]any, 0, 16), c.State, c.Epoch, c.WakeID, c.Attempts, codec.Nanos(c.WakingDeadline), codec.Nanos(c.NextRetryAt),
+		codec.Nanos(c.LivenessDeadline), codec.Nanos(c.FailingSince), codec.Nanos(c.DueAt), paths, cursors,
+		c.StalledWakes, codec.Nanos(c.StalledSince), c.ID)
 	err := s.writeChecked(ctx, func(b *batch) error {
 		res, err := b.exec(update+` AND version = ? AND paths = ?`, append(args, params.ExpectVersion, paths)...)
 		if err != nil {
@@ -404,6 +407,15 @@ func (s *Store) ConsumerPathList(ctx context.Context, params *store.ConsumerPath
 		return nil, fmt.Errorf("sqlite: list consumer paths: %w", err)
 	}
 	return out, nil
+}
+
+// ConsumerCountStalled implements store.SubscriptionStore.
+func (s *Store) ConsumerCountStalled(ctx context.Context, atLeast int) (int, error) {
+	var n int
+	if err := s.reader.QueryRowContext(ctx, `SELECT count(*) FROM consumers WHERE stalled_wakes >= ?`, atLeast).Scan(&n); err != nil {
+		return 0, fmt.Errorf("sqlite: count stalled consumers: %w", err)
+	}
+	return n, nil
 }
 
 // ConsumerCount implements store.SubscriptionStore.

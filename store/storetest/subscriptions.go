@@ -18,6 +18,7 @@ func runSubscriptions(t *testing.T, f Factory) {
 	run(t, f, "SubscriptionOwners", testSubscriptionOwners)
 	run(t, f, "ConsumerCAS", testConsumerCAS)
 	run(t, f, "ConsumerQueries", testConsumerQueries)
+	run(t, f, "ConsumerStalled", testConsumerStalled)
 	run(t, f, "ConsumerRace", testConsumerRace)
 	run(t, f, "ConsumerReadsUnderLoad", testConsumerReadsUnderLoad)
 	run(t, f, "StreamList", testStreamList)
@@ -426,4 +427,74 @@ func testSubscriptionOwners(t *testing.T, f Factory) {
 	if n, err := s.SubscriptionDelete(ctx, &store.SubscriptionDeleteParams{ID: "globex-sub"}); err != nil || n != 0 {
 		t.Fatalf("delete by the platform = %d, %v", n, err)
 	}
+}
+
+// testConsumerStalled: a consumer's count of wakes without progress, and
+// when they began, are stored by insert and update, read back by every
+// query (claims included) and across a reopen, and counted.
+func testConsumerStalled(t *testing.T, f Factory) {
+	s := f.Open(t)
+	ctx := context.Background()
+	a := consumer("s:%2Fa", "s", "/a", "/a")
+	a.StalledWakes, a.StalledSince = 3, t0
+	a.DueAt = t0.Add(time.Second)
+	b := consumer("s:%2Fb", "s", "/b", "/b")
+	b.StalledWakes, b.StalledSince = 12, t0.Add(-time.Minute)
+	c := consumer("s:%2Fc", "s", "/c", "/c")
+	if _, err := s.ConsumerInsert(ctx, &store.ConsumerInsertParams{Consumers: []store.Consumer{a, b, c}}); err != nil {
+		t.Fatal(err)
+	}
+	check := func(what string, got *store.Consumer, wakes int, since time.Time) {
+		t.Helper()
+		if got.StalledWakes != wakes || !got.StalledSince.Equal(since) {
+			t.Fatalf("%s: %s stalled %d since %v, want %d since %v", what, got.ID, got.StalledWakes, got.StalledSince, wakes, since)
+		}
+	}
+	count := func(atLeast, want int) {
+		t.Helper()
+		if n, err := s.ConsumerCountStalled(ctx, atLeast); err != nil || n != want {
+			t.Fatalf("ConsumerCountStalled(%d) = %d, %v; want %d", atLeast, n, err, want)
+		}
+	}
+	got, err := s.ConsumerGet(ctx, a.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("get", got, 3, t0)
+	count(10, 1)
+	count(3, 2)
+	count(1, 2)
+
+	due, err := s.ConsumerClaimDue(ctx, &store.ConsumerClaimDueParams{Now: t0.Add(2 * time.Second), Lease: time.Minute})
+	if err != nil || len(due.Consumers) != 1 {
+		t.Fatalf("claim = %+v, %v", due, err)
+	}
+	check("claim", &due.Consumers[0], 3, t0)
+
+	next := *got
+	next.StalledWakes, next.StalledSince = 10, t0
+	if _, err := s.ConsumerUpdate(ctx, &store.ConsumerUpdateParams{Consumer: next, ExpectVersion: got.Version}); err != nil {
+		t.Fatal(err)
+	}
+	count(10, 2)
+	stored, err := s.ConsumerGet(ctx, b.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cleared := *stored
+	cleared.StalledWakes, cleared.StalledSince = 0, time.Time{}
+	if _, err := s.ConsumerUpdate(ctx, &store.ConsumerUpdateParams{Consumer: cleared, ExpectVersion: stored.Version}); err != nil {
+		t.Fatal(err)
+	}
+	count(10, 1)
+
+	s = f.Reopen(t, s)
+	list, err := s.ConsumerListBySubscription(ctx, &store.ConsumerListBySubscriptionParams{SubscriptionID: "s"})
+	if err != nil || len(list) != 3 {
+		t.Fatalf("list = %+v, %v", list, err)
+	}
+	check("list after reopen", &list[0], 10, t0)
+	check("list after reopen", &list[1], 0, time.Time{})
+	check("list after reopen", &list[2], 0, time.Time{})
+	count(10, 1)
 }

@@ -1,5 +1,5 @@
 // The operators' overview: health, endpoints that need attention,
-// consumers stuck waking, and the last hour's activity.
+// stuck consumers, and the last hour's activity.
 import {api, listAll} from './api.js';
 import {h, badge, table, empty, errorBox, time} from './dom.js';
 
@@ -47,12 +47,14 @@ async function health() {
     h('p', null, 'Live ', badge(live), ' Ready ', badge(ready)));
 }
 
-// stuckConsumers lists the consumers in WAKING of up to 50 subscriptions.
+// stuckConsumers lists the consumers of up to 50 subscriptions that are
+// waiting for their webhook (WAKING) or that Herald marks stuck: woken
+// again and again without an ack.
 async function stuckConsumers() {
   const subs = (await api('GET', '/**?subscriptions')).subscriptions || [];
   const lists = await Promise.all(subs.slice(0, 50).map(s =>
     api('GET', '/_herald/v1/subscriptions/' + encodeURIComponent(s.subscription_id) + '/consumers?limit=1000').then(l => l.data)));
-  return {subs: subs.length, stuck: lists.flat().filter(c => c.state === 'WAKING')};
+  return {subs: subs.length, stuck: lists.flat().filter(c => c.state === 'WAKING' || c.stuck)};
 }
 
 export async function overview() {
@@ -76,7 +78,7 @@ export async function overview() {
       h('div', {class: 'card'}, h('h2', null, 'Deliveries waiting'),
         h('p', null, h('span', {class: 'big', id: 'backlog'}, String(st.backlog || 0)), ' pending or retrying, across every endpoint')),
       h('div', {class: 'card'}, h('h2', null, 'Webhook consumers'),
-        cons.error ? errorBox(cons.error) : h('p', null, h('span', {class: 'big'}, String(cons.stuck.length)), ` waking, in ${cons.subs} subscriptions`))),
+        cons.error ? errorBox(cons.error) : h('p', null, h('span', {class: 'big'}, String(cons.stuck.length)), ` stuck or waking, in ${cons.subs} subscriptions`))),
     h('h2', null, 'Last hour'),
     h('div', {class: 'grid', id: 'charts'},
       chart('appends', 'Appends', st.minutes), chart('wakes', 'Wakes', st.minutes),
@@ -85,9 +87,10 @@ export async function overview() {
     h('div', {id: 'attention'}, attention.length ? table('Endpoints paused, disabled by the circuit breaker, or failing', ['Endpoint', 'URL', 'Tenant', 'Status', 'Failures in a row', 'Last error'], attention,
       e => [epLink(e), h('td', {class: 'mono'}, e.url), e.tenant || '—', badge(e.status), String(e.consecutive_failures), e.last_error || '—'])
       : empty('Every endpoint is active and its last attempt succeeded.')),
-    h('h2', null, 'Consumers stuck waking'),
-    h('div', {id: 'stuck-consumers'}, cons.error ? errorBox(cons.error) : cons.stuck.length ? table('Consumers whose wake has not been claimed', ['Consumer', 'Subscription', 'Epoch', 'Attempts', 'Failing since', 'Next deadline'], cons.stuck,
-      c => [h('td', {class: 'mono'}, c.consumer_id), h('a', {href: '#/subscriptions/' + encodeURIComponent(c.subscription_id)}, c.subscription_id), String(c.epoch), String(c.attempts), time(c.failing_since), time(c.next_deadline)])
-      : empty('No consumer is waiting for its webhook to answer.')),
+    h('h2', null, 'Stuck consumers'),
+    h('div', {id: 'stuck-consumers'}, cons.error ? errorBox(cons.error) : cons.stuck.length ? table('Consumers woken again and again without an ack, or whose wake has not been claimed', ['Consumer', 'Subscription', 'State', 'Why', 'Epoch', 'Attempts', 'Failing since', 'Next deadline'], cons.stuck,
+      c => [h('td', {class: 'mono'}, c.consumer_id), h('a', {href: '#/subscriptions/' + encodeURIComponent(c.subscription_id)}, c.subscription_id), badge(c.state),
+        c.stuck_reason || 'waiting for its webhook to answer', String(c.epoch), String(c.attempts), time(c.failing_since), time(c.next_deadline)])
+      : empty('No consumer is stuck or waiting for its webhook to answer.')),
   ];
 }

@@ -39,6 +39,7 @@ function consumerDetail(id, cell) {
             ? h('span', {id: 'consumer-deadline'}, time(c.next_deadline), c.next_deadline_reason ? ' — ' + (deadlineReasons[c.next_deadline_reason] || c.next_deadline_reason) : '')
             : h('span', {id: 'consumer-deadline'}, 'None armed')],
           ['Last wake', h('span', {id: 'consumer-last-wake'}, lastWake(c))],
+          ['Progress', h('span', {id: 'consumer-stuck'}, c.stuck ? [h('span', {class: 'badge warn'}, 'stuck'), ' ' + c.stuck_reason] : 'Not stuck')],
           ['Pending work', h('span', {id: 'consumer-pending'}, pending ? `${pending} of ${streams.length} streams have data after the acked offset` : 'None: every stream is acked to its tail')],
         ]),
         table('Streams: acked offset against the tail', ['Stream', 'Acked', 'Told in this wake', 'Tail', 'Pending'], streams,

@@ -99,19 +99,20 @@ func DecodeMemberships(paths, cursors string) ([]store.ConsumerStream, error) {
 
 // ConsumerColumns are the columns ScanConsumer reads, of consumers c.
 const ConsumerColumns = `c.id, c.subscription_id, c.incarnation, c.primary_stream, c.state, c.epoch, c.wake_id, c.attempts,
-	c.waking_deadline, c.next_retry_at, c.liveness_deadline, c.failing_since, c.due_at, c.version, c.paths, c.cursors`
+	c.waking_deadline, c.next_retry_at, c.liveness_deadline, c.failing_since, c.due_at, c.version, c.paths, c.cursors,
+	c.stalled_wakes, c.stalled_since`
 
 // ScanConsumer scans a consumer row with its memberships.
 func ScanConsumer(row Row) (store.Consumer, error) {
 	var c store.Consumer
-	var waking, retry, live, failing, due int64
+	var waking, retry, live, failing, due, stalled int64
 	var paths, cursors string
 	if err := row.Scan(&c.ID, &c.SubscriptionID, &c.Incarnation, &c.PrimaryStream, &c.State, &c.Epoch, &c.WakeID, &c.Attempts,
-		&waking, &retry, &live, &failing, &due, &c.Version, &paths, &cursors); err != nil {
+		&waking, &retry, &live, &failing, &due, &c.Version, &paths, &cursors, &c.StalledWakes, &stalled); err != nil {
 		return c, err
 	}
 	c.WakingDeadline, c.NextRetryAt, c.LivenessDeadline = FromNanos(waking), FromNanos(retry), FromNanos(live)
-	c.FailingSince, c.DueAt = FromNanos(failing), FromNanos(due)
+	c.FailingSince, c.DueAt, c.StalledSince = FromNanos(failing), FromNanos(due), FromNanos(stalled)
 	var err error
 	c.Streams, err = DecodeMemberships(paths, cursors)
 	return c, err
@@ -120,11 +121,11 @@ func ScanConsumer(row Row) (store.Consumer, error) {
 // ConsumerValues are the values of a consumer's columns from state to
 // cursors, in the order of an insert or update: state, epoch, wake_id,
 // attempts, waking_deadline, next_retry_at, liveness_deadline,
-// failing_since, due_at, paths, cursors.
+// failing_since, due_at, paths, cursors, stalled_wakes, stalled_since.
 func ConsumerValues(c *store.Consumer) []any {
 	paths, cursors := EncodeMemberships(c.Streams)
 	return []any{c.State, c.Epoch, c.WakeID, c.Attempts, Nanos(c.WakingDeadline), Nanos(c.NextRetryAt),
-		Nanos(c.LivenessDeadline), Nanos(c.FailingSince), Nanos(c.DueAt), paths, cursors}
+		Nanos(c.LivenessDeadline), Nanos(c.FailingSince), Nanos(c.DueAt), paths, cursors, c.StalledWakes, Nanos(c.StalledSince)}
 }
 
 // DeliveryColumns are the columns ScanDelivery reads (body last, when

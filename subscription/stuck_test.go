@@ -1,0 +1,213 @@
+package subscription
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/heraldstreams/herald/store/sqlite"
+)
+
+// The rule of Consumer.Stuck, with the time given.
+func TestConsumerStuck(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name   string
+		wakes  int
+		since  time.Time
+		now    time.Time
+		stuck  bool
+		reason string
+	}{
+		{name: "never woken", now: t0},
+		{name: "one wake in progress", wakes: 1, since: t0, now: t0.Add(time.Second)},
+		{name: "one wake short of the threshold", wakes: StuckWakes - 1, since: t0, now: t0.Add(time.Hour)},
+		{name: "at the threshold", wakes: StuckWakes, since: t0, now: t0.Add(9 * time.Second),
+			stuck: true, reason: "woken 10 times in 9 s without an ack"},
+		{name: "a minute of wakes", wakes: 60, since: t0, now: t0.Add(60*time.Second + 400*time.Millisecond),
+			stuck: true, reason: "woken 60 times in 60 s without an ack"},
+		{name: "minutes", wakes: 40, since: t0, now: t0.Add(45 * time.Minute),
+			stuck: true, reason: "woken 40 times in 45 min without an ack"},
+		{name: "hours", wakes: 400, since: t0, now: t0.Add(5*time.Hour + 59*time.Minute),
+			stuck: true, reason: "woken 400 times in 5 h without an ack"},
+		{name: "a clock behind the first wake", wakes: StuckWakes, since: t0, now: t0.Add(-time.Second),
+			stuck: true, reason: "woken 10 times in 0 s without an ack"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := Consumer{StalledWakes: tt.wakes, StalledSince: tt.since}
+			reason, stuck := c.Stuck(tt.now)
+			if stuck != tt.stuck || reason != tt.reason {
+				t.Fatalf("Stuck(%v) = %q, %v; want %q, %v", tt.now, reason, stuck, tt.reason, tt.stuck)
+			}
+		})
+	}
+}
+
+// The state machine counts the wake cycles that start without an ack
+// advancing, and clears the count when an ack advances (by callback or
+// synchronous done) or when nothing is left to do.
+func TestStalledWakesCount(t *testing.T) {
+	t.Parallel()
+	m := machine()
+	decide := func(c Consumer, ev Event, now time.Time) Consumer {
+		t.Helper()
+		next, _, err := m.Decide(c, ev, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return next
+	}
+	// A consumer that claims each wake and says done without acking,
+	// while pA has events: every done starts the next wake at once.
+	c := decide(idle(), TailsChanged{Tails: tails(12, 5)}, t0)
+	for i := 1; i < StuckWakes; i++ {
+		if c.StalledWakes != i || !c.StalledSince.Equal(t0) {
+			t.Fatalf("after wake %d: StalledWakes %d since %v", i, c.StalledWakes, c.StalledSince)
+		}
+		if _, stuck := c.Stuck(t0.Add(time.Duration(i) * time.Second)); stuck {
+			t.Fatalf("stuck after %d wakes", i)
+		}
+		c = decide(c, cb(CallbackRequest{Epoch: c.Epoch, WakeID: c.WakeID, Done: true}, tails(12, 5)),
+			t0.Add(time.Duration(i)*time.Second))
+	}
+	reason, stuck := c.Stuck(t0.Add(10 * time.Second))
+	if !stuck || reason != "woken 10 times in 10 s without an ack" {
+		t.Fatalf("after %d wakes without an ack: %q, %v", c.StalledWakes, reason, stuck)
+	}
+
+	// An ack that advances clears it; the done then starts a new count.
+	acked := decide(c, cb(CallbackRequest{Epoch: c.Epoch, WakeID: c.WakeID,
+		Acks: []StreamOffset{{Path: pA, Offset: off(11)}}, Done: true}, tails(12, 5)), t0.Add(11*time.Second))
+	if acked.StalledWakes != 1 || !acked.StalledSince.Equal(t0.Add(11*time.Second)) {
+		t.Fatalf("after an ack and a new wake: StalledWakes %d since %v", acked.StalledWakes, acked.StalledSince)
+	}
+	// An ack that does not advance (a repeat) clears nothing.
+	repeat := decide(c, cb(CallbackRequest{Epoch: c.Epoch, WakeID: c.WakeID,
+		Acks: []StreamOffset{{Path: pA, Offset: off(10)}}}, tails(12, 5)), t0.Add(11*time.Second))
+	if repeat.StalledWakes != StuckWakes {
+		t.Fatalf("a repeated ack cleared the count: %d", repeat.StalledWakes)
+	}
+	// A synchronous done acks to the notified tails: progress.
+	sync := decide(c, WebhookResult{Epoch: c.Epoch, WakeID: c.WakeID, Attempt: c.Attempts, Delivered: true, Done: true, Tails: tails(12, 5)},
+		t0.Add(11*time.Second))
+	if sync.StalledWakes != 0 || sync.State != StateIdle {
+		t.Fatalf("after a synchronous done: %s, StalledWakes %d", sync.State, sync.StalledWakes)
+	}
+	// Done with nothing pending: caught up, not stuck.
+	caughtUp := decide(c, cb(CallbackRequest{Epoch: c.Epoch, WakeID: c.WakeID, Done: true}, tails(10, 5)),
+		t0.Add(11*time.Second))
+	if caughtUp.StalledWakes != 0 || !caughtUp.StalledSince.IsZero() || caughtUp.State != StateIdle {
+		t.Fatalf("caught up: %s, StalledWakes %d since %v", caughtUp.State, caughtUp.StalledWakes, caughtUp.StalledSince)
+	}
+}
+
+// TestEngineShowsAStuckConsumer runs the engine on the embedded store
+// with the fake clock of a synctest bubble: a consumer that claims every
+// wake and says done a second later without acking (its reads fail) is
+// woken again at once each time; after StuckWakes wakes the consumer API
+// shows it stuck with the reason, and the stuck gauge counts it, until
+// an ack clears both.
+func TestEngineShowsAStuckConsumer(t *testing.T) {
+	dir := t.TempDir()
+	synctest.Test(t, func(t *testing.T) {
+		st, err := sqlite.Open(context.Background(), sqlite.Config{Dir: dir, TouchFlushInterval: time.Hour, CheckpointInterval: time.Hour})
+		if err != nil {
+			t.Fatal(err)
+		}
+		hook := &receiver{}
+		reg := prometheus.NewRegistry()
+		keys := rigKeyring(t)
+		eng, err := NewEngine(EngineConfig{Store: st, Sender: newSender(hook), Keyring: keys,
+			CallbackBaseURL: "https://herald.test", ExclusiveStore: true, Registerer: reg})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := eng.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		r := &rig{t: t, dir: dir, st: st, hook: hook, keys: keys, eng: eng}
+		defer r.close()
+		stuckGauge := func() string {
+			t.Helper()
+			mfs, err := reg.Gather()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, mf := range mfs {
+				if mf.GetName() == "herald_subscription_consumers_stuck" && len(mf.GetMetric()) == 1 {
+					return fmt.Sprint(mf.GetMetric()[0].GetGauge().GetValue())
+				}
+			}
+			t.Fatal("no herald_subscription_consumers_stuck sample")
+			return ""
+		}
+
+		r.subscribe("sub", "/agents/*")
+		r.createStream("/agents/a", "abc")
+		id := ConsumerID("sub", "/agents/a")
+		first := time.Now()
+		for i := 1; i <= StuckWakes; i++ {
+			synctest.Wait()
+			w := hook.wakes()
+			if len(w) != i {
+				t.Fatalf("%d wakes, want %d", len(w), i)
+			}
+			info, err := eng.GetConsumer(context.Background(), Platform, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if i < StuckWakes && (info.Stuck || info.StuckReason != nil) {
+				t.Fatalf("stuck after %d wakes: %+v", i, info)
+			}
+			if i < StuckWakes && stuckGauge() != "0" {
+				t.Fatalf("gauge after %d wakes = %s", i, stuckGauge())
+			}
+			if i == StuckWakes {
+				break
+			}
+			// The consumer fails to read, waits its one-second backoff
+			// (fake time) and says done without acking.
+			time.Sleep(time.Second)
+			p := w[i-1].Payload
+			r.mustCallback(id, p.Token, fmt.Sprintf(`{"epoch":%d,"wake_id":%q,"done":true}`, p.Epoch, p.WakeID))
+		}
+		time.Sleep(time.Second)
+		info, err := eng.GetConsumer(context.Background(), Platform, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := fmt.Sprintf("woken 10 times in %d s without an ack", int(time.Since(first)/time.Second))
+		if !info.Stuck || info.StuckReason == nil || *info.StuckReason != want {
+			t.Fatalf("after %d wakes: stuck %v reason %v, want %q", StuckWakes, info.Stuck, info.StuckReason, want)
+		}
+		list, err := eng.ListConsumers(context.Background(), Platform, "sub", "", 0)
+		if err != nil || len(list.Data) != 1 || !list.Data[0].Stuck {
+			t.Fatalf("list: %+v, %v", list, err)
+		}
+		if g := stuckGauge(); g != "1" {
+			t.Fatalf("stuck gauge = %s, want 1", g)
+		}
+
+		// It reads and acks at last: no longer stuck.
+		w := hook.wakes()
+		p := w[len(w)-1].Payload
+		r.mustCallback(id, p.Token, fmt.Sprintf(`{"epoch":%d,"wake_id":%q,"acks":[{"path":"/agents/a","offset":%q}],"done":true}`,
+			p.Epoch, p.WakeID, off(3)))
+		synctest.Wait()
+		info, err = eng.GetConsumer(context.Background(), Platform, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.Stuck || info.StuckReason != nil || info.State != StateIdle {
+			t.Fatalf("after an ack: %+v", info)
+		}
+		if g := stuckGauge(); g != "0" {
+			t.Fatalf("stuck gauge after the ack = %s, want 0", g)
+		}
+	})
+}
