@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Runs Herald's whole test suite: formatting, vet, the Go tests with the race
 # detector (unit, storage suite on SQLite and on a throwaway PostgreSQL,
-# end-to-end with the real binary) and the official Durable Streams
-# conformance suite against `herald serve`, once in the development mode
-# and once with access control on.
-# Needs Go, Node.js 18 or later, npm and Chromium (the dashboard's browser
-# tests); says which is missing before it starts.
+# end-to-end with the real binary), the container image build
+# (scripts/image.sh) and the official Durable Streams conformance suite
+# against `herald serve`, once in the development mode and once with
+# access control on.
+# Needs Go, Node.js 18 or later, npm, Chromium (the dashboard's browser
+# tests), buildah with busybox-static (as root) and systemd-analyze; says
+# which is missing before it starts.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -24,6 +26,10 @@ fi
 command -v npm >/dev/null 2>&1 || missing "npm is not on PATH" "the conformance suite"
 command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 ||
   missing "Chromium is not on PATH (Debian: apt-get install -y chromium)" "the dashboard's browser tests"
+command -v buildah >/dev/null 2>&1 ||
+  missing "buildah is not on PATH (Debian: apt-get install -y buildah busybox-static)" "the container image build"
+command -v systemd-analyze >/dev/null 2>&1 ||
+  missing "systemd-analyze is not on PATH (Debian: apt-get install -y systemd)" "the check of the example systemd unit"
 
 echo "== gofmt"
 unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './conformance/node_modules/*'))
@@ -42,6 +48,9 @@ echo "HERALD_TEST_POSTGRES_URL=$HERALD_TEST_POSTGRES_URL"
 
 echo "== go test -race"
 go test -race -count=1 -timeout 15m ./...
+
+echo "== container image (Dockerfile, built with buildah)"
+scripts/image.sh
 
 echo "== conformance (development mode: access control off)"
 scripts/conformance.sh
