@@ -22,10 +22,11 @@ missing() {
   exit 1
 }
 command -v buildah >/dev/null 2>&1 || missing "buildah is not on PATH (Debian: apt-get install -y buildah)"
-busybox=$(command -v busybox || true)
-[ -n "$busybox" ] && file -L "$busybox" 2>/dev/null | grep -q 'statically linked' ||
-  [ -x /bin/busybox ] && busybox=/bin/busybox ||
-  missing "a static busybox is needed (Debian: apt-get install -y busybox-static)"
+# Debian's busybox-static; the builder image has no C library for a
+# dynamically linked one.
+busybox=${BUSYBOX:-/bin/busybox}
+[ -x "$busybox" ] || missing "$busybox is not there (Debian: apt-get install -y busybox-static)"
+ldd "$busybox" >/dev/null 2>&1 && missing "$busybox is linked dynamically (Debian: apt-get install -y busybox-static)"
 
 tag=${1:-localhost/herald:dev}
 version=${VERSION:-$(git describe --tags --always --dirty 2>/dev/null || echo devel)}
