@@ -2,11 +2,13 @@
 # Runs Herald's whole test suite: formatting, vet, the Go tests with the race
 # detector (unit, storage suite on SQLite and on a throwaway PostgreSQL,
 # end-to-end with the real binary), the shell blocks of the README's Try it
-# and docs/getting-started.md (scripts/doctest.sh) and the official Durable Streams
-# conformance suite against `herald serve`, once in the development mode
-# and once with access control on.
-# Needs Go, Node.js 18 or later, npm and Chromium (the dashboard's browser
-# tests); says which is missing before it starts.
+# and docs/getting-started.md (scripts/doctest.sh), the container image
+# build (scripts/image.sh) and the official Durable Streams conformance
+# suite against `herald serve`, once in the development mode and once with
+# access control on.
+# Needs Go, Node.js 18 or later, npm, Chromium (the dashboard's browser
+# tests), curl and jq (the docs' commands), buildah with busybox-static (as
+# root) and systemd-analyze; says which is missing before it starts.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -27,6 +29,10 @@ command -v jq >/dev/null 2>&1 || missing "jq is not on PATH (Debian: apt-get ins
 command -v curl >/dev/null 2>&1 || missing "curl is not on PATH" "the documentation's commands (scripts/doctest.sh)"
 command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 ||
   missing "Chromium is not on PATH (Debian: apt-get install -y chromium)" "the dashboard's browser tests"
+command -v buildah >/dev/null 2>&1 ||
+  missing "buildah is not on PATH (Debian: apt-get install -y buildah busybox-static)" "the container image build"
+command -v systemd-analyze >/dev/null 2>&1 ||
+  missing "systemd-analyze is not on PATH (Debian: apt-get install -y systemd)" "the check of the example systemd unit"
 
 echo "== gofmt"
 unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './conformance/node_modules/*'))
@@ -48,6 +54,8 @@ go test -race -count=1 -timeout 15m ./...
 
 echo "== docs: the README's Try it and docs/getting-started.md, block by block"
 scripts/doctest.sh
+echo "== container image (Dockerfile, built with buildah)"
+scripts/image.sh
 
 echo "== conformance (development mode: access control off)"
 scripts/conformance.sh

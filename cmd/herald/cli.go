@@ -6,13 +6,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"runtime/debug"
 	"strings"
 )
-
-// version is set at build time with -ldflags "-X main.version=v1.2.3"; it
-// falls back to the module version of the build.
-var version = ""
 
 // errUsage marks command-line mistakes (exit code 2).
 var errUsage = errors.New("usage")
@@ -34,7 +29,10 @@ const usage = `Herald keeps durable streams and delivers them by webhook.
 Usage:
   herald serve [flags]   run the server (herald serve --help lists the flags)
   herald kek ...         rotate the key that encrypts the secrets in the database (herald kek help)
-  herald version         print the version
+  herald backup DEST     snapshot the embedded store while it runs (herald backup help)
+  herald restore SRC     put a backup back, with Herald stopped
+  herald healthcheck     exit 0 if the local Herald answers /_herald/healthz (for containers)
+  herald version         print the version, commit and build time
 
 Client commands, which talk to a running Herald (herald COMMAND help):
   herald streams ...        create, append to, read, tail and delete streams
@@ -86,8 +84,12 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return clientCommands[args[0]](ctx, args[1:], clientIO{stdin: stdin, stdout: stdout, stderr: stderr, env: env})
 	case "kek":
 		return runKEK(ctx, args[1:], stdout, stderr, env)
+	case "healthcheck":
+		return runHealthcheck(ctx, args[1:], stdout, stderr, env)
+	case "backup", "restore":
+		return runBackup(ctx, args[0] == "restore", args[1:], stdout, stderr, env)
 	case "version", "--version", "-version":
-		fmt.Fprintln(stdout, "herald", buildVersion())
+		fmt.Fprint(stdout, readBuildInfo())
 		return nil
 	case "help", "--help", "-help", "-h":
 		fmt.Fprint(stdout, usage)
@@ -110,16 +112,6 @@ var clientCommands = map[string]func(context.Context, []string, clientIO) error{
 	"deliveries":    runDeliveries,
 	"listen":        runListen,
 	"verify":        runVerify,
-}
-
-func buildVersion() string {
-	if version != "" {
-		return version
-	}
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-		return bi.Main.Version
-	}
-	return "devel"
 }
 
 // parseFlags parses args into fs. --help (or -h) prints the usage on

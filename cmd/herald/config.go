@@ -65,6 +65,8 @@ type serveConfig struct {
 	Delivery deliveryConfig
 	// Access control.
 	Access accessConfig
+	// TLS is HTTPS: its certificate and key files.
+	TLS tlsConfig
 	// UIFrameAncestors are the origins that may embed the dashboard.
 	UIFrameAncestors string
 }
@@ -100,6 +102,7 @@ func serveFlags(cfg *serveConfig) *flag.FlagSet {
 	fs.StringVar(&cfg.PublicURL, "public-url", "", "base URL consumers and browsers reach Herald at, for the callback URL in wakes and the dashboard URL of portal tokens (default: http:// and the listen address, with localhost for an unspecified one such as 0.0.0.0; set it whenever Herald listens beyond loopback)")
 	cfg.Delivery.addFlags(fs)
 	cfg.Access.addFlags(fs)
+	cfg.TLS.addFlags(fs)
 	fs.StringVar(&cfg.UIFrameAncestors, "ui-frame-ancestors", "", "comma-separated origins whose pages may embed the dashboard at /_herald/ui/ in a frame, e.g. the platform that shows tenants their portal (default: none may)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: herald serve [flags]\n\nRuns Herald. Each flag may also be set as HERALD_<FLAG_NAME> (e.g. HERALD_DATA_DIR).\n\nFlags:\n")
@@ -209,6 +212,7 @@ func (c *serveConfig) validate() error {
 	if tenant, ok := auth.StreamOwner(c.Access.TenantStreamPrefix, c.Delivery.DefaultStream); ok {
 		problems = append(problems, "--delivery-default-stream "+c.Delivery.DefaultStream+" lies in the stream namespace of tenant "+tenant+" (--tenant-stream-prefix): the installation's default events stream must be the platform's")
 	}
+	problems = append(problems, c.TLS.problems()...)
 	for _, a := range splitList(c.UIFrameAncestors) {
 		if err := ui.CheckFrameAncestor(a); err != nil {
 			problems = append(problems, "--ui-frame-ancestors: "+strings.TrimPrefix(err.Error(), "ui: "))

@@ -33,7 +33,7 @@ func TestWarnPublicURL(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var logs bytes.Buffer
-			warnPublicURL(slog.New(slog.NewTextHandler(&logs, nil)), tc.configured, tc.addr)
+			warnPublicURL(slog.New(slog.NewTextHandler(&logs, nil)), tc.configured, "http", tc.addr)
 			out := logs.String()
 			if tc.want == "" {
 				if out != "" {

@@ -8,7 +8,10 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
+	"os/signal"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -76,7 +79,7 @@ func newApp(ctx context.Context, cfg *serveConfig, log *slog.Logger, tp trace.Tr
 	if err := cfg.Access.checkListen(ln.Addr()); err != nil {
 		return nil, errors.Join(err, ln.Close(), st.Close())
 	}
-	warnPublicURL(log, cfg.PublicURL, ln.Addr())
+	warnPublicURL(log, cfg.PublicURL, cfg.TLS.scheme(), ln.Addr())
 	authn, jwtv, err := cfg.Access.newAuthenticator(ctx, st, ln.Addr(), log.With("part", "auth"))
 	if err != nil {
 		return nil, errors.Join(err, ln.Close(), st.Close())
@@ -130,7 +133,7 @@ func newApp(ctx context.Context, cfg *serveConfig, log *slog.Logger, tp trace.Tr
 	api.Handle("GET "+httpapi.HeraldPrefix+"v1/stats", auth.Rule{Scope: auth.ScopeAdmin, Platform: true}, rec)
 	api.Handle("GET "+apidoc.Path, auth.Rule{Public: true}, apidoc.Handler())
 	auth.NewKeysAPI(auth.KeysAPIConfig{Auth: authn, Store: st, Logger: log.With("part", "keys"),
-		PortalURL: publicURL(cfg.PublicURL, ln.Addr()) + ui.Prefix}).Mount(api)
+		PortalURL: publicURL(cfg.PublicURL, cfg.TLS.scheme(), ln.Addr()) + ui.Prefix}).Mount(api)
 	subs, err := startSubscriptions(ctx, subscriptionsParams{
 		Config: cfg, Store: st, TokenKeys: st, API: api, Metrics: metrics, Tracing: tp,
 		Logger: log.With("part", "subscriptions"), Listener: ln.Addr(),
@@ -233,6 +236,12 @@ func serve(ctx context.Context, cfg *serveConfig, log *slog.Logger, env func(str
 	if tr.provider != nil {
 		log.Info("tracing on: exporting spans with OTLP over HTTP")
 	}
+	var certs *certReloader
+	if cfg.TLS.on() {
+		if certs, err = newCertReloader(cfg.TLS.CertFile, cfg.TLS.KeyFile, log.With("part", "tls")); err != nil {
+			return err
+		}
+	}
 	a, err := newApp(ctx, cfg, log, tr.provider)
 	if err != nil {
 		return err
@@ -250,6 +259,9 @@ func serve(ctx context.Context, cfg *serveConfig, log *slog.Logger, env func(str
 		MaxHeaderBytes:    cfg.MaxHeaderBytes,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
+	if certs != nil {
+		srv.TLSConfig = certs.tlsConfig()
+	}
 
 	// Background services live until the server has stopped serving.
 	svcCtx, stopServices := context.WithCancel(context.WithoutCancel(ctx))
@@ -259,11 +271,31 @@ func serve(ctx context.Context, cfg *serveConfig, log *slog.Logger, env func(str
 		defer services.Done()
 		reaper.New(reaper.Config{Store: st, Interval: cfg.reaperInterval(), Logger: log.With("part", "reaper")}).Run(svcCtx)
 	}()
+	if certs != nil {
+		// SIGHUP reloads the certificate (as nginx and others do);
+		// without TLS it keeps its default meaning.
+		hup := make(chan os.Signal, 1)
+		signal.Notify(hup, syscall.SIGHUP)
+		defer signal.Stop(hup)
+		poll := time.NewTicker(tlsPollInterval)
+		defer poll.Stop()
+		services.Add(1)
+		go func() {
+			defer services.Done()
+			certs.run(svcCtx, poll.C, hup)
+		}()
+	}
 
 	serveErr := make(chan error, 1)
-	go func() { serveErr <- srv.Serve(api.LimitListener(ln)) }()
+	go func() {
+		if certs != nil {
+			serveErr <- srv.ServeTLS(api.LimitListener(ln), "", "")
+			return
+		}
+		serveErr <- srv.Serve(api.LimitListener(ln))
+	}()
 	api.SetReady(true)
-	log.Info("herald listening", "addr", ln.Addr().String(), "data_dir", cfg.DataDir, "version", buildVersion())
+	log.Info("herald listening", "addr", ln.Addr().String(), "tls", certs != nil, "data_dir", cfg.DataDir, "version", buildVersion())
 
 	var errs []error
 	select {

@@ -83,7 +83,7 @@ func startSubscriptions(ctx context.Context, p subscriptionsParams) (*subscripti
 			TracerProvider: p.Tracing,
 		}),
 		Keyring:         keyring,
-		CallbackBaseURL: publicURL(cfg.PublicURL, p.Listener),
+		CallbackBaseURL: publicURL(cfg.PublicURL, cfg.TLS.scheme(), p.Listener),
 		Logger:          p.Logger,
 		Registerer:      p.Metrics,
 		TracerProvider:  p.Tracing,
@@ -154,28 +154,28 @@ func storedTokenKeys(ctx context.Context, st store.TokenKeyStore, dataDir string
 // no --public-url: the URLs it hands out (wakes' callbacks, portal links)
 // then name the listen address or localhost, which other machines may
 // not reach.
-func warnPublicURL(log *slog.Logger, configured string, ln net.Addr) {
+func warnPublicURL(log *slog.Logger, configured, scheme string, ln net.Addr) {
 	if configured != "" || isLoopback(ln) {
 		return
 	}
 	log.Warn("--public-url is not set while listening beyond loopback: the callback URLs of wakes and the dashboard URLs of portal tokens name "+
-		publicURL("", ln)+", which consumers on other machines may not reach; set --public-url to the URL they reach Herald at",
-		"addr", ln.String(), "public_url", publicURL("", ln))
+		publicURL("", scheme, ln)+", which consumers on other machines may not reach; set --public-url to the URL they reach Herald at",
+		"addr", ln.String(), "public_url", publicURL("", scheme, ln))
 }
 
 // publicURL is the base of callback URLs: the configured one, or the
-// listener's address (http://localhost:<port> when it listens on every
-// address).
-func publicURL(configured string, ln net.Addr) string {
+// listener's address with scheme (http, or https when Herald serves TLS),
+// <scheme>://localhost:<port> when it listens on every address.
+func publicURL(configured, scheme string, ln net.Addr) string {
 	if configured != "" {
 		return strings.TrimSuffix(configured, "/")
 	}
 	tcp, ok := ln.(*net.TCPAddr)
 	if !ok {
-		return "http://localhost:4437"
+		return scheme + "://localhost:4437"
 	}
 	if tcp.IP == nil || tcp.IP.IsUnspecified() {
-		return fmt.Sprintf("http://localhost:%d", tcp.Port)
+		return fmt.Sprintf("%s://localhost:%d", scheme, tcp.Port)
 	}
-	return "http://" + tcp.String()
+	return scheme + "://" + tcp.String()
 }

@@ -39,16 +39,19 @@ func TestSubscriptionFlags(t *testing.T) {
 func TestPublicURL(t *testing.T) {
 	for _, tc := range []struct {
 		configured string
+		scheme     string
 		addr       net.Addr
 		want       string
 	}{
-		{"https://herald.example/", nil, "https://herald.example"},
-		{"", &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 4437}, "http://127.0.0.1:4437"},
-		{"", &net.TCPAddr{IP: net.IPv6unspecified, Port: 9000}, "http://localhost:9000"},
-		{"", &net.TCPAddr{Port: 9001}, "http://localhost:9001"},
+		{"https://herald.example/", "http", nil, "https://herald.example"},
+		{"http://herald.example/", "https", nil, "http://herald.example"},
+		{"", "http", &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 4437}, "http://127.0.0.1:4437"},
+		{"", "https", &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 4437}, "https://127.0.0.1:4437"},
+		{"", "http", &net.TCPAddr{IP: net.IPv6unspecified, Port: 9000}, "http://localhost:9000"},
+		{"", "https", &net.TCPAddr{Port: 9001}, "https://localhost:9001"},
 	} {
-		if got := publicURL(tc.configured, tc.addr); got != tc.want {
-			t.Errorf("publicURL(%q, %v) = %q, want %q", tc.configured, tc.addr, got, tc.want)
+		if got := publicURL(tc.configured, tc.scheme, tc.addr); got != tc.want {
+			t.Errorf("publicURL(%q, %q, %v) = %q, want %q", tc.configured, tc.scheme, tc.addr, got, tc.want)
 		}
 	}
 }

@@ -184,7 +184,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 }
 
 func (s *Store) open(ctx context.Context) error {
-	file := filepath.Join(s.cfg.Dir, "herald.db")
+	file := filepath.Join(s.cfg.Dir, dbFile)
 	// SQLite creates its WAL and shared-memory files with the database
 	// file's mode: creating the database 0600 first keeps all three
 	// readable by Herald's user alone.
