@@ -59,9 +59,23 @@ func (r *streamsRig) must(key, method, path, body string, status int) string {
 // tenant's stream.
 func (r *streamsRig) refused(what, key, method, path, body, code string) {
 	r.t.Helper()
+	r.answers(what, key, method, path, body, http.StatusForbidden, code)
+}
+
+// absent checks that a request answers exactly as for a stream that does
+// not exist (404 STREAM_NOT_FOUND, nothing of the stream shown).
+func (r *streamsRig) absent(what, key, method, path, body string) {
+	r.t.Helper()
+	r.answers(what, key, method, path, body, http.StatusNotFound, "STREAM_NOT_FOUND")
+}
+
+// answers checks a request's status and code, and that the answer shows
+// nothing of another owner's streams.
+func (r *streamsRig) answers(what, key, method, path, body string, status int, code string) {
+	r.t.Helper()
 	resp, out := r.call(key, method, path, body, nil)
-	if resp.StatusCode != http.StatusForbidden || (method != http.MethodHead && !strings.Contains(out, `"code":"`+code+`"`)) {
-		r.t.Errorf("%s: %s %s = %d %s, want 403 %s", what, method, path, resp.StatusCode, out, code)
+	if resp.StatusCode != status || (method != http.MethodHead && !strings.Contains(out, `"code":"`+code+`"`)) {
+		r.t.Errorf("%s: %s %s = %d %s, want %d %s", what, method, path, resp.StatusCode, out, status, code)
 	}
 	for _, leak := range []string{"globex/secret", "private/ledger", "Stream-Next-Offset"} {
 		if strings.Contains(out, leak) || resp.Header.Get("Stream-Next-Offset") != "" {
@@ -101,8 +115,9 @@ func (r *streamsRig) walk(key, prefix string, limit int) (paths, cursors []strin
 }
 
 // A tenant's key creates, reads, appends to and deletes streams in its
-// namespace only: another tenant's and the platform's streams answer 403
-// whether they exist or not, and no answer shows anything of them.
+// namespace only: another tenant's and the platform's streams answer as
+// absent (404) whether they exist or not, a create there is 403, and no
+// answer shows anything of them.
 func TestTenantStreamsStayInTheirNamespace(t *testing.T) {
 	t.Parallel()
 	r := startStreamsRig(t)
@@ -110,17 +125,17 @@ func TestTenantStreamsStayInTheirNamespace(t *testing.T) {
 	r.must(r.acme, "GET", "/tenants/acme/mine?offset=-1", "", http.StatusOK)
 	r.must(r.acme, "HEAD", "/tenants/acme/mine", "", http.StatusOK)
 	for _, p := range []string{"/tenants/globex/secret", "/tenants/globex/none", "/tenants/acmex/x", "/private/ledger", "/events", "/tenants", "/agents/a"} {
-		r.refused("read "+p, r.acme, "GET", p+"?offset=-1", "", "FORBIDDEN")
-		r.refused("head "+p, r.acme, "HEAD", p, "", "FORBIDDEN")
-		r.refused("append "+p, r.acme, "POST", p, `{"n":1}`, "FORBIDDEN")
+		r.absent("read "+p, r.acme, "GET", p+"?offset=-1", "")
+		r.absent("head "+p, r.acme, "HEAD", p, "")
+		r.absent("append "+p, r.acme, "POST", p, `{"n":1}`)
 		r.refused("create "+p, r.acme, "PUT", p+"-new", "", "FORBIDDEN")
-		r.refused("delete "+p, r.acme, "DELETE", p, "", "FORBIDDEN")
+		r.absent("delete "+p, r.acme, "DELETE", p, "")
 	}
 	// Nothing was changed: globex's stream and the platform's are whole.
 	r.must(r.globex, "GET", "/tenants/globex/secret?offset=-1", "", http.StatusOK)
 	r.must(tenantAdminKey, "GET", "/private/ledger?offset=-1", "", http.StatusOK)
 	// Another tenant's key cannot touch acme's either.
-	r.refused("globex reads acme", r.globex, "GET", "/tenants/acme/mine?offset=-1", "", "FORBIDDEN")
+	r.absent("globex reads acme", r.globex, "GET", "/tenants/acme/mine?offset=-1", "")
 	// Even the admin key cannot write another tenant's events into
 	// acme's namespace.
 	r.refused("admin names globex in acme's namespace", tenantAdminKey, "POST", "/tenants/acme/mine", `{"type":"a","tenant":"globex"}`, "TENANT_FORBIDDEN")

@@ -73,16 +73,21 @@ func TestCertReloader(t *testing.T) {
 		return c.Leaf.Subject.CommonName
 	}
 	tick, hup := make(chan time.Time), make(chan os.Signal)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		r.run(ctx, tick, hup)
-	}()
-	defer func() { cancel(); <-done }()
-	// run handles one trigger at a time: once a second send is taken,
-	// the first one's reload is over.
-	trigger := func(send func()) { send(); send() }
+	// trigger runs the reloader for one send and stops it: run takes the
+	// send, finishes its reload, then sees the cancelled context, so the
+	// reload is over when trigger returns and no reload of an earlier
+	// trigger can see the files the test writes next.
+	trigger := func(send func()) {
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			r.run(ctx, tick, hup)
+		}()
+		send()
+		cancel()
+		<-done
+	}
 	onTick := func() { tick <- time.Now() }
 	onHUP := func() { hup <- syscall.SIGHUP }
 
