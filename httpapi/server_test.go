@@ -383,6 +383,14 @@ func TestDevelopmentModeRefusesForeignOrigins(t *testing.T) {
 	} {
 		for _, req := range requests {
 			w := do(s, req.method, req.target, strings.NewReader("x"), map[string]string{"Origin": origin, "Content-Type": req.contentType, "Access-Control-Request-Method": "DELETE"})
+			if req.method == "OPTIONS" {
+				// A preflight is answered, but without a grant: the
+				// browser then never sends the request.
+				if w.Code != http.StatusNoContent || w.Header().Get("Access-Control-Allow-Origin") != "" {
+					t.Errorf("preflight from %s: %d %v", origin, w.Code, w.Header())
+				}
+				continue
+			}
 			if w.Code != http.StatusForbidden || errorCode(t, w) != "ORIGIN_NOT_ALLOWED" || w.Header().Get("Access-Control-Allow-Origin") != "" {
 				t.Errorf("%s %s from %s: %d %v %s", req.method, req.target, origin, w.Code, w.Header(), w.Body)
 			}
