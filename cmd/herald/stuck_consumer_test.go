@@ -91,6 +91,17 @@ func TestConsumersShowStuck(t *testing.T) {
 	// A consumer that acks is not stuck.
 	expectOutput(t, "consumers ls", mustCLI(t, env, "subscriptions", "create", "/acks/*", "acks", "--webhook", m.receiver.URL), "acks")
 	mustCLI(t, env, "streams", "create", "/acks/a", "--content-type", "text/plain")
+	// The consumer is spawned by the engine once it sees the new stream:
+	// wait for it to exist.
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		status, _ := m.call(t, "GET", "/_herald/v1/consumers/acks:%2Facks%2Fa", map[string]string{"Authorization": "Bearer " + testAdminKey}, "")
+		if status == http.StatusOK {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the consumer of /acks/a does not exist after 30 s (last answer %d)", status)
+		}
+	}
 	out := mustCLI(t, env, "consumers", "get", "acks:%2Facks%2Fa")
 	expectOutput(t, "consumers get", out, "stuck:")
 	if !strings.Contains(out, "no\n") {

@@ -345,12 +345,13 @@ func (s *Store) submit(ctx context.Context, o op, done <-chan struct{}) error {
 		s.closeMu.RUnlock()
 		return ctx.Err()
 	}
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	// Once queued, the op runs: Close finishes every op submitted before
+	// it. Wait for it even when ctx ends, since an op's function writes
+	// the caller's variables (a claim's result), which the caller must
+	// not read while the committer still may. A commit takes
+	// milliseconds, so a cancelled caller is not held long.
+	<-done
+	return nil
 }
 
 // touchLoop periodically writes read-driven TTL renewals.
