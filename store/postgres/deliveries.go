@@ -406,7 +406,7 @@ func (s *Store) EventPublish(ctx context.Context, params *store.EventPublishPara
 	var res *store.EventPublishResult
 	err := s.tx(ctx, func(tx *wtx) error {
 		res = &store.EventPublishResult{Stream: params.Stream}
-		err := tx.QueryRow(ctx, `SELECT stream, position FROM published_events WHERE tenant = $1 AND event_id = $2`,
+		err := tx.QueryRow(ctx, codec.EventIDGet,
 			params.Tenant, params.EventID).Scan(&res.Stream, &res.Position)
 		switch {
 		case err == nil:
@@ -430,7 +430,7 @@ func (s *Store) EventPublish(ctx context.Context, params *store.EventPublishPara
 			return err
 		}
 		res.Position = a.Start
-		if _, err := tx.Exec(ctx, `INSERT INTO published_events (tenant, event_id, stream, position, created_at) VALUES ($1, $2, $3, $4, $5)`,
+		if _, err := tx.Exec(ctx, codec.EventIDInsert,
 			params.Tenant, params.EventID, params.Stream, a.Start, codec.Nanos(params.Now)); err != nil {
 			return fmt.Errorf("postgres: record event id: %w", err)
 		}

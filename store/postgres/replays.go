@@ -140,8 +140,7 @@ func (s *Store) EventIDsSeen(ctx context.Context, keys []store.EventKey) (map[st
 // writeSighting records an event id of a tenant met at a position of
 // stream, unless it was seen there before in that tenant; seen elsewhere, it is ErrCursorConflict.
 func writeSighting(ctx context.Context, tx pgx.Tx, stream string, sg *store.EventSighting, now int64) error {
-	tag, err := tx.Exec(ctx, `INSERT INTO published_events (tenant, event_id, stream, position, created_at) VALUES ($1, $2, $3, $4, $5)
-		ON CONFLICT (tenant, event_id) DO NOTHING`, sg.Tenant, sg.EventID, stream, sg.Position, now)
+	tag, err := tx.Exec(ctx, codec.EventIDInsertNew, sg.Tenant, sg.EventID, stream, sg.Position, now)
 	if err != nil {
 		return fmt.Errorf("postgres: record event id: %w", err)
 	}
@@ -149,7 +148,7 @@ func writeSighting(ctx context.Context, tx pgx.Tx, stream string, sg *store.Even
 		return nil
 	}
 	var at store.EventPlace
-	if err := tx.QueryRow(ctx, `SELECT stream, position FROM published_events WHERE tenant = $1 AND event_id = $2`, sg.Tenant, sg.EventID).
+	if err := tx.QueryRow(ctx, codec.EventIDGet, sg.Tenant, sg.EventID).
 		Scan(&at.Stream, &at.Position); err != nil {
 		return fmt.Errorf("postgres: read event id: %w", err)
 	}

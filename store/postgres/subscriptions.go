@@ -344,7 +344,7 @@ func (s *Store) ConsumerCount(ctx context.Context) (map[string]int, error) {
 // ConsumerCountStalled implements store.SubscriptionStore.
 func (s *Store) ConsumerCountStalled(ctx context.Context, atLeast int) (int, error) {
 	var n int
-	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM consumers WHERE stalled_wakes >= $1`, atLeast).Scan(&n); err != nil {
+	if err := s.pool.QueryRow(ctx, codec.ConsumerCountStalled, atLeast).Scan(&n); err != nil {
 		return 0, fmt.Errorf("postgres: count stalled consumers: %w", err)
 	}
 	return n, nil

@@ -505,7 +505,7 @@ func (s *Store) EventPublish(ctx context.Context, params *store.EventPublishPara
 		res = nil
 		var stream string
 		var pos int64
-		err := s.wconn.QueryRowContext(b.ctx, `SELECT stream, position FROM published_events WHERE tenant = ? AND event_id = ?`,
+		err := s.wconn.QueryRowContext(b.ctx, eventIDGet,
 			params.Tenant, params.EventID).Scan(&stream, &pos)
 		switch {
 		case err == nil:
@@ -531,7 +531,7 @@ func (s *Store) EventPublish(ctx context.Context, params *store.EventPublishPara
 		if a.err != nil {
 			return ruleError{a.err}
 		}
-		if _, err := b.exec(`INSERT INTO published_events (tenant, event_id, stream, position, created_at) VALUES (?, ?, ?, ?, ?)`,
+		if _, err := b.exec(eventIDInsert,
 			params.Tenant, params.EventID, params.Stream, a.res.Start, codec.Nanos(params.Now)); err != nil {
 			return fmt.Errorf("record event id: %w", err)
 		}
@@ -543,3 +543,11 @@ func (s *Store) EventPublish(ctx context.Context, params *store.EventPublishPara
 	}
 	return res, nil
 }
+
+// The shared statements in SQLite's placeholders, converted once.
+var (
+	eventIDGet           = codec.Numbered(codec.EventIDGet)
+	eventIDInsert        = codec.Numbered(codec.EventIDInsert)
+	eventIDInsertNew     = codec.Numbered(codec.EventIDInsertNew)
+	consumerCountStalled = codec.Numbered(codec.ConsumerCountStalled)
+)

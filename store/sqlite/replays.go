@@ -158,8 +158,7 @@ func (s *Store) EventIDsSeen(ctx context.Context, keys []store.EventKey) (map[st
 // writeSighting records an event id of a tenant met at a position of
 // stream, unless it was seen there before in that tenant; seen elsewhere, it is ErrCursorConflict.
 func (b *batch) writeSighting(stream string, sg *store.EventSighting, now int64) error {
-	r, err := b.exec(`INSERT INTO published_events (tenant, event_id, stream, position, created_at) VALUES (?, ?, ?, ?, ?)
-		ON CONFLICT (tenant, event_id) DO NOTHING`, sg.Tenant, sg.EventID, stream, sg.Position, now)
+	r, err := b.exec(eventIDInsertNew, sg.Tenant, sg.EventID, stream, sg.Position, now)
 	if err != nil {
 		return fmt.Errorf("record event id: %w", err)
 	}
@@ -167,7 +166,7 @@ func (b *batch) writeSighting(stream string, sg *store.EventSighting, now int64)
 		return err
 	}
 	var at store.EventPlace
-	if err := b.s.wconn.QueryRowContext(b.ctx, `SELECT stream, position FROM published_events WHERE tenant = ? AND event_id = ?`, sg.Tenant, sg.EventID).
+	if err := b.s.wconn.QueryRowContext(b.ctx, eventIDGet, sg.Tenant, sg.EventID).
 		Scan(&at.Stream, &at.Position); err != nil {
 		return fmt.Errorf("read event id: %w", err)
 	}

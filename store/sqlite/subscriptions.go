@@ -412,7 +412,7 @@ func (s *Store) ConsumerPathList(ctx context.Context, params *store.ConsumerPath
 // ConsumerCountStalled implements store.SubscriptionStore.
 func (s *Store) ConsumerCountStalled(ctx context.Context, atLeast int) (int, error) {
 	var n int
-	if err := s.reader.QueryRowContext(ctx, `SELECT count(*) FROM consumers WHERE stalled_wakes >= ?`, atLeast).Scan(&n); err != nil {
+	if err := s.reader.QueryRowContext(ctx, consumerCountStalled, atLeast).Scan(&n); err != nil {
 		return 0, fmt.Errorf("sqlite: count stalled consumers: %w", err)
 	}
 	return n, nil

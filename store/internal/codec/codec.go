@@ -427,3 +427,21 @@ func nonNilBytes(b []byte) []byte {
 	}
 	return b
 }
+
+// The statements on recorded event ids and stalled consumers, written once
+// in PostgreSQL's placeholders; the SQLite backend takes them through
+// Numbered.
+const (
+	// EventIDGet reads where an event id of a tenant was recorded:
+	// (tenant, event_id) → stream, position.
+	EventIDGet = `SELECT stream, position FROM published_events WHERE tenant = $1 AND event_id = $2`
+	// EventIDInsert records an event id of a tenant:
+	// (tenant, event_id, stream, position, created_at).
+	EventIDInsert = `INSERT INTO published_events (tenant, event_id, stream, position, created_at) VALUES ($1, $2, $3, $4, $5)`
+	// EventIDInsertNew is EventIDInsert that leaves an id already
+	// recorded in that tenant as it is.
+	EventIDInsertNew = EventIDInsert + ` ON CONFLICT (tenant, event_id) DO NOTHING`
+	// ConsumerCountStalled counts the consumers woken at least $1 times
+	// without progress.
+	ConsumerCountStalled = `SELECT count(*) FROM consumers WHERE stalled_wakes >= $1`
+)
