@@ -128,10 +128,10 @@ type BatchConfig struct {
 // validate checks a batch configuration's ranges.
 func (b *BatchConfig) validate() error {
 	if b.MaxEvents < MinBatchEvents || b.MaxEvents > MaxBatchEvents {
-		return invalid(CodeInvalidBatch, "batch.max_events", "must be from %d to %d", MinBatchEvents, MaxBatchEvents)
+		return Invalid(CodeInvalidBatch, "batch.max_events", "must be from %d to %d", MinBatchEvents, MaxBatchEvents)
 	}
 	if b.MaxWaitMS < 0 || time.Duration(b.MaxWaitMS)*time.Millisecond > MaxBatchWait {
-		return invalid(CodeInvalidBatch, "batch.max_wait_ms", "must be from 0 to %d milliseconds", MaxBatchWait.Milliseconds())
+		return Invalid(CodeInvalidBatch, "batch.max_wait_ms", "must be from 0 to %d milliseconds", MaxBatchWait.Milliseconds())
 	}
 	return nil
 }
@@ -232,17 +232,17 @@ func ValidateEndpoint(ctx context.Context, p *ValidateEndpointParams) (*Endpoint
 		return nil, err
 	}
 	if math.IsNaN(out.RateLimit) || math.IsInf(out.RateLimit, 0) || out.RateLimit < 0 || out.RateLimit > MaxRateLimit {
-		return nil, invalid(CodeInvalidRateLimit, "rate_limit", "must be from 0 (no limit) to %d deliveries per second", MaxRateLimit)
+		return nil, Invalid(CodeInvalidRateLimit, "rate_limit", "must be from 0 (no limit) to %d deliveries per second", MaxRateLimit)
 	}
 	if out.MaxInFlight < 0 || out.MaxInFlight > MaxMaxInFlight {
-		return nil, invalid(CodeInvalidMaxInFlight, "max_in_flight", "must be from 0 (engine default) to %d", MaxMaxInFlight)
+		return nil, Invalid(CodeInvalidMaxInFlight, "max_in_flight", "must be from 0 (engine default) to %d", MaxMaxInFlight)
 	}
 	switch out.Ordering {
 	case "":
 		out.Ordering = OrderingNone
 	case OrderingNone, OrderingStream:
 	default:
-		return nil, invalid(CodeInvalidOrdering, "ordering", "%q is not an ordering; use \"none\" or \"stream\"", out.Ordering)
+		return nil, Invalid(CodeInvalidOrdering, "ordering", "%q is not an ordering; use \"none\" or \"stream\"", out.Ordering)
 	}
 	profile, err := validateProfileChoice(p.Profiles, out.Profile)
 	if err != nil {
@@ -254,23 +254,23 @@ func ValidateEndpoint(ctx context.Context, p *ValidateEndpointParams) (*Endpoint
 	}
 	out.Headers = headers
 	if out.FailurePolicy != "" && !ValidFailurePolicy(out.FailurePolicy) {
-		return nil, invalid(CodeInvalidFailurePolicy, "failure_policy", "%q is not a failure policy; use %q or %q", out.FailurePolicy, FailurePolicyStandard, FailurePolicyRetryAll)
+		return nil, Invalid(CodeInvalidFailurePolicy, "failure_policy", "%q is not a failure policy; use %q or %q", out.FailurePolicy, FailurePolicyStandard, FailurePolicyRetryAll)
 	}
 	maxTimeout := p.MaxTimeout
 	if maxTimeout <= 0 {
 		maxTimeout = webhook.DefaultTimeout
 	}
 	if out.TimeoutMS < 0 || time.Duration(out.TimeoutMS)*time.Millisecond > maxTimeout {
-		return nil, invalid(CodeInvalidTimeout, "timeout_ms", "must be from 0 (the installation's timeout) to %d milliseconds", maxTimeout.Milliseconds())
+		return nil, Invalid(CodeInvalidTimeout, "timeout_ms", "must be from 0 (the installation's timeout) to %d milliseconds", maxTimeout.Milliseconds())
 	}
-	if !utf8.ValidString(out.Name) || len(out.Name) > MaxNameLen || strings.ContainsFunc(out.Name, isControl) {
-		return nil, invalid(CodeInvalidName, "name", "must be UTF-8 of at most %d bytes without control characters", MaxNameLen)
+	if !utf8.ValidString(out.Name) || len(out.Name) > MaxNameLen || strings.ContainsFunc(out.Name, IsControl) {
+		return nil, Invalid(CodeInvalidName, "name", "must be UTF-8 of at most %d bytes without control characters", MaxNameLen)
 	}
 	if !utf8.ValidString(out.Description) || len(out.Description) > MaxDescriptionLen {
-		return nil, invalid(CodeInvalidDescription, "description", "must be UTF-8 of at most %d bytes", MaxDescriptionLen)
+		return nil, Invalid(CodeInvalidDescription, "description", "must be UTF-8 of at most %d bytes", MaxDescriptionLen)
 	}
-	if !utf8.ValidString(out.Tenant) || len(out.Tenant) > MaxTenantLen || strings.ContainsFunc(out.Tenant, isControl) {
-		return nil, invalid(CodeInvalidTenant, "tenant", "must be UTF-8 of at most %d bytes without control characters", MaxTenantLen)
+	if !utf8.ValidString(out.Tenant) || len(out.Tenant) > MaxTenantLen || strings.ContainsFunc(out.Tenant, IsControl) {
+		return nil, Invalid(CodeInvalidTenant, "tenant", "must be UTF-8 of at most %d bytes without control characters", MaxTenantLen)
 	}
 
 	if err := p.CheckURL(ctx, out.URL); err != nil {
@@ -314,7 +314,7 @@ func validateProfileChoice(ps *ProfileSet, name string) (*Profile, error) {
 	}
 	p, ok := ps.Lookup(name)
 	if !ok {
-		return nil, invalid(CodeInvalidProfile, "profile", "no profile %q; known: %s", name, strings.Join(ps.Names(), ", "))
+		return nil, Invalid(CodeInvalidProfile, "profile", "no profile %q; known: %s", name, strings.Join(ps.Names(), ", "))
 	}
 	return p, nil
 }
@@ -326,7 +326,7 @@ func validateHeaders(in map[string]string, profile *Profile) (map[string]string,
 		return nil, nil
 	}
 	if len(in) > MaxHeaders {
-		return nil, invalid(CodeInvalidHeader, "headers", "%d headers, over the limit of %d", len(in), MaxHeaders)
+		return nil, Invalid(CodeInvalidHeader, "headers", "%d headers, over the limit of %d", len(in), MaxHeaders)
 	}
 	out := make(map[string]string, len(in))
 	names := make([]string, 0, len(in))
@@ -338,23 +338,23 @@ func validateHeaders(in map[string]string, profile *Profile) (map[string]string,
 		value := in[name]
 		field := "headers." + name
 		if !validHeaderName(name) {
-			return nil, invalid(CodeInvalidHeader, field, "%q is not a valid header name", name)
+			return nil, Invalid(CodeInvalidHeader, field, "%q is not a valid header name", name)
 		}
 		canon := textproto.CanonicalMIMEHeaderKey(name)
 		if why, refused := refusedHeaders[canon]; refused {
-			return nil, invalid(CodeInvalidHeader, field, "%s cannot be set (%s)", canon, why)
+			return nil, Invalid(CodeInvalidHeader, field, "%s cannot be set (%s)", canon, why)
 		}
 		if profile.sets(canon) {
-			return nil, invalid(CodeInvalidHeader, field, "%s cannot be set (a header of profile %s)", canon, profile.Name)
+			return nil, Invalid(CodeInvalidHeader, field, "%s cannot be set (a header of profile %s)", canon, profile.Name)
 		}
 		if _, dup := out[canon]; dup {
-			return nil, invalid(CodeInvalidHeader, field, "%s is given twice (names are case-insensitive)", canon)
+			return nil, Invalid(CodeInvalidHeader, field, "%s is given twice (names are case-insensitive)", canon)
 		}
 		if len(value) > maxHeaderValueLen {
-			return nil, invalid(CodeInvalidHeader, field, "value is over %d bytes", maxHeaderValueLen)
+			return nil, Invalid(CodeInvalidHeader, field, "value is over %d bytes", maxHeaderValueLen)
 		}
 		if !validHeaderValue(value) {
-			return nil, invalid(CodeInvalidHeader, field, "value has a control character (CR, LF or NUL?)")
+			return nil, Invalid(CodeInvalidHeader, field, "value has a control character (CR, LF or NUL?)")
 		}
 		out[canon] = value
 	}
@@ -390,4 +390,4 @@ func validHeaderValue(v string) bool {
 	return true
 }
 
-func isControl(r rune) bool { return r < ' ' || r == 0x7f || (r >= 0x80 && r < 0xa0) }
+func IsControl(r rune) bool { return r < ' ' || r == 0x7f || (r >= 0x80 && r < 0xa0) }

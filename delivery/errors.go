@@ -16,6 +16,9 @@ type Code string
 
 // Validation error codes.
 const (
+	// CodeInvalidParameter: a query parameter or a parameter of an
+	// operation has a value that is not allowed.
+	CodeInvalidParameter Code = "INVALID_PARAMETER"
 	// CodeInvalidEvent: the event is not a JSON object, or a field has the
 	// wrong JSON type.
 	CodeInvalidEvent Code = "INVALID_EVENT"
@@ -103,6 +106,6 @@ func (e *ValidationError) Is(target error) bool { return target == ErrInvalid }
 // Unwrap returns the underlying error.
 func (e *ValidationError) Unwrap() error { return e.Err }
 
-func invalid(code Code, field, format string, args ...any) *ValidationError {
+func Invalid(code Code, field, format string, args ...any) *ValidationError {
 	return &ValidationError{Code: code, Field: field, Message: fmt.Sprintf(format, args...)}
 }

@@ -59,10 +59,10 @@ func ParseEvent(raw []byte, p *ParseEventParams) (*Event, error) {
 		maxBytes = DefaultMaxEventBytes
 	}
 	if len(raw) > maxBytes {
-		return nil, invalid(CodeEventTooLarge, "", "event is %d bytes, over the limit of %d", len(raw), maxBytes)
+		return nil, Invalid(CodeEventTooLarge, "", "event is %d bytes, over the limit of %d", len(raw), maxBytes)
 	}
 	if !utf8.Valid(raw) {
-		return nil, invalid(CodeInvalidEvent, "", "event is not valid UTF-8")
+		return nil, Invalid(CodeInvalidEvent, "", "event is not valid UTF-8")
 	}
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &fields); err != nil || fields == nil {
@@ -77,12 +77,12 @@ func ParseEvent(raw []byte, p *ParseEventParams) (*Event, error) {
 		switch k {
 		case "id", "type", "timestamp", "data":
 		default:
-			return nil, invalid(CodeUnknownField, k, "unknown event field; an event has id, type, timestamp and data (put everything else in data)")
+			return nil, Invalid(CodeUnknownField, k, "unknown event field; an event has id, type, timestamp and data (put everything else in data)")
 		}
 	}
 
 	ev := &Event{}
-	if v, ok := fields["id"]; ok && !isNull(v) {
+	if v, ok := fields["id"]; ok && !IsNull(v) {
 		if err := json.Unmarshal(v, &ev.ID); err != nil {
 			return nil, &ValidationError{Code: CodeInvalidEventID, Field: "id", Message: "id must be a string", Err: err}
 		}
@@ -91,8 +91,8 @@ func ParseEvent(raw []byte, p *ParseEventParams) (*Event, error) {
 		}
 	}
 	v, ok := fields["type"]
-	if !ok || isNull(v) {
-		return nil, invalid(CodeInvalidEventType, "type", "type is required")
+	if !ok || IsNull(v) {
+		return nil, Invalid(CodeInvalidEventType, "type", "type is required")
 	}
 	if err := json.Unmarshal(v, &ev.Type); err != nil {
 		return nil, &ValidationError{Code: CodeInvalidEventType, Field: "type", Message: "type must be a string", Err: err}
@@ -101,7 +101,7 @@ func ParseEvent(raw []byte, p *ParseEventParams) (*Event, error) {
 		return nil, err
 	}
 	ev.Timestamp = p.Now.UTC()
-	if v, ok := fields["timestamp"]; ok && !isNull(v) {
+	if v, ok := fields["timestamp"]; ok && !IsNull(v) {
 		var s string
 		if err := json.Unmarshal(v, &s); err != nil {
 			return nil, &ValidationError{Code: CodeInvalidParameter, Field: "timestamp", Message: "timestamp must be an RFC 3339 string", Err: err}
@@ -135,21 +135,21 @@ func (e *Event) Body() ([]byte, error) {
 	return bytes.TrimSuffix(buf.Bytes(), []byte{'\n'}), nil
 }
 
-func isNull(v json.RawMessage) bool { return string(bytes.TrimSpace(v)) == "null" }
+func IsNull(v json.RawMessage) bool { return string(bytes.TrimSpace(v)) == "null" }
 
 // ValidateEventID checks an event id: 1 to 255 bytes of printable ASCII
 // without spaces, because it travels as the webhook-id header and inside
 // the signed content.
 func ValidateEventID(id string) error {
 	if id == "" {
-		return invalid(CodeInvalidEventID, "id", "id must not be empty (omit it to get one assigned)")
+		return Invalid(CodeInvalidEventID, "id", "id must not be empty (omit it to get one assigned)")
 	}
 	if len(id) > maxEventIDLen {
-		return invalid(CodeInvalidEventID, "id", "id is %d bytes, over the limit of %d", len(id), maxEventIDLen)
+		return Invalid(CodeInvalidEventID, "id", "id is %d bytes, over the limit of %d", len(id), maxEventIDLen)
 	}
 	for i := 0; i < len(id); i++ {
 		if id[i] <= ' ' || id[i] > '~' {
-			return invalid(CodeInvalidEventID, "id", "id has character %q at %d; use printable ASCII without spaces", id[i], i)
+			return Invalid(CodeInvalidEventID, "id", "id has character %q at %d; use printable ASCII without spaces", id[i], i)
 		}
 	}
 	return nil
@@ -160,13 +160,13 @@ func ValidateEventID(id string) error {
 // for patterns.
 func ValidateEventType(t string) error {
 	if t == "" {
-		return invalid(CodeInvalidEventType, "type", "type must not be empty")
+		return Invalid(CodeInvalidEventType, "type", "type must not be empty")
 	}
 	if len(t) > maxEventTypeLen {
-		return invalid(CodeInvalidEventType, "type", "type is %d bytes, over the limit of %d", len(t), maxEventTypeLen)
+		return Invalid(CodeInvalidEventType, "type", "type is %d bytes, over the limit of %d", len(t), maxEventTypeLen)
 	}
 	if msg := typeSegmentsProblem(t); msg != "" {
-		return invalid(CodeInvalidEventType, "type", "%q: %s", t, msg)
+		return Invalid(CodeInvalidEventType, "type", "%q: %s", t, msg)
 	}
 	return nil
 }

@@ -30,17 +30,17 @@ func validateTypePattern(p string) *ValidationError {
 		return nil
 	}
 	if p == "" {
-		return invalid(CodeInvalidEventTypePattern, "event_types", "pattern must not be empty")
+		return Invalid(CodeInvalidEventTypePattern, "event_types", "pattern must not be empty")
 	}
 	body := strings.TrimSuffix(p, ".*")
 	if strings.Contains(body, "*") {
-		return invalid(CodeInvalidEventTypePattern, "event_types", "%q: '*' is allowed only alone or as a final \".*\" segment (\"scenario.*\")", p)
+		return Invalid(CodeInvalidEventTypePattern, "event_types", "%q: '*' is allowed only alone or as a final \".*\" segment (\"scenario.*\")", p)
 	}
 	if len(body) > maxEventTypeLen {
-		return invalid(CodeInvalidEventTypePattern, "event_types", "%q is over %d bytes", p, maxEventTypeLen)
+		return Invalid(CodeInvalidEventTypePattern, "event_types", "%q is over %d bytes", p, maxEventTypeLen)
 	}
 	if msg := typeSegmentsProblem(body); msg != "" {
-		return invalid(CodeInvalidEventTypePattern, "event_types", "%q: %s", p, msg)
+		return Invalid(CodeInvalidEventTypePattern, "event_types", "%q: %s", p, msg)
 	}
 	return nil
 }
@@ -58,10 +58,10 @@ type TypeFilter struct {
 // *ValidationError with CodeInvalidEventTypePattern and the entry's index.
 func CompileTypeFilter(patterns []string) (*TypeFilter, error) {
 	if len(patterns) == 0 {
-		return nil, invalid(CodeInvalidEventTypePattern, "event_types", "at least one pattern is needed (\"*\" for every event)")
+		return nil, Invalid(CodeInvalidEventTypePattern, "event_types", "at least one pattern is needed (\"*\" for every event)")
 	}
 	if len(patterns) > MaxEventTypePatterns {
-		return nil, invalid(CodeInvalidEventTypePattern, "event_types", "%d patterns, over the limit of %d", len(patterns), MaxEventTypePatterns)
+		return nil, Invalid(CodeInvalidEventTypePattern, "event_types", "%d patterns, over the limit of %d", len(patterns), MaxEventTypePatterns)
 	}
 	f := &TypeFilter{exact: make(map[string]struct{})}
 	for i, p := range patterns {

@@ -119,7 +119,7 @@ func ParseFieldFilter(raw []byte) (*FieldFilter, error) {
 		return nil, nil
 	}
 	if len(raw) > MaxFilterBytes {
-		return nil, invalid(CodeInvalidFilter, "filter", "filter is %d bytes, over the limit of %d", len(raw), MaxFilterBytes)
+		return nil, Invalid(CodeInvalidFilter, "filter", "filter is %d bytes, over the limit of %d", len(raw), MaxFilterBytes)
 	}
 	v, err := decodeJSON(raw)
 	if err != nil {
@@ -130,7 +130,7 @@ func ParseFieldFilter(raw []byte) (*FieldFilter, error) {
 	}
 	obj, ok := v.(map[string]any)
 	if !ok {
-		return nil, invalid(CodeInvalidFilter, "filter", "filter must be a JSON object of \"path\": condition")
+		return nil, Invalid(CodeInvalidFilter, "filter", "filter must be a JSON object of \"path\": condition")
 	}
 	if len(obj) == 0 {
 		return nil, nil
@@ -155,7 +155,7 @@ func (p *filterParser) node(obj map[string]any, field string, depth int) (filter
 		case CombAnd, CombOr:
 			list, ok := arg.([]any)
 			if !ok || len(list) == 0 {
-				return n, invalid(CodeInvalidFilter, field+"."+key, "%q takes a non-empty array of filter objects", key)
+				return n, Invalid(CodeInvalidFilter, field+"."+key, "%q takes a non-empty array of filter objects", key)
 			}
 			for i, sub := range list {
 				child, err := p.nested(sub, fmt.Sprintf("%s.%s.%d", field, key, i), depth)
@@ -177,7 +177,7 @@ func (p *filterParser) node(obj map[string]any, field string, depth int) (filter
 		default:
 			p.conditions++
 			if p.conditions > MaxFilterConditions {
-				return n, invalid(CodeInvalidFilter, "filter", "over the limit of %d conditions", MaxFilterConditions)
+				return n, Invalid(CodeInvalidFilter, "filter", "over the limit of %d conditions", MaxFilterConditions)
 			}
 			c, err := parseCondition(key, arg)
 			if err != nil {
@@ -193,11 +193,11 @@ func (p *filterParser) node(obj map[string]any, field string, depth int) (filter
 // nested parses a filter object inside and / or / not.
 func (p *filterParser) nested(v any, field string, depth int) (filterNode, error) {
 	if depth+1 > MaxFilterNesting {
-		return filterNode{}, invalid(CodeInvalidFilter, field, "and / or / not nest deeper than %d", MaxFilterNesting)
+		return filterNode{}, Invalid(CodeInvalidFilter, field, "and / or / not nest deeper than %d", MaxFilterNesting)
 	}
 	obj, ok := v.(map[string]any)
 	if !ok || len(obj) == 0 {
-		return filterNode{}, invalid(CodeInvalidFilter, field, "a nested filter is a JSON object with at least one condition")
+		return filterNode{}, Invalid(CodeInvalidFilter, field, "a nested filter is a JSON object with at least one condition")
 	}
 	return p.node(obj, field, depth+1)
 }
@@ -207,23 +207,23 @@ func parseCondition(path string, cond any) (fieldCondition, error) {
 	segs := strings.Split(path, ".")
 	switch {
 	case path == "":
-		return fieldCondition{}, invalid(CodeInvalidFilter, "filter", "empty path")
+		return fieldCondition{}, Invalid(CodeInvalidFilter, "filter", "empty path")
 	case len(segs) > MaxFilterPathDepth:
-		return fieldCondition{}, invalid(CodeInvalidFilter, field, "path is deeper than %d segments", MaxFilterPathDepth)
+		return fieldCondition{}, Invalid(CodeInvalidFilter, field, "path is deeper than %d segments", MaxFilterPathDepth)
 	case slices.Contains(segs, ""):
-		return fieldCondition{}, invalid(CodeInvalidFilter, field, "path has an empty segment")
+		return fieldCondition{}, Invalid(CodeInvalidFilter, field, "path has an empty segment")
 	}
 	switch segs[0] {
 	case "id", "type", "timestamp", "data":
 	default:
-		return fieldCondition{}, invalid(CodeInvalidFilter, field, "path must start with id, type, timestamp or data (\"data.%s\"?), or be and, or, not", path)
+		return fieldCondition{}, Invalid(CodeInvalidFilter, field, "path must start with id, type, timestamp or data (\"data.%s\"?), or be and, or, not", path)
 	}
 	if segs[0] != "data" && len(segs) > 1 {
-		return fieldCondition{}, invalid(CodeInvalidFilter, field, "%s is a string and has no fields", segs[0])
+		return fieldCondition{}, Invalid(CodeInvalidFilter, field, "%s is a string and has no fields", segs[0])
 	}
 	c := fieldCondition{path: path, segs: segs}
 	if _, isList := cond.([]any); isList {
-		return fieldCondition{}, invalid(CodeInvalidFilter, field, "use {\"in\": [...]} for membership, or {\"eq\": [...]} to compare with an array")
+		return fieldCondition{}, Invalid(CodeInvalidFilter, field, "use {\"in\": [...]} for membership, or {\"eq\": [...]} to compare with an array")
 	}
 	opsObj, isObj := cond.(map[string]any)
 	if !isObj {
@@ -231,7 +231,7 @@ func parseCondition(path string, cond any) (fieldCondition, error) {
 		return c, nil
 	}
 	if len(opsObj) == 0 {
-		return fieldCondition{}, invalid(CodeInvalidFilter, field, "empty operator object; use {\"eq\": {}} to match an empty object")
+		return fieldCondition{}, Invalid(CodeInvalidFilter, field, "empty operator object; use {\"eq\": {}} to match an empty object")
 	}
 	for name, arg := range opsObj {
 		op, err := parseOp(field, name, arg)
@@ -252,19 +252,19 @@ func parseOp(field, name string, arg any) (fieldOp, error) {
 	case OpIn, OpNin:
 		list, ok := arg.([]any)
 		if !ok {
-			return op, invalid(CodeInvalidFilter, field, "%q takes an array of values", name)
+			return op, Invalid(CodeInvalidFilter, field, "%q takes an array of values", name)
 		}
 		if len(list) == 0 {
-			return op, invalid(CodeInvalidFilter, field, "%q needs at least one value", name)
+			return op, Invalid(CodeInvalidFilter, field, "%q needs at least one value", name)
 		}
 		if len(list) > MaxFilterListValues {
-			return op, invalid(CodeInvalidFilter, field, "%q has %d values, over the limit of %d", name, len(list), MaxFilterListValues)
+			return op, Invalid(CodeInvalidFilter, field, "%q has %d values, over the limit of %d", name, len(list), MaxFilterListValues)
 		}
 		op.list = list
 	case OpExists:
 		b, ok := arg.(bool)
 		if !ok {
-			return op, invalid(CodeInvalidFilter, field, "\"exists\" takes true or false")
+			return op, Invalid(CodeInvalidFilter, field, "\"exists\" takes true or false")
 		}
 		op.exists = b
 	case OpGt, OpGte, OpLt, OpLte:
@@ -272,21 +272,21 @@ func parseOp(field, name string, arg any) (fieldOp, error) {
 		case json.Number, string:
 			op.value = arg
 		default:
-			return op, invalid(CodeInvalidFilter, field, "%q takes a number or a string", name)
+			return op, Invalid(CodeInvalidFilter, field, "%q takes a number or a string", name)
 		}
 	case OpPrefix:
 		str, ok := arg.(string)
 		if !ok {
-			return op, invalid(CodeInvalidFilter, field, "\"prefix\" takes a string")
+			return op, Invalid(CodeInvalidFilter, field, "\"prefix\" takes a string")
 		}
 		op.prefix = str
 	case OpRegex:
 		str, ok := arg.(string)
 		if !ok {
-			return op, invalid(CodeInvalidFilter, field, "\"regex\" takes a string")
+			return op, Invalid(CodeInvalidFilter, field, "\"regex\" takes a string")
 		}
 		if len(str) > MaxFilterRegexBytes {
-			return op, invalid(CodeInvalidFilter, field, "regex is %d bytes, over the limit of %d", len(str), MaxFilterRegexBytes)
+			return op, Invalid(CodeInvalidFilter, field, "regex is %d bytes, over the limit of %d", len(str), MaxFilterRegexBytes)
 		}
 		re, err := regexp.Compile(str)
 		if err != nil {
@@ -294,7 +294,7 @@ func parseOp(field, name string, arg any) (fieldOp, error) {
 		}
 		op.value, op.re = str, re
 	default:
-		return op, invalid(CodeInvalidFilter, field, "unknown operator %q (known: eq, ne, in, nin, exists, gt, gte, lt, lte, prefix, regex)", name)
+		return op, Invalid(CodeInvalidFilter, field, "unknown operator %q (known: eq, ne, in, nin, exists, gt, gte, lt, lte, prefix, regex)", name)
 	}
 	return op, nil
 }

@@ -59,10 +59,10 @@ func CompileFilters(p *FiltersParams) (*Filters, error) {
 	f := &Filters{types: tf}
 	if p.Streams != nil {
 		if len(p.Streams) == 0 {
-			return nil, invalid(CodeInvalidStreamPattern, "streams", "at least one pattern is needed (%q for every stream)", DefaultStreamPattern)
+			return nil, Invalid(CodeInvalidStreamPattern, "streams", "at least one pattern is needed (%q for every stream)", DefaultStreamPattern)
 		}
 		if len(p.Streams) > MaxStreamPatterns {
-			return nil, invalid(CodeInvalidStreamPattern, "streams", "%d patterns, over the limit of %d", len(p.Streams), MaxStreamPatterns)
+			return nil, Invalid(CodeInvalidStreamPattern, "streams", "%d patterns, over the limit of %d", len(p.Streams), MaxStreamPatterns)
 		}
 		everyStream := false
 		for i, pat := range p.Streams {

@@ -385,7 +385,7 @@ func checkSigned(t string) error {
 // sets reports whether the profile sends the header of canonical name
 // canon itself.
 func (p *Profile) sets(canon string) bool {
-	for _, h := range []string{p.Headers.ID, p.Headers.Timestamp, p.Headers.EventType, p.Headers.Signature, p.verificationHeader()} {
+	for _, h := range []string{p.Headers.ID, p.Headers.Timestamp, p.Headers.EventType, p.Headers.Signature, p.VerificationHeader()} {
 		if h != "" && textproto.CanonicalMIMEHeaderKey(h) == canon {
 			return true
 		}
@@ -393,8 +393,8 @@ func (p *Profile) sets(canon string) bool {
 	return false
 }
 
-// verificationHeader is the header of a challenge's code.
-func (p *Profile) verificationHeader() string {
+// VerificationHeader is the header of a challenge's code.
+func (p *Profile) VerificationHeader() string {
 	if p.Headers.Verification == "" {
 		return HeaderVerification
 	}
@@ -500,7 +500,7 @@ func (p *Profile) Sign(sp *ProfileSignParams) (http.Header, error) {
 		return nil, err
 	}
 	if len(sp.Secrets) == 0 {
-		return nil, invalid(CodeInvalidSecret, "secret", "no signing secret")
+		return nil, Invalid(CodeInvalidSecret, "secret", "no signing secret")
 	}
 	secrets := sp.Secrets
 	if p.Signature.Rotation == RotationPrevious {

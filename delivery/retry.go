@@ -90,18 +90,18 @@ func allDigits(s string) bool {
 // MaxScheduleStep.
 func (s Schedule) Validate() error {
 	if len(s) == 0 {
-		return invalid(CodeInvalidRetrySchedule, "retry_schedule", "at least one entry is needed (the delay of the first attempt, usually \"0\")")
+		return Invalid(CodeInvalidRetrySchedule, "retry_schedule", "at least one entry is needed (the delay of the first attempt, usually \"0\")")
 	}
 	if len(s) > MaxScheduleEntries {
-		return invalid(CodeInvalidRetrySchedule, "retry_schedule", "%d entries, over the limit of %d", len(s), MaxScheduleEntries)
+		return Invalid(CodeInvalidRetrySchedule, "retry_schedule", "%d entries, over the limit of %d", len(s), MaxScheduleEntries)
 	}
 	for i, d := range s {
 		field := fmt.Sprintf("retry_schedule[%d]", i)
 		if d < 0 {
-			return invalid(CodeInvalidRetrySchedule, field, "%s is negative", d)
+			return Invalid(CodeInvalidRetrySchedule, field, "%s is negative", d)
 		}
 		if d > MaxScheduleStep {
-			return invalid(CodeInvalidRetrySchedule, field, "%s is over the maximum of %s", formatStep(d), formatStep(MaxScheduleStep))
+			return Invalid(CodeInvalidRetrySchedule, field, "%s is over the maximum of %s", formatStep(d), formatStep(MaxScheduleStep))
 		}
 	}
 	return nil
@@ -144,7 +144,7 @@ func (s *Schedule) UnmarshalJSON(b []byte) error {
 		}
 		var num json.Number
 		if err := json.Unmarshal(it, &num); err != nil || !allDigits(num.String()) {
-			return invalid(CodeInvalidRetrySchedule, fmt.Sprintf("retry_schedule[%d]", i), "must be a duration string or a non-negative integer of seconds")
+			return Invalid(CodeInvalidRetrySchedule, fmt.Sprintf("retry_schedule[%d]", i), "must be a duration string or a non-negative integer of seconds")
 		}
 		entries[i] = num.String()
 	}

@@ -16,6 +16,10 @@ const (
 	HeaderWebhookSignature = "webhook-signature"
 )
 
+// HeaderVerification carries the challenge of the verification POST (a
+// profile may name another header).
+const HeaderVerification = "Herald-Verification"
+
 // SecretPrefix starts every signing secret.
 const SecretPrefix = "whsec_"
 
@@ -51,7 +55,7 @@ func ValidateSecret(secret string) error {
 		return err
 	}
 	if SecretPrefix+base64.StdEncoding.EncodeToString(key) != secret {
-		return invalid(CodeInvalidSecret, "secret", "the part after whsec_ must be standard base64 without spaces, line breaks or other characters")
+		return Invalid(CodeInvalidSecret, "secret", "the part after whsec_ must be standard base64 without spaces, line breaks or other characters")
 	}
 	return nil
 }
@@ -62,14 +66,14 @@ func ValidateSecret(secret string) error {
 func ParseSecret(secret string) ([]byte, error) {
 	enc, ok := strings.CutPrefix(secret, SecretPrefix)
 	if !ok {
-		return nil, invalid(CodeInvalidSecret, "secret", "a secret starts with %q", SecretPrefix)
+		return nil, Invalid(CodeInvalidSecret, "secret", "a secret starts with %q", SecretPrefix)
 	}
 	key, err := base64.StdEncoding.Strict().DecodeString(enc)
 	if err != nil {
 		return nil, &ValidationError{Code: CodeInvalidSecret, Field: "secret", Message: "the part after whsec_ must be standard base64", Err: err}
 	}
 	if len(key) < minSecretBytes || len(key) > maxSecretBytes {
-		return nil, invalid(CodeInvalidSecret, "secret", "the key is %d bytes; it must be %d to %d", len(key), minSecretBytes, maxSecretBytes)
+		return nil, Invalid(CodeInvalidSecret, "secret", "the key is %d bytes; it must be %d to %d", len(key), minSecretBytes, maxSecretBytes)
 	}
 	return key, nil
 }

@@ -1,4 +1,4 @@
-package delivery
+package deliveryapi
 
 import (
 	"bytes"
@@ -15,6 +15,8 @@ import (
 	"unicode"
 
 	"github.com/heraldstreams/herald/auth"
+	"github.com/heraldstreams/herald/delivery"
+	"github.com/heraldstreams/herald/delivery/dispatch"
 	"github.com/heraldstreams/herald/store"
 )
 
@@ -28,12 +30,12 @@ const maxRequestBody = 1 << 20
 // errors are {"error": {"code", "message", "field"}} with a 4xx for every
 // mistake of the caller).
 type API struct {
-	e   *Engine
+	e   *dispatch.Engine
 	log *slog.Logger
 }
 
 // NewAPI returns the API of an engine.
-func NewAPI(e *Engine) *API { return &API{e: e, log: e.log} }
+func NewAPI(e *dispatch.Engine) *API { return &API{e: e, log: e.Logger()} }
 
 // Mount registers every route on m, each behind the scope it needs and,
 // for a route with an {id}, the check that the caller's tenant may see
@@ -84,26 +86,25 @@ func (a *API) Mount(m auth.Mounter) {
 
 // Error codes of the API besides the validation codes (see Code).
 const (
-	CodeInvalidJSON        Code = "INVALID_JSON"
-	CodeBodyTooLarge       Code = "PAYLOAD_TOO_LARGE"
-	CodeInvalidParameter   Code = "INVALID_PARAMETER"
-	CodeUnknownParameter   Code = "UNKNOWN_PARAMETER"
-	CodeEndpointNotFound   Code = "ENDPOINT_NOT_FOUND"
-	CodeDeliveryNotFound   Code = "DELIVERY_NOT_FOUND"
-	CodeReplayNotFound     Code = "REPLAY_NOT_FOUND"
-	CodeConflict           Code = "CONFLICT"
-	CodeVerificationFailed Code = "VERIFICATION_FAILED"
-	CodeStreamNotSourced   Code = "STREAM_NOT_SOURCED"
-	CodeStreamNotJSON      Code = "STREAM_NOT_JSON"
-	CodeStreamClosed       Code = "STREAM_CLOSED"
-	CodeStreamGone         Code = "STREAM_GONE"
-	CodeUnavailable        Code = "UNAVAILABLE"
-	CodeInternal           Code = "INTERNAL"
+	CodeInvalidJSON        delivery.Code = "INVALID_JSON"
+	CodeBodyTooLarge       delivery.Code = "PAYLOAD_TOO_LARGE"
+	CodeUnknownParameter   delivery.Code = "UNKNOWN_PARAMETER"
+	CodeEndpointNotFound   delivery.Code = "ENDPOINT_NOT_FOUND"
+	CodeDeliveryNotFound   delivery.Code = "DELIVERY_NOT_FOUND"
+	CodeReplayNotFound     delivery.Code = "REPLAY_NOT_FOUND"
+	CodeConflict           delivery.Code = "CONFLICT"
+	CodeVerificationFailed delivery.Code = "VERIFICATION_FAILED"
+	CodeStreamNotSourced   delivery.Code = "STREAM_NOT_SOURCED"
+	CodeStreamNotJSON      delivery.Code = "STREAM_NOT_JSON"
+	CodeStreamClosed       delivery.Code = "STREAM_CLOSED"
+	CodeStreamGone         delivery.Code = "STREAM_GONE"
+	CodeUnavailable        delivery.Code = "UNAVAILABLE"
+	CodeInternal           delivery.Code = "INTERNAL"
 )
 
 type apiError struct {
 	status  int
-	code    Code
+	code    delivery.Code
 	field   string
 	message string
 }
@@ -111,9 +112,9 @@ type apiError struct {
 func (e *apiError) Error() string { return e.message }
 
 // errBadCursor: a list's cursor is not a next_cursor value it gave.
-var errBadCursor = badRequest(CodeInvalidParameter, "cursor", "cursor must be a next_cursor value of a previous page")
+var errBadCursor = badRequest(delivery.CodeInvalidParameter, "cursor", "cursor must be a next_cursor value of a previous page")
 
-func badRequest(code Code, field, format string, args ...any) *apiError {
+func badRequest(code delivery.Code, field, format string, args ...any) *apiError {
 	return &apiError{http.StatusBadRequest, code, field, fmt.Sprintf(format, args...)}
 }
 
@@ -121,7 +122,7 @@ func badRequest(code Code, field, format string, args ...any) *apiError {
 var errorTable = []struct {
 	err    error
 	status int
-	code   Code
+	code   delivery.Code
 }{
 	{store.ErrEndpointNotFound, http.StatusNotFound, CodeEndpointNotFound},
 	{store.ErrDeliveryNotFound, http.StatusNotFound, CodeDeliveryNotFound},
@@ -130,8 +131,8 @@ var errorTable = []struct {
 	{store.ErrEventTypeNotFound, http.StatusNotFound, CodeEventTypeNotFound},
 	{store.ErrEventTypeExists, http.StatusConflict, CodeEventTypeExists},
 	{store.ErrEventTypeConflict, http.StatusConflict, CodeConflict},
-	{ErrVerificationFailed, http.StatusUnprocessableEntity, CodeVerificationFailed},
-	{ErrStreamNotSourced, http.StatusBadRequest, CodeStreamNotSourced},
+	{dispatch.ErrVerificationFailed, http.StatusUnprocessableEntity, CodeVerificationFailed},
+	{dispatch.ErrStreamNotSourced, http.StatusBadRequest, CodeStreamNotSourced},
 	{store.ErrContentTypeMismatch, http.StatusConflict, CodeStreamNotJSON},
 	{store.ErrStreamGone, http.StatusConflict, CodeStreamGone},
 	{store.ErrNotFound, http.StatusConflict, CodeStreamGone},
@@ -143,23 +144,23 @@ type errorBody struct {
 }
 
 type errorDetail struct {
-	Code    Code   `json:"code"`
-	Message string `json:"message"`
-	Field   string `json:"field,omitempty"`
+	Code    delivery.Code `json:"code"`
+	Message string        `json:"message"`
+	Field   string        `json:"field,omitempty"`
 }
 
 func (a *API) fail(w http.ResponseWriter, r *http.Request, err error) {
 	d := errorDetail{Code: CodeInternal, Message: "internal error"}
 	status := http.StatusInternalServerError
 	var ae *apiError
-	var ve *ValidationError
+	var ve *delivery.ValidationError
 	var closed *store.ClosedError
 	switch {
 	case errors.As(err, &ae):
 		status, d = ae.status, errorDetail{ae.code, ae.message, ae.field}
 	case errors.As(err, &ve):
 		status, d = http.StatusBadRequest, errorDetail{ve.Code, ve.Message, ve.Field}
-		if ve.Code == CodeEventTooLarge || ve.Code == CodeSchemaTooLarge {
+		if ve.Code == delivery.CodeEventTooLarge || ve.Code == dispatch.CodeSchemaTooLarge {
 			status = http.StatusRequestEntityTooLarge
 		}
 	case errors.As(err, &closed):
@@ -244,7 +245,7 @@ func decodeStrict(body []byte, v any) error {
 // jsonError turns a decode error into the API's error, naming the field
 // (a JSON path) and what it must be as declared in target's type.
 func jsonError(err error, target reflect.Type) error {
-	var ve *ValidationError
+	var ve *delivery.ValidationError
 	if errors.As(err, &ve) {
 		return ve
 	}
@@ -264,7 +265,7 @@ func jsonError(err error, target reflect.Type) error {
 	msg := err.Error()
 	if field, ok := strings.CutPrefix(msg, "json: unknown field "); ok {
 		field = strings.Trim(field, `"`)
-		return badRequest(CodeUnknownField, field, "unknown field %q", field)
+		return badRequest(delivery.CodeUnknownField, field, "unknown field %q", field)
 	}
 	return badRequest(CodeInvalidJSON, "", "the body is not valid JSON: %s", strings.TrimPrefix(msg, "json: "))
 }

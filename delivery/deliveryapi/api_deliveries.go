@@ -1,4 +1,4 @@
-package delivery
+package deliveryapi
 
 import (
 	"encoding/json"
@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/heraldstreams/herald/delivery"
+	"github.com/heraldstreams/herald/delivery/dispatch"
 	"github.com/heraldstreams/herald/protocol"
 	"github.com/heraldstreams/herald/store"
 )
@@ -80,16 +82,16 @@ func (a *API) listDeliveries(w http.ResponseWriter, r *http.Request) {
 	case "true":
 		count = true
 	default:
-		a.fail(w, r, badRequest(CodeInvalidParameter, "count", "count is true or false"))
+		a.fail(w, r, badRequest(delivery.CodeInvalidParameter, "count", "count is true or false"))
 		return
 	}
 	p := &store.DeliveryListParams{EndpointID: pathID(r), Status: q.Get("status"), EventType: q.Get("event_type")}
 	if p.Status != "" && !deliveryStatuses[p.Status] {
-		a.fail(w, r, badRequest(CodeInvalidParameter, "status", "status is one of pending, failed, delivered, exhausted"))
+		a.fail(w, r, badRequest(delivery.CodeInvalidParameter, "status", "status is one of pending, failed, delivered, exhausted"))
 		return
 	}
 	if p.EventType != "" {
-		if err := ValidateEventType(p.EventType); err != nil {
+		if err := delivery.ValidateEventType(p.EventType); err != nil {
 			a.fail(w, r, err)
 			return
 		}
@@ -101,7 +103,7 @@ func (a *API) listDeliveries(w http.ResponseWriter, r *http.Request) {
 		if s := q.Get(f.name); s != "" {
 			t, err := time.Parse(time.RFC3339, s)
 			if err != nil {
-				a.fail(w, r, badRequest(CodeInvalidParameter, f.name, "%s must be RFC 3339, like 2026-01-02T15:04:05Z", f.name))
+				a.fail(w, r, badRequest(delivery.CodeInvalidParameter, f.name, "%s must be RFC 3339, like 2026-01-02T15:04:05Z", f.name))
 				return
 			}
 			*f.dst = t
@@ -110,7 +112,7 @@ func (a *API) listDeliveries(w http.ResponseWriter, r *http.Request) {
 	// A cursor is the id of the last delivery of a page.
 	p.Before = q.Get("cursor")
 	p.Limit = limit + 1
-	ds, err := a.e.st.DeliveryList(r.Context(), p)
+	ds, err := a.e.Store().DeliveryList(r.Context(), p)
 	if errors.Is(err, store.ErrInvalidCursor) {
 		err = errBadCursor
 	}
@@ -121,7 +123,7 @@ func (a *API) listDeliveries(w http.ResponseWriter, r *http.Request) {
 	var out listDeliveriesJSON
 	out.Data, out.NextCursor = pageOf(ds, limit, func(d *store.Delivery) string { return d.ID }, deliveryView)
 	if count {
-		n, err := a.e.st.DeliveryCount(r.Context(), p)
+		n, err := a.e.Store().DeliveryCount(r.Context(), p)
 		if err != nil {
 			a.fail(w, r, err)
 			return
@@ -137,12 +139,12 @@ func (a *API) getDelivery(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ctx := r.Context()
-	d, err := a.e.st.DeliveryGet(ctx, pathID(r))
+	d, err := a.e.Store().DeliveryGet(ctx, pathID(r))
 	if err != nil {
 		a.fail(w, r, err)
 		return
 	}
-	atts, err := a.e.st.DeliveryAttempts(ctx, d.ID)
+	atts, err := a.e.Store().DeliveryAttempts(ctx, d.ID)
 	if err != nil {
 		a.fail(w, r, err)
 		return
@@ -172,16 +174,16 @@ func (a *API) retryDelivery(w http.ResponseWriter, r *http.Request) {
 
 // publishJSON is the answer to POST /v1/events.
 type publishJSON struct {
-	Event     Event  `json:"event"`
-	Stream    string `json:"stream"`
-	Offset    string `json:"offset"`
-	Duplicate bool   `json:"duplicate"`
+	Event     delivery.Event `json:"event"`
+	Stream    string         `json:"stream"`
+	Offset    string         `json:"offset"`
+	Duplicate bool           `json:"duplicate"`
 	// DeprecatedType: the enforced catalogue marks the type deprecated.
 	DeprecatedType bool `json:"deprecated_type,omitempty"`
 }
 
 func (a *API) publish(w http.ResponseWriter, r *http.Request) {
-	limit := int64(a.e.cfg.MaxEventBytes) + 4096 // room for stream and tenant
+	limit := int64(a.e.Config().MaxEventBytes) + 4096 // room for stream and tenant
 	body, err := readBody(w, r, limit, false)
 	if err != nil {
 		a.fail(w, r, err)
@@ -189,14 +191,14 @@ func (a *API) publish(w http.ResponseWriter, r *http.Request) {
 	}
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(body, &fields); err != nil || fields == nil {
-		a.fail(w, r, badRequest(CodeInvalidEvent, "", "an event is a JSON object: {\"type\", \"data\", and optionally \"id\", \"timestamp\", \"stream\", \"tenant\"}"))
+		a.fail(w, r, badRequest(delivery.CodeInvalidEvent, "", "an event is a JSON object: {\"type\", \"data\", and optionally \"id\", \"timestamp\", \"stream\", \"tenant\"}"))
 		return
 	}
 	var stream, tenant string
 	for name, dst := range map[string]*string{"stream": &stream, "tenant": &tenant} {
 		if raw, ok := fields[name]; ok {
 			if err := json.Unmarshal(raw, dst); err != nil {
-				a.fail(w, r, badRequest(CodeInvalidEvent, name, "%s must be a string", name))
+				a.fail(w, r, badRequest(delivery.CodeInvalidEvent, name, "%s must be a string", name))
 				return
 			}
 			delete(fields, name)
@@ -207,7 +209,7 @@ func (a *API) publish(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, err)
 		return
 	}
-	ev, err := ParseEvent(rest, &ParseEventParams{Now: a.e.now(), MaxBytes: a.e.cfg.MaxEventBytes})
+	ev, err := delivery.ParseEvent(rest, &delivery.ParseEventParams{Now: a.e.Now(), MaxBytes: a.e.Config().MaxEventBytes})
 	if err != nil {
 		a.fail(w, r, err)
 		return
@@ -216,15 +218,15 @@ func (a *API) publish(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, err)
 		return
 	}
-	if stream, err = publishStream(r.Context(), stream, a.e.cfg.DefaultStream); err != nil {
+	if stream, err = publishStream(r.Context(), stream, a.e.Config().DefaultStream); err != nil {
 		a.fail(w, r, err)
 		return
 	}
-	if tenant, err = a.e.streamTenant(stream, tenant); err != nil {
+	if tenant, err = a.streamTenant(stream, tenant); err != nil {
 		a.fail(w, r, err)
 		return
 	}
-	res, err := a.e.Publish(r.Context(), &PublishParams{Event: ev, Stream: stream, Tenant: tenant})
+	res, err := a.e.Publish(r.Context(), &dispatch.PublishParams{Event: ev, Stream: stream, Tenant: tenant})
 	if err != nil {
 		a.fail(w, r, err)
 		return
@@ -241,7 +243,7 @@ func (a *API) publish(w http.ResponseWriter, r *http.Request) {
 func parseOffset(s string) (int64, error) {
 	o, err := protocol.ParseOffset(s)
 	if err != nil || o.Kind == protocol.OffsetKindNow {
-		return 0, badRequest(CodeInvalidParameter, "offset", "offset must be -1 or an offset token like 0000000000000000_0000000000000000")
+		return 0, badRequest(delivery.CodeInvalidParameter, "offset", "offset must be -1 or an offset token like 0000000000000000_0000000000000000")
 	}
 	if o.Kind == protocol.OffsetKindStart {
 		return 0, nil

@@ -1,4 +1,4 @@
-package delivery
+package deliveryapi
 
 import (
 	"bytes"
@@ -9,13 +9,15 @@ import (
 	"strings"
 	"time"
 
+	"github.com/heraldstreams/herald/delivery"
+	"github.com/heraldstreams/herald/delivery/dispatch"
 	"github.com/heraldstreams/herald/store"
 )
 
 // endpointRequest is the body of POST /v1/endpoints (and, merged over the
 // stored configuration, of PATCH).
 type endpointRequest struct {
-	EndpointConfig
+	delivery.EndpointConfig
 	Active *bool  `json:"active,omitempty"`
 	Secret string `json:"secret,omitempty"`
 	Verify bool   `json:"verify,omitempty"`
@@ -27,39 +29,39 @@ const MaskedHeaderValue = "***"
 // endpointJSON is an endpoint as the API shows it. Secret is set on
 // create and rotation only.
 type endpointJSON struct {
-	ID                      string            `json:"id"`
-	URL                     string            `json:"url"`
-	Name                    string            `json:"name"`
-	EventTypes              []string          `json:"event_types"`
-	Streams                 []string          `json:"streams"`
-	Filter                  json.RawMessage   `json:"filter"`
-	Description             string            `json:"description"`
-	Tenant                  string            `json:"tenant"`
-	Active                  bool              `json:"active"`
-	Status                  string            `json:"status"`
-	RateLimit               float64           `json:"rate_limit"`
-	MaxInFlight             int               `json:"max_in_flight"`
-	Ordering                string            `json:"ordering"`
-	RetrySchedule           Schedule          `json:"retry_schedule"`
-	Headers                 map[string]string `json:"headers"`
-	Profile                 string            `json:"profile"`
-	FailurePolicy           string            `json:"failure_policy"`
-	TimeoutMS               int64             `json:"timeout_ms"`
-	Batch                   *BatchConfig      `json:"batch"`
-	Verify                  bool              `json:"verify"`
-	VerifiedAt              *string           `json:"verified_at"`
-	VerificationSentAt      *string           `json:"verification_sent_at"`
-	VerificationError       string            `json:"verification_error,omitempty"`
-	Secret                  string            `json:"secret,omitempty"`
-	PreviousSecretExpiresAt *string           `json:"previous_secret_expires_at,omitempty"`
-	ConsecutiveFailures     int               `json:"consecutive_failures"`
-	LastSuccessAt           *string           `json:"last_success_at"`
-	LastFailureAt           *string           `json:"last_failure_at"`
-	LastError               string            `json:"last_error,omitempty"`
-	DisabledAt              *string           `json:"disabled_at"`
-	DisabledReason          string            `json:"disabled_reason,omitempty"`
-	CreatedAt               *string           `json:"created_at"`
-	UpdatedAt               *string           `json:"updated_at"`
+	ID                      string                `json:"id"`
+	URL                     string                `json:"url"`
+	Name                    string                `json:"name"`
+	EventTypes              []string              `json:"event_types"`
+	Streams                 []string              `json:"streams"`
+	Filter                  json.RawMessage       `json:"filter"`
+	Description             string                `json:"description"`
+	Tenant                  string                `json:"tenant"`
+	Active                  bool                  `json:"active"`
+	Status                  string                `json:"status"`
+	RateLimit               float64               `json:"rate_limit"`
+	MaxInFlight             int                   `json:"max_in_flight"`
+	Ordering                string                `json:"ordering"`
+	RetrySchedule           delivery.Schedule     `json:"retry_schedule"`
+	Headers                 map[string]string     `json:"headers"`
+	Profile                 string                `json:"profile"`
+	FailurePolicy           string                `json:"failure_policy"`
+	TimeoutMS               int64                 `json:"timeout_ms"`
+	Batch                   *delivery.BatchConfig `json:"batch"`
+	Verify                  bool                  `json:"verify"`
+	VerifiedAt              *string               `json:"verified_at"`
+	VerificationSentAt      *string               `json:"verification_sent_at"`
+	VerificationError       string                `json:"verification_error,omitempty"`
+	Secret                  string                `json:"secret,omitempty"`
+	PreviousSecretExpiresAt *string               `json:"previous_secret_expires_at,omitempty"`
+	ConsecutiveFailures     int                   `json:"consecutive_failures"`
+	LastSuccessAt           *string               `json:"last_success_at"`
+	LastFailureAt           *string               `json:"last_failure_at"`
+	LastError               string                `json:"last_error,omitempty"`
+	DisabledAt              *string               `json:"disabled_at"`
+	DisabledReason          string                `json:"disabled_reason,omitempty"`
+	CreatedAt               *string               `json:"created_at"`
+	UpdatedAt               *string               `json:"updated_at"`
 	// Health is set by GET /endpoints/{id} only.
 	Health *healthJSON `json:"health,omitempty"`
 	// DroppedHeaders, in a PATCH answer only, names the custom headers
@@ -79,17 +81,17 @@ func (a *API) endpointView(ep *store.Endpoint, withSecret bool) endpointJSON {
 		Profile: ep.Profile, FailurePolicy: ep.FailurePolicy, TimeoutMS: ep.Timeout.Milliseconds(),
 		Verify: ep.Verification.Required, VerifiedAt: formatTime(ep.Verification.VerifiedAt),
 		VerificationSentAt: formatTime(ep.Verification.SentAt), VerificationError: ep.Verification.Error,
-		Batch: batchOf(ep),
+		Batch: dispatch.BatchOf(ep),
 	}
 	// Defaults are shown as they apply now.
 	if v.Profile == "" {
-		v.Profile = a.e.cfg.Profiles.Default()
+		v.Profile = a.e.Config().Profiles.Default()
 	}
 	if v.FailurePolicy == "" {
-		v.FailurePolicy = a.e.cfg.FailurePolicy
+		v.FailurePolicy = a.e.Config().FailurePolicy
 	}
 	if v.TimeoutMS == 0 {
-		v.TimeoutMS = a.e.cfg.Timeout.Milliseconds()
+		v.TimeoutMS = a.e.Config().Timeout.Milliseconds()
 	}
 	if v.Filter == nil {
 		v.Filter = json.RawMessage("null")
@@ -101,11 +103,11 @@ func (a *API) endpointView(ep *store.Endpoint, withSecret bool) endpointJSON {
 		v.Headers[name] = MaskedHeaderValue
 	}
 	if v.RetrySchedule == nil {
-		v.RetrySchedule = a.e.cfg.RetrySchedule
+		v.RetrySchedule = a.e.Config().RetrySchedule
 	}
 	if withSecret {
 		v.Secret = ep.Secret
-		if ep.PreviousSecret != "" && a.e.now().Before(ep.PreviousSecretUntil) {
+		if ep.PreviousSecret != "" && a.e.Now().Before(ep.PreviousSecretUntil) {
 			v.PreviousSecretExpiresAt = formatTime(ep.PreviousSecretUntil)
 		}
 	}
@@ -131,7 +133,7 @@ func (a *API) createEndpoint(w http.ResponseWriter, r *http.Request) {
 	if req.Active != nil {
 		active = *req.Active
 	}
-	ep, err := a.e.CreateEndpoint(r.Context(), &CreateEndpointParams{Config: req.EndpointConfig, Active: active, Secret: req.Secret, Verify: req.Verify})
+	ep, err := a.e.CreateEndpoint(r.Context(), &dispatch.CreateEndpointParams{Config: req.EndpointConfig, Active: active, Secret: req.Secret, Verify: req.Verify})
 	if err != nil {
 		a.fail(w, r, err)
 		return
@@ -153,7 +155,7 @@ func (a *API) listEndpoints(w http.ResponseWriter, r *http.Request) {
 	}
 	status := q.Get("status")
 	if status != "" && !endpointStatuses[status] {
-		a.fail(w, r, badRequest(CodeInvalidParameter, "status", "status is one of active, paused, disabled, pending"))
+		a.fail(w, r, badRequest(delivery.CodeInvalidParameter, "status", "status is one of active, paused, disabled, pending"))
 		return
 	}
 	if c := q.Get("cursor"); c != "" && !isEndpointID(c) {
@@ -170,7 +172,7 @@ func (a *API) listEndpoints(w http.ResponseWriter, r *http.Request) {
 	if tenant == "" {
 		tenant = q.Get("tenant")
 	}
-	eps, err := a.e.st.EndpointList(r.Context(), &store.EndpointListParams{After: q.Get("cursor"), Limit: limit + 1, Tenant: tenant, Status: status})
+	eps, err := a.e.Store().EndpointList(r.Context(), &store.EndpointListParams{After: q.Get("cursor"), Limit: limit + 1, Tenant: tenant, Status: status})
 	if err != nil {
 		a.fail(w, r, err)
 		return
@@ -206,7 +208,7 @@ func parseLimit(s string) (int, error) {
 	}
 	n, err := strconv.Atoi(s)
 	if err != nil || n < 1 || n > 1000 {
-		return 0, badRequest(CodeInvalidParameter, "limit", "limit must be an integer from 1 to 1000")
+		return 0, badRequest(delivery.CodeInvalidParameter, "limit", "limit must be an integer from 1 to 1000")
 	}
 	return n, nil
 }
@@ -254,7 +256,7 @@ func (a *API) patchEndpoint(w http.ResponseWriter, r *http.Request) {
 			if k == "secret" {
 				msg = "%q cannot be patched; use POST .../rotate-secret"
 			}
-			a.fail(w, r, badRequest(CodeUnknownField, k, msg, k))
+			a.fail(w, r, badRequest(delivery.CodeUnknownField, k, msg, k))
 			return
 		}
 	}
@@ -272,7 +274,7 @@ func (a *API) patchEndpoint(w http.ResponseWriter, r *http.Request) {
 		// The stored configuration with the patch laid over it: a field set
 		// to null goes back to its default.
 		active := cur.Active
-		merged := endpointRequest{EndpointConfig: ConfigOf(cur), Active: &active}
+		merged := endpointRequest{EndpointConfig: dispatch.ConfigOf(cur), Active: &active}
 		base, err := json.Marshal(merged)
 		if err != nil {
 			a.fail(w, r, err)
@@ -317,7 +319,7 @@ func (a *API) patchEndpoint(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		dropped := dropHeadersOnNewOrigin(cur, req.Headers, req.URL, patch)
-		ep, err := a.e.UpdateEndpoint(ctx, &UpdateEndpointParams{ID: id, Config: req.EndpointConfig, Active: active, Reenable: reenable, ExpectVersion: cur.Version})
+		ep, err := a.e.UpdateEndpoint(ctx, &dispatch.UpdateEndpointParams{ID: id, Config: req.EndpointConfig, Active: active, Reenable: reenable, ExpectVersion: cur.Version})
 		if errors.Is(err, store.ErrEndpointConflict) {
 			continue
 		}
@@ -381,12 +383,12 @@ type testRequest struct {
 }
 
 type testJSON struct {
-	OK           bool     `json:"ok"`
-	Event        Event    `json:"event"`
-	StatusCode   int      `json:"status_code"`
-	ResponseBody string   `json:"response_body"`
-	Latency      duration `json:"latency"`
-	Error        string   `json:"error,omitempty"`
+	OK           bool           `json:"ok"`
+	Event        delivery.Event `json:"event"`
+	StatusCode   int            `json:"status_code"`
+	ResponseBody string         `json:"response_body"`
+	Latency      duration       `json:"latency"`
+	Error        string         `json:"error,omitempty"`
 }
 
 // decodeOptional decodes a request body that may be empty into v.
@@ -468,14 +470,14 @@ func (a *API) replay(w http.ResponseWriter, r *http.Request) {
 }
 
 // replayParams checks a replay request.
-func replayParams(req *replayRequest) (*ReplayParams, error) {
-	p := &ReplayParams{Stream: req.Stream, Status: req.Status}
+func replayParams(req *replayRequest) (*dispatch.ReplayParams, error) {
+	p := &dispatch.ReplayParams{Stream: req.Stream, Status: req.Status}
 	if req.Since == "" && req.Offset == "" && req.Status == "" {
-		return nil, badRequest(CodeInvalidParameter, "since",
+		return nil, badRequest(delivery.CodeInvalidParameter, "since",
 			"give since (an RFC 3339 time), offset (a stream offset, -1 for the start) or status (exhausted or failed)")
 	}
 	if req.Status != "" && !replayStatuses[req.Status] {
-		return nil, badRequest(CodeInvalidParameter, "status", "status is exhausted or failed")
+		return nil, badRequest(delivery.CodeInvalidParameter, "status", "status is exhausted or failed")
 	}
 	for _, f := range []struct {
 		name, value string
@@ -486,16 +488,16 @@ func replayParams(req *replayRequest) (*ReplayParams, error) {
 		}
 		t, err := time.Parse(time.RFC3339, f.value)
 		if err != nil {
-			return nil, badRequest(CodeInvalidParameter, f.name, "%s must be RFC 3339, like 2026-01-02T15:04:05Z", f.name)
+			return nil, badRequest(delivery.CodeInvalidParameter, f.name, "%s must be RFC 3339, like 2026-01-02T15:04:05Z", f.name)
 		}
 		*f.dst = t
 	}
 	if !p.Until.IsZero() && !p.Since.Before(p.Until) && !p.Since.IsZero() {
-		return nil, badRequest(CodeInvalidParameter, "until", "until must be after since")
+		return nil, badRequest(delivery.CodeInvalidParameter, "until", "until must be after since")
 	}
 	if req.Offset != "" {
 		if req.Status != "" {
-			return nil, badRequest(CodeInvalidParameter, "offset", "offset replays a stream; status requeues deliveries: give one of them")
+			return nil, badRequest(delivery.CodeInvalidParameter, "offset", "offset replays a stream; status requeues deliveries: give one of them")
 		}
 		pos, err := parseOffset(req.Offset)
 		if err != nil {
@@ -504,7 +506,7 @@ func replayParams(req *replayRequest) (*ReplayParams, error) {
 		p.HasFrom, p.From = true, pos
 	}
 	if req.Stream != "" {
-		if err := validateStream(req.Stream); err != nil {
+		if err := dispatch.ValidateStream(req.Stream); err != nil {
 			return nil, err
 		}
 	}

@@ -1,22 +1,24 @@
-package delivery
+package deliveryapi
 
 import (
 	"encoding/json"
 	"errors"
 	"net/http"
 
+	"github.com/heraldstreams/herald/delivery"
+	"github.com/heraldstreams/herald/delivery/dispatch"
 	"github.com/heraldstreams/herald/store"
 )
 
 // Error codes of the catalogue routes.
 const (
-	CodeEventTypeNotFound Code = "EVENT_TYPE_NOT_FOUND"
-	CodeEventTypeExists   Code = "EVENT_TYPE_EXISTS"
+	CodeEventTypeNotFound delivery.Code = "EVENT_TYPE_NOT_FOUND"
+	CodeEventTypeExists   delivery.Code = "EVENT_TYPE_EXISTS"
 )
 
 // maxEventTypeBody bounds a catalogue request body: room for a schema of
 // MaxSchemaBytes with indentation, and the other fields.
-const maxEventTypeBody = 4 * MaxSchemaBytes
+const maxEventTypeBody = 4 * dispatch.MaxSchemaBytes
 
 // eventTypeRequest is the body of POST /v1/event-types.
 type eventTypeRequest struct {
@@ -69,7 +71,7 @@ func (a *API) createEventType(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, err)
 		return
 	}
-	et, err := a.e.CreateEventType(r.Context(), &EventTypeParams{Name: req.Name, Description: req.Description, Schema: req.Schema, Deprecated: req.Deprecated})
+	et, err := a.e.CreateEventType(r.Context(), &dispatch.EventTypeParams{Name: req.Name, Description: req.Description, Schema: req.Schema, Deprecated: req.Deprecated})
 	if err != nil {
 		a.fail(w, r, err)
 		return
@@ -90,11 +92,11 @@ func (a *API) listEventTypes(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	cursor := q.Get("cursor")
-	if cursor != "" && ValidateEventType(cursor) != nil {
+	if cursor != "" && delivery.ValidateEventType(cursor) != nil {
 		a.fail(w, r, errBadCursor)
 		return
 	}
-	ets, err := a.e.st.EventTypeList(r.Context(), &store.EventTypeListParams{After: cursor, Limit: limit + 1})
+	ets, err := a.e.Store().EventTypeList(r.Context(), &store.EventTypeListParams{After: cursor, Limit: limit + 1})
 	if err != nil {
 		a.fail(w, r, err)
 		return
@@ -109,7 +111,7 @@ func (a *API) getEventType(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, err)
 		return
 	}
-	et, err := a.e.st.EventTypeGet(r.Context(), pathID(r))
+	et, err := a.e.Store().EventTypeGet(r.Context(), pathID(r))
 	if err != nil {
 		a.fail(w, r, err)
 		return
@@ -128,12 +130,12 @@ func (a *API) patchEventType(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, name := r.Context(), pathID(r)
 	for range 3 {
-		cur, err := a.e.st.EventTypeGet(ctx, name)
+		cur, err := a.e.Store().EventTypeGet(ctx, name)
 		if err != nil {
 			a.fail(w, r, err)
 			return
 		}
-		p := EventTypeParams{Name: cur.Name, Description: cur.Description, Schema: cur.Schema, Deprecated: cur.Deprecated}
+		p := dispatch.EventTypeParams{Name: cur.Name, Description: cur.Description, Schema: cur.Schema, Deprecated: cur.Deprecated}
 		if err := applyEventTypePatch(&p, &patch); err != nil {
 			a.fail(w, r, err)
 			return
@@ -161,19 +163,19 @@ type eventTypePatch struct {
 }
 
 // applyEventTypePatch lays a patch over the stored state p.
-func applyEventTypePatch(p *EventTypeParams, patch *eventTypePatch) error {
+func applyEventTypePatch(p *dispatch.EventTypeParams, patch *eventTypePatch) error {
 	if patch.Schema != nil {
 		p.Schema = patch.Schema // null: no schema
 	}
 	if patch.Description != nil {
 		p.Description = ""
-		if !isNull(patch.Description) && json.Unmarshal(patch.Description, &p.Description) != nil {
+		if !delivery.IsNull(patch.Description) && json.Unmarshal(patch.Description, &p.Description) != nil {
 			return badRequest(CodeInvalidJSON, "description", "description must be a string")
 		}
 	}
 	if patch.Deprecated != nil {
 		p.Deprecated = false
-		if !isNull(patch.Deprecated) && json.Unmarshal(patch.Deprecated, &p.Deprecated) != nil {
+		if !delivery.IsNull(patch.Deprecated) && json.Unmarshal(patch.Deprecated, &p.Deprecated) != nil {
 			return badRequest(CodeInvalidJSON, "deprecated", "deprecated must be true or false")
 		}
 	}
@@ -181,7 +183,7 @@ func applyEventTypePatch(p *EventTypeParams, patch *eventTypePatch) error {
 }
 
 func (a *API) deleteEventType(w http.ResponseWriter, r *http.Request) {
-	if err := a.e.st.EventTypeDelete(r.Context(), pathID(r)); err != nil {
+	if err := a.e.Store().EventTypeDelete(r.Context(), pathID(r)); err != nil {
 		a.fail(w, r, err)
 		return
 	}

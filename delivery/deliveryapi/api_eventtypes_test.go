@@ -1,4 +1,4 @@
-package delivery
+package deliveryapi
 
 import (
 	"net/http"
@@ -7,6 +7,8 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/heraldstreams/herald/delivery"
+	"github.com/heraldstreams/herald/delivery/dispatch"
 	"github.com/heraldstreams/herald/store"
 )
 
@@ -77,7 +79,7 @@ func TestAPIEventTypeBadInput(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRig(t, nil)
 		r.call("POST", "/_herald/v1/event-types", `{"name":"order.paid"}`, nil)
-		hugeSchema := `{"description":"` + strings.Repeat("x", MaxSchemaBytes) + `"}`
+		hugeSchema := `{"description":"` + strings.Repeat("x", dispatch.MaxSchemaBytes) + `"}`
 		hugeBody := `{"name":"a.b","description":"` + strings.Repeat(" ", maxEventTypeBody) + `"}`
 		for _, c := range []struct {
 			name, method, path, body string
@@ -96,7 +98,7 @@ func TestAPIEventTypeBadInput(t *testing.T) {
 			{"schema not an object", "POST", "/_herald/v1/event-types", `{"name":"a.b","schema":[1]}`, 400, "INVALID_SCHEMA", "schema"},
 			{"schema too large", "POST", "/_herald/v1/event-types", `{"name":"a.b","schema":` + hugeSchema + `}`, 413, "SCHEMA_TOO_LARGE", "schema"},
 			{"body too large", "POST", "/_herald/v1/event-types", hugeBody, 413, "PAYLOAD_TOO_LARGE", ""},
-			{"long description", "POST", "/_herald/v1/event-types", `{"name":"a.b","description":"` + strings.Repeat("x", MaxDescriptionLen+1) + `"}`, 400, "INVALID_DESCRIPTION", "description"},
+			{"long description", "POST", "/_herald/v1/event-types", `{"name":"a.b","description":"` + strings.Repeat("x", delivery.MaxDescriptionLen+1) + `"}`, 400, "INVALID_DESCRIPTION", "description"},
 			{"unknown field", "POST", "/_herald/v1/event-types", `{"name":"a.b","version":2}`, 400, "UNKNOWN_FIELD", "version"},
 			{"patch name", "PATCH", "/_herald/v1/event-types/order.paid", `{"name":"order.done"}`, 400, "UNKNOWN_FIELD", "name"},
 			{"patch bad deprecated", "PATCH", "/_herald/v1/event-types/order.paid", `{"deprecated":"yes"}`, 400, "INVALID_JSON", "deprecated"},
@@ -127,7 +129,7 @@ func TestAPIEventTypeBadInput(t *testing.T) {
 // types must be catalogued and its prefix patterns cover one.
 func TestAPIEnforcedCatalogue(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		r := newRig(t, func(c *EngineConfig) { c.EnforceEventTypes = true })
+		r := newRig(t, func(c *dispatch.EngineConfig) { c.EnforceEventTypes = true })
 		for _, body := range []string{
 			`{"name":"order.paid","schema":` + orderPaidSchema + `}`,
 			`{"name":"order.legacy","deprecated":true}`,
@@ -151,7 +153,7 @@ func TestAPIEnforcedCatalogue(t *testing.T) {
 				t.Errorf("%s: %d %+v, want %s at %q", c.name, code, e.Error, c.code, c.field)
 			}
 		}
-		if _, err := r.st.StreamGet(t.Context(), &store.StreamGetParams{Path: DefaultStream, Now: time.Now()}); err == nil {
+		if _, err := r.st.StreamGet(t.Context(), &store.StreamGetParams{Path: dispatch.DefaultStream, Now: time.Now()}); err == nil {
 			t.Fatal("a refused event was stored")
 		}
 		var ok, legacy map[string]any
@@ -190,12 +192,12 @@ func TestAPIEnforcedCatalogue(t *testing.T) {
 		}
 		// A type removed from the catalogue does not block other changes
 		// of an endpoint that names it; naming it anew is refused.
-		ep := r.endpoint(&CreateEndpointParams{Config: EndpointConfig{EventTypes: []string{"order.legacy"}}, Active: true})
+		ep := r.endpoint(&dispatch.CreateEndpointParams{Config: delivery.EndpointConfig{EventTypes: []string{"order.legacy"}}, Active: true})
 		r.call("DELETE", "/_herald/v1/event-types/order.legacy", "", nil)
 		if code := r.call("PATCH", "/_herald/v1/endpoints/"+ep.ID, `{"description":"kept"}`, &e); code != http.StatusOK {
 			t.Fatalf("patch of an endpoint naming a removed type: %d %+v", code, e.Error)
 		}
-		other := r.endpoint(&CreateEndpointParams{Config: EndpointConfig{EventTypes: []string{"order.paid"}}, Active: true})
+		other := r.endpoint(&dispatch.CreateEndpointParams{Config: delivery.EndpointConfig{EventTypes: []string{"order.paid"}}, Active: true})
 		if code := r.call("PATCH", "/_herald/v1/endpoints/"+other.ID, `{"event_types":["order.legacy"]}`, &e); code != http.StatusBadRequest || e.Error.Field != "event_types[0]" {
 			t.Fatalf("patch naming a removed type: %d %+v", code, e.Error)
 		}

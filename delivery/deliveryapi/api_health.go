@@ -1,4 +1,4 @@
-package delivery
+package deliveryapi
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/heraldstreams/herald/delivery"
 	"github.com/heraldstreams/herald/store"
 )
 
@@ -37,13 +38,13 @@ type healthJSON struct {
 
 // endpointHealth summarizes an endpoint's recent attempts and backlog.
 func (a *API) endpointHealth(ctx context.Context, ep *store.Endpoint) (*healthJSON, error) {
-	attempts, err := a.e.st.DeliveryRecentAttempts(ctx, &store.RecentAttemptsParams{EndpointID: ep.ID, Limit: HealthWindow})
+	attempts, err := a.e.Store().DeliveryRecentAttempts(ctx, &store.RecentAttemptsParams{EndpointID: ep.ID, Limit: HealthWindow})
 	if err != nil {
 		return nil, err
 	}
-	h := &healthJSON{Breaker: "closed", ConsecutiveFailures: ep.Health.ConsecutiveFailures, BreakerThreshold: a.e.breaker.Threshold}
+	h := &healthJSON{Breaker: "closed", ConsecutiveFailures: ep.Health.ConsecutiveFailures, BreakerThreshold: a.e.Breaker().Threshold}
 	if h.BreakerThreshold <= 0 {
-		h.BreakerThreshold = DefaultBreakerThreshold
+		h.BreakerThreshold = delivery.DefaultBreakerThreshold
 	}
 	if !ep.Health.DisabledAt.IsZero() {
 		h.Breaker = "open"
@@ -53,7 +54,7 @@ func (a *API) endpointHealth(ctx context.Context, ep *store.Endpoint) (*healthJS
 		status string
 		dst    *int
 	}{{store.DeliveryPending, &h.Pending}, {store.DeliveryFailed, &h.Failed}} {
-		n, err := a.e.st.DeliveryCount(ctx, &store.DeliveryListParams{EndpointID: ep.ID, Status: c.status})
+		n, err := a.e.Store().DeliveryCount(ctx, &store.DeliveryListParams{EndpointID: ep.ID, Status: c.status})
 		if err != nil {
 			return nil, err
 		}

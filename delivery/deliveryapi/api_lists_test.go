@@ -1,6 +1,8 @@
-package delivery
+package deliveryapi
 
 import (
+	"github.com/heraldstreams/herald/delivery"
+	"github.com/heraldstreams/herald/delivery/dispatch"
 	"net/http"
 	"slices"
 	"testing"
@@ -12,8 +14,8 @@ import (
 // status.
 func TestAPIListEndpointsByStatus(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		r := newRig(t, func(c *EngineConfig) { c.BreakerThreshold = 1 })
-		r.rc.setRespond(func(_ int, ev Event) (int, map[string]string) {
+		r := newRig(t, func(c *dispatch.EngineConfig) { c.BreakerThreshold = 1 })
+		r.rc.setRespond(func(_ int, ev delivery.Event) (int, map[string]string) {
 			if ev.Type == "fail.now" {
 				return http.StatusInternalServerError, nil
 			}
@@ -78,13 +80,13 @@ func TestAPIListEndpointsByStatus(t *testing.T) {
 func TestAPIDeliveriesCount(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRig(t, nil)
-		r.rc.setRespond(func(_ int, ev Event) (int, map[string]string) {
+		r.rc.setRespond(func(_ int, ev delivery.Event) (int, map[string]string) {
 			if ev.Type == "order.refunded" {
 				return http.StatusGone, nil // final: exhausted at once
 			}
 			return http.StatusOK, nil
 		})
-		ep := r.endpoint(&CreateEndpointParams{Config: EndpointConfig{EventTypes: []string{"order.*"}}, Active: true})
+		ep := r.endpoint(&dispatch.CreateEndpointParams{Config: delivery.EndpointConfig{EventTypes: []string{"order.*"}}, Active: true})
 		for range 3 {
 			r.publish("order.paid", "/shop", `{}`)
 		}

@@ -1,10 +1,12 @@
-package delivery
+package deliveryapi
 
 import (
 	"context"
 	"net/http"
 
 	"github.com/heraldstreams/herald/auth"
+	"github.com/heraldstreams/herald/delivery"
+	"github.com/heraldstreams/herald/delivery/dispatch"
 	"github.com/heraldstreams/herald/glob"
 )
 
@@ -28,7 +30,7 @@ import (
 
 // CodeForbidden: a stream or pattern lies outside the credential's
 // stream paths or tenant namespace (the access layer's code).
-const CodeForbidden Code = "FORBIDDEN"
+const CodeForbidden delivery.Code = "FORBIDDEN"
 
 // TenantEventsStream is the stream, in a tenant's namespace, where the
 // events the tenant publishes without a stream go.
@@ -105,7 +107,7 @@ func patternsWithinPaths(ctx context.Context, field string, patterns []string) e
 		return nil
 	}
 	if patterns == nil {
-		patterns = []string{DefaultStreamPattern}
+		patterns = []string{delivery.DefaultStreamPattern}
 	}
 	for _, raw := range patterns {
 		if !pathsCover(p.Paths, raw) {
@@ -133,7 +135,7 @@ func pathsCover(paths []string, pattern string) bool {
 // replayWithinPaths refuses a replay that would read streams beyond the
 // request's credential's paths: its stream, or without one each pattern
 // of the endpoint's streams. A replay by status reads no stream.
-func (a *API) replayWithinPaths(ctx context.Context, p *ReplayParams) error {
+func (a *API) replayWithinPaths(ctx context.Context, p *dispatch.ReplayParams) error {
 	if p.Stream != "" {
 		return streamWithinReach(ctx, p.Stream)
 	}
@@ -163,8 +165,8 @@ func streamWithinReach(ctx context.Context, stream string) error {
 // streamTenant returns the tenant of an event published to stream with
 // tenant: the namespace's tenant for a stream in one (naming another there
 // is 403 TENANT_FORBIDDEN, even for a platform credential), else tenant.
-func (e *Engine) streamTenant(stream, tenant string) (string, error) {
-	owner, ok := auth.StreamOwner(e.cfg.TenantStreamPrefix, stream)
+func (a *API) streamTenant(stream, tenant string) (string, error) {
+	owner, ok := auth.StreamOwner(a.e.Config().TenantStreamPrefix, stream)
 	switch {
 	case !ok:
 		return tenant, nil

@@ -1,8 +1,10 @@
-package delivery
+package deliveryapi
 
 import (
 	"context"
 	"encoding/json"
+	"github.com/heraldstreams/herald/delivery"
+	"github.com/heraldstreams/herald/delivery/dispatch"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -14,12 +16,12 @@ import (
 func TestNamespaceStreamEventsAreTheNamespaceTenants(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRig(t, nil)
-		acme := r.endpoint(&CreateEndpointParams{Config: EndpointConfig{Tenant: "acme"}, Active: true})
-		globex := r.endpoint(&CreateEndpointParams{Config: EndpointConfig{Tenant: "globex"}, Active: true})
+		acme := r.endpoint(&dispatch.CreateEndpointParams{Config: delivery.EndpointConfig{Tenant: "acme"}, Active: true})
+		globex := r.endpoint(&dispatch.CreateEndpointParams{Config: delivery.EndpointConfig{Tenant: "globex"}, Active: true})
 		// Written as the engine's own publish would (no API check), naming
 		// globex inside acme's namespace.
-		if _, err := r.e.Publish(context.Background(), &PublishParams{Tenant: "globex", Stream: "/tenants/acme/orders",
-			Event: &Event{Type: "order.paid", Timestamp: time.Now().UTC(), Data: json.RawMessage(`{}`)}}); err != nil {
+		if _, err := r.e.Publish(context.Background(), &dispatch.PublishParams{Tenant: "globex", Stream: "/tenants/acme/orders",
+			Event: &delivery.Event{Type: "order.paid", Timestamp: time.Now().UTC(), Data: json.RawMessage(`{}`)}}); err != nil {
 			t.Fatal(err)
 		}
 		synctest.Wait()
@@ -34,7 +36,7 @@ func TestNamespaceStreamEventsAreTheNamespaceTenants(t *testing.T) {
 
 func TestStreamTenant(t *testing.T) {
 	t.Parallel()
-	e := &Engine{cfg: EngineConfig{TenantStreamPrefix: "/tenants/{tenant}/"}}
+	e := &dispatch.Engine{cfg: dispatch.EngineConfig{TenantStreamPrefix: "/tenants/{tenant}/"}}
 	for _, c := range []struct {
 		stream, given, want string
 		ok                  bool

@@ -1,4 +1,4 @@
-package delivery
+package deliveryapi
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"net/http"
 
 	"github.com/heraldstreams/herald/auth"
+	"github.com/heraldstreams/herald/delivery"
 	"github.com/heraldstreams/herald/store"
 )
 
@@ -27,7 +28,7 @@ import (
 // every request while access control is off) sees every tenant.
 
 // CodeTenantForbidden: the body names a tenant the credential is not of.
-const CodeTenantForbidden Code = "TENANT_FORBIDDEN"
+const CodeTenantForbidden delivery.Code = "TENANT_FORBIDDEN"
 
 // owner says what the {id} of a route names, so that Mount checks the
 // caller may see it before the handler runs.
@@ -81,7 +82,7 @@ func (a *API) visibleEndpoint(ctx context.Context, id string) (*store.Endpoint, 
 	if err != nil {
 		return nil, err
 	}
-	ep, err := a.e.st.EndpointGet(ctx, id)
+	ep, err := a.e.Store().EndpointGet(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -94,7 +95,7 @@ func (a *API) visibleEndpoint(ctx context.Context, id string) (*store.Endpoint, 
 // visibleDelivery returns the delivery id when the request's credential
 // may see its endpoint; else store.ErrDeliveryNotFound, as a missing one.
 func (a *API) visibleDelivery(ctx context.Context, id string) (*store.Delivery, error) {
-	d, err := a.e.st.DeliveryGet(ctx, id)
+	d, err := a.e.Store().DeliveryGet(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -114,7 +115,7 @@ func (a *API) visibleReplay(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
-	job, err := a.e.st.ReplayJobGet(ctx, id)
+	job, err := a.e.Store().ReplayJobGet(ctx, id)
 	if err != nil {
 		return err
 	}

@@ -1,4 +1,4 @@
-package delivery
+package deliveryapi
 
 import (
 	"net/http"
@@ -8,6 +8,8 @@ import (
 	"testing/synctest"
 
 	"github.com/heraldstreams/herald/auth"
+	"github.com/heraldstreams/herald/delivery"
+	"github.com/heraldstreams/herald/delivery/dispatch"
 )
 
 // bareMounter mounts routes without any access check, so no principal is
@@ -21,7 +23,7 @@ func (m bareMounter) Handle(pattern string, _ auth.Rule, h http.Handler) { m.mux
 func TestAPIWithoutPrincipalFailsClosed(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRig(t, nil)
-		ep := r.endpoint(&CreateEndpointParams{Config: EndpointConfig{Tenant: "acme"}, Active: true})
+		ep := r.endpoint(&dispatch.CreateEndpointParams{Config: delivery.EndpointConfig{Tenant: "acme"}, Active: true})
 		mux := http.NewServeMux()
 		NewAPI(r.e).Mount(bareMounter{mux})
 		for _, c := range []struct{ method, path, body string }{

@@ -1,7 +1,9 @@
-package delivery
+package deliveryapi
 
 import (
 	"fmt"
+	"github.com/heraldstreams/herald/delivery"
+	"github.com/heraldstreams/herald/delivery/dispatch"
 	"net/http"
 	"strings"
 	"testing"
@@ -28,7 +30,7 @@ func TestAPIBadInput(t *testing.T) {
 		if code := r.call("POST", "/_herald/v1/endpoints", `{"url":"`+hookURL+`"}`, &ep); code != http.StatusCreated {
 			t.Fatalf("create: %d", code)
 		}
-		big := `{"type":"a.b","data":"` + strings.Repeat("x", DefaultMaxEventBytes) + `"}`
+		big := `{"type":"a.b","data":"` + strings.Repeat("x", delivery.DefaultMaxEventBytes) + `"}`
 		for _, c := range []struct {
 			name, method, path, body string
 			status                   int
@@ -120,7 +122,7 @@ func TestAPIEndpointLifecycle(t *testing.T) {
 
 		// test: a signed herald.test event.
 		var tr testJSON
-		if code := r.call("POST", "/_herald/v1/endpoints/"+created.ID+"/test", "", &tr); code != 200 || !tr.OK || tr.Event.Type != TestEventType {
+		if code := r.call("POST", "/_herald/v1/endpoints/"+created.ID+"/test", "", &tr); code != 200 || !tr.OK || tr.Event.Type != dispatch.TestEventType {
 			t.Fatalf("test %d %+v", code, tr)
 		}
 		sent := r.rc.requests()[0]
@@ -131,14 +133,14 @@ func TestAPIEndpointLifecycle(t *testing.T) {
 
 		// Events: idempotent on id.
 		var p1, p2 publishJSON
-		if code := r.call("POST", "/_herald/v1/events", `{"id":"ord-1","type":"order.paid","data":{"total":3}}`, &p1); code != 202 || p1.Duplicate || p1.Stream != DefaultStream {
+		if code := r.call("POST", "/_herald/v1/events", `{"id":"ord-1","type":"order.paid","data":{"total":3}}`, &p1); code != 202 || p1.Duplicate || p1.Stream != dispatch.DefaultStream {
 			t.Fatalf("publish %d %+v", code, p1)
 		}
 		if code := r.call("POST", "/_herald/v1/events", `{"id":"ord-1","type":"order.paid","data":{"total":3}}`, &p2); code != 200 || !p2.Duplicate || p2.Offset != p1.Offset {
 			t.Fatalf("again %d %+v", code, p2)
 		}
 		synctest.Wait()
-		r.rc.setRespond(func(n int, ev Event) (int, map[string]string) { return 500, nil })
+		r.rc.setRespond(func(n int, ev delivery.Event) (int, map[string]string) { return 500, nil })
 		r.call("POST", "/_herald/v1/events", `{"type":"order.refunded","data":{}}`, nil)
 		synctest.Wait()
 
@@ -182,7 +184,7 @@ func TestAPIEndpointLifecycle(t *testing.T) {
 		if rot.Secret == created.Secret || !strings.HasPrefix(rot.Secret, "whsec_") || rot.PreviousSecretExpiresAt == nil {
 			t.Fatalf("rotate %+v", rot)
 		}
-		if want := time.Now().Add(DefaultRotationOverlap).UTC().Format(time.RFC3339Nano); *rot.PreviousSecretExpiresAt != want {
+		if want := time.Now().Add(delivery.DefaultRotationOverlap).UTC().Format(time.RFC3339Nano); *rot.PreviousSecretExpiresAt != want {
 			t.Fatalf("overlap ends %s, want %s", *rot.PreviousSecretExpiresAt, want)
 		}
 

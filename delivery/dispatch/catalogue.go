@@ -1,4 +1,4 @@
-package delivery
+package dispatch
 
 import (
 	"bytes"
@@ -15,6 +15,7 @@ import (
 	"golang.org/x/text/language"
 	"golang.org/x/text/message"
 
+	"github.com/heraldstreams/herald/delivery"
 	"github.com/heraldstreams/herald/store"
 )
 
@@ -40,15 +41,15 @@ const (
 
 	// CodeInvalidSchema: an event type's schema is not a JSON Schema
 	// Herald can compile (invalid, or a $ref that leaves the schema).
-	CodeInvalidSchema Code = "INVALID_SCHEMA"
+	CodeInvalidSchema delivery.Code = "INVALID_SCHEMA"
 	// CodeSchemaTooLarge: an event type's schema is over MaxSchemaBytes.
-	CodeSchemaTooLarge Code = "SCHEMA_TOO_LARGE"
+	CodeSchemaTooLarge delivery.Code = "SCHEMA_TOO_LARGE"
 	// CodeUnknownEventType: the catalogue is enforced and has no such
 	// type (or no type a pattern covers).
-	CodeUnknownEventType Code = "UNKNOWN_EVENT_TYPE"
+	CodeUnknownEventType delivery.Code = "UNKNOWN_EVENT_TYPE"
 	// CodeEventDataInvalid: the catalogue is enforced and the event's
 	// data fails its type's schema.
-	CodeEventDataInvalid Code = "EVENT_DATA_INVALID"
+	CodeEventDataInvalid delivery.Code = "EVENT_DATA_INVALID"
 )
 
 // errorPrinter renders the schema library's messages.
@@ -69,15 +70,15 @@ func (refusingLoader) Load(url string) (any, error) {
 // mistake within the schema ("schema/properties/total/type").
 func CompileSchema(raw []byte) (*jsonschema.Schema, error) {
 	if len(raw) > MaxSchemaBytes {
-		return nil, invalid(CodeSchemaTooLarge, "schema", "the schema is %d bytes, over the limit of %d", len(raw), MaxSchemaBytes)
+		return nil, delivery.Invalid(CodeSchemaTooLarge, "schema", "the schema is %d bytes, over the limit of %d", len(raw), MaxSchemaBytes)
 	}
 	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
 	if err != nil {
-		return nil, invalid(CodeInvalidSchema, "schema", "the schema is not JSON: %v", err)
+		return nil, delivery.Invalid(CodeInvalidSchema, "schema", "the schema is not JSON: %v", err)
 	}
 	if _, ok := doc.(map[string]any); !ok {
 		if _, ok := doc.(bool); !ok {
-			return nil, invalid(CodeInvalidSchema, "schema", "a schema is a JSON object (or true or false)")
+			return nil, delivery.Invalid(CodeInvalidSchema, "schema", "a schema is a JSON object (or true or false)")
 		}
 	}
 	c := jsonschema.NewCompiler()
@@ -95,11 +96,11 @@ func CompileSchema(raw []byte) (*jsonschema.Schema, error) {
 	switch {
 	case errors.As(err, &bad) && errors.As(bad.Err, &ve):
 		at, msg := firstProblem(ve)
-		return nil, invalid(CodeInvalidSchema, "schema"+at, "not a valid JSON Schema at %q: %s", at, msg)
+		return nil, delivery.Invalid(CodeInvalidSchema, "schema"+at, "not a valid JSON Schema at %q: %s", at, msg)
 	case errors.As(err, &load):
-		return nil, invalid(CodeInvalidSchema, "schema", "%q: a schema may refer only to itself (a $ref or $schema naming anything else is refused)", load.URL)
+		return nil, delivery.Invalid(CodeInvalidSchema, "schema", "%q: a schema may refer only to itself (a $ref or $schema naming anything else is refused)", load.URL)
 	}
-	return nil, invalid(CodeInvalidSchema, "schema", "%s", strings.ReplaceAll(err.Error(), schemaURL, "schema"))
+	return nil, delivery.Invalid(CodeInvalidSchema, "schema", "%s", strings.ReplaceAll(err.Error(), schemaURL, "schema"))
 }
 
 // firstProblem returns the instance location (a JSON pointer, "" for the
@@ -171,22 +172,22 @@ type EventTypeParams struct {
 // the schema compiled (then kept compact) or nil.
 func validateEventType(p *EventTypeParams) (store.EventType, error) {
 	et := store.EventType{Name: p.Name, Description: p.Description, Deprecated: p.Deprecated}
-	if err := ValidateEventType(p.Name); err != nil {
-		var ve *ValidationError
+	if err := delivery.ValidateEventType(p.Name); err != nil {
+		var ve *delivery.ValidationError
 		if errors.As(err, &ve) {
 			ve.Field = "name"
 		}
 		return et, err
 	}
-	if !utf8.ValidString(p.Description) || len(p.Description) > MaxDescriptionLen {
-		return et, invalid(CodeInvalidDescription, "description", "must be UTF-8 of at most %d bytes", MaxDescriptionLen)
+	if !utf8.ValidString(p.Description) || len(p.Description) > delivery.MaxDescriptionLen {
+		return et, delivery.Invalid(delivery.CodeInvalidDescription, "description", "must be UTF-8 of at most %d bytes", delivery.MaxDescriptionLen)
 	}
-	if len(p.Schema) == 0 || isNull(p.Schema) {
+	if len(p.Schema) == 0 || delivery.IsNull(p.Schema) {
 		return et, nil
 	}
 	var compact bytes.Buffer
 	if err := json.Compact(&compact, p.Schema); err != nil {
-		return et, invalid(CodeInvalidSchema, "schema", "the schema is not JSON: %v", err)
+		return et, delivery.Invalid(CodeInvalidSchema, "schema", "the schema is not JSON: %v", err)
 	}
 	if _, err := CompileSchema(compact.Bytes()); err != nil {
 		return et, err
@@ -220,13 +221,13 @@ func (e *Engine) UpdateEventType(ctx context.Context, p *EventTypeParams, expect
 // and reports whether its type is deprecated. Errors: *ValidationError
 // with CodeUnknownEventType, or CodeEventDataInvalid whose Field locates
 // the first failing value ("data/items/0/sku").
-func (e *Engine) checkEvent(ctx context.Context, ev *Event) (deprecated bool, err error) {
+func (e *Engine) checkEvent(ctx context.Context, ev *delivery.Event) (deprecated bool, err error) {
 	if !e.cfg.EnforceEventTypes {
 		return false, nil
 	}
 	et, err := e.st.EventTypeGet(ctx, ev.Type)
 	if errors.Is(err, store.ErrEventTypeNotFound) {
-		return false, invalid(CodeUnknownEventType, "type", "%q is not in the event type catalogue", ev.Type)
+		return false, delivery.Invalid(CodeUnknownEventType, "type", "%q is not in the event type catalogue", ev.Type)
 	}
 	if err != nil {
 		return false, err
@@ -241,12 +242,12 @@ func (e *Engine) checkEvent(ctx context.Context, ev *Event) (deprecated bool, er
 	}
 	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(data))
 	if err != nil {
-		return false, invalid(CodeInvalidEvent, "data", "data is not JSON: %v", err)
+		return false, delivery.Invalid(delivery.CodeInvalidEvent, "data", "data is not JSON: %v", err)
 	}
 	var ve *jsonschema.ValidationError
 	if err := ct.schema.Validate(inst); errors.As(err, &ve) {
 		at, msg := firstProblem(ve)
-		return false, invalid(CodeEventDataInvalid, "data"+at, "data%s fails the schema of %s: %s", at, ev.Type, msg)
+		return false, delivery.Invalid(CodeEventDataInvalid, "data"+at, "data%s fails the schema of %s: %s", at, ev.Type, msg)
 	} else if err != nil {
 		return false, fmt.Errorf("delivery: validating an event: %w", err)
 	}
@@ -275,12 +276,12 @@ func (e *Engine) checkEndpointTypes(ctx context.Context, patterns, kept []string
 				return err
 			}
 			if len(first) == 0 || !strings.HasPrefix(first[0].Name, prefix) {
-				return invalid(CodeUnknownEventType, field, "%q covers no type of the event type catalogue", p)
+				return delivery.Invalid(CodeUnknownEventType, field, "%q covers no type of the event type catalogue", p)
 			}
 			continue
 		}
 		if _, err := e.st.EventTypeGet(ctx, p); errors.Is(err, store.ErrEventTypeNotFound) {
-			return invalid(CodeUnknownEventType, field, "%q is not in the event type catalogue", p)
+			return delivery.Invalid(CodeUnknownEventType, field, "%q is not in the event type catalogue", p)
 		} else if err != nil {
 			return err
 		}

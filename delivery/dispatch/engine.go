@@ -1,4 +1,4 @@
-package delivery
+package dispatch
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/heraldstreams/herald/auth"
+	"github.com/heraldstreams/herald/delivery"
 	"github.com/heraldstreams/herald/glob"
 	"github.com/heraldstreams/herald/internal/telemetry"
 	"github.com/heraldstreams/herald/store"
@@ -89,7 +90,7 @@ type EngineConfig struct {
 	TracerProvider trace.TracerProvider
 	// RetrySchedule is the schedule of endpoints that set none;
 	// DefaultSchedule when nil.
-	RetrySchedule Schedule
+	RetrySchedule delivery.Schedule
 	// BreakerThreshold is the consecutive failures that disable an
 	// endpoint; DefaultBreakerThreshold when 0.
 	BreakerThreshold int
@@ -137,7 +138,7 @@ type EngineConfig struct {
 	TenantStreamPrefix string
 	// Profiles are the wire profiles endpoints may choose, with the
 	// default; the shipped ones, standard-webhooks by default, when nil.
-	Profiles *ProfileSet
+	Profiles *delivery.ProfileSet
 	// FailurePolicy is the failure policy of endpoints that set none;
 	// FailurePolicyStandard when "".
 	FailurePolicy string
@@ -177,7 +178,7 @@ type Engine struct {
 	log     *slog.Logger
 	tracer  trace.Tracer
 	metrics *engineMetrics
-	breaker Breaker
+	breaker delivery.Breaker
 	types   typeCache
 
 	mu        sync.RWMutex
@@ -217,10 +218,10 @@ type Engine struct {
 // liveEndpoint is an endpoint as the engine runs it.
 type liveEndpoint struct {
 	ep       store.Endpoint
-	filters  *Filters
-	streams  []StreamMatcher // nil: every stream
-	schedule Schedule
-	profile  *Profile
+	filters  *delivery.Filters
+	streams  []delivery.StreamMatcher // nil: every stream
+	schedule delivery.Schedule
+	profile  *delivery.Profile
 	policy   string        // failure policy
 	timeout  time.Duration // of one attempt
 }
@@ -240,13 +241,13 @@ func NewEngine(cfg EngineConfig) (*Engine, error) {
 		cfg.Logger = slog.Default()
 	}
 	if cfg.RetrySchedule == nil {
-		cfg.RetrySchedule = DefaultSchedule()
+		cfg.RetrySchedule = delivery.DefaultSchedule()
 	}
 	if err := cfg.RetrySchedule.Validate(); err != nil {
 		return nil, err
 	}
 	if cfg.RotationOverlap <= 0 {
-		cfg.RotationOverlap = DefaultRotationOverlap
+		cfg.RotationOverlap = delivery.DefaultRotationOverlap
 	}
 	if cfg.Lease <= 0 {
 		cfg.Lease = DefaultLease
@@ -273,7 +274,7 @@ func NewEngine(cfg EngineConfig) (*Engine, error) {
 		cfg.MatchWorkers = DefaultMatchWorkers
 	}
 	if cfg.MaxEventBytes <= 0 {
-		cfg.MaxEventBytes = DefaultMaxEventBytes
+		cfg.MaxEventBytes = delivery.DefaultMaxEventBytes
 	}
 	if cfg.DefaultStream == "" {
 		cfg.DefaultStream = DefaultStream
@@ -282,17 +283,17 @@ func NewEngine(cfg EngineConfig) (*Engine, error) {
 		cfg.TenantStreamPrefix = auth.DefaultTenantStreamPrefix
 	}
 	if cfg.Profiles == nil {
-		ps, err := NewProfileSet(nil, "")
+		ps, err := delivery.NewProfileSet(nil, "")
 		if err != nil {
 			return nil, err
 		}
 		cfg.Profiles = ps
 	}
 	if cfg.FailurePolicy == "" {
-		cfg.FailurePolicy = FailurePolicyStandard
+		cfg.FailurePolicy = delivery.FailurePolicyStandard
 	}
-	if !ValidFailurePolicy(cfg.FailurePolicy) {
-		return nil, fmt.Errorf("delivery: failure policy %q: use %q or %q", cfg.FailurePolicy, FailurePolicyStandard, FailurePolicyRetryAll)
+	if !delivery.ValidFailurePolicy(cfg.FailurePolicy) {
+		return nil, fmt.Errorf("delivery: failure policy %q: use %q or %q", cfg.FailurePolicy, delivery.FailurePolicyStandard, delivery.FailurePolicyRetryAll)
 	}
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = webhook.DefaultTimeout
@@ -307,7 +308,7 @@ func NewEngine(cfg EngineConfig) (*Engine, error) {
 		now:       cfg.Now,
 		log:       cfg.Logger,
 		tracer:    telemetry.Tracer(cfg.TracerProvider),
-		breaker:   Breaker{Threshold: cfg.BreakerThreshold},
+		breaker:   delivery.Breaker{Threshold: cfg.BreakerThreshold},
 		endpoints: make(map[string]*liveEndpoint),
 		runners:   make(map[string]*runner),
 		replays:   make(map[string]chan struct{}),
@@ -418,16 +419,16 @@ func (e *Engine) newID(prefix string) (string, error) {
 func (e *Engine) newSecret() (string, error) {
 	e.randMu.Lock()
 	defer e.randMu.Unlock()
-	return GenerateSecret(e.rand)
+	return delivery.GenerateSecret(e.rand)
 }
 
 // compileStream compiles a stream glob pattern.
-func compileStream(pattern string) (StreamMatcher, error) {
+func compileStream(pattern string) (delivery.StreamMatcher, error) {
 	return glob.Compile(pattern)
 }
 
 func (e *Engine) compile(ep *store.Endpoint) (*liveEndpoint, error) {
-	f, err := CompileFilters(&FiltersParams{EventTypes: ep.EventTypes, Streams: ep.Streams, Filter: ep.Filter, CompileStream: compileStream})
+	f, err := delivery.CompileFilters(&delivery.FiltersParams{EventTypes: ep.EventTypes, Streams: ep.Streams, Filter: ep.Filter, CompileStream: compileStream})
 	if err != nil {
 		return nil, err
 	}
@@ -446,7 +447,7 @@ func (e *Engine) compile(ep *store.Endpoint) (*liveEndpoint, error) {
 		le.timeout = min(ep.Timeout, e.cfg.Timeout)
 	}
 	for _, p := range ep.Streams {
-		if p == DefaultStreamPattern {
+		if p == delivery.DefaultStreamPattern {
 			le.streams = nil
 			break
 		}
@@ -460,7 +461,7 @@ func (e *Engine) compile(ep *store.Endpoint) (*liveEndpoint, error) {
 }
 
 // profileOf returns the wire profile of an endpoint.
-func (e *Engine) profileOf(ep *store.Endpoint) (*Profile, error) {
+func (e *Engine) profileOf(ep *store.Endpoint) (*delivery.Profile, error) {
 	p, ok := e.cfg.Profiles.Lookup(ep.Profile)
 	if !ok {
 		return nil, fmt.Errorf("delivery: endpoint %s: no profile %q is configured", ep.ID, ep.Profile)

@@ -1,9 +1,10 @@
-package delivery
+package dispatch
 
 import (
 	"bytes"
 	"encoding/json"
 
+	"github.com/heraldstreams/herald/delivery"
 	"github.com/heraldstreams/herald/store"
 )
 
@@ -23,7 +24,7 @@ const batchIDPrefix = "bat_"
 // batchSize is how many deliveries one POST of the endpoint carries: 1
 // without batching.
 func batchSize(le *liveEndpoint) int {
-	if le.ep.BatchMaxEvents < MinBatchEvents {
+	if le.ep.BatchMaxEvents < delivery.MinBatchEvents {
 		return 1
 	}
 	return le.ep.BatchMaxEvents

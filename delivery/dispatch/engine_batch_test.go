@@ -1,4 +1,4 @@
-package delivery
+package dispatch
 
 import (
 	"context"
@@ -11,13 +11,14 @@ import (
 
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
+	"github.com/heraldstreams/herald/delivery"
 	"github.com/heraldstreams/herald/store"
 )
 
 // batchJSON is the body of a batch's POST.
 type batchJSON struct {
-	BatchID string  `json:"batch_id"`
-	Events  []Event `json:"events"`
+	BatchID string           `json:"batch_id"`
+	Events  []delivery.Event `json:"events"`
 }
 
 // batchesOf decodes the batch bodies a receiver got and checks each one's
@@ -53,7 +54,7 @@ func batchesOf(t *testing.T, secret string, got []received) []batchJSON {
 func TestBatchDelivery(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRig(t, nil)
-		ep := r.endpoint(&CreateEndpointParams{Active: true, Config: EndpointConfig{Batch: &BatchConfig{MaxEvents: 4, MaxWaitMS: 500}}})
+		ep := r.endpoint(&CreateEndpointParams{Active: true, Config: delivery.EndpointConfig{Batch: &delivery.BatchConfig{MaxEvents: 4, MaxWaitMS: 500}}})
 		var ids []string
 		for i := range 10 {
 			ids = append(ids, r.publish("order.created", "", fmt.Sprintf(`{"n":%d}`, i)).Event.ID)
@@ -110,8 +111,8 @@ func TestBatchDelivery(t *testing.T) {
 func TestBatchRetryAndDeadLetter(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRig(t, nil)
-		ep := r.endpoint(&CreateEndpointParams{Active: true, Config: EndpointConfig{Batch: &BatchConfig{MaxEvents: 3, MaxWaitMS: 100}}})
-		r.rc.setRespond(func(n int, _ Event) (int, map[string]string) {
+		ep := r.endpoint(&CreateEndpointParams{Active: true, Config: delivery.EndpointConfig{Batch: &delivery.BatchConfig{MaxEvents: 3, MaxWaitMS: 100}}})
+		r.rc.setRespond(func(n int, _ delivery.Event) (int, map[string]string) {
 			if n == 0 {
 				return http.StatusInternalServerError, nil
 			}
@@ -150,7 +151,7 @@ func TestBatchValidationAndPatch(t *testing.T) {
 				Error struct{ Code, Field string } `json:"error"`
 			}
 			if code := r.call(http.MethodPost, "/_herald/v1/endpoints", body, &e); code != http.StatusBadRequest ||
-				e.Error.Code != string(CodeInvalidBatch) || e.Error.Field != field {
+				e.Error.Code != string(delivery.CodeInvalidBatch) || e.Error.Field != field {
 				t.Fatalf("%s: %d %+v, want 400 invalid_batch %s", body, code, e, field)
 			}
 		}
@@ -160,7 +161,7 @@ func TestBatchValidationAndPatch(t *testing.T) {
 		}
 		path := "/_herald/v1/endpoints/" + ep.ID
 		if code := r.call(http.MethodPatch, path, `{"batch":{"max_events":50,"max_wait_ms":2000}}`, &ep); code != http.StatusOK ||
-			ep.Batch == nil || *ep.Batch != (BatchConfig{MaxEvents: 50, MaxWaitMS: 2000}) {
+			ep.Batch == nil || *ep.Batch != (delivery.BatchConfig{MaxEvents: 50, MaxWaitMS: 2000}) {
 			t.Fatalf("patch: %d %+v", code, ep)
 		}
 		if code := r.call(http.MethodGet, path, "", &ep); code != http.StatusOK || ep.Batch == nil || ep.Batch.MaxEvents != 50 {

@@ -1,4 +1,4 @@
-package delivery
+package dispatch
 
 import (
 	"context"
@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/heraldstreams/herald/delivery"
 	"github.com/heraldstreams/herald/store"
 	"github.com/heraldstreams/herald/store/sqlite"
 	"github.com/heraldstreams/herald/webhook"
@@ -100,7 +101,7 @@ func newBenchRig(b *testing.B, want int64, measure bool) *benchRig {
 		b.Fatal(err)
 	}
 	for range benchEndpoints {
-		if _, err := r.e.CreateEndpoint(context.Background(), &CreateEndpointParams{Active: true, Config: EndpointConfig{URL: hook.URL + "/hook", Streams: []string{"/bench"}, MaxInFlight: 100, Profile: *benchProfile}}); err != nil {
+		if _, err := r.e.CreateEndpoint(context.Background(), &CreateEndpointParams{Active: true, Config: delivery.EndpointConfig{URL: hook.URL + "/hook", Streams: []string{"/bench"}, MaxInFlight: 100, Profile: *benchProfile}}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -147,7 +148,7 @@ func BenchmarkDeliveryLatency(b *testing.B) {
 			time.Sleep(d) // pacing the publisher, not waiting for an effect
 		}
 		next = next.Add(interval)
-		ev := &Event{ID: fmt.Sprintf("ev-%d", i), Type: "bench.event", Data: json.RawMessage(fmt.Sprintf(`{"sent":%d}`, time.Now().UnixNano()))}
+		ev := &delivery.Event{ID: fmt.Sprintf("ev-%d", i), Type: "bench.event", Data: json.RawMessage(fmt.Sprintf(`{"sent":%d}`, time.Now().UnixNano()))}
 		if _, err := r.e.Publish(context.Background(), &PublishParams{Event: ev, Stream: "/bench"}); err != nil {
 			b.Fatal(err)
 		}

@@ -1,4 +1,4 @@
-package delivery
+package dispatch
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/heraldstreams/herald/delivery"
 	"github.com/heraldstreams/herald/store"
 )
 
@@ -39,7 +40,7 @@ func TestEngineRawDuplicateIDsDeliveredOnce(t *testing.T) {
 		appendJSON("/shop", fmt.Sprintf(one, 1)+fmt.Sprintf(one, 2))
 		appendJSON("/shop", fmt.Sprintf(one, 3))
 		appendJSON("/other", fmt.Sprintf(one, 4))
-		pub, err := r.e.Publish(ctx, &PublishParams{Event: &Event{ID: "ord-2", Type: "order.paid", Timestamp: time.Now().UTC(),
+		pub, err := r.e.Publish(ctx, &PublishParams{Event: &delivery.Event{ID: "ord-2", Type: "order.paid", Timestamp: time.Now().UTC(),
 			Data: json.RawMessage(`{"n":5}`)}, Stream: "/shop"})
 		if err != nil || pub.Duplicate {
 			t.Fatalf("publish = %+v, %v", pub, err)
@@ -64,7 +65,7 @@ func TestEngineRawDuplicateIDsDeliveredOnce(t *testing.T) {
 		}
 
 		// A duplicate publish answers with the event as first seen.
-		dup, err := r.e.Publish(ctx, &PublishParams{Event: &Event{ID: "ord-1", Type: "order.refunded", Data: json.RawMessage(`{"n":9}`)}})
+		dup, err := r.e.Publish(ctx, &PublishParams{Event: &delivery.Event{ID: "ord-1", Type: "order.refunded", Data: json.RawMessage(`{"n":9}`)}})
 		if err != nil || !dup.Duplicate || dup.Stream != "/shop" || dup.Event.Type != "order.paid" || string(dup.Event.Data) != `{"n":1}` {
 			t.Fatalf("duplicate publish = %+v, %v", dup, err)
 		}
@@ -91,7 +92,7 @@ func TestEngineEventIDsPerTenant(t *testing.T) {
 		ctx := context.Background()
 		publish := func(tenant, data string) *PublishResult {
 			t.Helper()
-			res, err := r.e.Publish(ctx, &PublishParams{Event: &Event{ID: "order-1001", Type: "order.paid", Data: json.RawMessage(data)},
+			res, err := r.e.Publish(ctx, &PublishParams{Event: &delivery.Event{ID: "order-1001", Type: "order.paid", Data: json.RawMessage(data)},
 				Tenant: tenant})
 			if err != nil {
 				t.Fatal(err)

@@ -1,4 +1,4 @@
-package delivery
+package dispatch
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/heraldstreams/herald/delivery"
 	"github.com/heraldstreams/herald/store"
 )
 
@@ -20,11 +21,13 @@ import (
 // sent before event k is delivered.
 func TestEngineOrderingStreamAcrossFailures(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		r := newRig(t, func(c *EngineConfig) { c.RetrySchedule = Schedule{0, time.Second, 2 * time.Second, 4 * time.Second} })
-		r.endpoint(&CreateEndpointParams{Active: true, Config: EndpointConfig{Ordering: OrderingStream, MaxInFlight: 8}})
+		r := newRig(t, func(c *EngineConfig) {
+			c.RetrySchedule = delivery.Schedule{0, time.Second, 2 * time.Second, 4 * time.Second}
+		})
+		r.endpoint(&CreateEndpointParams{Active: true, Config: delivery.EndpointConfig{Ordering: delivery.OrderingStream, MaxInFlight: 8}})
 		failedOnce := map[string]bool{}
 		var mu sync.Mutex
-		r.rc.setRespond(func(n int, ev Event) (int, map[string]string) {
+		r.rc.setRespond(func(n int, ev delivery.Event) (int, map[string]string) {
 			mu.Lock()
 			defer mu.Unlock()
 			var d struct{ I int }
@@ -111,11 +114,11 @@ func TestEngineInFlightLimits(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRig(t, func(c *EngineConfig) { c.GlobalMaxInFlight = 8 }) // a share is 2
 		b := &blockingReceiver{release: make(chan struct{})}
-		r.rc.setRespond(func(int, Event) (int, map[string]string) {
+		r.rc.setRespond(func(int, delivery.Event) (int, map[string]string) {
 			b.hold()
 			return http.StatusOK, nil
 		})
-		r.endpoint(&CreateEndpointParams{Active: true, Config: EndpointConfig{MaxInFlight: 1, EventTypes: []string{"one.*"}}})
+		r.endpoint(&CreateEndpointParams{Active: true, Config: delivery.EndpointConfig{MaxInFlight: 1, EventTypes: []string{"one.*"}}})
 		for i := range 6 {
 			r.publish("one.x", "", fmt.Sprintf(`{"i":%d}`, i))
 		}
@@ -124,7 +127,7 @@ func TestEngineInFlightLimits(t *testing.T) {
 			t.Fatalf("%d in flight, want max_in_flight 1", b.maxHeld)
 		}
 		// A max_in_flight over the share gets the share.
-		r.endpoint(&CreateEndpointParams{Active: true, Config: EndpointConfig{MaxInFlight: 10, EventTypes: []string{"two.*"}}})
+		r.endpoint(&CreateEndpointParams{Active: true, Config: delivery.EndpointConfig{MaxInFlight: 10, EventTypes: []string{"two.*"}}})
 		for i := range 6 {
 			r.publish("two.x", "", fmt.Sprintf(`{"i":%d}`, i))
 		}
@@ -134,7 +137,7 @@ func TestEngineInFlightLimits(t *testing.T) {
 		}
 		// Endpoints together stop at the global bound.
 		for _, typ := range []string{"three", "four", "five"} {
-			r.endpoint(&CreateEndpointParams{Active: true, Config: EndpointConfig{EventTypes: []string{typ + ".*"}}})
+			r.endpoint(&CreateEndpointParams{Active: true, Config: delivery.EndpointConfig{EventTypes: []string{typ + ".*"}}})
 			for i := range 3 {
 				r.publish(typ+".x", "", fmt.Sprintf(`{"i":%d}`, i))
 			}
@@ -155,7 +158,7 @@ func TestEngineInFlightLimits(t *testing.T) {
 func TestEngineRateLimit(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRig(t, nil)
-		r.endpoint(&CreateEndpointParams{Active: true, Config: EndpointConfig{RateLimit: 4}})
+		r.endpoint(&CreateEndpointParams{Active: true, Config: delivery.EndpointConfig{RateLimit: 4}})
 		start := time.Now()
 		for i := range 9 {
 			r.publish("a.b", "", fmt.Sprintf(`{"i":%d}`, i))
@@ -184,7 +187,7 @@ func TestEngineRateLimit(t *testing.T) {
 func TestEngineMatching(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRig(t, nil)
-		ep := r.endpoint(&CreateEndpointParams{Active: true, Config: EndpointConfig{
+		ep := r.endpoint(&CreateEndpointParams{Active: true, Config: delivery.EndpointConfig{
 			EventTypes: []string{"scenario.*", "tool.done"},
 			Streams:    []string{"/shops/*/events"},
 			Filter:     json.RawMessage(`{"data.region": {"in": ["eu", "uk"]}}`),
@@ -192,7 +195,7 @@ func TestEngineMatching(t *testing.T) {
 		}})
 		ctx := context.Background()
 		pub := func(typ, stream, tenant, data string) {
-			if _, err := r.e.Publish(ctx, &PublishParams{Event: &Event{Type: typ, Data: json.RawMessage(data)}, Stream: stream, Tenant: tenant}); err != nil {
+			if _, err := r.e.Publish(ctx, &PublishParams{Event: &delivery.Event{Type: typ, Data: json.RawMessage(data)}, Stream: stream, Tenant: tenant}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -216,7 +219,7 @@ func TestEngineMatching(t *testing.T) {
 		if len(got) != 3 {
 			t.Fatalf("received %v", ns)
 		}
-		var last Event
+		var last delivery.Event
 		for _, g := range got {
 			if g.event.Type == "scenario.x" {
 				last = g.event
@@ -288,10 +291,10 @@ func TestEngineReplayAndRetention(t *testing.T) {
 // configured default; one with a schedule follows it.
 func TestEngineScheduleDefaults(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		r := newRig(t, func(c *EngineConfig) { c.RetrySchedule = Schedule{0, time.Second} })
-		r.rc.setRespond(func(int, Event) (int, map[string]string) { return http.StatusInternalServerError, nil })
-		def := r.endpoint(&CreateEndpointParams{Active: true, Config: EndpointConfig{EventTypes: []string{"def.*"}}})
-		own := r.endpoint(&CreateEndpointParams{Active: true, Config: EndpointConfig{EventTypes: []string{"own.*"}, RetrySchedule: Schedule{0, time.Minute, time.Minute}}})
+		r := newRig(t, func(c *EngineConfig) { c.RetrySchedule = delivery.Schedule{0, time.Second} })
+		r.rc.setRespond(func(int, delivery.Event) (int, map[string]string) { return http.StatusInternalServerError, nil })
+		def := r.endpoint(&CreateEndpointParams{Active: true, Config: delivery.EndpointConfig{EventTypes: []string{"def.*"}}})
+		own := r.endpoint(&CreateEndpointParams{Active: true, Config: delivery.EndpointConfig{EventTypes: []string{"own.*"}, RetrySchedule: delivery.Schedule{0, time.Minute, time.Minute}}})
 		r.publish("def.x", "", `{}`)
 		r.publish("own.x", "", `{}`)
 		synctest.Wait()
@@ -319,7 +322,7 @@ func TestEngineStopFinishesInFlight(t *testing.T) {
 		r := newRig(t, nil)
 		ep := r.endpoint(&CreateEndpointParams{Active: true})
 		b := &blockingReceiver{release: make(chan struct{})}
-		r.rc.setRespond(func(int, Event) (int, map[string]string) {
+		r.rc.setRespond(func(int, delivery.Event) (int, map[string]string) {
 			b.hold()
 			return http.StatusOK, nil
 		})
@@ -393,7 +396,7 @@ func TestEngineSendsFreshEventsWithoutClaiming(t *testing.T) {
 				t.Fatalf("delivery %s: %s after %d attempts", d.EventID, d.Status, d.Attempts)
 			}
 		}
-		r.rc.setRespond(func(n int, _ Event) (int, map[string]string) {
+		r.rc.setRespond(func(n int, _ delivery.Event) (int, map[string]string) {
 			if n == 5 {
 				return http.StatusServiceUnavailable, nil
 			}
@@ -401,7 +404,7 @@ func TestEngineSendsFreshEventsWithoutClaiming(t *testing.T) {
 		})
 		r.publish("a.b", "", `{"i":5}`)
 		synctest.Wait()
-		time.Sleep(DefaultSchedule()[1]) // the first retry is due
+		time.Sleep(delivery.DefaultSchedule()[1]) // the first retry is due
 		synctest.Wait()
 		got := r.rc.requests()
 		if len(got) != 7 || got[6].event.ID != got[5].event.ID {

@@ -1,4 +1,4 @@
-package delivery
+package dispatch
 
 import (
 	"bytes"
@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/heraldstreams/herald/auth"
+	"github.com/heraldstreams/herald/delivery"
 	"github.com/heraldstreams/herald/internal/telemetry"
 	"github.com/heraldstreams/herald/protocol"
 	"github.com/heraldstreams/herald/store"
@@ -171,16 +172,16 @@ func (e *Engine) endpointsFor(path string) []*liveEndpoint {
 
 // parsedMessage is one stream message read as an event.
 type parsedMessage struct {
-	target *Target
+	target *delivery.Target
 	tenant string
 	// ownID: the id is the message's own, not one named for it.
 	ownID bool
 	// bodies are the event rendered by each profile that needed it.
-	bodies map[*Profile][]byte
+	bodies map[*delivery.Profile][]byte
 }
 
 // body returns the event as profile p renders it.
-func (m *parsedMessage) body(p *Profile) ([]byte, error) {
+func (m *parsedMessage) body(p *delivery.Profile) ([]byte, error) {
 	if b, ok := m.bodies[p]; ok {
 		return b, nil
 	}
@@ -189,7 +190,7 @@ func (m *parsedMessage) body(p *Profile) ([]byte, error) {
 		return nil, err
 	}
 	if m.bodies == nil {
-		m.bodies = make(map[*Profile][]byte, 1)
+		m.bodies = make(map[*delivery.Profile][]byte, 1)
 	}
 	m.bodies[p] = b
 	return b, nil
@@ -221,11 +222,11 @@ func parseMessage(ctx context.Context, raw []byte, path string, pos int64, ids e
 	if err := json.Unmarshal(raw, &w); err != nil {
 		return nil, nil
 	}
-	ev := &Event{}
-	if err := json.Unmarshal(w.Type, &ev.Type); err != nil || ValidateEventType(ev.Type) != nil {
+	ev := &delivery.Event{}
+	if err := json.Unmarshal(w.Type, &ev.Type); err != nil || delivery.ValidateEventType(ev.Type) != nil {
 		return nil, nil
 	}
-	ownID := json.Unmarshal(w.ID, &ev.ID) == nil && ValidateEventID(ev.ID) == nil
+	ownID := json.Unmarshal(w.ID, &ev.ID) == nil && delivery.ValidateEventID(ev.ID) == nil
 	if !ownID {
 		id, err := ids.id(ctx, pos)
 		if err != nil {
@@ -244,7 +245,7 @@ func parseMessage(ctx context.Context, raw []byte, path string, pos int64, ids e
 	if len(w.Data) > 0 {
 		ev.Data = w.Data
 	}
-	m := &parsedMessage{target: NewTarget(ev, path), ownID: ownID}
+	m := &parsedMessage{target: delivery.NewTarget(ev, path), ownID: ownID}
 	if len(w.Tenant) > 0 && json.Unmarshal(w.Tenant, &m.tenant) != nil {
 		m.tenant = ""
 	}
@@ -574,7 +575,7 @@ func (e *Engine) newDelivery(le *liveEndpoint, m *parsedMessage, pos int64, now 
 			"profile", le.profile.Name, "stream", m.target.Stream, "event", m.target.Event.ID, "err", err)
 		return d, false
 	}
-	at, _ := NextAttempt(le.schedule, 0, now, 0)
+	at, _ := delivery.NextAttempt(le.schedule, 0, now, 0)
 	return store.Delivery{
 		EndpointID: le.ep.ID, EventID: m.target.Event.ID, EventTenant: m.tenant, EventType: m.target.Event.Type,
 		Stream: m.target.Stream, Position: pos, Body: body, NextAttemptAt: at,

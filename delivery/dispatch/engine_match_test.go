@@ -1,8 +1,9 @@
-package delivery
+package dispatch
 
 import (
 	"context"
 	"encoding/json"
+	"github.com/heraldstreams/herald/delivery"
 	"strconv"
 	"testing"
 	"time"
@@ -69,10 +70,10 @@ func FuzzParseMessage(f *testing.F) {
 			return
 		}
 		ev := m.target.Event
-		if ValidateEventID(ev.ID) != nil || ValidateEventType(ev.Type) != nil {
+		if delivery.ValidateEventID(ev.ID) != nil || delivery.ValidateEventType(ev.Type) != nil {
 			t.Fatalf("invalid id or type: %+v", ev)
 		}
-		for _, p := range []*Profile{&StandardWebhooks, &XRucheV1, &XAgentIdPSHA256} {
+		for _, p := range []*delivery.Profile{&delivery.StandardWebhooks, &delivery.XRucheV1, &delivery.XAgentIdPSHA256} {
 			body, err := m.body(p)
 			if err != nil {
 				t.Fatalf("%s: %v", p.Name, err)
@@ -86,8 +87,8 @@ func FuzzParseMessage(f *testing.F) {
 			}
 		}
 		// The Standard Webhooks envelope is the event's own encoding.
-		if body, err := ev.Body(); err != nil || string(body) != string(m.bodies[&StandardWebhooks]) {
-			t.Fatalf("standard body %s, event body %s (%v)", m.bodies[&StandardWebhooks], body, err)
+		if body, err := ev.Body(); err != nil || string(body) != string(m.bodies[&delivery.StandardWebhooks]) {
+			t.Fatalf("standard body %s, event body %s (%v)", m.bodies[&delivery.StandardWebhooks], body, err)
 		}
 	})
 }

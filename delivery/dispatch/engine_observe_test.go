@@ -1,8 +1,9 @@
-package delivery
+package dispatch
 
 import (
 	"context"
 	"encoding/json"
+	"github.com/heraldstreams/herald/delivery"
 	"log/slog"
 	"net/http"
 	"slices"
@@ -15,7 +16,7 @@ import (
 // publishFor publishes an event of a tenant.
 func (r *rig) publishFor(tenant, typ string) *PublishResult {
 	r.t.Helper()
-	res, err := r.e.Publish(context.Background(), &PublishParams{Event: &Event{Type: typ, Data: []byte(`{}`)}, Stream: "/s", Tenant: tenant})
+	res, err := r.e.Publish(context.Background(), &PublishParams{Event: &delivery.Event{Type: typ, Data: []byte(`{}`)}, Stream: "/s", Tenant: tenant})
 	if err != nil {
 		r.t.Fatalf("publish: %v", err)
 	}
@@ -65,15 +66,15 @@ func TestDeliveryOutcomeLogs(t *testing.T) {
 		r := newRig(t, func(c *EngineConfig) {
 			c.Logger = slog.New(logs)
 			c.LogLevel = slog.LevelDebug
-			c.RetrySchedule = Schedule{0, time.Second}
+			c.RetrySchedule = delivery.Schedule{0, time.Second}
 		})
-		r.rc.setRespond(func(_ int, ev Event) (int, map[string]string) {
+		r.rc.setRespond(func(_ int, ev delivery.Event) (int, map[string]string) {
 			if ev.Type == "a.fail" {
 				return http.StatusInternalServerError, nil
 			}
 			return http.StatusNoContent, nil
 		})
-		ep := r.endpoint(&CreateEndpointParams{Config: EndpointConfig{Tenant: "acme"}, Active: true})
+		ep := r.endpoint(&CreateEndpointParams{Config: delivery.EndpointConfig{Tenant: "acme"}, Active: true})
 		ok := r.publishFor("acme", "a.ok")
 		synctest.Wait()
 		failed := r.publishFor("acme", "a.fail")
@@ -125,16 +126,16 @@ func TestDeliveryMetricsTenantLabel(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			r := newRig(t, func(c *EngineConfig) {
 				c.MetricsTenantLabel = on
-				c.RetrySchedule = Schedule{0}
+				c.RetrySchedule = delivery.Schedule{0}
 			})
-			r.rc.setRespond(func(_ int, ev Event) (int, map[string]string) {
+			r.rc.setRespond(func(_ int, ev delivery.Event) (int, map[string]string) {
 				if ev.Type == "a.fail" {
 					return http.StatusInternalServerError, nil
 				}
 				return http.StatusOK, nil
 			})
-			r.endpoint(&CreateEndpointParams{Config: EndpointConfig{Tenant: "acme"}, Active: true})
-			r.endpoint(&CreateEndpointParams{Config: EndpointConfig{Tenant: "globex"}, Active: true})
+			r.endpoint(&CreateEndpointParams{Config: delivery.EndpointConfig{Tenant: "acme"}, Active: true})
+			r.endpoint(&CreateEndpointParams{Config: delivery.EndpointConfig{Tenant: "globex"}, Active: true})
 			for _, tenant := range []string{"acme", "globex"} {
 				r.publishFor(tenant, "a.ok")
 				r.publishFor(tenant, "a.fail")
@@ -176,7 +177,7 @@ func TestPublishedEventsAreCounted(t *testing.T) {
 		t.Fatalf("herald_delivery_events_published_total = %v, want 2", got)
 	}
 	// A duplicate id appends nothing, and is not counted.
-	ev := &Event{ID: "evt-once", Type: "a.three", Timestamp: time.Now().UTC(), Data: json.RawMessage(`{}`)}
+	ev := &delivery.Event{ID: "evt-once", Type: "a.three", Timestamp: time.Now().UTC(), Data: json.RawMessage(`{}`)}
 	for range 2 {
 		if _, err := r.e.Publish(context.Background(), &PublishParams{Event: ev, Stream: "/counted"}); err != nil {
 			t.Fatal(err)

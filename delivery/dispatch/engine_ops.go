@@ -1,4 +1,4 @@
-package delivery
+package dispatch
 
 import (
 	"bytes"
@@ -13,6 +13,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/heraldstreams/herald/delivery"
 	"github.com/heraldstreams/herald/protocol"
 	"github.com/heraldstreams/herald/store"
 )
@@ -34,13 +35,11 @@ const (
 	TestEventType = "herald.test"
 	// VerificationEventType is the type of the verification challenge.
 	VerificationEventType = "herald.verification"
-	// HeaderVerification carries the challenge of the verification POST.
-	HeaderVerification = "Herald-Verification"
 )
 
 // CreateEndpointParams are the inputs of CreateEndpoint.
 type CreateEndpointParams struct {
-	Config EndpointConfig
+	Config delivery.EndpointConfig
 	Active bool
 	// Secret is the signing secret; one is generated when "".
 	Secret string
@@ -54,7 +53,7 @@ type CreateEndpointParams struct {
 // CreateEndpoint validates, optionally verifies, and stores an endpoint,
 // and starts delivering to it.
 func (e *Engine) CreateEndpoint(ctx context.Context, p *CreateEndpointParams) (*store.Endpoint, error) {
-	cfg, err := ValidateEndpoint(ctx, &ValidateEndpointParams{Config: &p.Config, CheckURL: e.sender.ValidateURL, CompileStream: compileStream,
+	cfg, err := delivery.ValidateEndpoint(ctx, &delivery.ValidateEndpointParams{Config: &p.Config, CheckURL: e.sender.ValidateURL, CompileStream: compileStream,
 		Profiles: e.cfg.Profiles, MaxTimeout: e.cfg.Timeout})
 	if err != nil {
 		return nil, err
@@ -67,7 +66,7 @@ func (e *Engine) CreateEndpoint(ctx context.Context, p *CreateEndpointParams) (*
 		if secret, err = e.newSecret(); err != nil {
 			return nil, err
 		}
-	} else if err := ValidateSecret(secret); err != nil {
+	} else if err := delivery.ValidateSecret(secret); err != nil {
 		return nil, err
 	}
 	id, err := e.newID("ep_")
@@ -93,7 +92,7 @@ func (e *Engine) CreateEndpoint(ctx context.Context, p *CreateEndpointParams) (*
 	return created, nil
 }
 
-func endpointFromConfig(id string, c *EndpointConfig) store.Endpoint {
+func endpointFromConfig(id string, c *delivery.EndpointConfig) store.Endpoint {
 	ep := store.Endpoint{
 		ID: id, URL: c.URL, Name: c.Name, EventTypes: c.EventTypes, Streams: c.Streams, Filter: c.Filter, Description: c.Description,
 		Tenant: c.Tenant, RateLimit: c.RateLimit, MaxInFlight: c.MaxInFlight, Ordering: string(c.Ordering),
@@ -107,29 +106,29 @@ func endpointFromConfig(id string, c *EndpointConfig) store.Endpoint {
 }
 
 // ConfigOf returns the configuration of a stored endpoint.
-func ConfigOf(ep *store.Endpoint) EndpointConfig {
-	return EndpointConfig{
+func ConfigOf(ep *store.Endpoint) delivery.EndpointConfig {
+	return delivery.EndpointConfig{
 		URL: ep.URL, Name: ep.Name, EventTypes: ep.EventTypes, Streams: ep.Streams, Filter: ep.Filter, Description: ep.Description,
-		Tenant: ep.Tenant, RateLimit: ep.RateLimit, MaxInFlight: ep.MaxInFlight, Ordering: Ordering(ep.Ordering),
+		Tenant: ep.Tenant, RateLimit: ep.RateLimit, MaxInFlight: ep.MaxInFlight, Ordering: delivery.Ordering(ep.Ordering),
 		RetrySchedule: ep.RetrySchedule, Headers: ep.Headers, Profile: ep.Profile, FailurePolicy: ep.FailurePolicy,
-		TimeoutMS: int(ep.Timeout / time.Millisecond), Batch: batchOf(ep),
+		TimeoutMS: int(ep.Timeout / time.Millisecond), Batch: BatchOf(ep),
 	}
 }
 
 // batchOf is a stored endpoint's batching, nil when it sends one event
 // per POST.
-func batchOf(ep *store.Endpoint) *BatchConfig {
-	if ep.BatchMaxEvents < MinBatchEvents {
+func BatchOf(ep *store.Endpoint) *delivery.BatchConfig {
+	if ep.BatchMaxEvents < delivery.MinBatchEvents {
 		return nil
 	}
-	return &BatchConfig{MaxEvents: ep.BatchMaxEvents, MaxWaitMS: int(ep.BatchMaxWait / time.Millisecond)}
+	return &delivery.BatchConfig{MaxEvents: ep.BatchMaxEvents, MaxWaitMS: int(ep.BatchMaxWait / time.Millisecond)}
 }
 
 // UpdateEndpointParams are the inputs of UpdateEndpoint.
 type UpdateEndpointParams struct {
 	ID string
 	// Config is the whole new configuration.
-	Config EndpointConfig
+	Config delivery.EndpointConfig
 	Active bool
 	// Reenable is the owner asking for the endpoint to be on: on an
 	// endpoint the breaker disabled, its failure count starts again and
@@ -149,7 +148,7 @@ func (e *Engine) UpdateEndpoint(ctx context.Context, p *UpdateEndpointParams) (*
 	if err != nil {
 		return nil, err
 	}
-	cfg, err := ValidateEndpoint(ctx, &ValidateEndpointParams{Config: &p.Config, CheckURL: e.sender.ValidateURL, CompileStream: compileStream,
+	cfg, err := delivery.ValidateEndpoint(ctx, &delivery.ValidateEndpointParams{Config: &p.Config, CheckURL: e.sender.ValidateURL, CompileStream: compileStream,
 		Profiles: e.cfg.Profiles, MaxTimeout: e.cfg.Timeout})
 	if err != nil {
 		return nil, err
@@ -188,7 +187,7 @@ func (e *Engine) RotateSecret(ctx context.Context, id string) (*store.Endpoint, 
 		if err != nil {
 			return store.Endpoint{}, err
 		}
-		set := SecretSet{Current: cur.Secret, Previous: cur.PreviousSecret, PreviousUntil: cur.PreviousSecretUntil}.Rotate(next, e.now(), e.cfg.RotationOverlap)
+		set := delivery.SecretSet{Current: cur.Secret, Previous: cur.PreviousSecret, PreviousUntil: cur.PreviousSecretUntil}.Rotate(next, e.now(), e.cfg.RotationOverlap)
 		ep := *cur
 		ep.Secret, ep.PreviousSecret, ep.PreviousSecretUntil = set.Current, set.Previous, set.PreviousUntil
 		return ep, nil
@@ -232,7 +231,7 @@ func (e *Engine) DeleteEndpoint(ctx context.Context, id string) error {
 
 // TestResult is the outcome of a test send.
 type TestResult struct {
-	Event        Event
+	Event        delivery.Event
 	StatusCode   int
 	ResponseBody []byte
 	Latency      time.Duration
@@ -261,7 +260,7 @@ func (e *Engine) SendTest(ctx context.Context, id string, data json.RawMessage) 
 		return nil, err
 	}
 	now := e.now()
-	res := &TestResult{Event: Event{ID: eid, Type: TestEventType, Timestamp: now.UTC(), Data: data}}
+	res := &TestResult{Event: delivery.Event{ID: eid, Type: TestEventType, Timestamp: now.UTC(), Data: data}}
 	body, err := le.profile.Body(&res.Event, ep.Tenant)
 	if err != nil {
 		return nil, err
@@ -315,7 +314,7 @@ func (e *Engine) challenge(ctx context.Context, ep *store.Endpoint) error {
 	if err != nil {
 		return err
 	}
-	req.Header.Set(le.profile.verificationHeader(), code)
+	req.Header.Set(le.profile.VerificationHeader(), code)
 	v := &ep.Verification
 	v.SentAt, v.CodeHash = now, hashCode(code)
 	failed := func(format string, args ...any) error {
@@ -335,7 +334,7 @@ func (e *Engine) challenge(ctx context.Context, ep *store.Endpoint) error {
 		Challenge string `json:"challenge"`
 	}
 	if json.Unmarshal(resp.Body, &answer) != nil || answer.Challenge != code {
-		return failed("the answer is not {\"challenge\": \"<the %s header>\"}", le.profile.verificationHeader())
+		return failed("the answer is not {\"challenge\": \"<the %s header>\"}", le.profile.VerificationHeader())
 	}
 	v.VerifiedAt, v.CodeHash, v.Error = now, "", ""
 	return nil
@@ -390,14 +389,14 @@ func (e *Engine) RetryDelivery(ctx context.Context, id string) (*store.Delivery,
 
 // PublishParams are the inputs of Publish.
 type PublishParams struct {
-	Event  *Event
+	Event  *delivery.Event
 	Stream string // "" for the default stream
 	Tenant string
 }
 
 // PublishResult is the output of Publish.
 type PublishResult struct {
-	Event     Event
+	Event     delivery.Event
 	Stream    string
 	Offset    string
 	Duplicate bool
@@ -420,11 +419,11 @@ func (e *Engine) Publish(ctx context.Context, p *PublishParams) (*PublishResult,
 	if stream == "" {
 		stream = e.cfg.DefaultStream
 	}
-	if err := validateStream(stream); err != nil {
+	if err := ValidateStream(stream); err != nil {
 		return nil, err
 	}
-	if !utf8.ValidString(p.Tenant) || len(p.Tenant) > MaxTenantLen || strings.ContainsFunc(p.Tenant, isControl) {
-		return nil, invalid(CodeInvalidTenant, "tenant", "must be UTF-8 of at most %d bytes without control characters", MaxTenantLen)
+	if !utf8.ValidString(p.Tenant) || len(p.Tenant) > delivery.MaxTenantLen || strings.ContainsFunc(p.Tenant, delivery.IsControl) {
+		return nil, delivery.Invalid(delivery.CodeInvalidTenant, "tenant", "must be UTF-8 of at most %d bytes without control characters", delivery.MaxTenantLen)
 	}
 	ev := *p.Event
 	if ev.Timestamp.IsZero() {
@@ -445,7 +444,7 @@ func (e *Engine) Publish(ctx context.Context, p *PublishParams) (*PublishResult,
 		ev.ID = id
 	}
 	msg := struct {
-		Event
+		delivery.Event
 		Tenant string `json:"tenant,omitempty"`
 	}{ev, p.Tenant}
 	var buf bytes.Buffer
@@ -483,7 +482,7 @@ func (k knownID) id(context.Context, int64) (string, error) { return string(k), 
 // nil when the stream no longer holds it (deleted, not an event there,
 // or an event of another tenant: a duplicate answer only ever shows the
 // caller's own event).
-func (e *Engine) storedEvent(ctx context.Context, path string, pos int64, key store.EventKey) (*Event, error) {
+func (e *Engine) storedEvent(ctx context.Context, path string, pos int64, key store.EventKey) (*delivery.Event, error) {
 	now := e.now()
 	r, err := e.st.StreamRead(ctx, &store.StreamReadParams{Path: path, From: pos, MaxBytes: e.cfg.MaxEventBytes + 4096, Now: now, Internal: true})
 	if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrStreamGone) {
@@ -505,9 +504,9 @@ func (e *Engine) storedEvent(ctx context.Context, path string, pos int64, key st
 
 // CodeInvalidStream: a stream path is not absolute, has an empty, "." or
 // ".." segment or a control character, is too long, or is reserved.
-const CodeInvalidStream Code = "INVALID_STREAM"
+const CodeInvalidStream delivery.Code = "INVALID_STREAM"
 
-func validateStream(path string) error {
+func ValidateStream(path string) error {
 	bad := len(path) < 2 || path[0] != '/' || len(path) > 1024 || !utf8.ValidString(path) ||
 		strings.HasPrefix(path, "/_herald/") || strings.HasPrefix(path, "/callback/") || path == "/_herald" || path == "/callback" ||
 		strings.ContainsFunc(path, func(r rune) bool { return r < 0x20 || r == 0x7f })
@@ -519,7 +518,7 @@ func validateStream(path string) error {
 		}
 	}
 	if bad {
-		return invalid(CodeInvalidStream, "stream", "%q is not a stream path: absolute, no empty, '.' or '..' segment, not under /_herald/ or /callback/", path)
+		return delivery.Invalid(CodeInvalidStream, "stream", "%q is not a stream path: absolute, no empty, '.' or '..' segment, not under /_herald/ or /callback/", path)
 	}
 	return nil
 }

@@ -1,4 +1,4 @@
-package delivery
+package dispatch
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/heraldstreams/herald/delivery"
 	"github.com/heraldstreams/herald/store"
 )
 
@@ -26,8 +27,8 @@ type replayJSONOut struct {
 func TestReplayStatusUntil(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRig(t, nil)
-		r.rc.setRespond(func(int, Event) (int, map[string]string) { return http.StatusInternalServerError, nil })
-		ep := r.endpoint(&CreateEndpointParams{Active: true, Config: EndpointConfig{RetrySchedule: Schedule{0}}})
+		r.rc.setRespond(func(int, delivery.Event) (int, map[string]string) { return http.StatusInternalServerError, nil })
+		ep := r.endpoint(&CreateEndpointParams{Active: true, Config: delivery.EndpointConfig{RetrySchedule: delivery.Schedule{0}}})
 		r.publish("a.one", "", `{}`)
 		r.publish("a.two", "", `{}`)
 		synctest.Wait()

@@ -1,10 +1,11 @@
-package delivery
+package dispatch
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
 	"github.com/heraldstreams/herald/auth"
+	"github.com/heraldstreams/herald/delivery"
 	"io"
 	"log/slog"
 	"net/http"
@@ -77,19 +78,19 @@ type received struct {
 	at     time.Time
 	header http.Header
 	body   []byte
-	event  Event
+	event  delivery.Event
 }
 
 // receiver records requests and answers with respond.
 type receiver struct {
 	mu      sync.Mutex
 	got     []received
-	respond func(n int, ev Event) (status int, header map[string]string)
+	respond func(n int, ev delivery.Event) (status int, header map[string]string)
 }
 
 func (rc *receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body) // in process: cannot fail
-	var ev Event
+	var ev delivery.Event
 	if err := json.Unmarshal(body, &ev); err != nil {
 		http.Error(w, "not an event", http.StatusBadRequest)
 		return
@@ -117,7 +118,7 @@ func (rc *receiver) requests() []received {
 	return append([]received(nil), rc.got...)
 }
 
-func (rc *receiver) setRespond(f func(n int, ev Event) (int, map[string]string)) {
+func (rc *receiver) setRespond(f func(n int, ev delivery.Event) (int, map[string]string)) {
 	rc.mu.Lock()
 	rc.respond = f
 	rc.mu.Unlock()
@@ -193,7 +194,7 @@ func (r *rig) endpoint(p *CreateEndpointParams) *store.Endpoint {
 
 func (r *rig) publish(typ, stream string, data string) *PublishResult {
 	r.t.Helper()
-	res, err := r.e.Publish(context.Background(), &PublishParams{Event: &Event{Type: typ, Timestamp: time.Now().UTC(), Data: json.RawMessage(data)}, Stream: stream})
+	res, err := r.e.Publish(context.Background(), &PublishParams{Event: &delivery.Event{Type: typ, Timestamp: time.Now().UTC(), Data: json.RawMessage(data)}, Stream: stream})
 	if err != nil {
 		r.t.Fatalf("publish: %v", err)
 	}

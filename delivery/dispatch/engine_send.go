@@ -1,4 +1,4 @@
-package delivery
+package dispatch
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/heraldstreams/herald/delivery"
 	"github.com/heraldstreams/herald/internal/telemetry"
 	"github.com/heraldstreams/herald/store"
 	"github.com/heraldstreams/herald/webhook"
@@ -66,7 +67,7 @@ type sendResult struct {
 
 func newRunner(e *Engine, id string) *runner {
 	ctx, cancel := context.WithCancel(e.ctx)
-	return &runner{e: e, id: id, ctx: ctx, cancel: cancel, kick: make(chan struct{}, 1), results: make(chan sendResult, MaxMaxInFlight),
+	return &runner{e: e, id: id, ctx: ctx, cancel: cancel, kick: make(chan struct{}, 1), results: make(chan sendResult, delivery.MaxMaxInFlight),
 		backlog: true}
 }
 
@@ -209,7 +210,7 @@ func (r *runner) unreserve(n int) {
 // limits allow; the sends of the others give their slots back.
 func (r *runner) reserve(want int) int {
 	le := r.e.endpoint(r.id) // as of now: a breaker may have just tripped
-	if want <= 0 || le == nil || !le.sending() || Ordering(le.ep.Ordering) == OrderingStream || batchSize(le) > 1 {
+	if want <= 0 || le == nil || !le.sending() || delivery.Ordering(le.ep.Ordering) == delivery.OrderingStream || batchSize(le) > 1 {
 		return 0
 	}
 	r.mu.Lock()
@@ -401,8 +402,8 @@ func (r *runner) post(parent trace.SpanContext, le *liveEndpoint, g sendGroup) {
 // attempt timeout.
 func (e *Engine) signedRequest(le *liveEndpoint, eventID, eventType string, body []byte, now time.Time) (*webhook.Request, error) {
 	ep := &le.ep
-	secrets := SecretSet{Current: ep.Secret, Previous: ep.PreviousSecret, PreviousUntil: ep.PreviousSecretUntil}.Signing(now)
-	signed, err := le.profile.Sign(&ProfileSignParams{ID: eventID, EventType: eventType, Timestamp: now, Body: body, Secrets: secrets})
+	secrets := delivery.SecretSet{Current: ep.Secret, Previous: ep.PreviousSecret, PreviousUntil: ep.PreviousSecretUntil}.Signing(now)
+	signed, err := le.profile.Sign(&delivery.ProfileSignParams{ID: eventID, EventType: eventType, Timestamp: now, Body: body, Secrets: secrets})
 	if err != nil {
 		return nil, err
 	}
@@ -435,7 +436,7 @@ func (r *runner) complete(batch []sendResult) (wait time.Duration, starved <-cha
 	r.mu.Lock()
 	backlog := r.backlog
 	r.mu.Unlock()
-	if le := r.e.endpoint(r.id); le == nil || Ordering(le.ep.Ordering) == OrderingStream {
+	if le := r.e.endpoint(r.id); le == nil || delivery.Ordering(le.ep.Ordering) == delivery.OrderingStream {
 		backlog = true // a finished delivery lets the next of its stream go
 	}
 	if backlog {
@@ -463,9 +464,9 @@ func (r *runner) record(batch []sendResult) (time.Time, bool) {
 		var sent []store.Delivery
 		for _, res := range batch {
 			out, ok, obsErr := decide(le, res, now)
-			var sig Signal
-			h, sig = e.breaker.Observe(h, Observation{Success: ok, At: res.at, Error: obsErr})
-			tripped = tripped || sig == SignalTrip
+			var sig delivery.Signal
+			h, sig = e.breaker.Observe(h, delivery.Observation{Success: ok, At: res.at, Error: obsErr})
+			tripped = tripped || sig == delivery.SignalTrip
 			for _, d := range res.ds {
 				dr := out
 				dr.DeliveryID, dr.LeaseToken = d.ID, d.LeaseToken
@@ -580,7 +581,7 @@ func decide(le *liveEndpoint, res sendResult, now time.Time) (dr store.DeliveryR
 	default:
 		errText = fmt.Sprintf("HTTP %d", res.resp.StatusCode)
 		if s := res.resp.StatusCode; s == http.StatusTooManyRequests || s == http.StatusServiceUnavailable {
-			if d, found := ParseRetryAfter(res.resp.Header.Get("Retry-After"), now); found {
+			if d, found := delivery.ParseRetryAfter(res.resp.Header.Get("Retry-After"), now); found {
 				retryAfter = d
 			}
 		}
@@ -592,7 +593,7 @@ func decide(le *liveEndpoint, res sendResult, now time.Time) (dr store.DeliveryR
 			errText = joinErr(errText, "reading the response: "+res.resp.BodyErr.Error())
 		}
 	}
-	final := !ok && res.resp != nil && FinalStatus(le.policy, res.resp.StatusCode)
+	final := !ok && res.resp != nil && delivery.FinalStatus(le.policy, res.resp.StatusCode)
 	if final {
 		errText = joinErr(errText, fmt.Sprintf("final under failure policy %q: a 4xx other than 408, 409, 425 and 429 is not retried", le.policy))
 	}
@@ -602,7 +603,7 @@ func decide(le *liveEndpoint, res sendResult, now time.Time) (dr store.DeliveryR
 		dr.Status = store.DeliveryDelivered
 		return dr, true, ""
 	}
-	at, exhausted := NextAttempt(le.schedule, res.ds[0].RoundAttempts+1, now, retryAfter)
+	at, exhausted := delivery.NextAttempt(le.schedule, res.ds[0].RoundAttempts+1, now, retryAfter)
 	if exhausted || final {
 		dr.Status = store.DeliveryExhausted
 	} else {
@@ -618,12 +619,12 @@ func joinErr(a, b string) string {
 	return a + "; " + b
 }
 
-func fromStoreHealth(h store.EndpointHealth) Health {
-	return Health{ConsecutiveFailures: h.ConsecutiveFailures, LastSuccessAt: h.LastSuccessAt, LastFailureAt: h.LastFailureAt,
+func fromStoreHealth(h store.EndpointHealth) delivery.Health {
+	return delivery.Health{ConsecutiveFailures: h.ConsecutiveFailures, LastSuccessAt: h.LastSuccessAt, LastFailureAt: h.LastFailureAt,
 		LastError: h.LastError, DisabledAt: h.DisabledAt, DisabledReason: h.DisabledReason}
 }
 
-func toStoreHealth(h Health) store.EndpointHealth {
+func toStoreHealth(h delivery.Health) store.EndpointHealth {
 	return store.EndpointHealth{ConsecutiveFailures: h.ConsecutiveFailures, LastSuccessAt: h.LastSuccessAt, LastFailureAt: h.LastFailureAt,
 		LastError: h.LastError, DisabledAt: h.DisabledAt, DisabledReason: h.DisabledReason}
 }

@@ -1,4 +1,4 @@
-package delivery
+package dispatch
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
+	"github.com/heraldstreams/herald/delivery"
 	"github.com/heraldstreams/herald/store"
 )
 
@@ -20,7 +21,7 @@ func TestEngineSignsStandardWebhooks(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRig(t, nil)
 		ep := r.endpoint(&CreateEndpointParams{Active: true})
-		r.rc.setRespond(func(n int, ev Event) (int, map[string]string) {
+		r.rc.setRespond(func(n int, ev delivery.Event) (int, map[string]string) {
 			if n == 0 {
 				return http.StatusInternalServerError, nil // one retry, to see the id stay
 			}
@@ -63,7 +64,7 @@ func TestEngineSignsStandardWebhooks(t *testing.T) {
 				t.Fatalf("during the overlap, secret %s does not verify: %v", secret[:10], err)
 			}
 		}
-		time.Sleep(DefaultRotationOverlap)
+		time.Sleep(delivery.DefaultRotationOverlap)
 		r.publish("order.created", "", `{"n":3}`)
 		synctest.Wait()
 		after := r.rc.requests()[3]
@@ -85,7 +86,7 @@ func TestEngineRetryScheduleAndDeadLetter(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRig(t, nil)
 		ep := r.endpoint(&CreateEndpointParams{Active: true})
-		r.rc.setRespond(func(n int, ev Event) (int, map[string]string) {
+		r.rc.setRespond(func(n int, ev delivery.Event) (int, map[string]string) {
 			if n == 2 {
 				return http.StatusServiceUnavailable, map[string]string{"Retry-After": "3600"}
 			}
@@ -146,10 +147,10 @@ func TestEngineBreakerKeepsAndResumes(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRig(t, func(c *EngineConfig) {
 			c.BreakerThreshold = 3
-			c.RetrySchedule = Schedule{0, time.Second, time.Second, time.Second, time.Second}
+			c.RetrySchedule = delivery.Schedule{0, time.Second, time.Second, time.Second, time.Second}
 		})
-		ep := r.endpoint(&CreateEndpointParams{Active: true, Config: EndpointConfig{MaxInFlight: 1}})
-		r.rc.setRespond(func(int, Event) (int, map[string]string) { return http.StatusBadGateway, nil })
+		ep := r.endpoint(&CreateEndpointParams{Active: true, Config: delivery.EndpointConfig{MaxInFlight: 1}})
+		r.rc.setRespond(func(int, delivery.Event) (int, map[string]string) { return http.StatusBadGateway, nil })
 		for i := range 5 {
 			r.publish("a.b", "", fmt.Sprintf(`{"i":%d}`, i))
 		}
@@ -201,7 +202,7 @@ func TestEngineBreakerKeepsAndResumes(t *testing.T) {
 func TestEngineReclaimsExpiredLease(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRig(t, func(c *EngineConfig) { c.Lease = 30 * time.Second })
-		ep := r.endpoint(&CreateEndpointParams{Active: true, Config: EndpointConfig{MaxInFlight: 1}})
+		ep := r.endpoint(&CreateEndpointParams{Active: true, Config: delivery.EndpointConfig{MaxInFlight: 1}})
 		// A sender elsewhere claims the delivery first and dies: pause the
 		// endpoint so the engine cannot claim it before, claim directly.
 		cur, _ := r.st.EndpointGet(context.Background(), ep.ID)

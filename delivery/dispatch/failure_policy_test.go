@@ -1,4 +1,4 @@
-package delivery
+package dispatch
 
 import (
 	"strings"
@@ -6,6 +6,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/heraldstreams/herald/delivery"
 	"github.com/heraldstreams/herald/store"
 )
 
@@ -14,10 +15,10 @@ func TestFinalStatus(t *testing.T) {
 		400: true, 401: true, 403: true, 404: true, 410: true, 422: true, 499: true,
 		408: false, 409: false, 425: false, 429: false, 500: false, 503: false, 302: false, 200: false,
 	} {
-		if got := FinalStatus(FailurePolicyStandard, status); got != final {
+		if got := delivery.FinalStatus(delivery.FailurePolicyStandard, status); got != final {
 			t.Errorf("standard, HTTP %d: final %v, want %v", status, got, final)
 		}
-		if FinalStatus(FailurePolicyRetryAll, status) {
+		if delivery.FinalStatus(delivery.FailurePolicyRetryAll, status) {
 			t.Errorf("retry_all, HTTP %d: final", status)
 		}
 	}
@@ -37,22 +38,22 @@ func TestFailurePolicy(t *testing.T) {
 		want          string
 	}{
 		{"404 standard", "", "", 404, store.DeliveryExhausted},
-		{"401 standard", "", FailurePolicyStandard, 401, store.DeliveryExhausted},
+		{"401 standard", "", delivery.FailurePolicyStandard, 401, store.DeliveryExhausted},
 		{"429 standard", "", "", 429, store.DeliveryFailed},
 		{"408 standard", "", "", 408, store.DeliveryFailed},
 		{"409 standard", "", "", 409, store.DeliveryFailed},
 		{"425 standard", "", "", 425, store.DeliveryFailed},
 		{"500 standard", "", "", 500, store.DeliveryFailed},
-		{"404 retry_all endpoint", "", FailurePolicyRetryAll, 404, store.DeliveryFailed},
-		{"404 retry_all default", FailurePolicyRetryAll, "", 404, store.DeliveryFailed},
-		{"404 standard endpoint over retry_all default", FailurePolicyRetryAll, FailurePolicyStandard, 404, store.DeliveryExhausted},
+		{"404 retry_all endpoint", "", delivery.FailurePolicyRetryAll, 404, store.DeliveryFailed},
+		{"404 retry_all default", delivery.FailurePolicyRetryAll, "", 404, store.DeliveryFailed},
+		{"404 standard endpoint over retry_all default", delivery.FailurePolicyRetryAll, delivery.FailurePolicyStandard, 404, store.DeliveryExhausted},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				r := newRig(t, func(cfg *EngineConfig) { cfg.FailurePolicy = c.engineDefault })
-				ep := r.endpoint(&CreateEndpointParams{Active: true, Config: EndpointConfig{FailurePolicy: c.endpoint}})
-				r.rc.setRespond(func(int, Event) (int, map[string]string) { return c.status, nil })
+				ep := r.endpoint(&CreateEndpointParams{Active: true, Config: delivery.EndpointConfig{FailurePolicy: c.endpoint}})
+				r.rc.setRespond(func(int, delivery.Event) (int, map[string]string) { return c.status, nil })
 				r.publish("a.b", "", `{}`)
 				synctest.Wait()
 				ds := r.deliveries(ep.ID)

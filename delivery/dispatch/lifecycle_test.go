@@ -1,4 +1,4 @@
-package delivery
+package dispatch
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/heraldstreams/herald/delivery"
 	"github.com/heraldstreams/herald/store"
 	"github.com/heraldstreams/herald/webhook"
 )
@@ -19,7 +20,7 @@ import (
 // request to next.
 func echoChallenges(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		if code := req.Header.Get(HeaderVerification); code != "" {
+		if code := req.Header.Get(delivery.HeaderVerification); code != "" {
 			w.Header().Set("Content-Type", "application/json")
 			fmt.Fprintf(w, `{"challenge":%q}`, code)
 			return
@@ -32,7 +33,7 @@ func echoChallenges(next http.Handler) http.Handler {
 func challengeCodes(rc *receiver) []string {
 	var out []string
 	for _, q := range rc.requests() {
-		if c := q.header.Get(HeaderVerification); c != "" {
+		if c := q.header.Get(delivery.HeaderVerification); c != "" {
 			out = append(out, c)
 		}
 	}
@@ -43,7 +44,7 @@ func challengeCodes(rc *receiver) []string {
 func eventsGot(rc *receiver) int {
 	n := 0
 	for _, q := range rc.requests() {
-		if q.header.Get(HeaderVerification) == "" {
+		if q.header.Get(delivery.HeaderVerification) == "" {
 			n++
 		}
 	}
@@ -151,10 +152,10 @@ func TestPatchKeepsBreakerDisabled(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRig(t, func(c *EngineConfig) {
 			c.BreakerThreshold = 2
-			c.RetrySchedule = Schedule{0, time.Second, time.Second, time.Second}
+			c.RetrySchedule = delivery.Schedule{0, time.Second, time.Second, time.Second}
 		})
 		ep := r.endpoint(&CreateEndpointParams{Active: true})
-		r.rc.setRespond(func(int, Event) (int, map[string]string) { return http.StatusBadGateway, nil })
+		r.rc.setRespond(func(int, delivery.Event) (int, map[string]string) { return http.StatusBadGateway, nil })
 		r.publish("a.b", "", `{}`)
 		synctest.Wait()
 		time.Sleep(time.Minute)
@@ -210,7 +211,7 @@ func TestEndpointTimeoutAndFields(t *testing.T) {
 		if code := r.call("POST", "/_herald/v1/endpoints", `{"url":"`+hookURL+`","timeout_ms":1500}`, &ep); code != 201 {
 			t.Fatalf("create: %d", code)
 		}
-		if ep.TimeoutMS != 1500 || ep.Profile != ProfileStandardWebhooks || ep.FailurePolicy != FailurePolicyStandard || ep.Name != "" {
+		if ep.TimeoutMS != 1500 || ep.Profile != delivery.ProfileStandardWebhooks || ep.FailurePolicy != delivery.FailurePolicyStandard || ep.Name != "" {
 			t.Fatalf("created %+v", ep)
 		}
 		r.publish("a.b", "", `{}`)
@@ -221,7 +222,7 @@ func TestEndpointTimeoutAndFields(t *testing.T) {
 		if code := r.call("PATCH", "/_herald/v1/endpoints/"+ep.ID, `{"timeout_ms":null,"name":"orders","profile":"x-agentidp-sha256","failure_policy":"retry_all"}`, &ep); code != 200 {
 			t.Fatalf("patch: %d", code)
 		}
-		if ep.TimeoutMS != 10000 || ep.Name != "orders" || ep.Profile != ProfileXAgentIdPSHA256 || ep.FailurePolicy != FailurePolicyRetryAll {
+		if ep.TimeoutMS != 10000 || ep.Name != "orders" || ep.Profile != delivery.ProfileXAgentIdPSHA256 || ep.FailurePolicy != delivery.FailurePolicyRetryAll {
 			t.Fatalf("patched %+v", ep)
 		}
 		r.publish("a.b", "", `{}`)

@@ -1,4 +1,4 @@
-package subscription
+package wake
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/heraldstreams/herald/subscription"
 	"github.com/heraldstreams/herald/internal/telemetry"
 	"github.com/heraldstreams/herald/protocol"
 	"github.com/heraldstreams/herald/store"
@@ -80,7 +81,7 @@ type EngineConfig struct {
 	// Sender posts wake notifications. Required.
 	Sender WebhookSender
 	// Keyring signs and verifies callback tokens. Required.
-	Keyring *Keyring
+	Keyring *subscription.Keyring
 	// CallbackBaseURL is Herald's public base URL, without a trailing
 	// slash: wakes carry CallbackBaseURL + "/callback/" + consumer id.
 	// Required.
@@ -136,8 +137,8 @@ type EngineConfig struct {
 type Engine struct {
 	st      EngineStore
 	sender  WebhookSender
-	keys    *Keyring
-	machine Machine
+	keys    *subscription.Keyring
+	machine subscription.Machine
 	base    string
 	now     func() time.Time
 	rand    io.Reader
@@ -187,7 +188,7 @@ func NewEngine(cfg EngineConfig) (*Engine, error) {
 		st:          cfg.Store,
 		sender:      cfg.Sender,
 		keys:        cfg.Keyring,
-		machine:     Machine{Rand: cfg.Rand},
+		machine:     subscription.Machine{Rand: cfg.Rand},
 		base:        cfg.CallbackBaseURL,
 		now:         cfg.Now,
 		rand:        cfg.Rand,
@@ -317,11 +318,11 @@ func (e *Engine) lock(id string) func() {
 
 // applied is the outcome of one event.
 type applied struct {
-	Consumer Consumer
+	Consumer subscription.Consumer
 	// Version is the stored version of Consumer (unless Removed), so the
 	// next event of the same consumer can skip re-reading it.
 	Version int64
-	Effects []Effect
+	Effects []subscription.Effect
 	Removed bool
 }
 
@@ -331,7 +332,7 @@ type applied struct {
 // compare-and-set, retrying on a conflict. A consumer whose primary stream
 // no longer exists is removed instead (Applied.Removed, RemovedPrimaryDeleted). Decision errors are returned as they are; a missing consumer
 // is ErrConsumerGone. The effects are the caller's to run (runEffects).
-func (e *Engine) apply(ctx context.Context, id string, ev Event, extra []string, pre *store.Consumer) (applied, error) {
+func (e *Engine) apply(ctx context.Context, id string, ev subscription.Event, extra []string, pre *store.Consumer) (applied, error) {
 	unlock := e.lock(id)
 	defer unlock()
 	known := pre // the latest form of the consumer seen, for the member cache
@@ -344,7 +345,7 @@ func (e *Engine) apply(ctx context.Context, id string, ev Event, extra []string,
 			sc, err = e.st.ConsumerGet(ctx, id)
 			if errors.Is(err, store.ErrConsumerNotFound) {
 				e.members.observe(known, nil)
-				return applied{}, fmt.Errorf("%w: %s", ErrConsumerGone, id)
+				return applied{}, fmt.Errorf("%w: %s", subscription.ErrConsumerGone, id)
 			}
 			if err != nil {
 				return applied{}, err
@@ -363,7 +364,7 @@ func (e *Engine) apply(ctx context.Context, id string, ev Event, extra []string,
 			// the event, the consumer goes now, not when the deletion
 			// reaches the workers, so nothing is accepted from it once
 			// the DELETE has answered (S7).
-			dev = StreamDeleted{Path: c.PrimaryStream}
+			dev = subscription.StreamDeleted{Path: c.PrimaryStream}
 		}
 		next, effects, err := e.machine.Decide(c, dev, e.now())
 		if err != nil {
@@ -380,7 +381,7 @@ func (e *Engine) apply(ctx context.Context, id string, ev Event, extra []string,
 			e.metrics.removed.WithLabelValues(string(rm.Reason)).Inc()
 			return applied{Consumer: next, Effects: effects, Removed: true}, nil
 		}
-		if !fresh && c.State != StateIdle && sameConsumer(&c, &next) {
+		if !fresh && c.State != subscription.StateIdle && sameConsumer(&c, &next) {
 			// Nothing to write, so no compare-and-set would reveal that
 			// pre is stale: decide again on the stored consumer. (A done
 			// applied between pre's read and now may have read the tails
@@ -417,7 +418,7 @@ func (e *Engine) casOutcome(err error, sc *store.Consumer, id string) (retry boo
 		return true, nil
 	case errors.Is(err, store.ErrConsumerNotFound):
 		e.members.observe(sc, nil)
-		return false, fmt.Errorf("%w: %s", ErrConsumerGone, id)
+		return false, fmt.Errorf("%w: %s", subscription.ErrConsumerGone, id)
 	}
 	return false, err
 }
@@ -428,11 +429,11 @@ func (e *Engine) casOutcome(err error, sc *store.Consumer, id string) (retry boo
 func (e *Engine) runEffects(ctx context.Context, a applied) {
 	for _, eff := range a.Effects {
 		switch eff := eff.(type) {
-		case SendWake:
+		case subscription.SendWake:
 			e.startSend(trace.SpanContextFromContext(ctx), a, eff)
-		case ArmTimer:
+		case subscription.ArmTimer:
 			e.timers.add(eff.At)
-		case Remove:
+		case subscription.Remove:
 			e.logRemoved(a.Consumer, eff.Reason)
 		}
 	}
@@ -441,8 +442,8 @@ func (e *Engine) runEffects(ctx context.Context, a applied) {
 // logRemoved logs the removal of a consumer (garbage collection): a
 // consumer whose webhook kept failing is a warning, as its wake retries
 // were exhausted.
-func (e *Engine) logRemoved(c Consumer, reason RemoveReason) {
-	if reason == RemovedWebhookFailing {
+func (e *Engine) logRemoved(c subscription.Consumer, reason subscription.RemoveReason) {
+	if reason == subscription.RemovedWebhookFailing {
 		e.log.Warn("wake retries exhausted: consumer removed", "consumer", c.ID, "subscription", c.SubscriptionID,
 			"reason", reason, "failing_since", c.FailingSince, "epoch", c.Epoch, "wake_id", c.WakeID)
 		return
@@ -452,8 +453,8 @@ func (e *Engine) logRemoved(c Consumer, reason RemoveReason) {
 
 // tails reads the current tail of every path, as offsets. A stream that
 // does not exist is left out (its tail counts as OffsetStart).
-func (e *Engine) tails(ctx context.Context, paths, extra []string) (Tails, error) {
-	t := make(Tails, len(paths)+len(extra))
+func (e *Engine) tails(ctx context.Context, paths, extra []string) (subscription.Tails, error) {
+	t := make(subscription.Tails, len(paths)+len(extra))
 	now := e.now()
 	for _, list := range [][]string{paths, extra} {
 		for _, p := range list {
@@ -480,41 +481,41 @@ func (e *Engine) tails(ctx context.Context, paths, extra []string) (Tails, error
 }
 
 // withTails returns ev carrying tails.
-func withTails(ev Event, t Tails) Event {
+func withTails(ev subscription.Event, t subscription.Tails) subscription.Event {
 	switch ev := ev.(type) {
-	case TailsChanged:
+	case subscription.TailsChanged:
 		ev.Tails = t
 		return ev
-	case Tick:
+	case subscription.Tick:
 		ev.Tails = t
 		return ev
-	case WebhookResult:
+	case subscription.WebhookResult:
 		ev.Tails = t
 		return ev
-	case Callback:
+	case subscription.Callback:
 		ev.Tails = t
 		return ev
 	}
 	return ev
 }
 
-func removal(effects []Effect) (Remove, bool) {
+func removal(effects []subscription.Effect) (subscription.Remove, bool) {
 	for _, eff := range effects {
-		if r, ok := eff.(Remove); ok {
+		if r, ok := eff.(subscription.Remove); ok {
 			return r, true
 		}
 	}
-	return Remove{}, false
+	return subscription.Remove{}, false
 }
 
 // fromStored converts a stored consumer to the machine's.
-func fromStored(sc *store.Consumer) Consumer {
-	c := Consumer{
+func fromStored(sc *store.Consumer) subscription.Consumer {
+	c := subscription.Consumer{
 		ID:               sc.ID,
 		SubscriptionID:   sc.SubscriptionID,
 		Incarnation:      sc.Incarnation,
 		PrimaryStream:    sc.PrimaryStream,
-		State:            State(sc.State),
+		State:            subscription.State(sc.State),
 		Epoch:            sc.Epoch,
 		WakeID:           sc.WakeID,
 		Attempts:         sc.Attempts,
@@ -524,17 +525,17 @@ func fromStored(sc *store.Consumer) Consumer {
 		FailingSince:     sc.FailingSince,
 		StalledWakes:     sc.StalledWakes,
 		StalledSince:     sc.StalledSince,
-		Streams:          make([]StreamCursor, 0, len(sc.Streams)),
+		Streams:          make([]subscription.StreamCursor, 0, len(sc.Streams)),
 	}
 	for _, s := range sc.Streams {
-		c.Streams = append(c.Streams, StreamCursor{Path: s.Path, Acked: s.Acked, Notified: s.Notified})
+		c.Streams = append(c.Streams, subscription.StreamCursor{Path: s.Path, Acked: s.Acked, Notified: s.Notified})
 	}
 	return c
 }
 
 // toStored converts a machine consumer to the stored form; DueAt is its
 // next deadline, which the timer sweep looks for.
-func toStored(c *Consumer) store.Consumer {
+func toStored(c *subscription.Consumer) store.Consumer {
 	sc := store.Consumer{
 		ID:               c.ID,
 		SubscriptionID:   c.SubscriptionID,
@@ -562,7 +563,7 @@ func toStored(c *Consumer) store.Consumer {
 // sameConsumer reports whether a decision changed nothing, so that no
 // write is needed (events for a WAKING or LIVE consumer usually change
 // nothing: wake batching).
-func sameConsumer(a, b *Consumer) bool {
+func sameConsumer(a, b *subscription.Consumer) bool {
 	if a.Incarnation != b.Incarnation || a.State != b.State || a.Epoch != b.Epoch || a.WakeID != b.WakeID || a.Attempts != b.Attempts ||
 		!a.WakingDeadline.Equal(b.WakingDeadline) || !a.NextRetryAt.Equal(b.NextRetryAt) ||
 		!a.LivenessDeadline.Equal(b.LivenessDeadline) || !a.FailingSince.Equal(b.FailingSince) ||

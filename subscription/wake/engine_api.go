@@ -1,4 +1,4 @@
-package subscription
+package wake
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/heraldstreams/herald/subscription"
 	"github.com/heraldstreams/herald/glob"
 	"github.com/heraldstreams/herald/protocol"
 	"github.com/heraldstreams/herald/store"
@@ -32,7 +33,7 @@ type CreateSubscriptionParams struct {
 // CreateSubscriptionResult is the output of Engine.CreateSubscription.
 type CreateSubscriptionResult struct {
 	// Subscription carries WebhookSecret only when Created.
-	Subscription Subscription
+	Subscription subscription.Subscription
 	// Created is false when an identical subscription existed.
 	Created bool
 }
@@ -46,7 +47,7 @@ type CreateSubscriptionResult struct {
 // nothing more of that subscription), webhook.ErrURLRefused (the SSRF
 // policy refused the webhook).
 func (e *Engine) CreateSubscription(ctx context.Context, p *CreateSubscriptionParams) (*CreateSubscriptionResult, error) {
-	if err := ValidateSubscriptionID(p.ID); err != nil {
+	if err := subscription.ValidateSubscriptionID(p.ID); err != nil {
 		return nil, err
 	}
 	pat, err := glob.Compile(p.Pattern)
@@ -57,7 +58,7 @@ func (e *Engine) CreateSubscription(ctx context.Context, p *CreateSubscriptionPa
 		return nil, fmt.Errorf("%w: %s", ErrPatternForbidden, pat.String())
 	}
 	if p.Webhook == "" {
-		return nil, fmt.Errorf("%w: webhook is required", ErrInvalidRequest)
+		return nil, fmt.Errorf("%w: webhook is required", subscription.ErrInvalidRequest)
 	}
 	// A taken id is decided before the webhook URL is checked: a
 	// conflicting re-create is 409 whatever its URL. The same id of
@@ -76,7 +77,7 @@ func (e *Engine) CreateSubscription(ctx context.Context, p *CreateSubscriptionPa
 	if err := e.sender.ValidateURL(ctx, p.Webhook); err != nil {
 		return nil, err
 	}
-	secret, err := NewWebhookSecret(e.random())
+	secret, err := subscription.NewWebhookSecret(e.random())
 	if err != nil {
 		return nil, err
 	}
@@ -127,14 +128,14 @@ func existingConsumer(id string, pat *glob.Pattern, r io.Reader) func(*store.Str
 		if !pat.Match(s.Path) {
 			return store.Consumer{}, false
 		}
-		inc, err := NewIncarnation(r)
+		inc, err := subscription.NewIncarnation(r)
 		if err != nil {
 			// Spawn cannot fail; a consumer without an incarnation
 			// would accept the tokens of a deleted one, so the
 			// stream gets none now and a consumer when it changes.
 			return store.Consumer{}, false
 		}
-		c, err := NewConsumer(NewConsumerParams{SubscriptionID: id, PrimaryStream: s.Path, Incarnation: inc, StartOffset: protocol.FormatOffset(s.Tail)})
+		c, err := subscription.NewConsumer(subscription.NewConsumerParams{SubscriptionID: id, PrimaryStream: s.Path, Incarnation: inc, StartOffset: protocol.FormatOffset(s.Tail)})
 		if err != nil {
 			return store.Consumer{}, false // a path no consumer can have
 		}
@@ -144,7 +145,7 @@ func existingConsumer(id string, pat *glob.Pattern, r io.Reader) func(*store.Str
 
 // GetSubscription returns a subscription without its secret.
 // ErrSubscriptionNotFound when absent or not the caller's to see.
-func (e *Engine) GetSubscription(ctx context.Context, c Caller, id string) (*Subscription, error) {
+func (e *Engine) GetSubscription(ctx context.Context, c Caller, id string) (*subscription.Subscription, error) {
 	s, err := e.visibleSubscription(ctx, &c, id)
 	if err != nil {
 		return nil, err
@@ -170,7 +171,7 @@ func (e *Engine) visibleSubscription(ctx context.Context, c *Caller, id string) 
 // ListSubscriptions returns the subscriptions of a pattern that the
 // caller may see, ordered by id, without secrets; AllPattern lists them
 // all. Errors: glob.ErrInvalidPattern.
-func (e *Engine) ListSubscriptions(ctx context.Context, c Caller, pattern string) ([]Subscription, error) {
+func (e *Engine) ListSubscriptions(ctx context.Context, c Caller, pattern string) ([]subscription.Subscription, error) {
 	pat, err := glob.Compile(pattern)
 	if err != nil {
 		return nil, err
@@ -183,7 +184,7 @@ func (e *Engine) ListSubscriptions(ctx context.Context, c Caller, pattern string
 	if err != nil {
 		return nil, err
 	}
-	out := make([]Subscription, 0, len(list))
+	out := make([]subscription.Subscription, 0, len(list))
 	for i := range list {
 		if c.sees(&list[i]) {
 			out = append(out, wireSubscription(&list[i]))
@@ -217,15 +218,15 @@ func (e *Engine) DeleteSubscription(ctx context.Context, c Caller, pattern, id s
 	if err != nil {
 		return err
 	}
-	e.metrics.removed.WithLabelValues(string(RemovedSubscriptionDeleted)).Add(float64(removed))
+	e.metrics.removed.WithLabelValues(string(subscription.RemovedSubscriptionDeleted)).Add(float64(removed))
 	e.log.Info("subscription deleted", "subscription", id, "consumers_removed", removed)
 	e.uncacheSubscription(id)
 	e.members.clear() // the store removed the subscription's consumers
 	return nil
 }
 
-func wireSubscription(s *store.Subscription) Subscription {
-	return Subscription{SubscriptionID: s.ID, Pattern: s.Pattern, Webhook: s.Webhook, Description: s.Description}
+func wireSubscription(s *store.Subscription) subscription.Subscription {
+	return subscription.Subscription{SubscriptionID: s.ID, Pattern: s.Pattern, Webhook: s.Webhook, Description: s.Description}
 }
 
 // CallbackParams are the inputs of Engine.Callback.
@@ -258,12 +259,12 @@ func (e *CallbackError) Unwrap() error { return e.Err }
 // callback API): token, body, then the state machine, atomically and
 // serially per consumer. A failed request changes nothing. Callback errors
 // come as a *CallbackError; any other error is a server fault.
-func (e *Engine) Callback(ctx context.Context, p *CallbackParams) (*CallbackResponse, error) {
+func (e *Engine) Callback(ctx context.Context, p *CallbackParams) (*subscription.CallbackResponse, error) {
 	resp, err := e.callback(ctx, p)
 	code := "OK"
 	if err != nil {
 		code = "INTERNAL"
-		if _, c, ok := CallbackErrorStatus(err); ok {
+		if _, c, ok := subscription.CallbackErrorStatus(err); ok {
 			code = c
 		}
 	}
@@ -271,27 +272,27 @@ func (e *Engine) Callback(ctx context.Context, p *CallbackParams) (*CallbackResp
 	return resp, err
 }
 
-func (e *Engine) callback(ctx context.Context, p *CallbackParams) (*CallbackResponse, error) {
+func (e *Engine) callback(ctx context.Context, p *CallbackParams) (*subscription.CallbackResponse, error) {
 	id := p.ConsumerID
-	sub, path, idErr := ParseConsumerID(p.ConsumerID)
+	sub, path, idErr := subscription.ParseConsumerID(p.ConsumerID)
 	if idErr == nil {
-		id = ConsumerID(sub, path) // the canonical encoding tokens name
+		id = subscription.ConsumerID(sub, path) // the canonical encoding tokens name
 	}
 	now := e.now()
-	var claims TokenClaims
-	tokErr := fmt.Errorf("%w: an Authorization: Bearer token is required", ErrTokenInvalid)
+	var claims subscription.TokenClaims
+	tokErr := fmt.Errorf("%w: an Authorization: Bearer token is required", subscription.ErrTokenInvalid)
 	if p.Token != "" {
 		claims, tokErr = e.keys.Verify(p.Token, id, now)
 	}
 	// CheckCallback's first two rules need nothing else: a bad token, then
 	// an id no consumer can have (a safeguard: no token names one).
-	if tokErr != nil && !errors.Is(tokErr, ErrTokenExpired) {
-		return nil, &CallbackError{Err: CheckCallback(&CallbackCheck{TokenErr: tokErr})}
+	if tokErr != nil && !errors.Is(tokErr, subscription.ErrTokenExpired) {
+		return nil, &CallbackError{Err: subscription.CheckCallback(&subscription.CallbackCheck{TokenErr: tokErr})}
 	}
 	if idErr != nil {
-		return nil, &CallbackError{Err: fmt.Errorf("%w: %v", ErrConsumerGone, idErr)}
+		return nil, &CallbackError{Err: fmt.Errorf("%w: %v", subscription.ErrConsumerGone, idErr)}
 	}
-	req, reqErr := ParseCallbackRequest(p.Body)
+	req, reqErr := subscription.ParseCallbackRequest(p.Body)
 	var reach func(string) bool
 	if len(req.Subscribe) > 0 {
 		var err error
@@ -303,18 +304,18 @@ func (e *Engine) callback(ctx context.Context, p *CallbackParams) (*CallbackResp
 	for _, a := range req.Acks {
 		extra = append(extra, a.Path)
 	}
-	a, err := e.apply(ctx, id, Callback{Request: req, RequestErr: reqErr, Token: claims, TokenErr: tokErr, Reach: reach}, extra, nil)
+	a, err := e.apply(ctx, id, subscription.Callback{Request: req, RequestErr: reqErr, Token: claims, TokenErr: tokErr, Reach: reach}, extra, nil)
 	if err == nil {
-		if rm, _ := removal(a.Effects); rm.Reason == RemovedPrimaryDeleted {
-			err = fmt.Errorf("%w: its primary stream %s was deleted", ErrConsumerGone, a.Consumer.PrimaryStream)
+		if rm, _ := removal(a.Effects); rm.Reason == subscription.RemovedPrimaryDeleted {
+			err = fmt.Errorf("%w: its primary stream %s was deleted", subscription.ErrConsumerGone, a.Consumer.PrimaryStream)
 		}
 	}
 	if err != nil {
-		if _, _, ok := CallbackErrorStatus(err); !ok {
+		if _, _, ok := subscription.CallbackErrorStatus(err); !ok {
 			return nil, err
 		}
 		ce := &CallbackError{Err: err}
-		if !errors.Is(err, ErrConsumerGone) && !errors.Is(err, ErrTokenInvalid) {
+		if !errors.Is(err, subscription.ErrConsumerGone) && !errors.Is(err, subscription.ErrTokenInvalid) {
 			// The token for the next callback: a renewed one for
 			// TOKEN_EXPIRED, always for the token's own epoch (never a
 			// newer one: that would un-fence a zombie).
@@ -329,7 +330,7 @@ func (e *Engine) callback(ctx context.Context, p *CallbackParams) (*CallbackResp
 	if err != nil {
 		return nil, err
 	}
-	resp := NewCallbackResponse(&a.Consumer, next)
+	resp := subscription.NewCallbackResponse(&a.Consumer, next)
 	return &resp, nil
 }
 
@@ -340,13 +341,13 @@ const MaxConsumerPage = 1000
 // URLs: "{subscription_id}:{url-encoded stream path}").
 // ErrConsumerNotFound when absent, or not the caller's to see: its
 // subscription is not, or it names a stream outside the caller's paths.
-func (e *Engine) GetConsumer(ctx context.Context, c Caller, id string) (*ConsumerInfo, error) {
+func (e *Engine) GetConsumer(ctx context.Context, c Caller, id string) (*subscription.ConsumerInfo, error) {
 	notFound := fmt.Errorf("%w: %q", ErrConsumerNotFound, id)
 	// The subscription is checked before the consumer is read: a
 	// subscription's consumers are removed with it, so whatever is read
 	// after is of the subscription the check saw, never of an earlier
 	// owner's subscription of the same id.
-	sub, _, err := ParseConsumerID(id)
+	sub, _, err := subscription.ParseConsumerID(id)
 	if err != nil {
 		return nil, notFound
 	}
@@ -372,7 +373,7 @@ func (e *Engine) GetConsumer(ctx context.Context, c Caller, id string) (*Consume
 // continues it. ErrSubscriptionNotFound when the subscription is absent
 // or not the caller's to see; a consumer that names a stream outside the
 // caller's paths is left out.
-func (e *Engine) ListConsumers(ctx context.Context, c Caller, subscriptionID, cursor string, limit int) (*ConsumerList, error) {
+func (e *Engine) ListConsumers(ctx context.Context, c Caller, subscriptionID, cursor string, limit int) (*subscription.ConsumerList, error) {
 	if _, err := e.visibleSubscription(ctx, &c, subscriptionID); err != nil {
 		return nil, err
 	}
@@ -386,7 +387,7 @@ func (e *Engine) ListConsumers(ctx context.Context, c Caller, subscriptionID, cu
 	if err != nil {
 		return nil, err
 	}
-	out := &ConsumerList{Data: make([]ConsumerInfo, 0, min(len(list), limit))}
+	out := &subscription.ConsumerList{Data: make([]subscription.ConsumerInfo, 0, min(len(list), limit))}
 	now := e.now()
 	for i := range list {
 		if i == limit {
@@ -403,9 +404,9 @@ func (e *Engine) ListConsumers(ctx context.Context, c Caller, subscriptionID, cu
 
 // consumerInfo is what the consumer API shows of a stored consumer at
 // now.
-func consumerInfo(sc *store.Consumer, now time.Time) ConsumerInfo {
+func consumerInfo(sc *store.Consumer, now time.Time) subscription.ConsumerInfo {
 	c := fromStored(sc)
-	info := ConsumerInfo{
+	info := subscription.ConsumerInfo{
 		ConsumerID:     c.ID,
 		SubscriptionID: c.SubscriptionID,
 		PrimaryStream:  c.PrimaryStream,
@@ -413,7 +414,7 @@ func consumerInfo(sc *store.Consumer, now time.Time) ConsumerInfo {
 		Epoch:          c.Epoch,
 		WakeID:         c.WakeID,
 		Attempts:       c.Attempts,
-		Streams:        make([]ConsumerStreamInfo, 0, len(c.Streams)),
+		Streams:        make([]subscription.ConsumerStreamInfo, 0, len(c.Streams)),
 		NextDeadline:   timeOrNil(c.NextDeadline()),
 		FailingSince:   timeOrNil(c.FailingSince),
 	}
@@ -421,7 +422,7 @@ func consumerInfo(sc *store.Consumer, now time.Time) ConsumerInfo {
 		info.Stuck, info.StuckReason = true, &reason
 	}
 	for _, s := range c.Streams {
-		info.Streams = append(info.Streams, ConsumerStreamInfo{Path: s.Path, Acked: s.Acked, Notified: s.Notified})
+		info.Streams = append(info.Streams, subscription.ConsumerStreamInfo{Path: s.Path, Acked: s.Acked, Notified: s.Notified})
 	}
 	return info
 }

@@ -1,10 +1,11 @@
-package subscription
+package wake
 
 import (
 	"context"
 	"testing"
 	"testing/synctest"
 
+	"github.com/heraldstreams/herald/subscription"
 	"github.com/heraldstreams/herald/protocol"
 	"github.com/heraldstreams/herald/store"
 )
@@ -47,10 +48,10 @@ func TestEngineCreateSubscriptionWindow(t *testing.T) {
 		synctest.Wait()
 
 		w := hook.wakes()
-		if len(w) != 1 || w[0].Payload.PrimaryStream != "/agents/new" || w[0].Payload.Streams[0].Offset != OffsetStart {
+		if len(w) != 1 || w[0].Payload.PrimaryStream != "/agents/new" || w[0].Payload.Streams[0].Offset != subscription.OffsetStart {
 			t.Fatalf("wakes = %+v, want one for /agents/new from the start", w)
 		}
-		old, err := st.ConsumerGet(context.Background(), ConsumerID("sub", "/agents/old"))
+		old, err := st.ConsumerGet(context.Background(), subscription.ConsumerID("sub", "/agents/old"))
 		if err != nil || old.State != "IDLE" || old.Streams[0].Acked != protocol.FormatOffset(3) {
 			t.Fatalf("consumer of /agents/old = %+v, %v", old, err)
 		}

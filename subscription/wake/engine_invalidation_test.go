@@ -1,4 +1,4 @@
-package subscription
+package wake
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/heraldstreams/herald/subscription"
 	"github.com/heraldstreams/herald/store"
 )
 
@@ -67,7 +68,7 @@ func TestEngineFreshSubscriptionsBeforeSpawn(t *testing.T) {
 	if err := e.processStream(context.Background(), "/x/a", flagChanged|flagSpawn); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.ConsumerGet(context.Background(), ConsumerID("sub", "/x/a")); err != nil {
+	if _, err := st.ConsumerGet(context.Background(), subscription.ConsumerID("sub", "/x/a")); err != nil {
 		t.Fatalf("no consumer spawned from the stored subscription: %v", err)
 	}
 }

@@ -1,4 +1,4 @@
-package subscription
+package wake
 
 import (
 	"container/heap"
@@ -10,6 +10,7 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/heraldstreams/herald/subscription"
 	"github.com/heraldstreams/herald/internal/telemetry"
 	"github.com/heraldstreams/herald/store"
 )
@@ -272,13 +273,13 @@ func (e *Engine) streamChanged(ctx context.Context, path string, spawn bool) err
 			}
 		}
 	}
-	return e.applyEach(ctx, consumers, TailsChanged{}, true)
+	return e.applyEach(ctx, consumers, subscription.TailsChanged{}, true)
 }
 
 // applyEach applies ev to each consumer and runs the effects; a consumer
 // that is gone by then is skipped. withPre passes the consumer as read, so
 // apply need not read it again when nothing changed it since.
-func (e *Engine) applyEach(ctx context.Context, consumers []store.Consumer, ev Event, withPre bool) error {
+func (e *Engine) applyEach(ctx context.Context, consumers []store.Consumer, ev subscription.Event, withPre bool) error {
 	var errs []error
 	for i := range consumers {
 		var pre *store.Consumer
@@ -287,7 +288,7 @@ func (e *Engine) applyEach(ctx context.Context, consumers []store.Consumer, ev E
 		}
 		a, err := e.apply(ctx, consumers[i].ID, ev, nil, pre)
 		if err != nil {
-			if !errors.Is(err, ErrConsumerGone) {
+			if !errors.Is(err, subscription.ErrConsumerGone) {
 				errs = append(errs, err)
 			}
 			continue
@@ -314,14 +315,14 @@ func (e *Engine) spawn(ctx context.Context, path string, existing []store.Consum
 	}
 	var fresh []store.Consumer
 	for _, sub := range subs {
-		if have[ConsumerID(sub, path)] {
+		if have[subscription.ConsumerID(sub, path)] {
 			continue
 		}
-		inc, err := NewIncarnation(e.random())
+		inc, err := subscription.NewIncarnation(e.random())
 		if err != nil {
 			return false, err
 		}
-		c, err := NewConsumer(NewConsumerParams{SubscriptionID: sub, PrimaryStream: path, Incarnation: inc})
+		c, err := subscription.NewConsumer(subscription.NewConsumerParams{SubscriptionID: sub, PrimaryStream: path, Incarnation: inc})
 		if err != nil {
 			continue // a path no consumer can have
 		}
@@ -356,7 +357,7 @@ func (e *Engine) streamDeleted(ctx context.Context, path string) error {
 			errs = append(errs, err)
 			continue
 		}
-		errs = append(errs, e.applyEach(ctx, consumers, StreamDeleted{Path: path}, false))
+		errs = append(errs, e.applyEach(ctx, consumers, subscription.StreamDeleted{Path: path}, false))
 	}
 	return errors.Join(errs...)
 }
@@ -434,9 +435,9 @@ func (e *Engine) tickAll(ctx context.Context, batch []store.Consumer) error {
 		go func(c *store.Consumer) {
 			defer wg.Done()
 			defer func() { <-sem }()
-			a, err := e.apply(ctx, c.ID, Tick{}, nil, c)
+			a, err := e.apply(ctx, c.ID, subscription.Tick{}, nil, c)
 			if err != nil {
-				if !errors.Is(err, ErrConsumerGone) {
+				if !errors.Is(err, subscription.ErrConsumerGone) {
 					mu.Lock()
 					errs = append(errs, err)
 					mu.Unlock()

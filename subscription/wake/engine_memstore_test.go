@@ -1,4 +1,4 @@
-package subscription
+package wake
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/heraldstreams/herald/subscription"
 	"github.com/heraldstreams/herald/store"
 )
 

@@ -1,6 +1,7 @@
-package subscription
+package wake
 
 import (
+	"github.com/heraldstreams/herald/subscription"
 	"context"
 	"time"
 
@@ -96,10 +97,10 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.NewInvalidMetric(consumersDesc, err)
 		return
 	}
-	for _, s := range []State{StateIdle, StateWaking, StateLive} {
+	for _, s := range []subscription.State{subscription.StateIdle, subscription.StateWaking, subscription.StateLive} {
 		ch <- prometheus.MustNewConstMetric(consumersDesc, prometheus.GaugeValue, float64(counts[string(s)]), string(s))
 	}
-	stuck, err := c.counter.ConsumerCountStalled(ctx, StuckWakes)
+	stuck, err := c.counter.ConsumerCountStalled(ctx, subscription.StuckWakes)
 	if err != nil {
 		ch <- prometheus.NewInvalidMetric(stuckDesc, err)
 		return

@@ -1,4 +1,4 @@
-package subscription
+package wake
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/heraldstreams/herald/subscription"
 	"github.com/heraldstreams/herald/protocol"
 	"github.com/heraldstreams/herald/store"
 )
@@ -53,7 +54,7 @@ type model struct {
 	t       *testing.T
 	r       *rand.Rand
 	st      *memStore
-	keys    *Keyring
+	keys    *subscription.Keyring
 	hook    *receiver
 	eng     *Engine
 	secret  string
@@ -63,7 +64,7 @@ type model struct {
 	seen    int  // wakes checked so far
 	epochOf map[string]int64
 	wakeOf  map[string]string // consumer epoch key → wake id
-	latest  map[string]WakePayload
+	latest  map[string]subscription.WakePayload
 	prev    map[string]store.Consumer
 	// exclusive is EngineConfig.ExclusiveStore: even seeds run with the
 	// member cache, odd ones without.
@@ -76,11 +77,11 @@ const modelSecondary = "/x/shared"
 
 func runModel(t *testing.T, seed uint64) {
 	m := &model{t: t, r: rand.New(rand.NewPCG(seed, 99)), st: newMemStore(), keys: rigKeyring(t), hook: &receiver{},
-		epochOf: map[string]int64{}, wakeOf: map[string]string{}, latest: map[string]WakePayload{}, prev: map[string]store.Consumer{},
+		epochOf: map[string]int64{}, wakeOf: map[string]string{}, latest: map[string]subscription.WakePayload{}, prev: map[string]store.Consumer{},
 		exclusive: seed%2 == 0}
 	var appenders sync.WaitGroup
 	defer appenders.Wait()
-	m.hook.setReply(func(p WakePayload, req *http.Request) (int, string) {
+	m.hook.setReply(func(p subscription.WakePayload, req *http.Request) (int, string) {
 		mode, race := m.currentMode()
 		switch mode {
 		case hookDone:
@@ -119,7 +120,7 @@ func runModel(t *testing.T, seed uint64) {
 		case k < 7:
 			m.callback()
 		case k < 9:
-			steps := []time.Duration{100 * time.Millisecond, time.Second, WakingTimeout, LivenessTimeout, 5 * time.Minute}
+			steps := []time.Duration{100 * time.Millisecond, time.Second, subscription.WakingTimeout, subscription.LivenessTimeout, 5 * time.Minute}
 			time.Sleep(steps[m.r.IntN(len(steps))])
 		default:
 			m.eng.Stop()
@@ -144,7 +145,7 @@ func runModel(t *testing.T, seed uint64) {
 	m.calm = true // no racing appends from here: let it settle
 	m.hook.mu.Unlock()
 	for range 20 {
-		time.Sleep(LivenessTimeout)
+		time.Sleep(subscription.LivenessTimeout)
 		synctest.Wait()
 		m.check(-1)
 	}
@@ -182,7 +183,7 @@ func (m *model) snapshot() map[string]store.Consumer {
 func (m *model) tail(path string) string {
 	s, err := m.st.StreamGet(context.Background(), &store.StreamGetParams{Path: path})
 	if err != nil {
-		return OffsetStart
+		return subscription.OffsetStart
 	}
 	return protocol.FormatOffset(s.Tail)
 }
@@ -200,7 +201,7 @@ func (m *model) callback() {
 	slices.Sort(ids)
 	w := m.latest[ids[m.r.IntN(len(ids))]]
 	before, stored := m.snapshot()[w.ConsumerID]
-	req := CallbackRequest{Epoch: w.Epoch}
+	req := subscription.CallbackRequest{Epoch: w.Epoch}
 	switch m.r.IntN(4) {
 	case 0:
 		req.WakeID = w.WakeID
@@ -213,7 +214,7 @@ func (m *model) callback() {
 		if m.r.IntN(5) == 0 {
 			off = protocol.FormatOffset(1 << 40) // beyond the tail
 		}
-		req.Acks = []StreamOffset{{Path: s.Path, Offset: off}}
+		req.Acks = []subscription.StreamOffset{{Path: s.Path, Offset: off}}
 	}
 	if m.r.IntN(6) == 0 {
 		req.Subscribe = []string{modelSecondary}
@@ -221,7 +222,7 @@ func (m *model) callback() {
 	req.Done = m.r.IntN(3) == 0
 	resp, err := m.eng.Callback(context.Background(), &CallbackParams{ConsumerID: w.ConsumerID, Token: w.Token, Body: []byte(body(req))})
 	after, stillStored := m.snapshot()[w.ConsumerID]
-	_, code, isCallbackErr := CallbackErrorStatus(err)
+	_, code, isCallbackErr := subscription.CallbackErrorStatus(err)
 	switch {
 	case err == nil:
 		if resp.Token == "" || resp.Streams == nil {
@@ -235,10 +236,10 @@ func (m *model) callback() {
 			m.t.Errorf("failed callback %s changed %s", code, w.ConsumerID)
 		}
 	}
-	if stored && w.Epoch < before.Epoch && code != CodeStaleEpoch {
+	if stored && w.Epoch < before.Epoch && code != subscription.CodeStaleEpoch {
 		m.t.Errorf("S6: callback of epoch %d at epoch %d got %v", w.Epoch, before.Epoch, err)
 	}
-	if !stored && code != CodeConsumerGone {
+	if !stored && code != subscription.CodeConsumerGone {
 		m.t.Errorf("S7: callback for a removed consumer got %v", err)
 	}
 }

@@ -1,6 +1,7 @@
-package subscription
+package wake
 
 import (
+	"github.com/heraldstreams/herald/subscription"
 	"context"
 	"errors"
 	"strings"
@@ -91,7 +92,7 @@ func TestEngineSubscriptionOwners(t *testing.T) {
 		}
 
 		// Consumers are their subscription's owner's.
-		platformConsumer := ConsumerID("p1", "/tenants/acme/x")
+		platformConsumer := subscription.ConsumerID("p1", "/tenants/acme/x")
 		if _, err := r.eng.GetConsumer(ctx, acme, platformConsumer); !errors.Is(err, ErrConsumerNotFound) {
 			t.Errorf("acme gets the platform's consumer: %v", err)
 		}
@@ -101,7 +102,7 @@ func TestEngineSubscriptionOwners(t *testing.T) {
 		if _, err := r.eng.ListConsumers(ctx, acme, "p1", "", 0); !errors.Is(err, ErrSubscriptionNotFound) {
 			t.Errorf("acme lists the platform's consumers: %v", err)
 		}
-		own := ConsumerID("a1", "/tenants/acme/x")
+		own := subscription.ConsumerID("a1", "/tenants/acme/x")
 		if c, err := r.eng.GetConsumer(ctx, acme, own); err != nil || c.PrimaryStream != "/tenants/acme/x" {
 			t.Errorf("acme gets its consumer: %+v, %v", c, err)
 		}
@@ -146,25 +147,25 @@ func TestEngineTenantConsumerSubscribesInItsNamespace(t *testing.T) {
 		r.createStream("/platform/p", "p")
 		r.createStream("/tenants/globex/secret", "g")
 		synctest.Wait()
-		tokens := map[string]WakePayload{}
+		tokens := map[string]subscription.WakePayload{}
 		for _, w := range hook.wakes() {
 			tokens[w.Payload.ConsumerID] = w.Payload
 		}
-		acmeID, platformID := ConsumerID("a1", "/tenants/acme/x"), ConsumerID("p1", "/platform/p")
+		acmeID, platformID := subscription.ConsumerID("a1", "/tenants/acme/x"), subscription.ConsumerID("p1", "/platform/p")
 		w := tokens[acmeID]
 		before := r.consumer(acmeID)
 		for _, paths := range [][]string{{"/tenants/globex/secret"}, {"/platform/p"}, {"/tenants/acme/y", "/tenants/globex/secret"}, {"/tenants/acmex/z"}} {
-			r.wantCallbackError(acmeID, w.Token, body(CallbackRequest{Epoch: w.Epoch, WakeID: w.WakeID, Subscribe: paths}), CodeForbidden)
+			r.wantCallbackError(acmeID, w.Token, body(subscription.CallbackRequest{Epoch: w.Epoch, WakeID: w.WakeID, Subscribe: paths}), subscription.CodeForbidden)
 		}
 		if c := r.consumer(acmeID); len(c.Streams) != 1 || c.Version != before.Version {
 			t.Fatalf("the consumer after refused subscribes: %+v", c)
 		}
-		resp := r.mustCallback(acmeID, w.Token, body(CallbackRequest{Epoch: w.Epoch, WakeID: w.WakeID, Subscribe: []string{"/tenants/acme/y"}}))
+		resp := r.mustCallback(acmeID, w.Token, body(subscription.CallbackRequest{Epoch: w.Epoch, WakeID: w.WakeID, Subscribe: []string{"/tenants/acme/y"}}))
 		if len(resp.Streams) != 2 || resp.Streams[1].Path != "/tenants/acme/y" {
 			t.Fatalf("subscribe in the namespace: %+v", resp)
 		}
 		p := tokens[platformID]
-		resp = r.mustCallback(platformID, p.Token, body(CallbackRequest{Epoch: p.Epoch, WakeID: p.WakeID, Subscribe: []string{"/tenants/globex/secret"}}))
+		resp = r.mustCallback(platformID, p.Token, body(subscription.CallbackRequest{Epoch: p.Epoch, WakeID: p.WakeID, Subscribe: []string{"/tenants/globex/secret"}}))
 		if len(resp.Streams) != 2 {
 			t.Fatalf("the platform's consumer subscribes anywhere: %+v", resp)
 		}

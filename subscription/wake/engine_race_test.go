@@ -1,4 +1,4 @@
-package subscription
+package wake
 
 import (
 	"fmt"
@@ -8,6 +8,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/heraldstreams/herald/subscription"
 	"github.com/heraldstreams/herald/protocol"
 )
 
@@ -31,7 +32,7 @@ func TestEngineNoLostWakeUnderRaces(t *testing.T) {
 		var mu sync.Mutex
 		appended := map[string]int{}
 		var wg sync.WaitGroup
-		hook.setReply(func(p WakePayload, _ *http.Request) (int, string) {
+		hook.setReply(func(p subscription.WakePayload, _ *http.Request) (int, string) {
 			mu.Lock()
 			n := appended[p.PrimaryStream]
 			more := n < rounds
@@ -59,7 +60,7 @@ func TestEngineNoLostWakeUnderRaces(t *testing.T) {
 		synctest.Wait()
 		for i := range streams {
 			path := fmt.Sprintf("/loops/s%d", i)
-			c := r.consumer(ConsumerID("sub", path))
+			c := r.consumer(subscription.ConsumerID("sub", path))
 			tail := protocol.FormatOffset(int64(len("first") + rounds*len("event")))
 			if c.State != "IDLE" || c.Streams[0].Acked != tail || c.Attempts != 1 {
 				t.Errorf("%s: %s acked %s attempts %d, want IDLE acked %s after one attempt", path, c.State, c.Streams[0].Acked, c.Attempts, tail)

@@ -1,4 +1,4 @@
-package subscription
+package wake
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/heraldstreams/herald/subscription"
 	"github.com/heraldstreams/herald/protocol"
 )
 
@@ -21,7 +22,7 @@ func TestEngineRestart(t *testing.T) {
 	dir := t.TempDir()
 	synctest.Test(t, func(t *testing.T) {
 		hook1 := &receiver{}
-		hook1.setReply(func(p WakePayload, _ *http.Request) (int, string) {
+		hook1.setReply(func(p subscription.WakePayload, _ *http.Request) (int, string) {
 			if p.PrimaryStream == "/agents/failing" {
 				return http.StatusServiceUnavailable, ""
 			}
@@ -33,7 +34,7 @@ func TestEngineRestart(t *testing.T) {
 		r1.createStream("/agents/failing", "abc")
 		r1.createStream("/agents/idle", "abc")
 		synctest.Wait()
-		live, failing, idle := ConsumerID("sub", "/agents/live"), ConsumerID("sub", "/agents/failing"), ConsumerID("sub", "/agents/idle")
+		live, failing, idle := subscription.ConsumerID("sub", "/agents/live"), subscription.ConsumerID("sub", "/agents/failing"), subscription.ConsumerID("sub", "/agents/idle")
 		// Process /agents/idle completely: ack and done.
 		var idleTok, liveTok, failingWake string
 		for _, w := range hook1.wakes() {
@@ -46,8 +47,8 @@ func TestEngineRestart(t *testing.T) {
 				failingWake = w.Payload.WakeID
 			}
 		}
-		r1.mustCallback(idle, idleTok, body(CallbackRequest{Epoch: 1, Done: true,
-			Acks: []StreamOffset{{Path: "/agents/idle", Offset: protocol.FormatOffset(3)}}}))
+		r1.mustCallback(idle, idleTok, body(subscription.CallbackRequest{Epoch: 1, Done: true,
+			Acks: []subscription.StreamOffset{{Path: "/agents/idle", Offset: protocol.FormatOffset(3)}}}))
 		before := map[string]int64{}
 		for _, id := range []string{live, failing, idle} {
 			before[id] = r1.consumer(id).Epoch
@@ -63,7 +64,7 @@ func TestEngineRestart(t *testing.T) {
 		// Down for two minutes: the liveness timeout and the retry fall due.
 		time.Sleep(2 * time.Minute)
 		hook2 := &receiver{}
-		hook2.setReply(func(WakePayload, *http.Request) (int, string) { return http.StatusOK, `{"done": true}` })
+		hook2.setReply(func(subscription.WakePayload, *http.Request) (int, string) { return http.StatusOK, `{"done": true}` })
 		r2 := newRig(t, dir, hook2)
 		defer r2.close()
 		synctest.Wait()
@@ -71,7 +72,7 @@ func TestEngineRestart(t *testing.T) {
 		if _, err := r2.eng.GetSubscription(context.Background(), Platform, "sub"); err != nil {
 			t.Fatal(err)
 		}
-		got := map[string][]WakePayload{}
+		got := map[string][]subscription.WakePayload{}
 		for _, w := range hook2.wakes() {
 			got[w.Payload.ConsumerID] = append(got[w.Payload.ConsumerID], w.Payload)
 			verifySignature(t, secret, w) // the secret survived
@@ -82,7 +83,7 @@ func TestEngineRestart(t *testing.T) {
 		}
 		// The LIVE consumer timed out while down: IDLE, then a new wake
 		// for its unacked events.
-		if ws := got[live]; len(ws) != 1 || ws[0].Epoch != before[live]+1 || ws[0].Streams[0].Offset != OffsetStart {
+		if ws := got[live]; len(ws) != 1 || ws[0].Epoch != before[live]+1 || ws[0].Streams[0].Offset != subscription.OffsetStart {
 			t.Fatalf("live consumer after restart: %+v", ws)
 		}
 		// The processed consumer stays asleep with its offset.
@@ -95,7 +96,7 @@ func TestEngineRestart(t *testing.T) {
 		}
 		// A token from before the restart still verifies (it is stale
 		// now, which takes a valid signature to tell).
-		r2.wantCallbackError(live, liveTok, `{"epoch": 1}`, CodeStaleEpoch)
+		r2.wantCallbackError(live, liveTok, `{"epoch": 1}`, subscription.CodeStaleEpoch)
 	})
 }
 
@@ -121,7 +122,7 @@ func TestEngineReconcilesOnStart(t *testing.T) {
 		if len(w) != 1 || w[0].Payload.Streams[0].Offset != protocol.FormatOffset(0) {
 			t.Fatalf("wakes after restart: %+v", w)
 		}
-		if c := r2.consumer(ConsumerID("sub", "/agents/a")); c.Streams[0].Notified != tail {
+		if c := r2.consumer(subscription.ConsumerID("sub", "/agents/a")); c.Streams[0].Notified != tail {
 			t.Fatalf("notified %s, want %s", c.Streams[0].Notified, tail)
 		}
 	})
@@ -142,13 +143,13 @@ func TestEngineReconcilesSecondaryOnStart(t *testing.T) {
 		r1.createStream("/tools/t", "")
 		r1.createStream("/agents/a", "task")
 		synctest.Wait()
-		id := ConsumerID("sub", "/agents/a")
+		id := subscription.ConsumerID("sub", "/agents/a")
 		w := hook.wakes()
 		if len(w) != 1 {
 			t.Fatalf("wakes before the subscribe: %+v", w)
 		}
 		// Move from the primary stream to /tools/t, and go IDLE.
-		r1.mustCallback(id, w[0].Payload.Token, body(CallbackRequest{Epoch: w[0].Payload.Epoch, Done: true,
+		r1.mustCallback(id, w[0].Payload.Token, body(subscription.CallbackRequest{Epoch: w[0].Payload.Epoch, Done: true,
 			Subscribe: []string{"/tools/t"}, Unsubscribe: []string{"/agents/a"}}))
 		synctest.Wait()
 		if c := r1.consumer(id); c.State != "IDLE" || len(c.Streams) != 1 || c.Streams[0].Path != "/tools/t" {

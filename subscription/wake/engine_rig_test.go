@@ -1,4 +1,4 @@
-package subscription
+package wake
 
 import (
 	"bytes"
@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/heraldstreams/herald/subscription"
 	"github.com/heraldstreams/herald/protocol"
 	"github.com/heraldstreams/herald/store"
 	"github.com/heraldstreams/herald/store/sqlite"
@@ -86,7 +87,7 @@ func (s *transportSender) Send(ctx context.Context, req *webhook.Request) (*webh
 // received is one webhook request the receiver got.
 type received struct {
 	At      time.Time
-	Payload WakePayload
+	Payload subscription.WakePayload
 	Body    []byte
 	Sig     string
 }
@@ -96,7 +97,7 @@ type received struct {
 type receiver struct {
 	mu    sync.Mutex
 	got   []received
-	reply func(p WakePayload, r *http.Request) (int, string)
+	reply func(p subscription.WakePayload, r *http.Request) (int, string)
 }
 
 func (h *receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -105,13 +106,13 @@ func (h *receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusBadRequest)
 		return
 	}
-	var p WakePayload
+	var p subscription.WakePayload
 	if err := json.Unmarshal(body, &p); err != nil {
 		w.WriteHeader(http.StatusBadRequest)
 		return
 	}
 	h.mu.Lock()
-	h.got = append(h.got, received{At: time.Now(), Payload: p, Body: body, Sig: r.Header.Get(SignatureHeader)})
+	h.got = append(h.got, received{At: time.Now(), Payload: p, Body: body, Sig: r.Header.Get(subscription.SignatureHeader)})
 	reply := h.reply
 	h.mu.Unlock()
 	status, out := http.StatusOK, "{}"
@@ -123,7 +124,7 @@ func (h *receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	io.WriteString(w, out)
 }
 
-func (h *receiver) setReply(f func(p WakePayload, r *http.Request) (int, string)) {
+func (h *receiver) setReply(f func(p subscription.WakePayload, r *http.Request) (int, string)) {
 	h.mu.Lock()
 	h.reply = f
 	h.mu.Unlock()
@@ -143,12 +144,12 @@ type rig struct {
 	st   *sqlite.Store
 	eng  *Engine
 	hook *receiver
-	keys *Keyring
+	keys *subscription.Keyring
 }
 
-func rigKeyring(t *testing.T) *Keyring {
+func rigKeyring(t *testing.T) *subscription.Keyring {
 	t.Helper()
-	k, err := NewKeyring([]Key{{ID: "k1", Secret: bytes.Repeat([]byte{7}, 32)}}, nil)
+	k, err := subscription.NewKeyring([]subscription.Key{{ID: "k1", Secret: bytes.Repeat([]byte{7}, 32)}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,7 +186,7 @@ func newSender(hook *receiver) *transportSender {
 // startEngine starts an engine on st that delivers wakes to hook.
 // exclusive is EngineConfig.ExclusiveStore: true for the embedded store
 // and the in-memory one; the model test also runs with it off.
-func startEngine(t *testing.T, st EngineStore, hook *receiver, keys *Keyring, sweep time.Duration, exclusive bool) *Engine {
+func startEngine(t *testing.T, st EngineStore, hook *receiver, keys *subscription.Keyring, sweep time.Duration, exclusive bool) *Engine {
 	t.Helper()
 	eng, err := NewEngine(EngineConfig{
 		Store:           st,
@@ -272,7 +273,7 @@ func (r *rig) subscribe(id, pattern string) string {
 	if err != nil {
 		r.t.Fatal(err)
 	}
-	if !res.Created || !strings.HasPrefix(res.Subscription.WebhookSecret, WebhookSecretPrefix) {
+	if !res.Created || !strings.HasPrefix(res.Subscription.WebhookSecret, subscription.WebhookSecretPrefix) {
 		r.t.Fatalf("create: %+v", res)
 	}
 	return res.Subscription.WebhookSecret
@@ -287,11 +288,11 @@ func (r *rig) consumer(id string) *store.Consumer {
 	return c
 }
 
-func (r *rig) callback(id, token string, body string) (*CallbackResponse, error) {
+func (r *rig) callback(id, token string, body string) (*subscription.CallbackResponse, error) {
 	return r.eng.Callback(context.Background(), &CallbackParams{ConsumerID: id, Token: token, Body: []byte(body)})
 }
 
-func (r *rig) mustCallback(id, token string, body string) *CallbackResponse {
+func (r *rig) mustCallback(id, token string, body string) *subscription.CallbackResponse {
 	r.t.Helper()
 	resp, err := r.callback(id, token, body)
 	if err != nil {
@@ -308,7 +309,7 @@ func (r *rig) wantCallbackError(id, token, body, code string) *CallbackError {
 	if !errors.As(err, &ce) {
 		r.t.Fatalf("callback %s: got %v, want a %s callback error", body, err, code)
 	}
-	if _, got, _ := CallbackErrorStatus(err); got != code {
+	if _, got, _ := subscription.CallbackErrorStatus(err); got != code {
 		r.t.Fatalf("callback %s: got code %s (%v), want %s", body, got, err, code)
 	}
 	return ce

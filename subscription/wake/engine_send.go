@@ -1,4 +1,4 @@
-package subscription
+package wake
 
 import (
 	"errors"
@@ -8,6 +8,7 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/heraldstreams/herald/subscription"
 	"github.com/heraldstreams/herald/internal/telemetry"
 	"github.com/heraldstreams/herald/store"
 	"github.com/heraldstreams/herald/webhook"
@@ -24,7 +25,7 @@ const (
 // the append path nor the caller waits for the webhook. MaxInFlight bounds
 // the requests in flight; past it the caller (a worker, a sweep, a
 // callback that re-woke its consumer) waits for a slot.
-func (e *Engine) startSend(parent trace.SpanContext, a applied, w SendWake) {
+func (e *Engine) startSend(parent trace.SpanContext, a applied, w subscription.SendWake) {
 	select {
 	case e.inflight <- struct{}{}:
 	case <-e.ctx.Done():
@@ -47,7 +48,7 @@ func (e *Engine) startSend(parent trace.SpanContext, a applied, w SendWake) {
 //
 // The wake is a span, a child of parent (the request that caused it) when
 // that was traced; its POST carries the span's traceparent.
-func (e *Engine) deliver(parent trace.SpanContext, a applied, w SendWake) {
+func (e *Engine) deliver(parent trace.SpanContext, a applied, w subscription.SendWake) {
 	c := &a.Consumer
 	ctx, span := e.tracer.Start(telemetry.Follow(e.ctx, parent), "subscription.wake", trace.WithAttributes(
 		attribute.String("herald.consumer_id", c.ID), attribute.String("herald.subscription_id", c.SubscriptionID),
@@ -57,7 +58,7 @@ func (e *Engine) deliver(parent trace.SpanContext, a applied, w SendWake) {
 	sub, err := e.subscription(ctx, c.SubscriptionID)
 	if errors.Is(err, store.ErrSubscriptionNotFound) {
 		// Deleted with a wake in flight: the consumer goes too (S7).
-		if a, err := e.apply(ctx, c.ID, SubscriptionDeleted{}, nil, nil); err == nil {
+		if a, err := e.apply(ctx, c.ID, subscription.SubscriptionDeleted{}, nil, nil); err == nil {
 			e.runEffects(ctx, a)
 		}
 		return
@@ -69,7 +70,7 @@ func (e *Engine) deliver(parent trace.SpanContext, a applied, w SendWake) {
 		return
 	}
 	now := e.now()
-	token, err := e.keys.Issue(TokenSubject{ConsumerID: c.ID, Incarnation: c.Incarnation, Epoch: w.Wake.Epoch}, now)
+	token, err := e.keys.Issue(subscription.TokenSubject{ConsumerID: c.ID, Incarnation: c.Incarnation, Epoch: w.Wake.Epoch}, now)
 	if err != nil {
 		span.SetStatus(codes.Error, err.Error())
 		e.logSendError(c.ID, err)
@@ -81,19 +82,19 @@ func (e *Engine) deliver(parent trace.SpanContext, a applied, w SendWake) {
 	body := payload.AppendJSON(make([]byte, 0, 512))
 	hdr := http.Header{}
 	hdr.Set("Content-Type", "application/json")
-	hdr.Set(SignatureHeader, SignatureHeaderValue(sub.Secret, body, now))
+	hdr.Set(subscription.SignatureHeader, subscription.SignatureHeaderValue(sub.Secret, body, now))
 	if w.Attempt <= 1 {
 		e.metrics.wakes.Inc()
 	} else {
 		e.metrics.retries.Inc()
 	}
 
-	resp, err := e.sender.Send(ctx, &webhook.Request{URL: sub.Webhook, Header: hdr, Body: body, Timeout: WebhookRequestTimeout})
+	resp, err := e.sender.Send(ctx, &webhook.Request{URL: sub.Webhook, Header: hdr, Body: body, Timeout: subscription.WebhookRequestTimeout})
 	if ctx.Err() != nil {
 		// Stopping: the stored waking deadline retries after a restart.
 		return
 	}
-	res := WebhookResult{Epoch: w.Wake.Epoch, WakeID: w.Wake.WakeID, Attempt: w.Attempt}
+	res := subscription.WebhookResult{Epoch: w.Wake.Epoch, WakeID: w.Wake.WakeID, Attempt: w.Attempt}
 	outcome := outcomeFailed
 	if err != nil {
 		e.log.Debug("wake delivery failed", "consumer", c.ID, "attempt", w.Attempt, "err", err)
@@ -102,7 +103,7 @@ func (e *Engine) deliver(parent trace.SpanContext, a applied, w SendWake) {
 		e.metrics.latency.Observe(resp.Latency.Seconds())
 		if resp.OK() {
 			res.Delivered = true
-			res.Done = ParseWebhookResponse(resp.Body).Done
+			res.Done = subscription.ParseWebhookResponse(resp.Body).Done
 			outcome = outcomeDelivered
 			if res.Done {
 				outcome = outcomeDone
@@ -115,7 +116,7 @@ func (e *Engine) deliver(parent trace.SpanContext, a applied, w SendWake) {
 	pre.Version = a.Version
 	a, err = e.apply(ctx, c.ID, res, nil, &pre)
 	if err != nil {
-		if !errors.Is(err, ErrConsumerGone) && ctx.Err() == nil {
+		if !errors.Is(err, subscription.ErrConsumerGone) && ctx.Err() == nil {
 			e.log.Warn("applying a webhook result", "consumer", c.ID, "err", err)
 		}
 		return

@@ -1,4 +1,4 @@
-package subscription
+package wake
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/heraldstreams/herald/subscription"
 	"github.com/heraldstreams/herald/protocol"
 	"github.com/heraldstreams/herald/store"
 	"github.com/heraldstreams/herald/webhook"
@@ -26,7 +27,7 @@ func TestEngineWakesOnNewEventsOnly(t *testing.T) {
 		synctest.Wait()
 
 		// Existing streams: an IDLE consumer acked at the tail, no wake.
-		oldID := ConsumerID("sub", "/agents/old")
+		oldID := subscription.ConsumerID("sub", "/agents/old")
 		c := r.consumer(oldID)
 		if c.State != "IDLE" || c.Epoch != 0 || c.Streams[0].Acked != protocol.FormatOffset(3) {
 			t.Fatalf("existing stream's consumer = %+v", c)
@@ -44,7 +45,7 @@ func TestEngineWakesOnNewEventsOnly(t *testing.T) {
 		}
 		p := w[0].Payload
 		if p.ConsumerID != oldID || p.Epoch != 1 || p.PrimaryStream != "/agents/old" ||
-			!slices.Equal(p.Streams, []StreamOffset{{Path: "/agents/old", Offset: protocol.FormatOffset(3)}}) ||
+			!slices.Equal(p.Streams, []subscription.StreamOffset{{Path: "/agents/old", Offset: protocol.FormatOffset(3)}}) ||
 			!slices.Equal(p.TriggeredBy, []string{"/agents/old"}) ||
 			p.Callback != "https://herald.test/callback/sub:%2Fagents%2Fold" || len(p.WakeID) < 10 {
 			t.Fatalf("payload = %+v", p)
@@ -65,10 +66,10 @@ func TestEngineWakesOnNewEventsOnly(t *testing.T) {
 		r.appendData("/other/x", "more")
 		synctest.Wait()
 		w = hook.wakes()
-		if len(w) != 2 || w[1].Payload.PrimaryStream != "/agents/new" || w[1].Payload.Streams[0].Offset != OffsetStart {
+		if len(w) != 2 || w[1].Payload.PrimaryStream != "/agents/new" || w[1].Payload.Streams[0].Offset != subscription.OffsetStart {
 			t.Fatalf("wakes = %+v", w)
 		}
-		if _, err := r.st.ConsumerGet(context.Background(), ConsumerID("sub", "/other/x")); !errors.Is(err, store.ErrConsumerNotFound) {
+		if _, err := r.st.ConsumerGet(context.Background(), subscription.ConsumerID("sub", "/other/x")); !errors.Is(err, store.ErrConsumerNotFound) {
 			t.Fatalf("non-matching stream got a consumer: %v", err)
 		}
 	})
@@ -90,7 +91,7 @@ func TestEngineNoLostWake(t *testing.T) {
 		synctest.Wait()
 		first := true
 		var between string
-		hook.setReply(func(p WakePayload, _ *http.Request) (int, string) {
+		hook.setReply(func(p subscription.WakePayload, _ *http.Request) (int, string) {
 			if first {
 				first = false
 				between = r.appendData("/agents/a", "appended while the webhook answered")
@@ -107,7 +108,7 @@ func TestEngineNoLostWake(t *testing.T) {
 		if w[1].Payload.Epoch != 2 || w[1].Payload.Streams[0].Offset != tail1 {
 			t.Fatalf("second wake = %+v, want epoch 2 from offset %s", w[1].Payload, tail1)
 		}
-		c := r.consumer(ConsumerID("sub", "/agents/a"))
+		c := r.consumer(subscription.ConsumerID("sub", "/agents/a"))
 		if c.State != "IDLE" || c.Streams[0].Acked != between {
 			t.Fatalf("after the second done: %+v, want IDLE acked at %s", c, between)
 		}
@@ -130,7 +131,7 @@ func TestEngineLiveUntilLivenessTimeout(t *testing.T) {
 		r.subscribe("sub", "/agents/*")
 		r.createStream("/agents/a", "one")
 		synctest.Wait()
-		id := ConsumerID("sub", "/agents/a")
+		id := subscription.ConsumerID("sub", "/agents/a")
 		if c := r.consumer(id); c.State != "LIVE" {
 			t.Fatalf("state = %s, want LIVE", c.State)
 		}
@@ -166,7 +167,7 @@ func TestEngineCallbacks(t *testing.T) {
 	dir := t.TempDir()
 	synctest.Test(t, func(t *testing.T) {
 		hook := &receiver{}
-		hook.setReply(func(WakePayload, *http.Request) (int, string) { return http.StatusServiceUnavailable, "" })
+		hook.setReply(func(subscription.WakePayload, *http.Request) (int, string) { return http.StatusServiceUnavailable, "" })
 		// A long sweep interval keeps the hour this test lets pass cheap;
 		// the engine's own deadlines fire on time regardless.
 		r := newRigSweep(t, dir, hook, 10*time.Minute)
@@ -174,48 +175,48 @@ func TestEngineCallbacks(t *testing.T) {
 		r.subscribe("sub", "/agents/*")
 		r.createStream("/agents/a", "hello")
 		synctest.Wait()
-		id := ConsumerID("sub", "/agents/a")
+		id := subscription.ConsumerID("sub", "/agents/a")
 		wake := hook.wakes()[0].Payload
 		tok := wake.Token
 		tail := protocol.FormatOffset(5)
 
 		// Errors of the callback error table; none changes the consumer.
 		before := r.consumer(id)
-		r.wantCallbackError(id, "", `{"epoch": 1}`, CodeTokenInvalid)
-		r.wantCallbackError(id, "not.a.token", `{"epoch": 1}`, CodeTokenInvalid)
-		other, err := r.keys.Issue(TokenSubject{ConsumerID: ConsumerID("sub", "/agents/b"), Epoch: 1}, time.Now())
+		r.wantCallbackError(id, "", `{"epoch": 1}`, subscription.CodeTokenInvalid)
+		r.wantCallbackError(id, "not.a.token", `{"epoch": 1}`, subscription.CodeTokenInvalid)
+		other, err := r.keys.Issue(subscription.TokenSubject{ConsumerID: subscription.ConsumerID("sub", "/agents/b"), Epoch: 1}, time.Now())
 		if err != nil {
 			t.Fatal(err)
 		}
-		r.wantCallbackError(id, other, `{"epoch": 1}`, CodeTokenInvalid)
-		if ce := r.wantCallbackError(id, tok, `{"wake_id": "x"}`, CodeInvalidRequest); ce.Token == "" {
+		r.wantCallbackError(id, other, `{"epoch": 1}`, subscription.CodeTokenInvalid)
+		if ce := r.wantCallbackError(id, tok, `{"wake_id": "x"}`, subscription.CodeInvalidRequest); ce.Token == "" {
 			t.Fatal("an error after a valid token carries a token")
 		}
-		r.wantCallbackError(id, tok, `not json`, CodeInvalidRequest)
-		r.wantCallbackError(id, tok, body(CallbackRequest{Epoch: 1, WakeID: "w_other"}), CodeAlreadyClaimed)
-		r.wantCallbackError(id, tok, body(CallbackRequest{Epoch: 1, Subscribe: []string{"/tools/t"},
-			Acks: []StreamOffset{{Path: "/agents/a", Offset: protocol.FormatOffset(6)}}}), CodeInvalidOffset)
-		r.wantCallbackError("sub:%2Fagents%2Fnone", tok, `{"epoch": 1}`, CodeTokenInvalid)
+		r.wantCallbackError(id, tok, `not json`, subscription.CodeInvalidRequest)
+		r.wantCallbackError(id, tok, body(subscription.CallbackRequest{Epoch: 1, WakeID: "w_other"}), subscription.CodeAlreadyClaimed)
+		r.wantCallbackError(id, tok, body(subscription.CallbackRequest{Epoch: 1, Subscribe: []string{"/tools/t"},
+			Acks: []subscription.StreamOffset{{Path: "/agents/a", Offset: protocol.FormatOffset(6)}}}), subscription.CodeInvalidOffset)
+		r.wantCallbackError("sub:%2Fagents%2Fnone", tok, `{"epoch": 1}`, subscription.CodeTokenInvalid)
 		if after := r.consumer(id); after.Version != before.Version {
 			t.Fatalf("failed callbacks changed the consumer: %+v -> %+v", before, after)
 		}
 
 		// Claim by callback while the webhook is being retried; claiming
 		// again is idempotent.
-		resp := r.mustCallback(id, tok, body(CallbackRequest{Epoch: 1, WakeID: wake.WakeID}))
-		if !resp.OK || resp.Token == "" || !slices.Equal(resp.Streams, []StreamOffset{{Path: "/agents/a", Offset: OffsetStart}}) {
+		resp := r.mustCallback(id, tok, body(subscription.CallbackRequest{Epoch: 1, WakeID: wake.WakeID}))
+		if !resp.OK || resp.Token == "" || !slices.Equal(resp.Streams, []subscription.StreamOffset{{Path: "/agents/a", Offset: subscription.OffsetStart}}) {
 			t.Fatalf("claim response = %+v", resp)
 		}
 		if c := r.consumer(id); c.State != "LIVE" || !c.NextRetryAt.IsZero() {
 			t.Fatalf("after the claim: %+v", c)
 		}
-		r.mustCallback(id, resp.Token, body(CallbackRequest{Epoch: 1, WakeID: wake.WakeID}))
+		r.mustCallback(id, resp.Token, body(subscription.CallbackRequest{Epoch: 1, WakeID: wake.WakeID}))
 
 		// Ack, and subscribe to a stream that does not exist yet (lazy,
 		// starts at the tail).
-		resp = r.mustCallback(id, resp.Token, body(CallbackRequest{Epoch: 1,
-			Acks: []StreamOffset{{Path: "/agents/a", Offset: tail}}, Subscribe: []string{"/tools/t"}}))
-		if !slices.Equal(resp.Streams, []StreamOffset{{Path: "/agents/a", Offset: tail}, {Path: "/tools/t", Offset: OffsetStart}}) {
+		resp = r.mustCallback(id, resp.Token, body(subscription.CallbackRequest{Epoch: 1,
+			Acks: []subscription.StreamOffset{{Path: "/agents/a", Offset: tail}}, Subscribe: []string{"/tools/t"}}))
+		if !slices.Equal(resp.Streams, []subscription.StreamOffset{{Path: "/agents/a", Offset: tail}, {Path: "/tools/t", Offset: subscription.OffsetStart}}) {
 			t.Fatalf("streams = %+v", resp.Streams)
 		}
 		// Done without pending work: IDLE, no wake.
@@ -236,34 +237,34 @@ func TestEngineCallbacks(t *testing.T) {
 		if len(w) != n+1 || w[n].Payload.Epoch != 2 || !slices.Equal(w[n].Payload.TriggeredBy, []string{"/tools/t"}) {
 			t.Fatalf("wakes = %+v", w[n:])
 		}
-		r.wantCallbackError(id, resp.Token, `{"epoch": 1}`, CodeStaleEpoch)
+		r.wantCallbackError(id, resp.Token, `{"epoch": 1}`, subscription.CodeStaleEpoch)
 
 		// An expired token gets a new one in the error response, which
 		// works.
-		time.Sleep(TokenTTL)
+		time.Sleep(subscription.TokenTTL)
 		synctest.Wait()
-		ce := r.wantCallbackError(id, w[n].Payload.Token, `{"epoch": 2}`, CodeTokenExpired)
+		ce := r.wantCallbackError(id, w[n].Payload.Token, `{"epoch": 2}`, subscription.CodeTokenExpired)
 		if claims, err := r.keys.Verify(ce.Token, id, time.Now()); err != nil || claims.Epoch != 2 {
 			t.Fatalf("renewed token: %+v, %v", claims, err)
 		}
 		// Meanwhile the unacked event woke the consumer again after every
 		// liveness timeout (L1): the renewed epoch-2 token is stale.
-		r.wantCallbackError(id, ce.Token, `{"epoch": 2}`, CodeStaleEpoch)
+		r.wantCallbackError(id, ce.Token, `{"epoch": 2}`, subscription.CodeStaleEpoch)
 		w = hook.wakes()
 		last := w[len(w)-1].Payload
 		// (TokenTTL/LivenessTimeout timeouts, give or take the one at the
 		// edge of the hour.)
-		if n := int64(TokenTTL / LivenessTimeout); last.Epoch < n+1 || last.Epoch > n+2 {
+		if n := int64(subscription.TokenTTL / subscription.LivenessTimeout); last.Epoch < n+1 || last.Epoch > n+2 {
 			t.Fatalf("epoch after an hour of liveness timeouts = %d, want %d or %d", last.Epoch, n+1, n+2)
 		}
 
 		// Unsubscribing from every stream removes the consumer; later
 		// callbacks get CONSUMER_GONE.
-		resp = r.mustCallback(id, last.Token, body(CallbackRequest{Epoch: last.Epoch, Unsubscribe: []string{"/agents/a", "/tools/t"}}))
+		resp = r.mustCallback(id, last.Token, body(subscription.CallbackRequest{Epoch: last.Epoch, Unsubscribe: []string{"/agents/a", "/tools/t"}}))
 		if len(resp.Streams) != 0 || resp.Streams == nil {
 			t.Fatalf("streams after unsubscribing from all = %#v", resp.Streams)
 		}
-		r.wantCallbackError(id, resp.Token, body(CallbackRequest{Epoch: last.Epoch}), CodeConsumerGone)
+		r.wantCallbackError(id, resp.Token, body(subscription.CallbackRequest{Epoch: last.Epoch}), subscription.CodeConsumerGone)
 	})
 }
 
@@ -279,7 +280,7 @@ func TestEngineRemovesConsumers(t *testing.T) {
 		r.createStream("/agents/b", "x")
 		r.createStream("/common/s", "")
 		synctest.Wait()
-		a, b := ConsumerID("sub", "/agents/a"), ConsumerID("sub", "/agents/b")
+		a, b := subscription.ConsumerID("sub", "/agents/a"), subscription.ConsumerID("sub", "/agents/b")
 		tokA, tokB := "", ""
 		for _, w := range hook.wakes() {
 			switch w.Payload.ConsumerID {
@@ -293,7 +294,7 @@ func TestEngineRemovesConsumers(t *testing.T) {
 		if len(hook.wakes()) != 4 {
 			t.Fatalf("got %d wakes, want 4", len(hook.wakes()))
 		}
-		r.mustCallback(b, tokB, body(CallbackRequest{Epoch: 1, Subscribe: []string{"/common/s"}}))
+		r.mustCallback(b, tokB, body(subscription.CallbackRequest{Epoch: 1, Subscribe: []string{"/common/s"}}))
 
 		// Deleting a secondary stream drops it from the consumer.
 		r.deleteStream("/common/s")
@@ -304,13 +305,13 @@ func TestEngineRemovesConsumers(t *testing.T) {
 		// Deleting the primary stream removes the consumer (S7).
 		r.deleteStream("/agents/a")
 		synctest.Wait()
-		r.wantCallbackError(a, tokA, `{"epoch": 1}`, CodeConsumerGone)
+		r.wantCallbackError(a, tokA, `{"epoch": 1}`, subscription.CodeConsumerGone)
 		// Deleting the subscription removes its consumers at once.
 		if err := r.eng.DeleteSubscription(context.Background(), Platform, "/agents/*", "sub"); err != nil {
 			t.Fatal(err)
 		}
-		r.wantCallbackError(b, tokB, `{"epoch": 1}`, CodeConsumerGone)
-		if c := r.consumer(ConsumerID("sub2", "/agents/b")); c.SubscriptionID != "sub2" {
+		r.wantCallbackError(b, tokB, `{"epoch": 1}`, subscription.CodeConsumerGone)
+		if c := r.consumer(subscription.ConsumerID("sub2", "/agents/b")); c.SubscriptionID != "sub2" {
 			t.Fatalf("the other subscription's consumer: %+v", c)
 		}
 		// An append after the deletion spawns nothing for the deleted one.
@@ -349,7 +350,7 @@ func TestEngineSubscriptionAPI(t *testing.T) {
 		if _, err := create("s2", "/x/*", "ftp://example.com/", ""); !errors.Is(err, webhook.ErrURLRefused) {
 			t.Fatalf("ftp webhook: %v", err)
 		}
-		if _, err := create("bad id", "/x/*", hookURL, ""); !errors.Is(err, ErrInvalidSubscriptionID) {
+		if _, err := create("bad id", "/x/*", hookURL, ""); !errors.Is(err, subscription.ErrInvalidSubscriptionID) {
 			t.Fatalf("bad id: %v", err)
 		}
 		if _, err := create("s2", "/x/a*", hookURL, ""); err == nil {
@@ -397,10 +398,10 @@ func TestEngineDoneWithPendingRewakes(t *testing.T) {
 		r.subscribe("sub", "/agents/*")
 		r.createStream("/agents/a", "one")
 		synctest.Wait()
-		id := ConsumerID("sub", "/agents/a")
+		id := subscription.ConsumerID("sub", "/agents/a")
 		w := hook.wakes()[0].Payload
-		resp := r.mustCallback(id, w.Token, body(CallbackRequest{Epoch: 1, WakeID: w.WakeID,
-			Acks: []StreamOffset{{Path: "/agents/a", Offset: protocol.FormatOffset(3)}}}))
+		resp := r.mustCallback(id, w.Token, body(subscription.CallbackRequest{Epoch: 1, WakeID: w.WakeID,
+			Acks: []subscription.StreamOffset{{Path: "/agents/a", Offset: protocol.FormatOffset(3)}}}))
 		r.appendData("/agents/a", "two") // while LIVE: no wake yet
 		synctest.Wait()
 		if n := len(hook.wakes()); n != 1 {
@@ -412,7 +413,7 @@ func TestEngineDoneWithPendingRewakes(t *testing.T) {
 		if len(ws) != 2 || ws[1].Payload.Epoch != 2 || ws[1].Payload.Streams[0].Offset != protocol.FormatOffset(3) {
 			t.Fatalf("wakes after done with pending work: %+v", ws)
 		}
-		r.wantCallbackError(id, resp.Token, `{"epoch": 1}`, CodeStaleEpoch)
+		r.wantCallbackError(id, resp.Token, `{"epoch": 1}`, subscription.CodeStaleEpoch)
 	})
 }
 
@@ -424,7 +425,7 @@ func TestEngineMembershipsFollowCallbacks(t *testing.T) {
 	dir := t.TempDir()
 	synctest.Test(t, func(t *testing.T) {
 		hook := &receiver{}
-		hook.setReply(func(WakePayload, *http.Request) (int, string) { return http.StatusOK, `{"done": true}` })
+		hook.setReply(func(subscription.WakePayload, *http.Request) (int, string) { return http.StatusOK, `{"done": true}` })
 		r := newRig(t, dir, hook)
 		defer r.close()
 		r.subscribe("sub", "/agents/*")
@@ -432,15 +433,15 @@ func TestEngineMembershipsFollowCallbacks(t *testing.T) {
 		r.appendData("/common/s", "before anyone listens")
 		r.createStream("/agents/a", "x")
 		synctest.Wait()
-		id := ConsumerID("sub", "/agents/a")
+		id := subscription.ConsumerID("sub", "/agents/a")
 		r.appendData("/agents/a", "y") // wake, claimed by the callbacks below
 		hook.setReply(nil)
 		synctest.Wait()
 		w := hook.wakes()
 		last := w[len(w)-1].Payload
-		resp := r.mustCallback(id, last.Token, body(CallbackRequest{Epoch: last.Epoch, Subscribe: []string{"/common/s"},
-			Acks: []StreamOffset{{Path: "/agents/a", Offset: protocol.FormatOffset(2)}}}))
-		r.mustCallback(id, resp.Token, body(CallbackRequest{Epoch: last.Epoch, Done: true}))
+		resp := r.mustCallback(id, last.Token, body(subscription.CallbackRequest{Epoch: last.Epoch, Subscribe: []string{"/common/s"},
+			Acks: []subscription.StreamOffset{{Path: "/agents/a", Offset: protocol.FormatOffset(2)}}}))
+		r.mustCallback(id, resp.Token, body(subscription.CallbackRequest{Epoch: last.Epoch, Done: true}))
 		synctest.Wait()
 		n := len(hook.wakes())
 
@@ -451,7 +452,7 @@ func TestEngineMembershipsFollowCallbacks(t *testing.T) {
 			t.Fatalf("wakes after an event on the subscribed stream: %+v", w[n:])
 		}
 		p := w[n].Payload
-		resp = r.mustCallback(id, p.Token, body(CallbackRequest{Epoch: p.Epoch, Unsubscribe: []string{"/common/s"}, Done: true}))
+		resp = r.mustCallback(id, p.Token, body(subscription.CallbackRequest{Epoch: p.Epoch, Unsubscribe: []string{"/common/s"}, Done: true}))
 		synctest.Wait()
 		n = len(hook.wakes())
 		r.appendData("/common/s", "nobody listens")

@@ -1,4 +1,4 @@
-package subscription
+package wake
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/heraldstreams/herald/subscription"
 	"github.com/heraldstreams/herald/store"
 )
 
@@ -19,7 +20,7 @@ func TestEngineRetryLadder(t *testing.T) {
 	dir := t.TempDir()
 	synctest.Test(t, func(t *testing.T) {
 		hook := &receiver{}
-		hook.setReply(func(WakePayload, *http.Request) (int, string) { return http.StatusInternalServerError, "" })
+		hook.setReply(func(subscription.WakePayload, *http.Request) (int, string) { return http.StatusInternalServerError, "" })
 		r := newRig(t, dir, hook)
 		defer r.close()
 		secret := r.subscribe("sub", "/agents/*")
@@ -31,7 +32,7 @@ func TestEngineRetryLadder(t *testing.T) {
 			t.Fatalf("only %d attempts in 20 minutes", len(w))
 		}
 		for n := 1; n < len(w); n++ {
-			base, jitter := RetryBackoff(n)
+			base, jitter := subscription.RetryBackoff(n)
 			gap := w[n].At.Sub(w[n-1].At)
 			if gap < base || gap > base+jitter+deadlineResolution {
 				t.Errorf("retry %d came %v after attempt %d, want %v + up to %v", n, gap, n, base, jitter)
@@ -41,7 +42,7 @@ func TestEngineRetryLadder(t *testing.T) {
 			}
 			verifySignature(t, secret, w[n])
 		}
-		c := r.consumer(ConsumerID("sub", "/agents/a"))
+		c := r.consumer(subscription.ConsumerID("sub", "/agents/a"))
 		if c.State != "WAKING" || c.Attempts != len(w) || !c.FailingSince.Equal(w[0].At) {
 			t.Fatalf("consumer = %+v", c)
 		}
@@ -56,7 +57,7 @@ func TestEngineWakingTimeout(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		hook := &receiver{}
 		ended := make(chan time.Time, 100)
-		hook.setReply(func(_ WakePayload, req *http.Request) (int, string) {
+		hook.setReply(func(_ subscription.WakePayload, req *http.Request) (int, string) {
 			<-req.Context().Done() // hang until Herald gives up
 			ended <- time.Now()
 			return http.StatusOK, ""
@@ -73,27 +74,27 @@ func TestEngineWakingTimeout(t *testing.T) {
 		if len(w) < 2 {
 			t.Fatalf("%d attempts after 40 s", len(w))
 		}
-		if gap := w[1].At.Sub(start); gap < WakingTimeout+200*time.Millisecond || gap > WakingTimeout+1200*time.Millisecond+deadlineResolution {
+		if gap := w[1].At.Sub(start); gap < subscription.WakingTimeout+200*time.Millisecond || gap > subscription.WakingTimeout+1200*time.Millisecond+deadlineResolution {
 			t.Fatalf("first retry after %v, want 10.2 s to 11.2 s", gap)
 		}
-		if end := <-ended; end.Sub(start) != WebhookRequestTimeout {
-			t.Fatalf("first request ended %v after it started, want %v", end.Sub(start), WebhookRequestTimeout)
+		if end := <-ended; end.Sub(start) != subscription.WebhookRequestTimeout {
+			t.Fatalf("first request ended %v after it started, want %v", end.Sub(start), subscription.WebhookRequestTimeout)
 		}
 		// Attempts follow the ladder from the waking timeouts alone.
-		c := r.consumer(ConsumerID("sub", "/agents/a"))
+		c := r.consumer(subscription.ConsumerID("sub", "/agents/a"))
 		if c.Attempts != len(w) {
 			t.Fatalf("attempts = %d, requests = %d", c.Attempts, len(w))
 		}
 		// A callback claiming the wake stops the retries: the next request
 		// is a new wake cycle, 45 s later, when the LIVE consumer that sent
 		// no further callback goes IDLE with its event still unacked.
-		r.mustCallback(c.ID, w[0].Payload.Token, body(CallbackRequest{Epoch: 1, WakeID: w[0].Payload.WakeID}))
+		r.mustCallback(c.ID, w[0].Payload.Token, body(subscription.CallbackRequest{Epoch: 1, WakeID: w[0].Payload.WakeID}))
 		claimed := time.Now()
 		n := len(hook.wakes())
 		time.Sleep(10 * time.Minute)
 		synctest.Wait()
 		w = hook.wakes()
-		if len(w) <= n || w[n].Payload.Epoch != 2 || w[n].At.Sub(claimed) < LivenessTimeout {
+		if len(w) <= n || w[n].Payload.Epoch != 2 || w[n].At.Sub(claimed) < subscription.LivenessTimeout {
 			t.Fatalf("after the claim: %+v", w[n:])
 		}
 	})
@@ -105,7 +106,7 @@ func TestEngineWakingTimeout(t *testing.T) {
 func TestEngineGCAfterThreeDays(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		hook := &receiver{}
-		hook.setReply(func(WakePayload, *http.Request) (int, string) { return http.StatusBadGateway, "" })
+		hook.setReply(func(subscription.WakePayload, *http.Request) (int, string) { return http.StatusBadGateway, "" })
 		st := newMemStore()
 		keys := rigKeyring(t)
 		// Deadlines this engine sets fire on time whatever the sweep
@@ -118,10 +119,10 @@ func TestEngineGCAfterThreeDays(t *testing.T) {
 		}
 		st.appendData("/agents/a", 1)
 		synctest.Wait()
-		id := ConsumerID("sub", "/agents/a")
+		id := subscription.ConsumerID("sub", "/agents/a")
 		first := hook.wakes()[0]
 
-		time.Sleep(FailureGCAfter - time.Minute)
+		time.Sleep(subscription.FailureGCAfter - time.Minute)
 		synctest.Wait()
 		if _, err := st.ConsumerGet(ctx, id); err != nil {
 			t.Fatalf("consumer a minute before 3 days: %v", err)
@@ -135,19 +136,19 @@ func TestEngineGCAfterThreeDays(t *testing.T) {
 		}
 		w := hook.wakes()
 		last := w[len(w)-1]
-		if d := last.At.Sub(first.At); d < FailureGCAfter-66*time.Second {
+		if d := last.At.Sub(first.At); d < subscription.FailureGCAfter-66*time.Second {
 			t.Fatalf("last attempt %v after the first", d)
 		}
 		if len(w) < 3900 {
 			t.Fatalf("%d attempts in 3 days", len(w))
 		}
 		// The removal is final: a callback for the consumer gets 410.
-		tok, err := keys.Issue(TokenSubject{ConsumerID: id, Epoch: 1}, time.Now())
+		tok, err := keys.Issue(subscription.TokenSubject{ConsumerID: id, Epoch: 1}, time.Now())
 		if err != nil {
 			t.Fatal(err)
 		}
 		_, err = eng.Callback(ctx, &CallbackParams{ConsumerID: id, Token: tok, Body: []byte(`{"epoch": 1}`)})
-		if _, code, _ := CallbackErrorStatus(err); code != CodeConsumerGone {
+		if _, code, _ := subscription.CallbackErrorStatus(err); code != subscription.CodeConsumerGone {
 			t.Fatalf("callback after removal: %v", err)
 		}
 	})
