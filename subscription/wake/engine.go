@@ -14,10 +14,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/heraldstreams/herald/subscription"
 	"github.com/heraldstreams/herald/internal/telemetry"
 	"github.com/heraldstreams/herald/protocol"
 	"github.com/heraldstreams/herald/store"
+	"github.com/heraldstreams/herald/subscription"
 	"github.com/heraldstreams/herald/webhook"
 )
 

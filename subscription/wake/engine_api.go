@@ -7,10 +7,10 @@ import (
 	"io"
 	"time"
 
-	"github.com/heraldstreams/herald/subscription"
 	"github.com/heraldstreams/herald/glob"
 	"github.com/heraldstreams/herald/protocol"
 	"github.com/heraldstreams/herald/store"
+	"github.com/heraldstreams/herald/subscription"
 )
 
 // AllPattern is the pattern whose list request lists every subscription

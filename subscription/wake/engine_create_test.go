@@ -5,9 +5,9 @@ import (
 	"testing"
 	"testing/synctest"
 
-	"github.com/heraldstreams/herald/subscription"
 	"github.com/heraldstreams/herald/protocol"
 	"github.com/heraldstreams/herald/store"
+	"github.com/heraldstreams/herald/subscription"
 )
 
 // createHookStore is a memStore that runs afterCommit once it has stored

@@ -7,8 +7,8 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/heraldstreams/herald/subscription"
 	"github.com/heraldstreams/herald/store"
+	"github.com/heraldstreams/herald/subscription"
 )
 
 // TestEngineSubscriptionOfAnotherReplica: a subscription created through

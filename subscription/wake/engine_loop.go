@@ -10,9 +10,9 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/heraldstreams/herald/subscription"
 	"github.com/heraldstreams/herald/internal/telemetry"
 	"github.com/heraldstreams/herald/store"
+	"github.com/heraldstreams/herald/subscription"
 )
 
 // What happened to a stream, as queued for the workers.

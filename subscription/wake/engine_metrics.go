@@ -1,8 +1,8 @@
 package wake
 
 import (
-	"github.com/heraldstreams/herald/subscription"
 	"context"
+	"github.com/heraldstreams/herald/subscription"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"

@@ -11,9 +11,9 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/heraldstreams/herald/subscription"
 	"github.com/heraldstreams/herald/protocol"
 	"github.com/heraldstreams/herald/store"
+	"github.com/heraldstreams/herald/subscription"
 )
 
 // TestEngineModel drives the engine with random sequences of appends,

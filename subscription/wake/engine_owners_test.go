@@ -1,9 +1,9 @@
 package wake
 
 import (
-	"github.com/heraldstreams/herald/subscription"
 	"context"
 	"errors"
+	"github.com/heraldstreams/herald/subscription"
 	"strings"
 	"testing"
 	"testing/synctest"

@@ -8,8 +8,8 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/heraldstreams/herald/subscription"
 	"github.com/heraldstreams/herald/protocol"
+	"github.com/heraldstreams/herald/subscription"
 )
 
 // TestEngineNoLostWakeUnderRaces runs closed loops like the load

@@ -18,10 +18,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/heraldstreams/herald/subscription"
 	"github.com/heraldstreams/herald/protocol"
 	"github.com/heraldstreams/herald/store"
 	"github.com/heraldstreams/herald/store/sqlite"
+	"github.com/heraldstreams/herald/subscription"
 	"github.com/heraldstreams/herald/webhook"
 )
 

@@ -8,9 +8,9 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/heraldstreams/herald/subscription"
 	"github.com/heraldstreams/herald/internal/telemetry"
 	"github.com/heraldstreams/herald/store"
+	"github.com/heraldstreams/herald/subscription"
 	"github.com/heraldstreams/herald/webhook"
 )
 

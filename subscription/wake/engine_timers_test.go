@@ -8,8 +8,8 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/heraldstreams/herald/subscription"
 	"github.com/heraldstreams/herald/store"
+	"github.com/heraldstreams/herald/subscription"
 )
 
 // TestEngineRetryLadder: a webhook that keeps failing is retried with the
