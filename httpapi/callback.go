@@ -7,6 +7,7 @@ import (
 	"net/http"
 
 	"github.com/heraldstreams/herald/subscription"
+	"github.com/heraldstreams/herald/subscription/wake"
 )
 
 // serveCallback serves POST /callback/{consumer_id} (docs/subscriptions.md,
@@ -16,7 +17,7 @@ import (
 func serveCallback(w http.ResponseWriter, r *http.Request, svc SubscriptionService, log errorLogger) {
 	fail := func(err error) {
 		token := ""
-		var ce *subscription.CallbackError
+		var ce *wake.CallbackError
 		if errors.As(err, &ce) {
 			token = ce.Token
 		}
@@ -51,7 +52,7 @@ func serveCallback(w http.ResponseWriter, r *http.Request, svc SubscriptionServi
 		fail(fmt.Errorf("%w: the body could not be read: %v", subscription.ErrInvalidRequest, err))
 		return
 	}
-	resp, err := svc.Callback(r.Context(), &subscription.CallbackParams{
+	resp, err := svc.Callback(r.Context(), &wake.CallbackParams{
 		ConsumerID: id,
 		Token:      bearerToken(r.Header.Get("Authorization")),
 		Body:       body,

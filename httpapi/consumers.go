@@ -11,13 +11,14 @@ import (
 	"github.com/heraldstreams/herald/auth"
 	"github.com/heraldstreams/herald/store"
 	"github.com/heraldstreams/herald/subscription"
+	"github.com/heraldstreams/herald/subscription/wake"
 )
 
 // ConsumerService shows the consumer instances of webhook subscriptions;
-// *subscription.Engine implements it. MountConsumers serves it.
+// *wake.Engine implements it. MountConsumers serves it.
 type ConsumerService interface {
-	GetConsumer(ctx context.Context, c subscription.Caller, id string) (*subscription.ConsumerInfo, error)
-	ListConsumers(ctx context.Context, c subscription.Caller, subscriptionID, cursor string, limit int) (*subscription.ConsumerList, error)
+	GetConsumer(ctx context.Context, c wake.Caller, id string) (*subscription.ConsumerInfo, error)
+	ListConsumers(ctx context.Context, c wake.Caller, subscriptionID, cursor string, limit int) (*subscription.ConsumerList, error)
 }
 
 // The prefixes of the consumer routes.
@@ -125,7 +126,7 @@ func (s *Server) listConsumers(w http.ResponseWriter, r *http.Request, svc Consu
 	}
 	if v := q.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > subscription.MaxConsumerPage {
+		if err != nil || n < 1 || n > wake.MaxConsumerPage {
 			s.fail(w, r, errConsumerQuery)
 			return
 		}
@@ -142,7 +143,7 @@ func (s *Server) listConsumers(w http.ResponseWriter, r *http.Request, svc Consu
 // consumerAPIError turns an error of the consumer API into the *apiError
 // fail writes, or returns it as it is (a server fault).
 func consumerAPIError(err error) error {
-	if errors.Is(err, subscription.ErrConsumerNotFound) {
+	if errors.Is(err, wake.ErrConsumerNotFound) {
 		return &apiError{status: http.StatusNotFound, code: "CONSUMER_NOT_FOUND", message: trimPackage(err.Error())}
 	}
 	return subscriptionAPIError(err)

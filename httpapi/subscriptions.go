@@ -11,17 +11,18 @@ import (
 	"github.com/heraldstreams/herald/auth"
 	"github.com/heraldstreams/herald/glob"
 	"github.com/heraldstreams/herald/subscription"
+	"github.com/heraldstreams/herald/subscription/wake"
 	"github.com/heraldstreams/herald/webhook"
 )
 
 // SubscriptionService runs webhook subscriptions (docs/subscriptions.md);
-// *subscription.Engine implements it. MountSubscriptions serves it.
+// *wake.Engine implements it. MountSubscriptions serves it.
 type SubscriptionService interface {
-	CreateSubscription(ctx context.Context, p *subscription.CreateSubscriptionParams) (*subscription.CreateSubscriptionResult, error)
-	GetSubscription(ctx context.Context, c subscription.Caller, id string) (*subscription.Subscription, error)
-	ListSubscriptions(ctx context.Context, c subscription.Caller, pattern string) ([]subscription.Subscription, error)
-	DeleteSubscription(ctx context.Context, c subscription.Caller, pattern, id string) error
-	Callback(ctx context.Context, p *subscription.CallbackParams) (*subscription.CallbackResponse, error)
+	CreateSubscription(ctx context.Context, p *wake.CreateSubscriptionParams) (*wake.CreateSubscriptionResult, error)
+	GetSubscription(ctx context.Context, c wake.Caller, id string) (*subscription.Subscription, error)
+	ListSubscriptions(ctx context.Context, c wake.Caller, pattern string) ([]subscription.Subscription, error)
+	DeleteSubscription(ctx context.Context, c wake.Caller, pattern, id string) error
+	Callback(ctx context.Context, p *wake.CallbackParams) (*subscription.CallbackResponse, error)
 }
 
 // maxSubscriptionBody caps a subscription create or callback body.
@@ -91,7 +92,7 @@ func (s *Server) serveSubscriptions(w http.ResponseWriter, r *http.Request, svc 
 			s.fail(w, r, subscriptionAPIError(err))
 			return
 		}
-		res, err := svc.CreateSubscription(ctx, &subscription.CreateSubscriptionParams{
+		res, err := svc.CreateSubscription(ctx, &wake.CreateSubscriptionParams{
 			Caller: caller, ID: ids[0], Pattern: pattern, Webhook: req.Webhook, Description: req.Description,
 		})
 		if err != nil {
@@ -126,13 +127,13 @@ func (s *Server) serveSubscriptions(w http.ResponseWriter, r *http.Request, svc 
 // tenant of its credential, and the stream paths it may reach (its paths
 // and its tenant's namespace). A request without a principal (never,
 // behind the routes' rules) sees nothing.
-func callerOf(ctx context.Context) subscription.Caller {
+func callerOf(ctx context.Context) wake.Caller {
 	p, ok := auth.FromContext(ctx)
 	if !ok {
 		none := func(string) bool { return false }
-		return subscription.Caller{Tenant: "\x00", AllowsPattern: none, AllowsPath: none}
+		return wake.Caller{Tenant: "\x00", AllowsPattern: none, AllowsPath: none}
 	}
-	return subscription.Caller{Tenant: p.Tenant, AllowsPattern: p.AllowsPattern, AllowsPath: p.AllowsPath}
+	return wake.Caller{Tenant: p.Tenant, AllowsPattern: p.AllowsPattern, AllowsPath: p.AllowsPath}
 }
 
 func readError(err error) error {
@@ -153,11 +154,11 @@ var subscriptionErrors = []struct {
 }{
 	{subscription.ErrInvalidSubscriptionID, http.StatusBadRequest, "INVALID_SUBSCRIPTION_ID"},
 	{glob.ErrInvalidPattern, http.StatusBadRequest, "INVALID_PATTERN"},
-	{subscription.ErrPatternForbidden, http.StatusForbidden, "FORBIDDEN"},
+	{wake.ErrPatternForbidden, http.StatusForbidden, "FORBIDDEN"},
 	{subscription.ErrInvalidRequest, http.StatusBadRequest, "INVALID_REQUEST"},
 	{webhook.ErrURLRefused, http.StatusBadRequest, "URL_REFUSED"},
-	{subscription.ErrSubscriptionExists, http.StatusConflict, "SUBSCRIPTION_EXISTS"},
-	{subscription.ErrSubscriptionNotFound, http.StatusNotFound, "SUBSCRIPTION_NOT_FOUND"},
+	{wake.ErrSubscriptionExists, http.StatusConflict, "SUBSCRIPTION_EXISTS"},
+	{wake.ErrSubscriptionNotFound, http.StatusNotFound, "SUBSCRIPTION_NOT_FOUND"},
 }
 
 // subscriptionAPIError turns an error of the subscription API into the

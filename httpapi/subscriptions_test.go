@@ -13,44 +13,45 @@ import (
 	"testing"
 
 	"github.com/heraldstreams/herald/subscription"
+	"github.com/heraldstreams/herald/subscription/wake"
 	"github.com/heraldstreams/herald/webhook"
 )
 
 // fakeSubscriptions is a SubscriptionService that records what it was
 // asked and answers with its fields.
 type fakeSubscriptions struct {
-	create    func(*subscription.CreateSubscriptionParams) (*subscription.CreateSubscriptionResult, error)
+	create    func(*wake.CreateSubscriptionParams) (*wake.CreateSubscriptionResult, error)
 	get       func(id string) (*subscription.Subscription, error)
 	list      func(pattern string) ([]subscription.Subscription, error)
 	del       func(pattern, id string) error
-	callback  func(*subscription.CallbackParams) (*subscription.CallbackResponse, error)
+	callback  func(*wake.CallbackParams) (*subscription.CallbackResponse, error)
 	lastCall  string
 	callCount int
 }
 
 func (f *fakeSubscriptions) record(call string) { f.lastCall = call; f.callCount++ }
 
-func (f *fakeSubscriptions) CreateSubscription(_ context.Context, p *subscription.CreateSubscriptionParams) (*subscription.CreateSubscriptionResult, error) {
+func (f *fakeSubscriptions) CreateSubscription(_ context.Context, p *wake.CreateSubscriptionParams) (*wake.CreateSubscriptionResult, error) {
 	f.record(fmt.Sprintf("create %s %s %s %q", p.ID, p.Pattern, p.Webhook, p.Description))
 	return f.create(p)
 }
 
-func (f *fakeSubscriptions) GetSubscription(_ context.Context, _ subscription.Caller, id string) (*subscription.Subscription, error) {
+func (f *fakeSubscriptions) GetSubscription(_ context.Context, _ wake.Caller, id string) (*subscription.Subscription, error) {
 	f.record("get " + id)
 	return f.get(id)
 }
 
-func (f *fakeSubscriptions) ListSubscriptions(_ context.Context, _ subscription.Caller, pattern string) ([]subscription.Subscription, error) {
+func (f *fakeSubscriptions) ListSubscriptions(_ context.Context, _ wake.Caller, pattern string) ([]subscription.Subscription, error) {
 	f.record("list " + pattern)
 	return f.list(pattern)
 }
 
-func (f *fakeSubscriptions) DeleteSubscription(_ context.Context, _ subscription.Caller, pattern, id string) error {
+func (f *fakeSubscriptions) DeleteSubscription(_ context.Context, _ wake.Caller, pattern, id string) error {
 	f.record("delete " + pattern + " " + id)
 	return f.del(pattern, id)
 }
 
-func (f *fakeSubscriptions) Callback(_ context.Context, p *subscription.CallbackParams) (*subscription.CallbackResponse, error) {
+func (f *fakeSubscriptions) Callback(_ context.Context, p *wake.CallbackParams) (*subscription.CallbackResponse, error) {
 	f.record(fmt.Sprintf("callback %s %s %s", p.ConsumerID, p.Token, p.Body))
 	return f.callback(p)
 }
@@ -65,12 +66,12 @@ var sub1 = subscription.Subscription{SubscriptionID: "s1", Pattern: "/agents/*",
 
 func TestSubscriptionCreate(t *testing.T) {
 	created := true
-	f := &fakeSubscriptions{create: func(p *subscription.CreateSubscriptionParams) (*subscription.CreateSubscriptionResult, error) {
+	f := &fakeSubscriptions{create: func(p *wake.CreateSubscriptionParams) (*wake.CreateSubscriptionResult, error) {
 		out := sub1
 		if created {
 			out.WebhookSecret = "whsec_x"
 		}
-		return &subscription.CreateSubscriptionResult{Subscription: out, Created: created}, nil
+		return &wake.CreateSubscriptionResult{Subscription: out, Created: created}, nil
 	}}
 	s := subscriptionServer(t, f)
 	body := `{"webhook": "https://hooks.example/h", "description": "d"}`
@@ -102,21 +103,21 @@ func TestSubscriptionErrors(t *testing.T) {
 		status       int
 		code         string
 	}{
-		{"taken id", "PUT", "/a/*?subscription=s1", `{"webhook":"https://h.example/"}`, subscription.ErrSubscriptionExists, 409, "SUBSCRIPTION_EXISTS"},
-		{"pattern outside the paths", "PUT", "/a/*?subscription=s1", `{"webhook":"https://h.example/"}`, subscription.ErrPatternForbidden, 403, "FORBIDDEN"},
+		{"taken id", "PUT", "/a/*?subscription=s1", `{"webhook":"https://h.example/"}`, wake.ErrSubscriptionExists, 409, "SUBSCRIPTION_EXISTS"},
+		{"pattern outside the paths", "PUT", "/a/*?subscription=s1", `{"webhook":"https://h.example/"}`, wake.ErrPatternForbidden, 403, "FORBIDDEN"},
 		{"refused webhook", "PUT", "/a/*?subscription=s1", `{"webhook":"https://10.0.0.1/"}`, refused, 400, "URL_REFUSED"},
 		{"bad id", "PUT", "/a/*?subscription=s1", `{"webhook":"https://h.example/"}`, fmt.Errorf("%w: bad", subscription.ErrInvalidSubscriptionID), 400, "INVALID_SUBSCRIPTION_ID"},
 		{"bad body", "PUT", "/a/*?subscription=s1", `{"webhook": 3}`, nil, 400, "INVALID_REQUEST"},
 		{"unknown field", "PUT", "/a/*?subscription=s1", `{"webhook":"https://h.example/","hook":1}`, nil, 400, "INVALID_REQUEST"},
-		{"missing", "GET", "/**?subscription=nope", "", subscription.ErrSubscriptionNotFound, 404, "SUBSCRIPTION_NOT_FOUND"},
-		{"delete missing", "DELETE", "/a/*?subscription=nope", "", subscription.ErrSubscriptionNotFound, 404, "SUBSCRIPTION_NOT_FOUND"},
+		{"missing", "GET", "/**?subscription=nope", "", wake.ErrSubscriptionNotFound, 404, "SUBSCRIPTION_NOT_FOUND"},
+		{"delete missing", "DELETE", "/a/*?subscription=nope", "", wake.ErrSubscriptionNotFound, 404, "SUBSCRIPTION_NOT_FOUND"},
 		{"both parameters", "GET", "/a/*?subscription=s1&subscriptions", "", nil, 400, "INVALID_REQUEST"},
 		{"wrong method", "POST", "/a/*?subscription=s1", "", nil, 405, "METHOD_NOT_ALLOWED"},
 		{"server fault", "GET", "/a/*?subscriptions", "", errors.New("disk on fire"), 500, "INTERNAL"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := &fakeSubscriptions{
-				create: func(*subscription.CreateSubscriptionParams) (*subscription.CreateSubscriptionResult, error) {
+				create: func(*wake.CreateSubscriptionParams) (*wake.CreateSubscriptionResult, error) {
 					return nil, tc.err
 				},
 				get:  func(string) (*subscription.Subscription, error) { return nil, tc.err },
@@ -154,8 +155,8 @@ func TestSubscriptionReadAndDelete(t *testing.T) {
 }
 
 func TestCallbackRoute(t *testing.T) {
-	var got *subscription.CallbackParams
-	f := &fakeSubscriptions{callback: func(p *subscription.CallbackParams) (*subscription.CallbackResponse, error) {
+	var got *wake.CallbackParams
+	f := &fakeSubscriptions{callback: func(p *wake.CallbackParams) (*subscription.CallbackResponse, error) {
 		got = p
 		return &subscription.CallbackResponse{OK: true, Token: "next", Streams: []subscription.StreamOffset{{Path: "/agents/a", Offset: "-1"}}}, nil
 	}}
@@ -191,11 +192,11 @@ func TestCallbackErrors(t *testing.T) {
 		{errors.New("disk on fire"), 500, "INTERNAL"},
 	} {
 		t.Run(tc.code, func(t *testing.T) {
-			f := &fakeSubscriptions{callback: func(*subscription.CallbackParams) (*subscription.CallbackResponse, error) {
-				return nil, &subscription.CallbackError{Err: fmt.Errorf("%w: details", tc.err), Token: "t2"}
+			f := &fakeSubscriptions{callback: func(*wake.CallbackParams) (*subscription.CallbackResponse, error) {
+				return nil, &wake.CallbackError{Err: fmt.Errorf("%w: details", tc.err), Token: "t2"}
 			}}
 			if tc.status == 500 {
-				f.callback = func(*subscription.CallbackParams) (*subscription.CallbackResponse, error) { return nil, tc.err }
+				f.callback = func(*wake.CallbackParams) (*subscription.CallbackResponse, error) { return nil, tc.err }
 			}
 			w := do(subscriptionServer(t, f), "POST", "/callback/s:%2Fa", strings.NewReader(`{"epoch":1}`), map[string]string{"Authorization": "Bearer t"})
 			if w.Code != tc.status {
@@ -231,16 +232,16 @@ func FuzzCallbackRoute(f *testing.F) {
 	f.Add("s:%2Fa/extra", "Bearer", `{"epoch": -1}`)
 	f.Fuzz(func(t *testing.T, id, auth, body string) {
 		var gotID string
-		svc := &fakeSubscriptions{callback: func(p *subscription.CallbackParams) (*subscription.CallbackResponse, error) {
+		svc := &fakeSubscriptions{callback: func(p *wake.CallbackParams) (*subscription.CallbackResponse, error) {
 			gotID = p.ConsumerID
 			if _, _, err := subscription.ParseConsumerID(p.ConsumerID); err != nil {
-				return nil, &subscription.CallbackError{Err: fmt.Errorf("%w: %v", subscription.ErrConsumerGone, err)}
+				return nil, &wake.CallbackError{Err: fmt.Errorf("%w: %v", subscription.ErrConsumerGone, err)}
 			}
 			if p.Token == "" {
-				return nil, &subscription.CallbackError{Err: subscription.ErrTokenInvalid}
+				return nil, &wake.CallbackError{Err: subscription.ErrTokenInvalid}
 			}
 			if _, err := subscription.ParseCallbackRequest(p.Body); err != nil {
-				return nil, &subscription.CallbackError{Err: err, Token: p.Token}
+				return nil, &wake.CallbackError{Err: err, Token: p.Token}
 			}
 			return &subscription.CallbackResponse{OK: true, Token: p.Token, Streams: []subscription.StreamOffset{}}, nil
 		}}

@@ -13,6 +13,8 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/heraldstreams/herald/delivery"
+	"github.com/heraldstreams/herald/delivery/deliveryapi"
+	"github.com/heraldstreams/herald/delivery/dispatch"
 	"github.com/heraldstreams/herald/httpapi"
 	"github.com/heraldstreams/herald/webhook"
 )
@@ -44,14 +46,14 @@ func (c *deliveryConfig) addFlags(fs *flag.FlagSet) {
 		"event delivery: default retry schedule, comma-separated delays before each attempt (its length is the number of attempts)")
 	fs.IntVar(&c.BreakerThreshold, "delivery-breaker-threshold", delivery.DefaultBreakerThreshold, "event delivery: consecutive failed attempts that disable an endpoint")
 	fs.DurationVar(&c.RotationOverlap, "delivery-rotation-overlap", delivery.DefaultRotationOverlap, "event delivery: how long a rotated secret keeps signing")
-	fs.DurationVar(&c.Lease, "delivery-lease", delivery.DefaultLease, "event delivery: how long a claimed delivery belongs to its sender before another may claim it (longer than --delivery-timeout)")
+	fs.DurationVar(&c.Lease, "delivery-lease", dispatch.DefaultLease, "event delivery: how long a claimed delivery belongs to its sender before another may claim it (longer than --delivery-timeout)")
 	fs.DurationVar(&c.Timeout, "delivery-timeout", webhook.DefaultTimeout, "event delivery: timeout of one attempt")
-	fs.IntVar(&c.MaxInFlight, "delivery-max-in-flight", delivery.DefaultGlobalMaxInFlight, "event delivery: deliveries in flight across all endpoints; one endpoint holds at most a quarter of them")
-	fs.IntVar(&c.EndpointMaxInFlight, "delivery-endpoint-max-in-flight", delivery.DefaultEndpointMaxInFlight, "event delivery: deliveries in flight per endpoint that sets no max_in_flight (at most a quarter of --delivery-max-in-flight)")
-	fs.DurationVar(&c.Retention, "delivery-retention", delivery.DefaultRetention, "event delivery: how long finished deliveries, their attempts, finished replay jobs and seen event ids are kept")
-	fs.StringVar(&c.DefaultStream, "delivery-default-stream", delivery.DefaultStream, "event delivery: stream of events published without one")
+	fs.IntVar(&c.MaxInFlight, "delivery-max-in-flight", dispatch.DefaultGlobalMaxInFlight, "event delivery: deliveries in flight across all endpoints; one endpoint holds at most a quarter of them")
+	fs.IntVar(&c.EndpointMaxInFlight, "delivery-endpoint-max-in-flight", dispatch.DefaultEndpointMaxInFlight, "event delivery: deliveries in flight per endpoint that sets no max_in_flight (at most a quarter of --delivery-max-in-flight)")
+	fs.DurationVar(&c.Retention, "delivery-retention", dispatch.DefaultRetention, "event delivery: how long finished deliveries, their attempts, finished replay jobs and seen event ids are kept")
+	fs.StringVar(&c.DefaultStream, "delivery-default-stream", dispatch.DefaultStream, "event delivery: stream of events published without one")
 	fs.IntVar(&c.MaxEventBytes, "delivery-max-event-bytes", delivery.DefaultMaxEventBytes, "event delivery: largest event accepted by POST /_herald/v1/events")
-	fs.IntVar(&c.ReplayBatch, "delivery-replay-batch", delivery.DefaultReplayBatch,
+	fs.IntVar(&c.ReplayBatch, "delivery-replay-batch", dispatch.DefaultReplayBatch,
 		"event delivery: deliveries one step of a replay job queues at most (each step stores the job's progress)")
 	fs.StringVar(&c.Profile, "delivery-profile", delivery.ProfileStandardWebhooks,
 		"event delivery: wire profile of endpoints that choose none ("+strings.Join(delivery.ShippedProfiles(), ", ")+", or one of --delivery-profiles-file)")
@@ -129,7 +131,7 @@ func (c *deliveryConfig) schedule() (delivery.Schedule, error) {
 // deliveryParams are the inputs of startDelivery.
 type deliveryParams struct {
 	Config  *serveConfig
-	Store   delivery.EngineStore
+	Store   dispatch.EngineStore
 	API     *httpapi.Server
 	Metrics prometheus.Registerer
 	// Tracing traces matches, attempts and their POSTs; nil: off.
@@ -140,7 +142,7 @@ type deliveryParams struct {
 // startDelivery builds the event delivery engine, mounts its API under
 // /_herald/v1/ and starts it. The caller stops it after the HTTP server
 // and before the store.
-func startDelivery(ctx context.Context, p deliveryParams) (*delivery.Engine, error) {
+func startDelivery(ctx context.Context, p deliveryParams) (*dispatch.Engine, error) {
 	c := &p.Config.Delivery
 	allow, err := webhook.ParseCIDRList(p.Config.WebhookAllowCIDRs)
 	if err != nil {
@@ -154,7 +156,7 @@ func startDelivery(ctx context.Context, p deliveryParams) (*delivery.Engine, err
 	if err != nil {
 		return nil, err
 	}
-	eng, err := delivery.NewEngine(delivery.EngineConfig{
+	eng, err := dispatch.NewEngine(dispatch.EngineConfig{
 		Store: p.Store,
 		// The engine bounds each endpoint; the sender's per-host bound
 		// must not throttle many endpoints on one host below that.
@@ -187,7 +189,7 @@ func startDelivery(ctx context.Context, p deliveryParams) (*delivery.Engine, err
 	if err != nil {
 		return nil, fmt.Errorf("event delivery: %w", err)
 	}
-	delivery.NewAPI(eng).Mount(p.API)
+	deliveryapi.NewAPI(eng).Mount(p.API)
 	if err := eng.Start(ctx); err != nil {
 		return nil, fmt.Errorf("event delivery: %w", err)
 	}

@@ -21,7 +21,7 @@ import (
 
 	apidoc "github.com/heraldstreams/herald/api"
 	"github.com/heraldstreams/herald/auth"
-	"github.com/heraldstreams/herald/delivery"
+	"github.com/heraldstreams/herald/delivery/dispatch"
 	"github.com/heraldstreams/herald/httpapi"
 	"github.com/heraldstreams/herald/internal/secretbox"
 	"github.com/heraldstreams/herald/reaper"
@@ -29,7 +29,7 @@ import (
 	"github.com/heraldstreams/herald/store"
 	"github.com/heraldstreams/herald/store/postgres"
 	"github.com/heraldstreams/herald/store/sqlite"
-	"github.com/heraldstreams/herald/subscription"
+	"github.com/heraldstreams/herald/subscription/wake"
 	"github.com/heraldstreams/herald/ui"
 )
 
@@ -41,8 +41,8 @@ type app struct {
 	ln    net.Listener
 	api   *httpapi.Server
 	jwtv  *auth.JWTVerifier
-	subs  *subscription.Engine
-	deliv *delivery.Engine
+	subs  *wake.Engine
+	deliv *dispatch.Engine
 	// stopStats ends the stats sampler and waits for it.
 	stopStats func()
 	// stopAuth ends the access control's following of key changes and

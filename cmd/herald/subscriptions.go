@@ -21,6 +21,7 @@ import (
 	"github.com/heraldstreams/herald/httpapi"
 	"github.com/heraldstreams/herald/store"
 	"github.com/heraldstreams/herald/subscription"
+	"github.com/heraldstreams/herald/subscription/wake"
 	"github.com/heraldstreams/herald/webhook"
 )
 
@@ -40,7 +41,7 @@ const (
 // subscriptionsParams are the inputs of startSubscriptions.
 type subscriptionsParams struct {
 	Config *serveConfig
-	Store  subscription.EngineStore
+	Store  wake.EngineStore
 	// TokenKeys keeps the token keys Herald makes (none configured).
 	TokenKeys store.TokenKeyStore
 	API       *httpapi.Server
@@ -54,7 +55,7 @@ type subscriptionsParams struct {
 // startSubscriptions builds the webhook subscription engine, mounts its
 // HTTP API, consumer API and callbacks on the API server, and starts it. The caller
 // stops it (Engine.Stop) after the HTTP server and before the store.
-func startSubscriptions(ctx context.Context, p subscriptionsParams) (*subscription.Engine, error) {
+func startSubscriptions(ctx context.Context, p subscriptionsParams) (*wake.Engine, error) {
 	cfg := p.Config
 	allow, err := webhook.ParseCIDRList(cfg.WebhookAllowCIDRs)
 	if err != nil {
@@ -73,7 +74,7 @@ func startSubscriptions(ctx context.Context, p subscriptionsParams) (*subscripti
 	if err != nil {
 		return nil, err
 	}
-	eng, err := subscription.NewEngine(subscription.EngineConfig{
+	eng, err := wake.NewEngine(wake.EngineConfig{
 		Store: p.Store,
 		Sender: webhook.New(webhook.Config{
 			AllowCIDRs:     allow,

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/heraldstreams/herald/subscription"
+	"github.com/heraldstreams/herald/subscription/wake"
 )
 
 const subscriptionsUsage = `Manage the webhook subscriptions of a running Herald.
@@ -56,7 +57,7 @@ func subscriptionsAction(c *apiClient, sub string) (*action, bool) {
 	switch sub {
 	case "ls":
 		return &action{args: "[PATTERN]", min: 0, max: 1, run: func(ctx context.Context, args []string) error {
-			pattern := subscription.AllPattern
+			pattern := wake.AllPattern
 			if len(args) == 1 {
 				pattern = args[0]
 			}
