@@ -8,8 +8,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/heraldstreams/herald/store"
 	"github.com/heraldstreams/herald/subscription"
+	"github.com/heraldstreams/herald/store"
 )
 
 // memStore is an in-memory EngineStore for the engine tests that run
