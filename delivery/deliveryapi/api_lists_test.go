@@ -1,12 +1,13 @@
 package deliveryapi
 
 import (
-	"github.com/heraldstreams/herald/delivery"
-	"github.com/heraldstreams/herald/delivery/dispatch"
 	"net/http"
 	"slices"
 	"testing"
 	"testing/synctest"
+
+	"github.com/heraldstreams/herald/delivery"
+	"github.com/heraldstreams/herald/delivery/dispatch"
 )
 
 // GET /endpoints?status= lists the endpoints of one status (active,

@@ -3,11 +3,12 @@ package deliveryapi
 import (
 	"context"
 	"encoding/json"
-	"github.com/heraldstreams/herald/delivery"
-	"github.com/heraldstreams/herald/delivery/dispatch"
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/heraldstreams/herald/delivery"
+	"github.com/heraldstreams/herald/delivery/dispatch"
 )
 
 // An event on a stream in a tenant's namespace is that tenant's: it

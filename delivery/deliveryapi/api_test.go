@@ -2,13 +2,14 @@ package deliveryapi
 
 import (
 	"fmt"
-	"github.com/heraldstreams/herald/delivery"
-	"github.com/heraldstreams/herald/delivery/dispatch"
 	"net/http"
 	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/heraldstreams/herald/delivery"
+	"github.com/heraldstreams/herald/delivery/dispatch"
 
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 )

@@ -3,10 +3,11 @@ package dispatch
 import (
 	"context"
 	"encoding/json"
-	"github.com/heraldstreams/herald/delivery"
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/heraldstreams/herald/delivery"
 )
 
 // fixedIDs names an event "assigned_<pos>".

@@ -3,7 +3,6 @@ package dispatch
 import (
 	"context"
 	"encoding/json"
-	"github.com/heraldstreams/herald/delivery"
 	"log/slog"
 	"net/http"
 	"slices"
@@ -11,6 +10,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/heraldstreams/herald/delivery"
 )
 
 // publishFor publishes an event of a tenant.

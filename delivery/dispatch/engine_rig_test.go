@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"github.com/heraldstreams/herald/auth"
-	"github.com/heraldstreams/herald/delivery"
 	"io"
 	"log/slog"
 	"net/http"
@@ -14,6 +12,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/heraldstreams/herald/auth"
+	"github.com/heraldstreams/herald/delivery"
 
 	"github.com/prometheus/client_golang/prometheus"
 

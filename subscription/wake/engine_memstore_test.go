@@ -8,7 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/heraldstreams/herald/subscription"
 	"github.com/heraldstreams/herald/store"
 )
 

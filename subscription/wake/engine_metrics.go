@@ -2,8 +2,9 @@ package wake
 
 import (
 	"context"
-	"github.com/heraldstreams/herald/subscription"
 	"time"
+
+	"github.com/heraldstreams/herald/subscription"
 
 	"github.com/prometheus/client_golang/prometheus"
 )

@@ -3,10 +3,11 @@ package wake
 import (
 	"context"
 	"errors"
-	"github.com/heraldstreams/herald/subscription"
 	"strings"
 	"testing"
 	"testing/synctest"
+
+	"github.com/heraldstreams/herald/subscription"
 )
 
 // TestEngineSubscriptionOwners: a subscription is its creator's tenant's;
