@@ -5,15 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"math"
 	"net/textproto"
 	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
-
-	"github.com/heraldstreams/herald/webhook"
 )
 
 // Ordering says whether an endpoint's deliveries keep stream order.
@@ -136,20 +133,24 @@ func (b *BatchConfig) validate() error {
 	return nil
 }
 
+// DefaultMaxTimeout bounds timeout_ms when ValidateEndpointParams does
+// not say: the sender's default timeout (webhook.DefaultTimeout, which a
+// dispatch test holds equal).
+const DefaultMaxTimeout = 30 * time.Second
+
 // ValidateEndpointParams are the inputs of ValidateEndpoint.
 type ValidateEndpointParams struct {
 	Config *EndpointConfig
-	// CheckURL checks the URL, typically (*webhook.Sender).ValidateURL. A
-	// returned error matching webhook.ErrURLRefused becomes a
-	// *ValidationError with CodeURLRefused; any other error is returned
-	// as is.
+	// CheckURL checks the URL: the sender's check, which answers a URL
+	// it refuses with a *ValidationError of CodeURLRefused (see package
+	// dispatch). Its error is returned as is.
 	CheckURL func(ctx context.Context, raw string) error
 	// CompileStream compiles stream patterns (see StreamCompiler).
 	CompileStream StreamCompiler
 	// Profiles are the profiles an endpoint may name; the shipped ones
 	// when nil.
 	Profiles *ProfileSet
-	// MaxTimeout bounds timeout_ms; webhook.DefaultTimeout when 0.
+	// MaxTimeout bounds timeout_ms; DefaultMaxTimeout when 0.
 	MaxTimeout time.Duration
 }
 
@@ -258,7 +259,7 @@ func ValidateEndpoint(ctx context.Context, p *ValidateEndpointParams) (*Endpoint
 	}
 	maxTimeout := p.MaxTimeout
 	if maxTimeout <= 0 {
-		maxTimeout = webhook.DefaultTimeout
+		maxTimeout = DefaultMaxTimeout
 	}
 	if out.TimeoutMS < 0 || time.Duration(out.TimeoutMS)*time.Millisecond > maxTimeout {
 		return nil, Invalid(CodeInvalidTimeout, "timeout_ms", "must be from 0 (the installation's timeout) to %d milliseconds", maxTimeout.Milliseconds())
@@ -274,9 +275,6 @@ func ValidateEndpoint(ctx context.Context, p *ValidateEndpointParams) (*Endpoint
 	}
 
 	if err := p.CheckURL(ctx, out.URL); err != nil {
-		if errors.Is(err, webhook.ErrURLRefused) {
-			return nil, &ValidationError{Code: CodeURLRefused, Field: "url", Message: refusalMessage(err), Err: err}
-		}
 		return nil, err
 	}
 	return out, nil
@@ -293,14 +291,6 @@ func normalizeFilter(raw json.RawMessage) (json.RawMessage, error) {
 		return nil, &ValidationError{Code: CodeInvalidFilter, Field: "filter", Message: "filter is not valid JSON", Err: err}
 	}
 	return buf.Bytes(), nil
-}
-
-func refusalMessage(err error) string {
-	var re *webhook.RefusedError
-	if errors.As(err, &re) {
-		return fmt.Sprintf("%s (%s)", re.Detail, re.Reason)
-	}
-	return err.Error()
 }
 
 // validateProfileChoice returns the profile an endpoint names ("" for the

@@ -53,7 +53,7 @@ type CreateEndpointParams struct {
 // CreateEndpoint validates, optionally verifies, and stores an endpoint,
 // and starts delivering to it.
 func (e *Engine) CreateEndpoint(ctx context.Context, p *CreateEndpointParams) (*store.Endpoint, error) {
-	cfg, err := delivery.ValidateEndpoint(ctx, &delivery.ValidateEndpointParams{Config: &p.Config, CheckURL: e.sender.ValidateURL, CompileStream: compileStream,
+	cfg, err := delivery.ValidateEndpoint(ctx, &delivery.ValidateEndpointParams{Config: &p.Config, CheckURL: urlCheck(e.sender.ValidateURL), CompileStream: compileStream,
 		Profiles: e.cfg.Profiles, MaxTimeout: e.cfg.Timeout})
 	if err != nil {
 		return nil, err
@@ -148,7 +148,7 @@ func (e *Engine) UpdateEndpoint(ctx context.Context, p *UpdateEndpointParams) (*
 	if err != nil {
 		return nil, err
 	}
-	cfg, err := delivery.ValidateEndpoint(ctx, &delivery.ValidateEndpointParams{Config: &p.Config, CheckURL: e.sender.ValidateURL, CompileStream: compileStream,
+	cfg, err := delivery.ValidateEndpoint(ctx, &delivery.ValidateEndpointParams{Config: &p.Config, CheckURL: urlCheck(e.sender.ValidateURL), CompileStream: compileStream,
 		Profiles: e.cfg.Profiles, MaxTimeout: e.cfg.Timeout})
 	if err != nil {
 		return nil, err
