@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-
-	"github.com/heraldstreams/herald/internal/privfile"
 )
 
 // Token key sizes.
@@ -115,21 +113,4 @@ func parseKey(entry string) (Key, error) {
 		return Key{}, err
 	}
 	return k, nil
-}
-
-// ReadKeyFile returns the keys in the key file at path (an error
-// wrapping fs.ErrNotExist when there is none). Herald keeps the keys it
-// makes in its store, encrypted; a key file is what an older Herald left
-// in the data directory, read once to move its keys into the store. A
-// file that other users may read or write is refused.
-func ReadKeyFile(path string) ([]Key, error) {
-	data, err := privfile.ReadKeyFile(path, "subscription", ErrInvalidKey)
-	if err != nil {
-		return nil, err
-	}
-	keys, err := ParseKeys(string(data))
-	if err != nil {
-		return nil, fmt.Errorf("key file %s: %w", path, err)
-	}
-	return keys, nil
 }

@@ -5,9 +5,6 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -51,45 +48,6 @@ func TestKeyStringHidesSecret(t *testing.T) {
 		if strings.Contains(s, "AAAA") || !strings.Contains(s, "k1") {
 			t.Errorf("%q", s)
 		}
-	}
-}
-
-func TestLoadKeyFileRotation(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "keys")
-	content := "# rotated\n" + FormatKey(testKey("new", 2)) + "\n" + FormatKey(testKey("old", 1)) + "\n"
-	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	keys, err := ReadKeyFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(keys) != 2 || keys[0].ID != "new" {
-		t.Errorf("keys %v", keys)
-	}
-}
-
-func TestLoadKeyFileRefused(t *testing.T) {
-	dir := t.TempDir()
-	open := filepath.Join(dir, "open")
-	if err := os.WriteFile(open, []byte(FormatKey(testKey("k1", 1))), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chmod(open, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := ReadKeyFile(open); !errors.Is(err, ErrInvalidKey) {
-		t.Errorf("world-readable key file: %v", err)
-	}
-	empty := filepath.Join(dir, "empty")
-	if err := os.WriteFile(empty, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := ReadKeyFile(empty); !errors.Is(err, ErrInvalidKey) {
-		t.Errorf("empty key file: %v", err)
-	}
-	if _, err := ReadKeyFile(filepath.Join(dir, "none")); !errors.Is(err, fs.ErrNotExist) {
-		t.Errorf("a missing key file: %v", err)
 	}
 }
 

@@ -113,7 +113,7 @@ func startSubscriptions(ctx context.Context, p subscriptionsParams) (*wake.Engin
 // else a new key. Once the store holds the file's keys, the file goes.
 func storedTokenKeys(ctx context.Context, st store.TokenKeyStore, dataDir string, log *slog.Logger) ([]subscription.Key, error) {
 	legacy := filepath.Join(dataDir, legacyTokenKeyFile)
-	initial, err := subscription.ReadKeyFile(legacy)
+	initial, err := wake.ReadKeyFile(legacy)
 	fromFile := err == nil
 	if errors.Is(err, fs.ErrNotExist) {
 		var k subscription.Key
