@@ -222,7 +222,7 @@ func (a *API) publish(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, err)
 		return
 	}
-	if tenant, err = a.streamTenant(stream, tenant); err != nil {
+	if tenant, err = streamTenant(a.e.Config().TenantStreamPrefix, stream, tenant); err != nil {
 		a.fail(w, r, err)
 		return
 	}

@@ -16,7 +16,7 @@ import (
 func TestAPIListEndpointsByStatus(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRig(t, func(c *dispatch.EngineConfig) { c.BreakerThreshold = 1 })
-		r.rc.setRespond(func(_ int, ev delivery.Event) (int, map[string]string) {
+		r.rc.SetRespond(func(_ int, ev delivery.Event) (int, map[string]string) {
 			if ev.Type == "fail.now" {
 				return http.StatusInternalServerError, nil
 			}
@@ -81,7 +81,7 @@ func TestAPIListEndpointsByStatus(t *testing.T) {
 func TestAPIDeliveriesCount(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRig(t, nil)
-		r.rc.setRespond(func(_ int, ev delivery.Event) (int, map[string]string) {
+		r.rc.SetRespond(func(_ int, ev delivery.Event) (int, map[string]string) {
 			if ev.Type == "order.refunded" {
 				return http.StatusGone, nil // final: exhausted at once
 			}

@@ -163,10 +163,10 @@ func streamWithinReach(ctx context.Context, stream string) error {
 }
 
 // streamTenant returns the tenant of an event published to stream with
-// tenant: the namespace's tenant for a stream in one (naming another there
+// tenant, under the engine's tenant stream prefix: the namespace's tenant for a stream in one (naming another there
 // is 403 TENANT_FORBIDDEN, even for a platform credential), else tenant.
-func (a *API) streamTenant(stream, tenant string) (string, error) {
-	owner, ok := auth.StreamOwner(a.e.Config().TenantStreamPrefix, stream)
+func streamTenant(prefix, stream, tenant string) (string, error) {
+	owner, ok := auth.StreamOwner(prefix, stream)
 	switch {
 	case !ok:
 		return tenant, nil

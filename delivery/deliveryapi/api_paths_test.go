@@ -37,7 +37,6 @@ func TestNamespaceStreamEventsAreTheNamespaceTenants(t *testing.T) {
 
 func TestStreamTenant(t *testing.T) {
 	t.Parallel()
-	e := &dispatch.Engine{cfg: dispatch.EngineConfig{TenantStreamPrefix: "/tenants/{tenant}/"}}
 	for _, c := range []struct {
 		stream, given, want string
 		ok                  bool
@@ -48,7 +47,7 @@ func TestStreamTenant(t *testing.T) {
 		{"/tenants/acme/events", "acme", "acme", true},
 		{"/tenants/acme/events", "globex", "", false},
 	} {
-		got, err := e.streamTenant(c.stream, c.given)
+		got, err := streamTenant("/tenants/{tenant}/", c.stream, c.given)
 		if got != c.want || (err == nil) != c.ok {
 			t.Errorf("streamTenant(%q, %q) = %q, %v", c.stream, c.given, got, err)
 		}

@@ -126,10 +126,10 @@ func TestAPIEndpointLifecycle(t *testing.T) {
 		if code := r.call("POST", "/_herald/v1/endpoints/"+created.ID+"/test", "", &tr); code != 200 || !tr.OK || tr.Event.Type != dispatch.TestEventType {
 			t.Fatalf("test %d %+v", code, tr)
 		}
-		sent := r.rc.requests()[0]
+		sent := r.rc.Requests()[0]
 		wh, _ := standardwebhooks.NewWebhook(created.Secret)
-		if err := wh.Verify(sent.body, sent.header); err != nil || sent.header.Get("X-Tenant") != "acme" {
-			t.Fatalf("test event: %v, headers %v", err, sent.header)
+		if err := wh.Verify(sent.Body, sent.Header); err != nil || sent.Header.Get("X-Tenant") != "acme" {
+			t.Fatalf("test event: %v, headers %v", err, sent.Header)
 		}
 
 		// Events: idempotent on id.
@@ -141,7 +141,7 @@ func TestAPIEndpointLifecycle(t *testing.T) {
 			t.Fatalf("again %d %+v", code, p2)
 		}
 		synctest.Wait()
-		r.rc.setRespond(func(n int, ev delivery.Event) (int, map[string]string) { return 500, nil })
+		r.rc.SetRespond(func(n int, ev delivery.Event) (int, map[string]string) { return 500, nil })
 		r.call("POST", "/_herald/v1/events", `{"type":"order.refunded","data":{}}`, nil)
 		synctest.Wait()
 
@@ -160,7 +160,7 @@ func TestAPIEndpointLifecycle(t *testing.T) {
 		if len(one.Attempts) != 1 || one.Attempts[0].StatusCode != 500 || one.Attempts[0].ResponseBody != `{"received":true}` || one.Payload == nil {
 			t.Fatalf("delivery %+v", one)
 		}
-		r.rc.setRespond(nil)
+		r.rc.SetRespond(nil)
 		var retried deliveryJSON
 		if code := r.call("POST", "/_herald/v1/deliveries/"+one.ID+"/retry", "", &retried); code != 202 || retried.Status != "pending" {
 			t.Fatalf("retry %d %+v", code, retried)

@@ -1,4 +1,4 @@
-package dispatch
+package deliveryapi
 
 import (
 	"context"
@@ -12,6 +12,8 @@ import (
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
 	"github.com/heraldstreams/herald/delivery"
+	"github.com/heraldstreams/herald/delivery/dispatch"
+	"github.com/heraldstreams/herald/delivery/internal/deliverytest"
 	"github.com/heraldstreams/herald/store"
 )
 
@@ -23,7 +25,7 @@ type batchJSON struct {
 
 // batchesOf decodes the batch bodies a receiver got and checks each one's
 // signature, made under the batch id.
-func batchesOf(t *testing.T, secret string, got []received) []batchJSON {
+func batchesOf(t *testing.T, secret string, got []deliverytest.Received) []batchJSON {
 	t.Helper()
 	wh, err := standardwebhooks.NewWebhook(secret)
 	if err != nil {
@@ -32,13 +34,13 @@ func batchesOf(t *testing.T, secret string, got []received) []batchJSON {
 	var out []batchJSON
 	for _, g := range got {
 		var b batchJSON
-		if err := json.Unmarshal(g.body, &b); err != nil {
-			t.Fatalf("body %s: %v", g.body, err)
+		if err := json.Unmarshal(g.Body, &b); err != nil {
+			t.Fatalf("body %s: %v", g.Body, err)
 		}
-		if err := wh.Verify(g.body, g.header); err != nil {
+		if err := wh.Verify(g.Body, g.Header); err != nil {
 			t.Fatalf("the batch signature does not verify: %v", err)
 		}
-		if id := g.header.Get("webhook-id"); id != b.BatchID || len(id) < 5 || id[:4] != "bat_" {
+		if id := g.Header.Get("webhook-id"); id != b.BatchID || len(id) < 5 || id[:4] != "bat_" {
 			t.Fatalf("webhook-id %q, batch_id %q", id, b.BatchID)
 		}
 		out = append(out, b)
@@ -54,7 +56,7 @@ func batchesOf(t *testing.T, secret string, got []received) []batchJSON {
 func TestBatchDelivery(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRig(t, nil)
-		ep := r.endpoint(&CreateEndpointParams{Active: true, Config: delivery.EndpointConfig{Batch: &delivery.BatchConfig{MaxEvents: 4, MaxWaitMS: 500}}})
+		ep := r.endpoint(&dispatch.CreateEndpointParams{Active: true, Config: delivery.EndpointConfig{Batch: &delivery.BatchConfig{MaxEvents: 4, MaxWaitMS: 500}}})
 		var ids []string
 		for i := range 10 {
 			ids = append(ids, r.publish("order.created", "", fmt.Sprintf(`{"n":%d}`, i)).Event.ID)
@@ -62,7 +64,7 @@ func TestBatchDelivery(t *testing.T) {
 		synctest.Wait()
 		time.Sleep(time.Second) // the last, partial batch waits max_wait_ms
 		synctest.Wait()
-		bs := batchesOf(t, ep.Secret, r.rc.requests())
+		bs := batchesOf(t, ep.Secret, r.rc.Requests())
 		if len(bs) < 3 || len(bs) > 4 {
 			t.Fatalf("%d POSTs, want 3 or 4", len(bs))
 		}
@@ -111,8 +113,8 @@ func TestBatchDelivery(t *testing.T) {
 func TestBatchRetryAndDeadLetter(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRig(t, nil)
-		ep := r.endpoint(&CreateEndpointParams{Active: true, Config: delivery.EndpointConfig{Batch: &delivery.BatchConfig{MaxEvents: 3, MaxWaitMS: 100}}})
-		r.rc.setRespond(func(n int, _ delivery.Event) (int, map[string]string) {
+		ep := r.endpoint(&dispatch.CreateEndpointParams{Active: true, Config: delivery.EndpointConfig{Batch: &delivery.BatchConfig{MaxEvents: 3, MaxWaitMS: 100}}})
+		r.rc.SetRespond(func(n int, _ delivery.Event) (int, map[string]string) {
 			if n == 0 {
 				return http.StatusInternalServerError, nil
 			}
@@ -124,7 +126,7 @@ func TestBatchRetryAndDeadLetter(t *testing.T) {
 		synctest.Wait()
 		time.Sleep(5 * time.Second) // the second step of the schedule
 		synctest.Wait()
-		bs := batchesOf(t, ep.Secret, r.rc.requests())
+		bs := batchesOf(t, ep.Secret, r.rc.Requests())
 		if len(bs) != 2 || bs[0].BatchID != bs[1].BatchID || len(bs[0].Events) != 3 || len(bs[1].Events) != 3 {
 			t.Fatalf("POSTs %+v, want the same batch of 3 twice", bs)
 		}

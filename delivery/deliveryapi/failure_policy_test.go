@@ -1,4 +1,4 @@
-package dispatch
+package deliveryapi
 
 import (
 	"strings"
@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/heraldstreams/herald/delivery"
+	"github.com/heraldstreams/herald/delivery/dispatch"
 	"github.com/heraldstreams/herald/store"
 )
 
@@ -51,9 +52,9 @@ func TestFailurePolicy(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				r := newRig(t, func(cfg *EngineConfig) { cfg.FailurePolicy = c.engineDefault })
-				ep := r.endpoint(&CreateEndpointParams{Active: true, Config: delivery.EndpointConfig{FailurePolicy: c.endpoint}})
-				r.rc.setRespond(func(int, delivery.Event) (int, map[string]string) { return c.status, nil })
+				r := newRig(t, func(cfg *dispatch.EngineConfig) { cfg.FailurePolicy = c.engineDefault })
+				ep := r.endpoint(&dispatch.CreateEndpointParams{Active: true, Config: delivery.EndpointConfig{FailurePolicy: c.endpoint}})
+				r.rc.SetRespond(func(int, delivery.Event) (int, map[string]string) { return c.status, nil })
 				r.publish("a.b", "", `{}`)
 				synctest.Wait()
 				ds := r.deliveries(ep.ID)
@@ -72,7 +73,7 @@ func TestFailurePolicy(t *testing.T) {
 				if !final {
 					time.Sleep(10 * time.Second) // the second step of the default schedule is 5s
 					synctest.Wait()
-					if got := len(r.rc.requests()); got != 2 {
+					if got := len(r.rc.Requests()); got != 2 {
 						t.Fatalf("%d attempts, want a retry", got)
 					}
 				}

@@ -1,4 +1,4 @@
-package dispatch
+package deliveryapi
 
 import (
 	"context"
@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/heraldstreams/herald/delivery"
+	"github.com/heraldstreams/herald/delivery/dispatch"
+	"github.com/heraldstreams/herald/delivery/internal/deliverytest"
 	"github.com/heraldstreams/herald/store"
 	"github.com/heraldstreams/herald/webhook"
 )
@@ -30,10 +32,10 @@ func echoChallenges(next http.Handler) http.Handler {
 }
 
 // challengeCodes returns the codes of the challenges the receiver got.
-func challengeCodes(rc *receiver) []string {
+func challengeCodes(rc *deliverytest.Receiver) []string {
 	var out []string
-	for _, q := range rc.requests() {
-		if c := q.header.Get(delivery.HeaderVerification); c != "" {
+	for _, q := range rc.Requests() {
+		if c := q.Header.Get(delivery.HeaderVerification); c != "" {
 			out = append(out, c)
 		}
 	}
@@ -41,10 +43,10 @@ func challengeCodes(rc *receiver) []string {
 }
 
 // eventsGot counts the requests that were not challenges.
-func eventsGot(rc *receiver) int {
+func eventsGot(rc *deliverytest.Receiver) int {
 	n := 0
-	for _, q := range rc.requests() {
-		if q.header.Get(delivery.HeaderVerification) == "" {
+	for _, q := range rc.Requests() {
+		if q.Header.Get(delivery.HeaderVerification) == "" {
 			n++
 		}
 	}
@@ -114,7 +116,7 @@ func TestEndpointVerificationLifecycle(t *testing.T) {
 			t.Fatalf("pending again, got %d events, want still 1", n)
 		}
 
-		r.e.sender.(*transportSender).client.Transport = handlerTransport{echoChallenges(r.rc)}
+		r.sender.Client.Transport = deliverytest.HandlerTransport{H: echoChallenges(r.rc)}
 		var again endpointJSON
 		if code := r.call("POST", "/_herald/v1/endpoints/"+ep.ID+"/verify", ``, &again); code != 200 || again.Status != store.EndpointActive || again.VerificationError != "" {
 			t.Fatalf("re-run challenge: %d %+v", code, again)
@@ -137,8 +139,8 @@ func TestEndpointVerificationLifecycle(t *testing.T) {
 // its "verify" says.
 func TestEndpointVerificationRequired(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		r := newRig(t, func(c *EngineConfig) { c.RequireVerification = true })
-		ep := r.endpoint(&CreateEndpointParams{Active: true})
+		r := newRig(t, func(c *dispatch.EngineConfig) { c.RequireVerification = true })
+		ep := r.endpoint(&dispatch.CreateEndpointParams{Active: true})
 		if ep.Status() != store.EndpointPending || len(challengeCodes(r.rc)) != 1 {
 			t.Fatalf("status %s, challenges %v", ep.Status(), challengeCodes(r.rc))
 		}
@@ -150,12 +152,12 @@ func TestEndpointVerificationRequired(t *testing.T) {
 // one that does.
 func TestPatchKeepsBreakerDisabled(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		r := newRig(t, func(c *EngineConfig) {
+		r := newRig(t, func(c *dispatch.EngineConfig) {
 			c.BreakerThreshold = 2
 			c.RetrySchedule = delivery.Schedule{0, time.Second, time.Second, time.Second}
 		})
-		ep := r.endpoint(&CreateEndpointParams{Active: true})
-		r.rc.setRespond(func(int, delivery.Event) (int, map[string]string) { return http.StatusBadGateway, nil })
+		ep := r.endpoint(&dispatch.CreateEndpointParams{Active: true})
+		r.rc.SetRespond(func(int, delivery.Event) (int, map[string]string) { return http.StatusBadGateway, nil })
 		r.publish("a.b", "", `{}`)
 		synctest.Wait()
 		time.Sleep(time.Minute)
@@ -170,7 +172,7 @@ func TestPatchKeepsBreakerDisabled(t *testing.T) {
 				t.Fatalf("PATCH %s: %d, status %s, failures %d", patch, code, v.Status, v.ConsecutiveFailures)
 			}
 		}
-		r.rc.setRespond(nil)
+		r.rc.SetRespond(nil)
 		if code := r.call("PATCH", "/_herald/v1/endpoints/"+ep.ID, `{"active":true}`, &v); code != 200 || v.Status != store.EndpointActive || v.ConsecutiveFailures != 0 {
 			t.Fatalf(`PATCH {"active":true}: %d, status %s, failures %d`, code, v.Status, v.ConsecutiveFailures)
 		}
@@ -189,7 +191,7 @@ func TestPatchKeepsBreakerDisabled(t *testing.T) {
 func TestEndpointTimeoutAndFields(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var rec *timeoutRecorder
-		r := newRig(t, func(c *EngineConfig) {
+		r := newRig(t, func(c *dispatch.EngineConfig) {
 			c.Timeout = 10 * time.Second
 			rec = &timeoutRecorder{Sender: c.Sender}
 			c.Sender = rec
@@ -235,7 +237,7 @@ func TestEndpointTimeoutAndFields(t *testing.T) {
 
 // timeoutRecorder is a Sender that records the timeout of each request.
 type timeoutRecorder struct {
-	Sender
+	dispatch.Sender
 	mu       sync.Mutex
 	timeouts []time.Duration
 }

@@ -1,4 +1,4 @@
-package dispatch
+package deliveryapi
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/heraldstreams/herald/delivery"
+	"github.com/heraldstreams/herald/delivery/dispatch"
 	"github.com/heraldstreams/herald/store"
 )
 
@@ -27,8 +28,8 @@ type replayJSONOut struct {
 func TestReplayStatusUntil(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRig(t, nil)
-		r.rc.setRespond(func(int, delivery.Event) (int, map[string]string) { return http.StatusInternalServerError, nil })
-		ep := r.endpoint(&CreateEndpointParams{Active: true, Config: delivery.EndpointConfig{RetrySchedule: delivery.Schedule{0}}})
+		r.rc.SetRespond(func(int, delivery.Event) (int, map[string]string) { return http.StatusInternalServerError, nil })
+		ep := r.endpoint(&dispatch.CreateEndpointParams{Active: true, Config: delivery.EndpointConfig{RetrySchedule: delivery.Schedule{0}}})
 		r.publish("a.one", "", `{}`)
 		r.publish("a.two", "", `{}`)
 		synctest.Wait()
@@ -42,15 +43,15 @@ func TestReplayStatusUntil(t *testing.T) {
 				t.Fatalf("delivery %s is %s, want exhausted", d.EventType, d.Status)
 			}
 		}
-		r.rc.setRespond(nil)
+		r.rc.SetRespond(nil)
 		var job replayJSONOut
 		code := r.call("POST", "/_herald/v1/endpoints/"+ep.ID+"/replay", `{"status":"exhausted","until":"`+until.UTC().Format(time.RFC3339)+`"}`, &job)
 		if code != http.StatusAccepted || job.State != store.ReplayDone || job.Queued != 2 || job.Total != 2 || job.Truncated {
 			t.Fatalf("replay = %d %+v", code, job)
 		}
 		synctest.Wait()
-		got := r.rc.requests()
-		if len(got) != 5 || got[3].event.Type == "a.three" || got[4].event.Type == "a.three" {
+		got := r.rc.Requests()
+		if len(got) != 5 || got[3].Event.Type == "a.three" || got[4].Event.Type == "a.three" {
 			t.Fatalf("%d requests; want the two before until sent again", len(got))
 		}
 		var again replayJSONOut
@@ -69,7 +70,7 @@ func TestReplayStatusUntil(t *testing.T) {
 func TestReplayAPIRefusals(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRig(t, nil)
-		ep := r.endpoint(&CreateEndpointParams{Active: true})
+		ep := r.endpoint(&dispatch.CreateEndpointParams{Active: true})
 		for _, c := range []struct{ body, field string }{
 			{`{}`, "since"},
 			{`{"until":"2026-01-01T00:00:00Z"}`, "since"},
@@ -98,7 +99,7 @@ func TestReplayAPIRefusals(t *testing.T) {
 // holdReplaySteps lets a replay job store its first steps, then holds the
 // next until the engine stops.
 type holdReplaySteps struct {
-	EngineStore
+	dispatch.EngineStore
 	free  int32
 	steps atomic.Int32
 }
@@ -117,8 +118,8 @@ func (h *holdReplaySteps) DeliveryEnqueue(ctx context.Context, p *store.Delivery
 func TestReplayJobResumesAfterRestart(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		hold := &holdReplaySteps{free: 2}
-		var cfg EngineConfig
-		r := newRig(t, func(c *EngineConfig) {
+		var cfg dispatch.EngineConfig
+		r := newRig(t, func(c *dispatch.EngineConfig) {
 			c.ReplayBatch = 1
 			hold.EngineStore = c.Store
 			c.Store = hold
@@ -129,8 +130,8 @@ func TestReplayJobResumesAfterRestart(t *testing.T) {
 			r.publish("a.b", "/s", `{}`)
 		}
 		synctest.Wait()
-		ep := r.endpoint(&CreateEndpointParams{Active: true}) // after the events: only a replay sends them
-		job, err := r.e.Replay(ctx, &ReplayParams{EndpointID: ep.ID, Stream: "/s", HasFrom: true})
+		ep := r.endpoint(&dispatch.CreateEndpointParams{Active: true}) // after the events: only a replay sends them
+		job, err := r.e.Replay(ctx, &dispatch.ReplayParams{EndpointID: ep.ID, Stream: "/s", HasFrom: true})
 		if err != nil || job.State != store.ReplayRunning || job.Total != 2 {
 			t.Fatalf("replay = %+v, %v; want it running after 2 steps", job, err)
 		}
@@ -138,7 +139,7 @@ func TestReplayJobResumesAfterRestart(t *testing.T) {
 		synctest.Wait()
 
 		cfg.Store, cfg.Registerer = r.st, nil
-		next, err := NewEngine(cfg)
+		next, err := dispatch.NewEngine(cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -152,8 +153,8 @@ func TestReplayJobResumesAfterRestart(t *testing.T) {
 			t.Fatalf("resumed job = %+v, %v", got, err)
 		}
 		seen := map[string]int{}
-		for _, g := range r.rc.requests() {
-			seen[g.event.ID]++
+		for _, g := range r.rc.Requests() {
+			seen[g.Event.ID]++
 		}
 		if len(seen) != 5 {
 			t.Fatalf("events sent: %v, want 5 once each", seen)

@@ -48,8 +48,8 @@ func TestEngineRawDuplicateIDsDeliveredOnce(t *testing.T) {
 		synctest.Wait()
 		appendJSON("/shop", `{"id":"ord-2","type":"order.paid","data":{"n":6}}`+"\n")
 
-		got := r.rc.requests()
-		if len(got) != 2 || got[0].event.ID != "ord-1" || string(got[0].event.Data) != `{"n":1}` || got[1].event.ID != "ord-2" {
+		got := r.rc.Requests()
+		if len(got) != 2 || got[0].Event.ID != "ord-1" || string(got[0].Event.Data) != `{"n":1}` || got[1].Event.ID != "ord-2" {
 			t.Fatalf("%d requests (%+v), want ord-1 then ord-2, once each", len(got), got)
 		}
 		attempts := 0
@@ -75,7 +75,7 @@ func TestEngineRawDuplicateIDsDeliveredOnce(t *testing.T) {
 			t.Fatalf("replay = %+v, %v", job, err)
 		}
 		synctest.Wait()
-		if n := len(r.rc.requests()); n != 4 {
+		if n := len(r.rc.Requests()); n != 4 {
 			t.Fatalf("%d requests after the replay, want 4", n)
 		}
 	})
@@ -122,8 +122,8 @@ func TestEngineEventIDsPerTenant(t *testing.T) {
 			synctest.Wait()
 		}
 		var got []string
-		for _, req := range r.rc.requests() {
-			got = append(got, string(req.event.Data))
+		for _, req := range r.rc.Requests() {
+			got = append(got, string(req.Event.Data))
 		}
 		want := []string{`{"card":"globex-card"}`, `{"card":"acme-card"}`, `{"card":"platform"}`, `{"n":0}`}
 		if strings.Join(got, " ") != strings.Join(want, " ") {

@@ -6,6 +6,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/heraldstreams/herald/delivery/internal/deliverytest"
 	"github.com/heraldstreams/herald/store"
 )
 
@@ -25,7 +26,7 @@ func TestEngineEndpointsOfAnotherReplica(t *testing.T) {
 			return nil
 		}
 		ep, err := r.st.EndpointCreate(ctx, &store.EndpointCreateParams{Endpoint: store.Endpoint{
-			ID: "ep_other", URL: hookURL, EventTypes: []string{"*"}, Streams: []string{"/**"}, Active: true, Ordering: "none", Secret: "whsec_a",
+			ID: "ep_other", URL: deliverytest.HookURL, EventTypes: []string{"*"}, Streams: []string{"/**"}, Active: true, Ordering: "none", Secret: "whsec_a",
 		}, Now: time.Now()})
 		if err != nil {
 			t.Fatal(err)

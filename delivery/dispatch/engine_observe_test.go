@@ -69,7 +69,7 @@ func TestDeliveryOutcomeLogs(t *testing.T) {
 			c.LogLevel = slog.LevelDebug
 			c.RetrySchedule = delivery.Schedule{0, time.Second}
 		})
-		r.rc.setRespond(func(_ int, ev delivery.Event) (int, map[string]string) {
+		r.rc.SetRespond(func(_ int, ev delivery.Event) (int, map[string]string) {
 			if ev.Type == "a.fail" {
 				return http.StatusInternalServerError, nil
 			}
@@ -129,7 +129,7 @@ func TestDeliveryMetricsTenantLabel(t *testing.T) {
 				c.MetricsTenantLabel = on
 				c.RetrySchedule = delivery.Schedule{0}
 			})
-			r.rc.setRespond(func(_ int, ev delivery.Event) (int, map[string]string) {
+			r.rc.SetRespond(func(_ int, ev delivery.Event) (int, map[string]string) {
 				if ev.Type == "a.fail" {
 					return http.StatusInternalServerError, nil
 				}

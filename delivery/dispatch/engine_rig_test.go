@@ -1,17 +1,14 @@
 package dispatch
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"net/netip"
 	"testing"
 	"time"
 
-	"github.com/heraldstreams/herald/auth"
 	"github.com/heraldstreams/herald/delivery"
 	"github.com/heraldstreams/herald/delivery/internal/deliverytest"
 
@@ -29,7 +26,6 @@ type rig struct {
 	e   *Engine
 	rc  *deliverytest.Receiver
 	reg *prometheus.Registry
-	api http.Handler
 }
 
 // newRig starts an engine; call inside a synctest bubble. tweak adjusts
@@ -66,9 +62,6 @@ func newRig(t *testing.T, tweak func(*EngineConfig)) *rig {
 	if err := r.e.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	mux := http.NewServeMux()
-	NewAPI(r.e).Mount(auth.ServeMux{Mux: mux, Auth: auth.Off()})
-	r.api = mux
 	t.Cleanup(func() {
 		r.e.Stop(context.Background())
 		if err := st.Close(); err != nil {
@@ -97,24 +90,6 @@ func (r *rig) publish(typ, stream string, data string) *PublishResult {
 		r.t.Fatalf("publish: %v", err)
 	}
 	return res
-}
-
-// call sends one API request and decodes the JSON answer into out (when
-// not nil).
-func (r *rig) call(method, path, body string, out any) int {
-	r.t.Helper()
-	req := httptest.NewRequest(method, path, bytes.NewReader([]byte(body)))
-	if body != "" {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	rec := httptest.NewRecorder()
-	r.api.ServeHTTP(rec, req)
-	if out != nil {
-		if err := json.Unmarshal(rec.Body.Bytes(), out); err != nil {
-			r.t.Fatalf("%s %s: %d %s: %v", method, path, rec.Code, rec.Body, err)
-		}
-	}
-	return rec.Code
 }
 
 // metric returns the value of a counter or gauge of the rig's registry

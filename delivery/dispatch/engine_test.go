@@ -21,7 +21,7 @@ func TestEngineSignsStandardWebhooks(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRig(t, nil)
 		ep := r.endpoint(&CreateEndpointParams{Active: true})
-		r.rc.setRespond(func(n int, ev delivery.Event) (int, map[string]string) {
+		r.rc.SetRespond(func(n int, ev delivery.Event) (int, map[string]string) {
 			if n == 0 {
 				return http.StatusInternalServerError, nil // one retry, to see the id stay
 			}
@@ -31,7 +31,7 @@ func TestEngineSignsStandardWebhooks(t *testing.T) {
 		synctest.Wait()
 		time.Sleep(5 * time.Second) // the second step of the schedule
 		synctest.Wait()
-		got := r.rc.requests()
+		got := r.rc.Requests()
 		if len(got) != 2 {
 			t.Fatalf("%d requests, want 2", len(got))
 		}
@@ -40,14 +40,14 @@ func TestEngineSignsStandardWebhooks(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, g := range got {
-			if err := wh.Verify(g.body, g.header); err != nil {
+			if err := wh.Verify(g.Body, g.Header); err != nil {
 				t.Fatalf("the official library refuses Herald's signature: %v", err)
 			}
-			if id := g.header.Get("webhook-id"); id != pub.Event.ID {
+			if id := g.Header.Get("webhook-id"); id != pub.Event.ID {
 				t.Fatalf("webhook-id %q, want the event id %q", id, pub.Event.ID)
 			}
-			if g.event.Type != "order.created" || string(g.event.Data) != `{"n":1}` || g.event.ID != pub.Event.ID {
-				t.Fatalf("body %s", g.body)
+			if g.Event.Type != "order.created" || string(g.Event.Data) != `{"n":1}` || g.Event.ID != pub.Event.ID {
+				t.Fatalf("body %s", g.Body)
 			}
 		}
 
@@ -57,23 +57,23 @@ func TestEngineSignsStandardWebhooks(t *testing.T) {
 		}
 		r.publish("order.created", "", `{"n":2}`)
 		synctest.Wait()
-		last := r.rc.requests()[2]
+		last := r.rc.Requests()[2]
 		for _, secret := range []string{ep.Secret, rotated.Secret} {
 			wh, _ := standardwebhooks.NewWebhook(secret)
-			if err := wh.Verify(last.body, last.header); err != nil {
+			if err := wh.Verify(last.Body, last.Header); err != nil {
 				t.Fatalf("during the overlap, secret %s does not verify: %v", secret[:10], err)
 			}
 		}
 		time.Sleep(delivery.DefaultRotationOverlap)
 		r.publish("order.created", "", `{"n":3}`)
 		synctest.Wait()
-		after := r.rc.requests()[3]
+		after := r.rc.Requests()[3]
 		old, _ := standardwebhooks.NewWebhook(ep.Secret)
-		if err := old.Verify(after.body, after.header); err == nil {
+		if err := old.Verify(after.Body, after.Header); err == nil {
 			t.Fatal("the old secret still verifies after the overlap")
 		}
 		cur, _ := standardwebhooks.NewWebhook(rotated.Secret)
-		if err := cur.Verify(after.body, after.header); err != nil {
+		if err := cur.Verify(after.Body, after.Header); err != nil {
 			t.Fatal(err)
 		}
 	})
@@ -86,7 +86,7 @@ func TestEngineRetryScheduleAndDeadLetter(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRig(t, nil)
 		ep := r.endpoint(&CreateEndpointParams{Active: true})
-		r.rc.setRespond(func(n int, ev delivery.Event) (int, map[string]string) {
+		r.rc.SetRespond(func(n int, ev delivery.Event) (int, map[string]string) {
 			if n == 2 {
 				return http.StatusServiceUnavailable, map[string]string{"Retry-After": "3600"}
 			}
@@ -97,7 +97,7 @@ func TestEngineRetryScheduleAndDeadLetter(t *testing.T) {
 		synctest.Wait()
 		time.Sleep(40 * time.Hour)
 		synctest.Wait()
-		got := r.rc.requests()
+		got := r.rc.Requests()
 		// Attempt 3 answered 503 with Retry-After: 1h, so attempt 4 waits
 		// max(30m, 1h) = 1h.
 		want := []time.Duration{0, 5 * time.Second, 5 * time.Minute, time.Hour, 2 * time.Hour, 8 * time.Hour, 24 * time.Hour}
@@ -106,10 +106,10 @@ func TestEngineRetryScheduleAndDeadLetter(t *testing.T) {
 		}
 		prev := start
 		for i, g := range got {
-			if d := g.at.Sub(prev); d != want[i] {
+			if d := g.At.Sub(prev); d != want[i] {
 				t.Fatalf("attempt %d came %v after the previous, want %v", i+1, d, want[i])
 			}
-			prev = g.at
+			prev = g.At
 		}
 		ds := r.deliveries(ep.ID)
 		if len(ds) != 1 || ds[0].Status != store.DeliveryExhausted || ds[0].Attempts != 7 || ds[0].LastStatusCode != 500 {
@@ -130,7 +130,7 @@ func TestEngineRetryScheduleAndDeadLetter(t *testing.T) {
 		if ep2.Health.ConsecutiveFailures != 7 {
 			t.Fatalf("failures = %d", ep2.Health.ConsecutiveFailures)
 		}
-		r.rc.setRespond(nil)
+		r.rc.SetRespond(nil)
 		r.publish("job.ok", "", `{}`)
 		synctest.Wait()
 		ep2, _ = r.st.EndpointGet(context.Background(), ep.ID)
@@ -150,7 +150,7 @@ func TestEngineBreakerKeepsAndResumes(t *testing.T) {
 			c.RetrySchedule = delivery.Schedule{0, time.Second, time.Second, time.Second, time.Second}
 		})
 		ep := r.endpoint(&CreateEndpointParams{Active: true, Config: delivery.EndpointConfig{MaxInFlight: 1}})
-		r.rc.setRespond(func(int, delivery.Event) (int, map[string]string) { return http.StatusBadGateway, nil })
+		r.rc.SetRespond(func(int, delivery.Event) (int, map[string]string) { return http.StatusBadGateway, nil })
 		for i := range 5 {
 			r.publish("a.b", "", fmt.Sprintf(`{"i":%d}`, i))
 		}
@@ -164,7 +164,7 @@ func TestEngineBreakerKeepsAndResumes(t *testing.T) {
 		if got.Status() != store.EndpointDisabled || got.Health.DisabledReason == "" || got.Health.DisabledAt.IsZero() {
 			t.Fatalf("endpoint = %+v", got.Health)
 		}
-		if n := len(r.rc.requests()); n != 3 {
+		if n := len(r.rc.Requests()); n != 3 {
 			t.Fatalf("%d attempts, want 3 (the breaker stops at the threshold)", n)
 		}
 		backlog, _ := r.st.DeliveryBacklog(context.Background())
@@ -176,10 +176,10 @@ func TestEngineBreakerKeepsAndResumes(t *testing.T) {
 		synctest.Wait()
 		time.Sleep(time.Hour)
 		synctest.Wait()
-		if n := len(r.rc.requests()); n != 3 {
+		if n := len(r.rc.Requests()); n != 3 {
 			t.Fatalf("a disabled endpoint got %d requests", n)
 		}
-		r.rc.setRespond(nil)
+		r.rc.SetRespond(nil)
 		if _, err := r.e.UpdateEndpoint(context.Background(), &UpdateEndpointParams{ID: ep.ID, Config: ConfigOf(got), Active: true, Reenable: true, ExpectVersion: got.Version}); err != nil {
 			t.Fatal(err)
 		}
@@ -231,14 +231,14 @@ func TestEngineReclaimsExpiredLease(t *testing.T) {
 			t.Fatal(err)
 		}
 		synctest.Wait()
-		if n := len(r.rc.requests()); n != 0 {
+		if n := len(r.rc.Requests()); n != 0 {
 			t.Fatal("a leased delivery was sent before its lease ended")
 		}
 		time.Sleep(time.Minute)
 		synctest.Wait()
-		got := r.rc.requests()
-		if len(got) != 1 || got[0].at.Sub(start) != 30*time.Second {
-			t.Fatalf("requests %d, first after %v; want 1 after the 30s lease", len(got), got[0].at.Sub(start))
+		got := r.rc.Requests()
+		if len(got) != 1 || got[0].At.Sub(start) != 30*time.Second {
+			t.Fatalf("requests %d, first after %v; want 1 after the 30s lease", len(got), got[0].At.Sub(start))
 		}
 	})
 }

@@ -43,13 +43,13 @@ func TestEventIDSpansGrowWithTheStream(t *testing.T) {
 			t.Fatalf("spans = %+v, %v; want one from 24 to %d", spans, err, st.Tail)
 		}
 		format := regexp.MustCompile(`^evt_[0-9a-f]{24}_(24|48|72)$`)
-		got := r.rc.requests()
+		got := r.rc.Requests()
 		if len(got) != 3 {
 			t.Fatalf("%d requests, want 3", len(got))
 		}
 		for _, g := range got {
-			if !format.MatchString(g.event.ID) {
-				t.Fatalf("id %q is not evt_<24 hex>_<position>", g.event.ID)
+			if !format.MatchString(g.Event.ID) {
+				t.Fatalf("id %q is not evt_<24 hex>_<position>", g.Event.ID)
 			}
 		}
 		if _, err := r.e.Replay(ctx, &ReplayParams{EndpointID: ep.ID, Stream: "/s", HasFrom: true}); err != nil {
@@ -63,15 +63,15 @@ func TestEventIDSpansGrowWithTheStream(t *testing.T) {
 		// The replay reaches back to the event appended before the
 		// endpoint, and sends the three others with their first ids.
 		again := map[string]bool{}
-		for _, g := range r.rc.requests()[3:] {
-			again[g.event.ID] = true
+		for _, g := range r.rc.Requests()[3:] {
+			again[g.Event.ID] = true
 		}
 		if len(again) != 4 || !again["evt_"+spans[0].Nonce+"_0"] {
 			t.Fatalf("replay sent %v, want 4 events, one of them evt_%s_0", again, spans[0].Nonce)
 		}
 		for _, g := range got {
-			if !again[g.event.ID] {
-				t.Fatalf("replay did not send %q again (sent %v)", g.event.ID, again)
+			if !again[g.Event.ID] {
+				t.Fatalf("replay did not send %q again (sent %v)", g.Event.ID, again)
 			}
 		}
 	})

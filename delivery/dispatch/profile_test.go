@@ -15,7 +15,10 @@ import (
 	"testing/synctest"
 	"time"
 
+	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
+
 	"github.com/heraldstreams/herald/delivery"
+	"github.com/heraldstreams/herald/delivery/internal/deliverytest"
 )
 
 // The receivers below are written from each format's own verification
@@ -91,7 +94,7 @@ func profileRig(t *testing.T) *rig {
 
 // publishAs publishes one event of tenant acme with routing fields in
 // its data, and returns the last request the receiver got.
-func publishAs(t *testing.T, r *rig, id string) received {
+func publishAs(t *testing.T, r *rig, id string) deliverytest.Received {
 	t.Helper()
 	_, err := r.e.Publish(context.Background(), &PublishParams{Tenant: "acme", Event: &delivery.Event{
 		ID: id, Type: "scenario.activated", Timestamp: time.Date(2026, 3, 1, 10, 30, 0, 0, time.UTC),
@@ -101,9 +104,9 @@ func publishAs(t *testing.T, r *rig, id string) received {
 		t.Fatal(err)
 	}
 	synctest.Wait()
-	got := r.rc.requests()
+	got := r.rc.Requests()
 	if len(got) == 0 {
-		t.Fatal("nothing received")
+		t.Fatal("nothing deliverytest.Received")
 	}
 	return got[len(got)-1]
 }
@@ -139,36 +142,40 @@ func fields(t *testing.T, body []byte) (map[string]json.RawMessage, []string) {
 // secret keeps verifying, and once the overlap ends the new secret
 // verifies.
 func TestProfilesDeliverVerifiableRequests(t *testing.T) {
-	type check func(t *testing.T, q received, secret string) bool
+	type check func(t *testing.T, q deliverytest.Received, secret string) bool
 	cases := []struct {
 		profile string
 		verify  check
 		order   []string
-		body    func(t *testing.T, q received, m map[string]json.RawMessage)
+		body    func(t *testing.T, q deliverytest.Received, m map[string]json.RawMessage)
 		// all: during the overlap both secrets sign.
 		all bool
 	}{
 		{
 			profile: delivery.ProfileStandardWebhooks, all: true,
-			verify: func(t *testing.T, q received, secret string) bool {
-				sh := &delivery.SignedHeaders{ID: q.header.Get("webhook-id"), Timestamp: q.header.Get("webhook-timestamp"), Signature: q.header.Get("webhook-signature")}
-				return officialVerify(t, secret, sh, q.body, false) == nil
+			verify: func(t *testing.T, q deliverytest.Received, secret string) bool {
+				// The Standard Webhooks reference library, independent of Herald.
+				wh, err := standardwebhooks.NewWebhook(secret)
+				if err != nil {
+					t.Fatalf("reference library refused secret %q: %v", secret, err)
+				}
+				return wh.VerifyIgnoringTimestamp(q.Body, q.Header) == nil
 			},
 			order: []string{"id", "type", "timestamp", "data"},
-			body: func(t *testing.T, q received, m map[string]json.RawMessage) {
-				if string(m["id"]) != `"evt_p1"` || q.header.Get("webhook-id") != "evt_p1" {
-					t.Errorf("id %s, header %q", m["id"], q.header.Get("webhook-id"))
+			body: func(t *testing.T, q deliverytest.Received, m map[string]json.RawMessage) {
+				if string(m["id"]) != `"evt_p1"` || q.Header.Get("webhook-id") != "evt_p1" {
+					t.Errorf("id %s, header %q", m["id"], q.Header.Get("webhook-id"))
 				}
 			},
 		},
 		{
 			profile: delivery.ProfileXRucheV1,
-			verify: func(t *testing.T, q received, secret string) bool {
-				return verifyXRuche(q.body, q.header.Get("X-Ruche-Signature"), q.header.Get("X-Ruche-Timestamp"), secret, time.Now())
+			verify: func(t *testing.T, q deliverytest.Received, secret string) bool {
+				return verifyXRuche(q.Body, q.Header.Get("X-Ruche-Signature"), q.Header.Get("X-Ruche-Timestamp"), secret, time.Now())
 			},
 			order: []string{"webhook_id", "timestamp", "event_type", "event_id", "tenant_id", "agent_id", "session_key",
 				"logical_turn_id", "trace_id", "payload", "schema_version"},
-			body: func(t *testing.T, q received, m map[string]json.RawMessage) {
+			body: func(t *testing.T, q deliverytest.Received, m map[string]json.RawMessage) {
 				want := map[string]string{
 					"webhook_id": `"evt_p1"`, "event_id": `"evt_p1"`, "event_type": `"scenario.activated"`,
 					"timestamp": `"2026-03-01T10:30:00Z"`, "tenant_id": `"acme"`, "agent_id": `"ag_1"`, "trace_id": `"tr_9"`,
@@ -180,39 +187,39 @@ func TestProfilesDeliverVerifiableRequests(t *testing.T) {
 						t.Errorf("%s = %s, want %s", k, m[k], v)
 					}
 				}
-				if q.header.Get("X-Ruche-Delivery-Id") != "evt_p1" || q.header.Get("X-Ruche-Event-Type") != "scenario.activated" ||
-					q.header.Get("User-Agent") != "Ruche-Webhook/1.0" || q.header.Get("Content-Type") != "application/json" {
-					t.Errorf("headers %v", q.header)
+				if q.Header.Get("X-Ruche-Delivery-Id") != "evt_p1" || q.Header.Get("X-Ruche-Event-Type") != "scenario.activated" ||
+					q.Header.Get("User-Agent") != "Ruche-Webhook/1.0" || q.Header.Get("Content-Type") != "application/json" {
+					t.Errorf("headers %v", q.Header)
 				}
 			},
 		},
 		{
 			profile: delivery.ProfileXAgentIdPSHA256,
-			verify: func(t *testing.T, q received, secret string) bool {
-				return verifyXAgentIdP(q.body, q.header.Get("X-AgentIdP-Signature-256"), q.header.Get("X-AgentIdP-Timestamp"), secret)
+			verify: func(t *testing.T, q deliverytest.Received, secret string) bool {
+				return verifyXAgentIdP(q.Body, q.Header.Get("X-AgentIdP-Signature-256"), q.Header.Get("X-AgentIdP-Timestamp"), secret)
 			},
 			order: []string{"id", "type", "organizationId", "timestamp", "data"},
-			body: func(t *testing.T, q received, m map[string]json.RawMessage) {
+			body: func(t *testing.T, q deliverytest.Received, m map[string]json.RawMessage) {
 				if string(m["organizationId"]) != `"acme"` || string(m["type"]) != `"scenario.activated"` || string(m["timestamp"]) != `"2026-03-01T10:30:00Z"` {
-					t.Errorf("body %s", q.body)
+					t.Errorf("body %s", q.Body)
 				}
-				if q.header.Get("X-AgentIdP-Event") != "scenario.activated" || q.header.Get("X-AgentIdP-Delivery-Id") != "evt_p1" {
-					t.Errorf("headers %v", q.header)
+				if q.Header.Get("X-AgentIdP-Event") != "scenario.activated" || q.Header.Get("X-AgentIdP-Delivery-Id") != "evt_p1" {
+					t.Errorf("headers %v", q.Header)
 				}
-				if ts, err := strconv.ParseInt(q.header.Get("X-AgentIdP-Timestamp"), 10, 64); err != nil || time.Since(time.Unix(ts, 0)).Abs() > 5*time.Minute {
-					t.Errorf("timestamp %q", q.header.Get("X-AgentIdP-Timestamp"))
+				if ts, err := strconv.ParseInt(q.Header.Get("X-AgentIdP-Timestamp"), 10, 64); err != nil || time.Since(time.Unix(ts, 0)).Abs() > 5*time.Minute {
+					t.Errorf("timestamp %q", q.Header.Get("X-AgentIdP-Timestamp"))
 				}
 			},
 		},
 		{
 			profile: "acme-v2", all: true,
-			verify: func(t *testing.T, q received, secret string) bool {
-				return verifyAcme(q.body, q.header.Get("Acme-Message-Id"), q.header.Get("Acme-Sent-At"), q.header.Get("Acme-Signature"), secret)
+			verify: func(t *testing.T, q deliverytest.Received, secret string) bool {
+				return verifyAcme(q.Body, q.Header.Get("Acme-Message-Id"), q.Header.Get("Acme-Sent-At"), q.Header.Get("Acme-Signature"), secret)
 			},
 			order: []string{"event_id", "kind", "occurred_at", "org", "region", "body", "version"},
-			body: func(t *testing.T, q received, m map[string]json.RawMessage) {
-				if string(m["region"]) != `"eu"` || string(m["version"]) != "2" || string(m["org"]) != `"acme"` || q.header.Get("Acme-Kind") != "scenario.activated" {
-					t.Errorf("request %v %s", q.header, q.body)
+			body: func(t *testing.T, q deliverytest.Received, m map[string]json.RawMessage) {
+				if string(m["region"]) != `"eu"` || string(m["version"]) != "2" || string(m["org"]) != `"acme"` || q.Header.Get("Acme-Kind") != "scenario.activated" {
+					t.Errorf("request %v %s", q.Header, q.Body)
 				}
 			},
 		},
@@ -224,9 +231,9 @@ func TestProfilesDeliverVerifiableRequests(t *testing.T) {
 				ep := r.endpoint(&CreateEndpointParams{Active: true, Config: delivery.EndpointConfig{Profile: c.profile}})
 				q := publishAs(t, r, "evt_p1")
 				if !c.verify(t, q, ep.Secret) {
-					t.Fatalf("does not verify: %v %s", q.header, q.body)
+					t.Fatalf("does not verify: %v %s", q.Header, q.Body)
 				}
-				m, order := fields(t, q.body)
+				m, order := fields(t, q.Body)
 				if !slices.Equal(order, c.order) {
 					t.Fatalf("envelope %v, want %v", order, c.order)
 				}
@@ -261,8 +268,8 @@ func TestProfileChallengeHeader(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := profileRig(t)
 		r.endpoint(&CreateEndpointParams{Active: true, Verify: true, Config: delivery.EndpointConfig{Profile: delivery.ProfileXRucheV1}})
-		got := r.rc.requests()
-		if len(got) != 1 || !strings.HasPrefix(got[0].header.Get("X-Ruche-Verification"), "hvc_") || got[0].header.Get("X-Ruche-Signature") == "" {
+		got := r.rc.Requests()
+		if len(got) != 1 || !strings.HasPrefix(got[0].Header.Get("X-Ruche-Verification"), "hvc_") || got[0].Header.Get("X-Ruche-Signature") == "" {
 			t.Fatalf("challenge %v", got)
 		}
 	})
