@@ -178,3 +178,17 @@ func TestEndpointConfigJSON(t *testing.T) {
 		t.Fatalf("encoded %s", b)
 	}
 }
+
+func TestFinalStatus(t *testing.T) {
+	for status, final := range map[int]bool{
+		400: true, 401: true, 403: true, 404: true, 410: true, 422: true, 499: true,
+		408: false, 409: false, 425: false, 429: false, 500: false, 503: false, 302: false, 200: false,
+	} {
+		if got := FinalStatus(FailurePolicyStandard, status); got != final {
+			t.Errorf("standard, HTTP %d: final %v, want %v", status, got, final)
+		}
+		if FinalStatus(FailurePolicyRetryAll, status) {
+			t.Errorf("retry_all, HTTP %d: final", status)
+		}
+	}
+}

@@ -11,20 +11,6 @@ import (
 	"github.com/heraldstreams/herald/store"
 )
 
-func TestFinalStatus(t *testing.T) {
-	for status, final := range map[int]bool{
-		400: true, 401: true, 403: true, 404: true, 410: true, 422: true, 499: true,
-		408: false, 409: false, 425: false, 429: false, 500: false, 503: false, 302: false, 200: false,
-	} {
-		if got := delivery.FinalStatus(delivery.FailurePolicyStandard, status); got != final {
-			t.Errorf("standard, HTTP %d: final %v, want %v", status, got, final)
-		}
-		if delivery.FinalStatus(delivery.FailurePolicyRetryAll, status) {
-			t.Errorf("retry_all, HTTP %d: final", status)
-		}
-	}
-}
-
 // Under the standard policy a 4xx other than 408, 409, 425 and 429 sends
 // the delivery to the dead letter state after one attempt, with the
 // reason in the delivery API; those four and 5xx are retried. Under
