@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"net/netip"
 	"testing"
 	"time"
 
@@ -19,7 +18,6 @@ import (
 	"github.com/heraldstreams/herald/delivery/internal/deliverytest"
 	"github.com/heraldstreams/herald/store"
 	"github.com/heraldstreams/herald/store/sqlite"
-	"github.com/heraldstreams/herald/webhook"
 )
 
 // The API tests run the real engine on the real embedded store inside
@@ -44,13 +42,10 @@ type rig struct {
 // tweak adjusts the configuration.
 func newRig(t *testing.T, tweak func(*dispatch.EngineConfig)) *rig {
 	t.Helper()
-	st, err := sqlite.Open(context.Background(), sqlite.Config{Dir: t.TempDir(), RelaxedInterval: -1, CheckpointInterval: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := deliverytest.OpenStore(t)
 	rc := &deliverytest.Receiver{}
 	r := &rig{t: t, st: st, rc: rc, reg: prometheus.NewRegistry(),
-		sender: &deliverytest.TransportSender{Client: &http.Client{Transport: deliverytest.HandlerTransport{H: rc}}, Policy: webhook.Policy{AllowCIDRs: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}}}
+		sender: deliverytest.NewSender(rc)}
 	cfg := dispatch.EngineConfig{
 		Store:         st,
 		Sender:        r.sender,
@@ -63,6 +58,7 @@ func newRig(t *testing.T, tweak func(*dispatch.EngineConfig)) *rig {
 	if tweak != nil {
 		tweak(&cfg)
 	}
+	var err error
 	r.e, err = dispatch.NewEngine(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -75,9 +71,6 @@ func newRig(t *testing.T, tweak func(*dispatch.EngineConfig)) *rig {
 	r.api = mux
 	t.Cleanup(func() {
 		r.e.Stop(context.Background())
-		if err := st.Close(); err != nil {
-			t.Error(err)
-		}
 	})
 	return r
 }

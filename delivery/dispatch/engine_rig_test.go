@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
-	"net/http"
-	"net/netip"
 	"testing"
 	"time"
 
@@ -16,7 +14,6 @@ import (
 
 	"github.com/heraldstreams/herald/store"
 	"github.com/heraldstreams/herald/store/sqlite"
-	"github.com/heraldstreams/herald/webhook"
 )
 
 // rig is an engine on a fresh store with an in-process receiver.
@@ -32,18 +29,12 @@ type rig struct {
 // the configuration.
 func newRig(t *testing.T, tweak func(*EngineConfig)) *rig {
 	t.Helper()
-	// No wait between relaxed commits: synctest.Wait then means every
-	// outcome is stored. Checkpoints are left to the hours of fake time
-	// the retry tests pass.
-	st, err := sqlite.Open(context.Background(), sqlite.Config{Dir: t.TempDir(), RelaxedInterval: -1, CheckpointInterval: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := deliverytest.OpenStore(t)
 	rc := &deliverytest.Receiver{}
 	r := &rig{t: t, st: st, rc: rc, reg: prometheus.NewRegistry()}
 	cfg := EngineConfig{
 		Store:      st,
-		Sender:     &deliverytest.TransportSender{Client: &http.Client{Transport: deliverytest.HandlerTransport{H: rc}}, Policy: webhook.Policy{AllowCIDRs: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}},
+		Sender:     deliverytest.NewSender(rc),
 		Registerer: r.reg,
 		Logger:     slog.New(slog.DiscardHandler),
 		Lease:      time.Minute,
@@ -55,6 +46,7 @@ func newRig(t *testing.T, tweak func(*EngineConfig)) *rig {
 	if tweak != nil {
 		tweak(&cfg)
 	}
+	var err error
 	r.e, err = NewEngine(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -64,9 +56,6 @@ func newRig(t *testing.T, tweak func(*EngineConfig)) *rig {
 	}
 	t.Cleanup(func() {
 		r.e.Stop(context.Background())
-		if err := st.Close(); err != nil {
-			t.Error(err)
-		}
 	})
 	return r
 }

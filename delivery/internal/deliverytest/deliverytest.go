@@ -10,11 +10,13 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/heraldstreams/herald/delivery"
+	"github.com/heraldstreams/herald/store/sqlite"
 	"github.com/heraldstreams/herald/webhook"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -162,4 +164,30 @@ func Metric(t testing.TB, reg prometheus.Gatherer, name string, labels ...string
 		}
 	}
 	return -1
+}
+
+// OpenStore opens a fresh embedded store, closed when the test ends
+// (after the cleanups registered later, such as stopping an engine).
+// No wait between relaxed commits: synctest.Wait then means every
+// outcome is stored. Checkpoints are left to the hours of fake time the
+// retry tests pass.
+func OpenStore(t testing.TB) *sqlite.Store {
+	t.Helper()
+	st, err := sqlite.Open(context.Background(), sqlite.Config{Dir: t.TempDir(), RelaxedInterval: -1, CheckpointInterval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := st.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	return st
+}
+
+// NewSender returns a sender that delivers to h in process, with the
+// real URL policy allowing loopback addresses (HookURL).
+func NewSender(h http.Handler) *TransportSender {
+	return &TransportSender{Client: &http.Client{Transport: HandlerTransport{H: h}},
+		Policy: webhook.Policy{AllowCIDRs: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}}
 }
