@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Measures Herald: the workloads of docs/performance.md. Builds herald,
 # herald-bench (the load generator, cmd/herald-bench) and the delivery
-# benchmarks (go test -bench BenchmarkDelivery ./delivery/) from this
+# benchmarks (go test -bench BenchmarkDelivery ./delivery/dispatch/) from this
 # repository, then takes every figure RUNS times (default 3), each run on
 # fresh servers with empty data directories. Every JSON line goes to stdout
 # and to bench-results.jsonl; the one-line summaries go to stderr.
@@ -16,7 +16,7 @@ pid=
 trap 'if [ -n "$pid" ]; then kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; fi; rm -rf "$work"' EXIT
 go build -o "$work/herald" ./cmd/herald
 go build -o "$work/herald-bench" ./cmd/herald-bench
-go test -c -o "$work/delivery.test" ./delivery/
+go test -c -o "$work/delivery.test" ./delivery/dispatch/
 port=${HERALD_BENCH_PORT:-4437}
 B="http://127.0.0.1:$port"
 out=bench-results.jsonl
