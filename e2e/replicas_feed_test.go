@@ -58,7 +58,9 @@ func TestReplicasLongPoll(t *testing.T) {
 		}
 		got <- answer{status: resp.StatusCode, body: body}
 	}()
-	time.Sleep(200 * time.Millisecond) // the long-poll is waiting on A
+	// The long-poll is open on A before the append: otherwise it would
+	// find the data at once and pass without A learning of B's append.
+	waitForMetric(t, a.base, `herald_stream_live_reads{mode="long-poll"} 1`)
 	start := time.Now()
 	if resp, body := do(t, "POST", b.base+"/s", text, "hello"); resp.StatusCode != http.StatusNoContent {
 		t.Fatalf("append on B: %d %s", resp.StatusCode, body)

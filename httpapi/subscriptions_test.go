@@ -64,6 +64,7 @@ func subscriptionServer(t *testing.T, f *fakeSubscriptions) *Server {
 var sub1 = subscription.Subscription{SubscriptionID: "s1", Pattern: "/agents/*", Webhook: "https://hooks.example/h", Description: "d"}
 
 func TestSubscriptionCreate(t *testing.T) {
+	t.Parallel()
 	created := true
 	f := &fakeSubscriptions{create: func(p *subscription.CreateSubscriptionParams) (*subscription.CreateSubscriptionResult, error) {
 		out := sub1
@@ -93,6 +94,7 @@ func TestSubscriptionCreate(t *testing.T) {
 }
 
 func TestSubscriptionErrors(t *testing.T) {
+	t.Parallel()
 	refused := &webhook.RefusedError{Reason: webhook.ReasonPrivate, Detail: "10.0.0.1 is a private address"}
 	for _, tc := range []struct {
 		name         string
@@ -133,6 +135,7 @@ func TestSubscriptionErrors(t *testing.T) {
 }
 
 func TestSubscriptionReadAndDelete(t *testing.T) {
+	t.Parallel()
 	f := &fakeSubscriptions{
 		get:  func(id string) (*subscription.Subscription, error) { s := sub1; return &s, nil },
 		list: func(string) ([]subscription.Subscription, error) { return []subscription.Subscription{sub1}, nil },
@@ -154,6 +157,7 @@ func TestSubscriptionReadAndDelete(t *testing.T) {
 }
 
 func TestCallbackRoute(t *testing.T) {
+	t.Parallel()
 	var got *subscription.CallbackParams
 	f := &fakeSubscriptions{callback: func(p *subscription.CallbackParams) (*subscription.CallbackResponse, error) {
 		got = p
@@ -176,6 +180,7 @@ func TestCallbackRoute(t *testing.T) {
 }
 
 func TestCallbackErrors(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		err    error
 		status int
