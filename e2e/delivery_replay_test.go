@@ -41,6 +41,7 @@ func expectStatus(t *testing.T, s *server, method, path, body string, status int
 // id seen before answers with the event as first stored, and the attempt
 // log holds exactly the POSTs the receiver got.
 func TestDeliveryDuplicateIDsAttemptLog(t *testing.T) {
+	t.Parallel()
 	posts, recv := postCounter(t)
 	s := startHerald(t, t.TempDir(), "--webhook-allow-cidrs", "127.0.0.0/8")
 	epID, _ := createEndpoint(t, s.base, `{"url":"`+recv.URL+`/hook","streams":["/dup/**"]}`)
@@ -114,12 +115,19 @@ type replayJob struct {
 // A replay job bounded by until, interrupted by a restart, resumes in the
 // next Herald and finishes with every event in its window queued once.
 func TestDeliveryReplayJobAcrossRestart(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	_, recv := postCounter(t)
 	flags := []string{"--webhook-allow-cidrs", "127.0.0.0/8", "--delivery-replay-batch", "5"}
 	s := startHerald(t, dir, flags...)
 	expectStatus(t, s, "PUT", "/replay/r", "", http.StatusCreated, nil)
-	const perYear, batch = 2000, 1000
+	// 2000 events a year take the job minutes to step through five at a
+	// time; -short replays fewer, still over many steps and a restart.
+	perYear := 2000
+	if testing.Short() {
+		perYear = 250
+	}
+	batch := min(perYear, 1000)
 	for _, year := range []string{"2020", "2030"} {
 		for b := 0; b < perYear; b += batch {
 			var msgs []string

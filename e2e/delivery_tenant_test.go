@@ -116,6 +116,7 @@ func (k *keyed) countDeliveries(key, endpoint string) int {
 // endpoints and events it makes carry A, naming B is refused, and A's
 // endpoint receives A's events only. The admin key sees both.
 func TestTenantIsABoundary(t *testing.T) {
+	t.Parallel()
 	k := startKeyed(t, t.TempDir(), deliveryFlags...)
 	keyA, keyB := k.newKey("acme"), k.newKey("blob")
 	recA, srvA := newEventReceiver(t)
@@ -323,6 +324,7 @@ func errorCodeOf(body string) string {
 // The key list refuses a cursor no list gave, as the delivery lists do,
 // and follows one it gave.
 func TestKeyListRefusesJunkCursor(t *testing.T) {
+	t.Parallel()
 	k := startKeyed(t, t.TempDir())
 	k.newKey("acme")
 	k.newKey("acme")

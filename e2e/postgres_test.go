@@ -58,6 +58,7 @@ func postgresURL(t *testing.T) string {
 // TestServeOnPostgres: herald serve keeps its streams in PostgreSQL, and
 // they are there after a restart.
 func TestServeOnPostgres(t *testing.T) {
+	t.Parallel()
 	pg := postgresURL(t)
 	dir := t.TempDir()
 	srv := startHerald(t, dir, "--store", "postgres", "--postgres-url", pg)

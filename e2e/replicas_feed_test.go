@@ -12,6 +12,7 @@ import (
 // spawned and woken at once, not at B's next refresh or the stream's
 // next append.
 func TestReplicasSpawnAtOnce(t *testing.T) {
+	t.Parallel()
 	hook, wakes := wakeHook(t, nil)
 	defer hook.Close()
 	r := startReplicas(t, 2, "--webhook-allow-cidrs", "127.0.0.0/8")
@@ -36,6 +37,7 @@ func TestReplicasSpawnAtOnce(t *testing.T) {
 // TestReplicasLongPoll: a long-poll on replica A answers with an append
 // made on replica B.
 func TestReplicasLongPoll(t *testing.T) {
+	t.Parallel()
 	r := startReplicas(t, 2, "--webhook-allow-cidrs", "127.0.0.0/8")
 	a, b := r[0], r[1]
 	text := map[string]string{"Content-Type": "text/plain"}

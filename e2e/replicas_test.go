@@ -94,7 +94,8 @@ func publishAlternating(t *testing.T, replicas []*server, stream string, n int) 
 }
 
 // An endpoint's rate_limit holds across two replicas together: 10
-// deliveries a second in all, not 10 each.
+// deliveries a second in all, not 10 each. Not parallel: it measures a
+// rate, which other tests' load on the machine would lower.
 func TestReplicasShareRateLimit(t *testing.T) {
 	r := startReplicas(t, 2, deliveryFlags...)
 	a, b := r[0], r[1]
@@ -126,6 +127,7 @@ func TestReplicasShareRateLimit(t *testing.T) {
 // An endpoint's max_in_flight holds across two replicas together: the
 // receiver never holds more than 2 requests at once.
 func TestReplicasShareMaxInFlight(t *testing.T) {
+	t.Parallel()
 	r := startReplicas(t, 2, deliveryFlags...)
 	a, b := r[0], r[1]
 	rc := &limitReceiver{hold: 150 * time.Millisecond}

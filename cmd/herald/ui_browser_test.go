@@ -353,6 +353,7 @@ func (r *uiRig) publish(t *testing.T, typ, tenant string, n int) {
 // in silently, nor replaces a session unasked); a tenant with more than a page of endpoints and deliveries
 // loads the rest.
 func TestDashboardInBrowser(t *testing.T) {
+	t.Parallel()
 	r := newUIRig(t)
 
 	// The sign-in form, then the overview; the key is in sessionStorage
