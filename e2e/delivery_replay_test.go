@@ -121,13 +121,7 @@ func TestDeliveryReplayJobAcrossRestart(t *testing.T) {
 	flags := []string{"--webhook-allow-cidrs", "127.0.0.0/8", "--delivery-replay-batch", "5"}
 	s := startHerald(t, dir, flags...)
 	expectStatus(t, s, "PUT", "/replay/r", "", http.StatusCreated, nil)
-	// 2000 events a year take the job minutes to step through five at a
-	// time; -short replays fewer, still over many steps and a restart.
-	perYear := 2000
-	if testing.Short() {
-		perYear = 250
-	}
-	batch := min(perYear, 1000)
+	const perYear, batch = 2000, 1000
 	for _, year := range []string{"2020", "2030"} {
 		for b := 0; b < perYear; b += batch {
 			var msgs []string

@@ -189,10 +189,7 @@ func TestDeliveryKillNineDeliversEveryEvent(t *testing.T) {
 	var acked []string
 	killAt := make(chan struct{})
 	var once sync.Once
-	total := 1200
-	if testing.Short() {
-		total = 400 // the kill still lands mid-storm, after 200 acknowledged events
-	}
+	const total = 1200
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	stormDone := make(chan struct{})

@@ -8,11 +8,8 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 )
@@ -77,32 +74,11 @@ func errorCode(t *testing.T, resp *http.Response, body string) string {
 	return e.Error.Code
 }
 
-// plainBuild is ./cmd/herald built without the race detector.
-var plainBuild struct {
-	once sync.Once
-	path string
-	err  error
-}
-
 // plainHeraldBinary builds ./cmd/herald without the race detector, once
 // per test run, for measuring memory as a user's herald uses it.
 func plainHeraldBinary(t *testing.T) string {
 	t.Helper()
-	plainBuild.once.Do(func() {
-		dir, err := os.MkdirTemp("", "herald-e2e-plain")
-		if err != nil {
-			plainBuild.err = err
-			return
-		}
-		plainBuild.path = filepath.Join(dir, "herald")
-		if out, err := exec.Command("go", "build", "-o", plainBuild.path, "../cmd/herald").CombinedOutput(); err != nil {
-			plainBuild.err = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if plainBuild.err != nil {
-		t.Fatal(plainBuild.err)
-	}
-	return plainBuild.path
+	return buildWith(t, "../cmd/herald", "herald", false)
 }
 
 // rssBytes is the resident set size of a process.
