@@ -13,6 +13,7 @@ import (
 // 3.1 specification's schema, and that its model builds with every $ref
 // resolved.
 func TestDocumentIsValidOpenAPI31(t *testing.T) {
+	t.Parallel()
 	doc, err := libopenapi.NewDocument(OpenAPI())
 	if err != nil {
 		t.Fatal(err)
@@ -48,6 +49,7 @@ func TestDocumentIsValidOpenAPI31(t *testing.T) {
 // x-herald-access (public, callback-token, or credential: any valid
 // credential whatever its scopes), and the two agree.
 func TestEveryOperationDeclaresItsAccess(t *testing.T) {
+	t.Parallel()
 	var doc struct {
 		Paths map[string]map[string]json.RawMessage `json:"paths"`
 	}

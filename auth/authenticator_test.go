@@ -111,6 +111,7 @@ func wantErr(t *testing.T, err, want error) {
 }
 
 func TestAuthenticateKinds(t *testing.T) {
+	t.Parallel()
 	m, c := newMemKeys(), &clock{now: t0}
 	a := newAuth(t, m, c)
 	ctx := context.Background()
@@ -144,6 +145,7 @@ func TestAuthenticateKinds(t *testing.T) {
 }
 
 func TestKeyExpiry(t *testing.T) {
+	t.Parallel()
 	m, c := newMemKeys(), &clock{now: t0}
 	a := newAuth(t, m, c)
 	_, key := addKey(t, m, store.Key{Scopes: []string{"streams:read"}, ExpiresAt: t0.Add(time.Minute)})
@@ -157,6 +159,7 @@ func TestKeyExpiry(t *testing.T) {
 }
 
 func TestVerifiedKeysAreCachedAndRevocationIsImmediate(t *testing.T) {
+	t.Parallel()
 	m, c := newMemKeys(), &clock{now: t0}
 	a := newAuth(t, m, c)
 	ctx := context.Background()
@@ -198,6 +201,7 @@ func TestVerifiedKeysAreCachedAndRevocationIsImmediate(t *testing.T) {
 }
 
 func TestStoreFailureIsUnavailableNotUnauthenticated(t *testing.T) {
+	t.Parallel()
 	m, c := newMemKeys(), &clock{now: t0}
 	a := newAuth(t, m, c)
 	_, key := addKey(t, m, store.Key{Scopes: []string{"streams:read"}})
@@ -212,12 +216,14 @@ func TestStoreFailureIsUnavailableNotUnauthenticated(t *testing.T) {
 }
 
 func TestAdminKeyMustBeLong(t *testing.T) {
+	t.Parallel()
 	if _, err := New(Config{AdminKey: "short"}); err == nil {
 		t.Fatal("a short admin key was accepted")
 	}
 }
 
 func TestConcurrentAuthenticateAndRevoke(t *testing.T) {
+	t.Parallel()
 	m, c := newMemKeys(), &clock{now: t0}
 	a := newAuth(t, m, c)
 	id, key := addKey(t, m, store.Key{Scopes: []string{"streams:read"}})

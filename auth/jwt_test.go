@@ -60,6 +60,7 @@ func hsVerifier(t *testing.T) *JWTVerifier {
 }
 
 func TestHS256Tokens(t *testing.T) {
+	t.Parallel()
 	v := hsVerifier(t)
 	ctx := context.Background()
 	p, err := v.Verify(ctx, sign(t, jwt.SigningMethodHS256, hsSecret, "", claims(nil)), t0)
@@ -116,6 +117,7 @@ func TestHS256Tokens(t *testing.T) {
 }
 
 func TestJWTConfigChecks(t *testing.T) {
+	t.Parallel()
 	for _, cfg := range []JWTConfig{
 		{Issuer: "i", Audience: "a"},
 		{HS256Secret: hsSecret, JWKSURL: "https://idp.example/jwks", Issuer: "i", Audience: "a"},
@@ -188,6 +190,7 @@ func jwksVerifier(t *testing.T, url string, allow []netip.Prefix) *JWTVerifier {
 }
 
 func TestJWKSTokens(t *testing.T) {
+	t.Parallel()
 	js := newJWKSServer(t)
 	rsaKey, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
@@ -238,6 +241,7 @@ func TestJWKSTokens(t *testing.T) {
 }
 
 func TestJWKSKeyRotation(t *testing.T) {
+	t.Parallel()
 	js := newJWKSServer(t)
 	k1, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
@@ -270,6 +274,7 @@ func TestJWKSKeyRotation(t *testing.T) {
 }
 
 func TestJWKSUnknownKidFetchesAreRateLimited(t *testing.T) {
+	t.Parallel()
 	js := newJWKSServer(t)
 	k1, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
@@ -294,6 +299,7 @@ func TestJWKSUnknownKidFetchesAreRateLimited(t *testing.T) {
 }
 
 func TestJWKSURLIsCheckedByTheSafeSender(t *testing.T) {
+	t.Parallel()
 	js := newJWKSServer(t)
 	// Loopback, private and metadata addresses are refused unless the
 	// operator allows their range (the webhook sender also checks every
@@ -318,6 +324,7 @@ func TestJWKSURLIsCheckedByTheSafeSender(t *testing.T) {
 }
 
 func TestJWKSUnreachableAtStartIsUnavailableThenRecovers(t *testing.T) {
+	t.Parallel()
 	var up atomic.Bool
 	js := newJWKSServer(t)
 	inner := js.srv.Config.Handler
@@ -345,6 +352,7 @@ func TestJWKSUnreachableAtStartIsUnavailableThenRecovers(t *testing.T) {
 }
 
 func TestAuthenticatorAcceptsPlatformTokens(t *testing.T) {
+	t.Parallel()
 	a, err := New(Config{Keys: newMemKeys(), JWT: hsVerifier(t), Now: func() time.Time { return t0 }})
 	if err != nil {
 		t.Fatal(err)
@@ -362,6 +370,7 @@ func TestAuthenticatorAcceptsPlatformTokens(t *testing.T) {
 // A platform token's tenant is limited to its namespace under the
 // Authenticator's template.
 func TestPlatformTokenTenantNamespace(t *testing.T) {
+	t.Parallel()
 	a, err := New(Config{JWT: hsVerifier(t), TenantStreamPrefix: "/orgs/{tenant}/", Now: func() time.Time { return t0 }})
 	if err != nil {
 		t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 )
 
 func TestKeyFormat(t *testing.T) {
+	t.Parallel()
 	seen := map[string]bool{}
 	for range 50 {
 		id, key, hash, err := NewKey(nil)
@@ -40,6 +41,7 @@ func TestKeyFormat(t *testing.T) {
 }
 
 func TestParseScopes(t *testing.T) {
+	t.Parallel()
 	got, err := ParseScopes([]string{"admin", "streams:read", "streams:read", "events:publish"})
 	if err != nil || !slices.Equal(got, []Scope{ScopeStreamsRead, ScopeEventsPublish, ScopeAdmin}) {
 		t.Fatalf("ParseScopes = %v, %v", got, err)

@@ -122,6 +122,7 @@ func errCode(t *testing.T, body []byte) (string, string) {
 }
 
 func TestKeysAPILifecycle(t *testing.T) {
+	t.Parallel()
 	srv := keysServer(t)
 	expires := time.Now().Add(time.Hour).UTC().Truncate(time.Second).Format(time.RFC3339)
 	status, body := call(t, srv, "POST", "/_herald/v1/keys", adminKey,
@@ -183,6 +184,7 @@ func TestKeysAPILifecycle(t *testing.T) {
 }
 
 func TestKeysAPIPaging(t *testing.T) {
+	t.Parallel()
 	srv := keysServer(t)
 	for range 3 {
 		if status, body := call(t, srv, "POST", "/_herald/v1/keys", adminKey, `{"scopes":["events:publish"]}`); status != 201 {
@@ -214,6 +216,7 @@ func TestKeysAPIPaging(t *testing.T) {
 }
 
 func TestKeysAPIRefusesBadInput(t *testing.T) {
+	t.Parallel()
 	srv := keysServer(t)
 	past := time.Now().Add(-time.Hour).UTC().Format(time.RFC3339)
 	for _, tc := range []struct {
@@ -261,6 +264,7 @@ func TestKeysAPIRefusesBadInput(t *testing.T) {
 }
 
 func TestKeysAPITenantAdmin(t *testing.T) {
+	t.Parallel()
 	srv := keysServer(t)
 	mk := func(key, body string) keyJSON {
 		t.Helper()
@@ -300,6 +304,7 @@ func TestKeysAPITenantAdmin(t *testing.T) {
 // A key of a tenant has paths inside its stream namespace only; a tenant
 // that cannot name a namespace gets no key or portal token.
 func TestKeysOfATenantHavePathsInItsNamespace(t *testing.T) {
+	t.Parallel()
 	srv := keysServer(t)
 	for _, tc := range []struct {
 		body   string

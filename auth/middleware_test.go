@@ -31,6 +31,7 @@ func decodeError(t *testing.T, rec *httptest.ResponseRecorder) errorResponse {
 }
 
 func TestRequire(t *testing.T) {
+	t.Parallel()
 	m, c := newMemKeys(), &clock{now: t0}
 	a := newAuth(t, m, c)
 	_, reader := addKey(t, m, store.Key{Scopes: []string{"streams:read"}, Paths: []string{"/agents/*"}})
@@ -118,6 +119,7 @@ func TestRequire(t *testing.T) {
 }
 
 func TestRequireRefusesAnUnknownScope(t *testing.T) {
+	t.Parallel()
 	a := newAuth(t, newMemKeys(), &clock{now: t0})
 	defer func() {
 		if recover() == nil {

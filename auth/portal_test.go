@@ -38,6 +38,7 @@ func expiresIn(t *testing.T, at string) time.Duration {
 // the portal's scopes, handed over in the dashboard's URL; it is listed
 // among the keys as a portal token and revoked like one.
 func TestPortalTokens(t *testing.T) {
+	t.Parallel()
 	srv := keysServer(t)
 	p := mintPortal(t, srv, adminKey, `{"tenant":"acme","ttl":"30m"}`)
 	want := []string{"endpoints:read", "endpoints:write", "deliveries:read", "deliveries:write"}
@@ -80,6 +81,7 @@ func TestPortalTokens(t *testing.T) {
 }
 
 func TestPortalTokensRefuseBadInput(t *testing.T) {
+	t.Parallel()
 	srv := keysServer(t)
 	for _, tc := range []struct {
 		body        string
@@ -110,6 +112,7 @@ func TestPortalTokensRefuseBadInput(t *testing.T) {
 // of its own tenant only, never outliving itself; one limited to stream
 // paths mints none.
 func TestPortalTokensOfATenantAdmin(t *testing.T) {
+	t.Parallel()
 	srv := keysServer(t)
 	soon := time.Now().Add(5 * time.Minute).UTC().Truncate(time.Second).Format(time.RFC3339)
 	acme := postCreated[keyJSON](t, srv, "/_herald/v1/keys", adminKey, `{"scopes":["admin"],"tenant":"acme","expires_at":"`+soon+`"}`)

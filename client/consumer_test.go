@@ -123,6 +123,7 @@ func wakeFor(srv *httptest.Server) *Wake {
 }
 
 func TestConsumerHandleWake(t *testing.T) {
+	t.Parallel()
 	f, srv := newFakeHerald(t)
 	var got []string
 	c := NewConsumer(ConsumerConfig{Process: func(_ context.Context, b Batch) error {
@@ -198,6 +199,7 @@ func TestConsumerReadsWithItsKey(t *testing.T) {
 }
 
 func TestConsumerStopsWhenFencedOrFailing(t *testing.T) {
+	t.Parallel()
 	f, srv := newFakeHerald(t)
 	f.reply = func(n int, _ map[string]any) (int, string) {
 		if n == 3 {
@@ -224,6 +226,7 @@ func TestConsumerStopsWhenFencedOrFailing(t *testing.T) {
 // Herald wakes the consumer again from the failed batch at once rather
 // than after its liveness timeout.
 func TestConsumerFailureEndsTheWakeAfterTheBackoff(t *testing.T) {
+	t.Parallel()
 	f, srv := newFakeHerald(t)
 	boom := errors.New("boom")
 	const backoff = 150 * time.Millisecond
@@ -267,6 +270,7 @@ func TestConsumerFailureEndsTheWakeAfterTheBackoff(t *testing.T) {
 // keep-alive interval sends empty callbacks, so the wake does not lapse
 // into Herald's liveness timeout; a fenced keep-alive stops the wait.
 func TestConsumerFailureKeepsTheWakeAlive(t *testing.T) {
+	t.Parallel()
 	f, srv := newFakeHerald(t)
 	boom := errors.New("boom")
 	c := NewConsumer(ConsumerConfig{RetryBackoff: 200 * time.Millisecond, Process: func(context.Context, Batch) error { return boom }})
@@ -307,6 +311,7 @@ func TestConsumerFailureKeepsTheWakeAlive(t *testing.T) {
 // backoff the wake is left to Herald's liveness timeout: no done, which
 // would retry it sooner than the backoff.
 func TestConsumerFailureWithoutContext(t *testing.T) {
+	t.Parallel()
 	f, srv := newFakeHerald(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -327,6 +332,7 @@ func TestConsumerFailureWithoutContext(t *testing.T) {
 }
 
 func TestCallbackClientRenewsExpiredToken(t *testing.T) {
+	t.Parallel()
 	f, srv := newFakeHerald(t)
 	f.reply = func(n int, _ map[string]any) (int, string) {
 		if n == 1 {
@@ -369,6 +375,7 @@ func sign(secret string, body []byte, at time.Time) string {
 }
 
 func TestConsumerServeHTTP(t *testing.T) {
+	t.Parallel()
 	f, srv := newFakeHerald(t)
 	now := time.Now()
 	c := NewConsumer(ConsumerConfig{Secret: "whsec_test", Now: func() time.Time { return now },

@@ -42,6 +42,7 @@ func newStandardSecret(t testing.TB) string {
 }
 
 func TestVerifyStandardWebhookAcceptsReferenceSignature(t *testing.T) {
+	t.Parallel()
 	secret := newStandardSecret(t)
 	ts := time.Date(2026, 5, 1, 10, 0, 0, 0, time.UTC)
 	body := []byte(`{"id":"evt_1","type":"a.b","timestamp":"2026-05-01T10:00:00Z","data":{"x":1}}`)
@@ -65,6 +66,7 @@ func TestVerifyStandardWebhookAcceptsReferenceSignature(t *testing.T) {
 }
 
 func TestVerifyStandardWebhookAcceptsAnyOfSeveralSignatures(t *testing.T) {
+	t.Parallel()
 	oldSecret, newSecret := newStandardSecret(t), newStandardSecret(t)
 	ts := time.Unix(1_800_000_000, 0)
 	body := []byte(`{"type":"rotated"}`)
@@ -84,6 +86,7 @@ func TestVerifyStandardWebhookAcceptsAnyOfSeveralSignatures(t *testing.T) {
 }
 
 func TestVerifyStandardWebhookRefuses(t *testing.T) {
+	t.Parallel()
 	secret := newStandardSecret(t)
 	ts := time.Unix(1_800_000_000, 0)
 	body := []byte(`{"type":"a"}`)

@@ -39,6 +39,7 @@ const wakeBody = `{
 }`
 
 func TestVerifyWakeSignature(t *testing.T) {
+	t.Parallel()
 	header := sig(secret, signedAt.Unix(), wakeBody)
 	ok := []struct {
 		name   string
@@ -98,6 +99,7 @@ func TestVerifyWakeSignature(t *testing.T) {
 }
 
 func TestParseWake(t *testing.T) {
+	t.Parallel()
 	w, err := ParseWake([]byte(wakeBody))
 	if err != nil {
 		t.Fatal(err)
@@ -179,6 +181,7 @@ func FuzzParseWake(f *testing.F) {
 }
 
 func TestTraceparentOf(t *testing.T) {
+	t.Parallel()
 	const good = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
 	for v, want := range map[string]string{
 		good: good,

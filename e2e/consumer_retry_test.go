@@ -41,6 +41,7 @@ func nextRetryBatch(t *testing.T, srv *server, batches <-chan retryBatch, timeou
 // not delivered again; a batch that always fails is retried no faster than
 // the backoff.
 func TestConsumerRetriesAFailedBatchSoon(t *testing.T) {
+	t.Parallel()
 	const backoff = 500 * time.Millisecond
 	// soon is far below the 45 s liveness timeout a stalled wake waits for.
 	const soon = 5 * time.Second

@@ -25,6 +25,7 @@ type ack struct {
 // there byte-exact at the offset it was given, and that producer state,
 // closure, TTL, Expires-At, forks and content types survived.
 func TestKillNineLosesNoAcknowledgedAppend(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	srv := startHerald(t, dir)
 	base := srv.base + "/crash"

@@ -37,6 +37,7 @@ func apiError(t *testing.T, what string, resp *http.Response, body string, statu
 // half-done change: secrets and custom headers with control characters,
 // bodies of the wrong shape or size, and list cursors that no list gave.
 func TestDeliveryAPIRefusesBadInput(t *testing.T) {
+	t.Parallel()
 	_, srv := newEventReceiver(t)
 	s := startHerald(t, t.TempDir(), deliveryFlags...)
 	hook := srv.URL + "/hooks"

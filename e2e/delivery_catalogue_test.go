@@ -15,6 +15,7 @@ import (
 // delivered and flagged; endpoints' types must be catalogued; and all of
 // it holds after a restart.
 func TestDeliveryEnforcedCatalogue(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	env := []string{"HERALD_ADMIN_KEY=" + e2eAdminKey}
 	flags := append([]string{"--delivery-enforce-event-types"}, deliveryFlags...)

@@ -69,6 +69,7 @@ func (h *hungReceiver) waitHeld(t *testing.T, n int, timeout time.Duration, logs
 // send pool (a quarter), whatever its max_in_flight, so another endpoint's
 // events go out at once rather than after the hung sends time out.
 func TestDeliveryHungEndpointDoesNotStarveOthers(t *testing.T) {
+	t.Parallel()
 	hung, hungSrv := newHungReceiver(t)
 	healthy, healthySrv := newEventReceiver(t)
 	// A long attempt timeout: a starved endpoint would wait for it.

@@ -136,6 +136,7 @@ func setUpOrders(t *testing.T, base, hook string) string {
 // retry and after a restart (a replay sends it again), and positions
 // appended again after a backup is restored get new ids.
 func TestDeliveryEventIDsUniqueAndStable(t *testing.T) {
+	t.Parallel()
 	rc, srv := newIDReceiver(t)
 	hook := srv.URL + "/hooks"
 	dirA, dirB := t.TempDir(), t.TempDir()

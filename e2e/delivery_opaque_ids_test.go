@@ -15,6 +15,7 @@ import (
 // pages follow one another by their cursors (and a made-up cursor is
 // 400), and every id names the same delivery after a restart.
 func TestDeliveryIDsAreOpaque(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	s := startHerald(t, dir, deliveryFlags...)
 	rc, srv := newEventReceiver(t)

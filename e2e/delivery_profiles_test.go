@@ -89,6 +89,7 @@ const e2eProfiles = `{"profiles": [{
 // --delivery-profiles-file, and each receiver verifies the requests with
 // its format's own recipe.
 func TestDeliveryProfilesVerifyE2E(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	file := filepath.Join(dir, "profiles.json")
 	if err := os.WriteFile(file, []byte(e2eProfiles), 0o600); err != nil {
@@ -170,6 +171,7 @@ func TestDeliveryProfilesVerifyE2E(t *testing.T) {
 // exhausted with the reason in the delivery API. An endpoint with
 // "failure_policy": "retry_all" retries it.
 func TestDeliveryFailurePolicyE2E(t *testing.T) {
+	t.Parallel()
 	srv := startHerald(t, t.TempDir(), deliveryFlags...)
 	rec, hook := newProfileHooks(t)
 	final, _ := createEndpoint(t, srv.base, fmt.Sprintf(`{"url":%q}`, hook.URL+"/status/404"))
@@ -201,6 +203,7 @@ func TestDeliveryFailurePolicyE2E(t *testing.T) {
 // challenge is pending and receives nothing; the code it received, given
 // to POST .../verify, makes it active, and it then receives events.
 func TestEndpointVerificationCodeE2E(t *testing.T) {
+	t.Parallel()
 	srv := startHerald(t, t.TempDir(), deliveryFlags...)
 	rec, hook := newProfileHooks(t)
 	var ep struct{ ID, Status string }

@@ -41,6 +41,7 @@ func expectStatus(t *testing.T, s *server, method, path, body string, status int
 // id seen before answers with the event as first stored, and the attempt
 // log holds exactly the POSTs the receiver got.
 func TestDeliveryDuplicateIDsAttemptLog(t *testing.T) {
+	t.Parallel()
 	posts, recv := postCounter(t)
 	s := startHerald(t, t.TempDir(), "--webhook-allow-cidrs", "127.0.0.0/8")
 	epID, _ := createEndpoint(t, s.base, `{"url":"`+recv.URL+`/hook","streams":["/dup/**"]}`)
@@ -51,13 +52,34 @@ func TestDeliveryDuplicateIDsAttemptLog(t *testing.T) {
 	expectStatus(t, s, "POST", "/_herald/v1/events", `{"id":"ord-2","type":"order.paid","stream":"/dup/orders","data":{"n":4}}`,
 		http.StatusAccepted, nil)
 	expectStatus(t, s, "POST", "/dup/orders", `{"id":"ord-2","type":"order.paid","data":{"n":5}}`, http.StatusNoContent, nil)
-
-	deadline := time.Now().Add(15 * time.Second)
-	for posts.Load() < 2 && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
+	// A last new event: the endpoint's cursor moves through the stream in
+	// order, so once its delivery is listed every duplicate before it was
+	// matched, and any delivery made of one is listed too.
+	expectStatus(t, s, "POST", "/dup/orders", `{"id":"ord-3","type":"order.paid","data":{"n":6}}`, http.StatusNoContent, nil)
+	var list struct {
+		Data []struct {
+			EventID      string `json:"event_id"`
+			Status       string `json:"status"`
+			AttemptCount int    `json:"attempt_count"`
+		}
 	}
-	time.Sleep(time.Second) // room for any duplicate POST to arrive
-	// The appended ids are seen once matched, which the POSTs show.
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		expectStatus(t, s, "GET", "/_herald/v1/endpoints/"+epID+"/deliveries", "", http.StatusOK, &list)
+		last, finished := false, true
+		for _, d := range list.Data {
+			last = last || d.EventID == "ord-3"
+			finished = finished && d.Status == "delivered"
+		}
+		if last && finished {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("deliveries after 15s: %+v, want ord-3's listed and every one delivered\n%s", list.Data, s.logs)
+		}
+		time.Sleep(20 * time.Millisecond) // polling another process: no signal to wait on
+	}
+	// The appended ids are seen once matched.
 	var dup struct {
 		Event struct {
 			ID, Type, Timestamp string
@@ -72,19 +94,13 @@ func TestDeliveryDuplicateIDsAttemptLog(t *testing.T) {
 		t.Fatalf("duplicate publish = %+v, want the first ord-1", dup)
 	}
 
-	var list struct {
-		Data []struct {
-			EventID      string `json:"event_id"`
-			AttemptCount int    `json:"attempt_count"`
-		}
-	}
-	expectStatus(t, s, "GET", "/_herald/v1/endpoints/"+epID+"/deliveries", "", http.StatusOK, &list)
 	attempts := 0
 	for _, d := range list.Data {
 		attempts += d.AttemptCount
 	}
-	if got := posts.Load(); got != 2 || len(list.Data) != 2 || attempts != 2 {
-		t.Fatalf("%d POSTs received, %d deliveries with %d attempts; want 2 of each\n%s", got, len(list.Data), attempts, s.logs)
+	// ord-1, ord-2 and ord-3, each once.
+	if got := posts.Load(); got != 3 || len(list.Data) != 3 || attempts != 3 {
+		t.Fatalf("%d POSTs received, %d deliveries with %d attempts; want 3 of each\n%s", got, len(list.Data), attempts, s.logs)
 	}
 }
 
@@ -99,6 +115,7 @@ type replayJob struct {
 // A replay job bounded by until, interrupted by a restart, resumes in the
 // next Herald and finishes with every event in its window queued once.
 func TestDeliveryReplayJobAcrossRestart(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	_, recv := postCounter(t)
 	flags := []string{"--webhook-allow-cidrs", "127.0.0.0/8", "--delivery-replay-batch", "5"}

@@ -97,11 +97,26 @@ func (k *keyed) waitDeliveries(key, endpoint string, n int) deliveryPage {
 	}
 }
 
+// countDeliveries returns how many deliveries the endpoint lists, in any
+// state (one page: the tests make few).
+func (k *keyed) countDeliveries(key, endpoint string) int {
+	k.t.Helper()
+	var page deliveryPage
+	if resp, out := k.call(key, "GET", "/_herald/v1/endpoints/"+endpoint+"/deliveries", "", &page); resp.StatusCode != http.StatusOK {
+		k.t.Fatalf("list deliveries: %d %s", resp.StatusCode, out)
+	}
+	if page.NextCursor != nil {
+		k.t.Fatalf("endpoint %s lists more than a page of deliveries", endpoint)
+	}
+	return len(page.Data)
+}
+
 // A key of tenant A acts on tenant A only: B's endpoints and deliveries
 // are 404 as missing ones are (whatever the route), lists show A's,
 // endpoints and events it makes carry A, naming B is refused, and A's
 // endpoint receives A's events only. The admin key sees both.
 func TestTenantIsABoundary(t *testing.T) {
+	t.Parallel()
 	k := startKeyed(t, t.TempDir(), deliveryFlags...)
 	keyA, keyB := k.newKey("acme"), k.newKey("blob")
 	recA, srvA := newEventReceiver(t)
@@ -165,14 +180,34 @@ func TestTenantIsABoundary(t *testing.T) {
 		}
 	}
 
-	// Each endpoint receives its tenant's events and no other.
-	pageA := k.waitDeliveries(keyA, epA.ID, 2)
-	pageB := k.waitDeliveries(keyB, epB.ID, 2)
-	time.Sleep(300 * time.Millisecond) // room for a wrong delivery to arrive
+	// Each endpoint receives its tenant's events and no other. Every
+	// endpoint sources from every stream, made before any event, and a
+	// stream's events are matched in order for all of them in one pass. So
+	// once A lists its deliveries of 1 and 2, B was matched against all of
+	// /tenants/acme/events; once B lists 3, A was matched against all of
+	// /tenants/blob/events; and once each lists its tenant's event
+	// published after the platform's (5) in /events, 6 for B and 7 for A,
+	// both were matched against all of /events: a wrong delivery would be
+	// listed by then.
+	for _, c := range []string{`{"i":6},"tenant":"blob"`, `{"i":7},"tenant":"acme"`} {
+		if resp, out := k.call(tenantAdminKey, "POST", "/_herald/v1/events", `{"type":"order.paid","data":`+c+`}`, nil); resp.StatusCode != http.StatusAccepted {
+			t.Fatalf("publish %s: %d %s", c, resp.StatusCode, out)
+		}
+	}
+	pageA := k.waitDeliveries(keyA, epA.ID, 3)
+	pageB := k.waitDeliveries(keyB, epB.ID, 3)
+	for _, c := range []struct {
+		key, endpoint string
+		want          int
+	}{{keyA, epA.ID, 3}, {keyB, epB.ID, 3}} {
+		if n := k.countDeliveries(c.key, c.endpoint); n != c.want {
+			t.Errorf("endpoint %s has %d deliveries, want %d", c.endpoint, n, c.want)
+		}
+	}
 	for _, c := range []struct {
 		rec  *eventReceiver
 		want []int
-	}{{recA, []int{1, 2}}, {recB, []int{3, 4}}} {
+	}{{recA, []int{1, 2, 7}}, {recB, []int{3, 4, 6}}} {
 		c.rec.mu.Lock()
 		var got []int
 		for _, ev := range c.rec.log {
@@ -289,6 +324,7 @@ func errorCodeOf(body string) string {
 // The key list refuses a cursor no list gave, as the delivery lists do,
 // and follows one it gave.
 func TestKeyListRefusesJunkCursor(t *testing.T) {
+	t.Parallel()
 	k := startKeyed(t, t.TempDir())
 	k.newKey("acme")
 	k.newKey("acme")

@@ -170,6 +170,7 @@ func storm(ctx context.Context, base string, streams []string, from, to int, ack
 // Issue item 4: SIGKILL in the middle of a storm of events, restart, and
 // every acknowledged matching event is delivered at least once, signed.
 func TestDeliveryKillNineDeliversEveryEvent(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	srv := startHerald(t, dir, deliveryFlags...)
 	rc, hook := newEventReceiver(t)
@@ -256,6 +257,7 @@ func TestDeliveryKillNineDeliversEveryEvent(t *testing.T) {
 // receiver in offset order across failed attempts and a SIGKILL: no event
 // arrives before every earlier event of its stream was accepted.
 func TestDeliveryOrderingAcrossRestart(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	srv := startHerald(t, dir, deliveryFlags...)
 	rc, hook := newEventReceiver(t)

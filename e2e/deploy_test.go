@@ -12,6 +12,8 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/heraldstreams/herald/internal/testenv"
 )
 
 // scripts/release.sh builds a static binary that prints the version,
@@ -105,6 +107,7 @@ func TestDockerfile(t *testing.T) {
 // without a warning (an unknown or misspelt option is only a warning).
 func TestSystemdUnitVerifies(t *testing.T) {
 	t.Parallel()
+	analyze := testenv.NeedCommand(t, "systemd-analyze", "install it (Debian: apt-get install -y systemd)")
 	doc, err := os.ReadFile("../docs/operations.md")
 	if err != nil {
 		t.Fatal(err)
@@ -124,7 +127,7 @@ func TestSystemdUnitVerifies(t *testing.T) {
 	if err := os.WriteFile(file, []byte(unit), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	out, err := exec.Command("systemd-analyze", "verify", file).CombinedOutput()
+	out, err := exec.Command(analyze, "verify", file).CombinedOutput()
 	if err != nil || len(strings.TrimSpace(string(out))) > 0 {
 		t.Fatalf("systemd-analyze verify: %v\n%s", err, out)
 	}

@@ -25,13 +25,25 @@ type built struct {
 	err  error
 }
 
-var builds sync.Map // package path → *built
+var builds sync.Map // package path and flags → *built
 
-// buildBinary builds a main package (with the race detector) once per test
-// run and returns the binary's path.
+// buildBinary builds a main package once per test run and returns the
+// binary's path: with the race detector, except under -short, where the
+// quick check trades it for speed (the full suite keeps it).
 func buildBinary(t *testing.T, pkg, name string) string {
 	t.Helper()
-	v, _ := builds.LoadOrStore(pkg, &built{})
+	return buildWith(t, pkg, name, !testing.Short())
+}
+
+// buildWith builds a main package once per test run, with the race
+// detector or without, and returns the binary's path.
+func buildWith(t *testing.T, pkg, name string, race bool) string {
+	t.Helper()
+	args := []string{"build"}
+	if race {
+		args = append(args, "-race")
+	}
+	v, _ := builds.LoadOrStore(pkg+" "+strings.Join(args, " "), &built{})
 	b := v.(*built)
 	b.once.Do(func() {
 		dir, err := os.MkdirTemp("", "herald-e2e-bin")
@@ -40,9 +52,9 @@ func buildBinary(t *testing.T, pkg, name string) string {
 			return
 		}
 		b.path = filepath.Join(dir, name)
-		out, err := exec.Command("go", "build", "-race", "-o", b.path, pkg).CombinedOutput()
+		out, err := exec.Command("go", append(args, "-o", b.path, pkg)...).CombinedOutput()
 		if err != nil {
-			b.err = fmt.Errorf("go build %s: %v\n%s", pkg, err, out)
+			b.err = fmt.Errorf("go %s %s: %v\n%s", strings.Join(args, " "), pkg, err, out)
 		}
 	})
 	if b.err != nil {

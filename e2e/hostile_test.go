@@ -8,11 +8,8 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 )
@@ -77,32 +74,11 @@ func errorCode(t *testing.T, resp *http.Response, body string) string {
 	return e.Error.Code
 }
 
-// plainBuild is ./cmd/herald built without the race detector.
-var plainBuild struct {
-	once sync.Once
-	path string
-	err  error
-}
-
 // plainHeraldBinary builds ./cmd/herald without the race detector, once
 // per test run, for measuring memory as a user's herald uses it.
 func plainHeraldBinary(t *testing.T) string {
 	t.Helper()
-	plainBuild.once.Do(func() {
-		dir, err := os.MkdirTemp("", "herald-e2e-plain")
-		if err != nil {
-			plainBuild.err = err
-			return
-		}
-		plainBuild.path = filepath.Join(dir, "herald")
-		if out, err := exec.Command("go", "build", "-o", plainBuild.path, "../cmd/herald").CombinedOutput(); err != nil {
-			plainBuild.err = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if plainBuild.err != nil {
-		t.Fatal(plainBuild.err)
-	}
-	return plainBuild.path
+	return buildWith(t, "../cmd/herald", "herald", false)
 }
 
 // rssBytes is the resident set size of a process.
@@ -145,6 +121,7 @@ func waitForMetricAtLeast(t *testing.T, base, sample string, want float64) {
 // largest body and send none of it do not make Herald hold memory for
 // them, and Herald keeps serving.
 func TestAnnouncedBodiesReserveNoMemory(t *testing.T) {
+	t.Parallel()
 	// The binary as shipped: the race detector's own memory would swamp
 	// what is measured.
 	srv := startHeraldBinary(t, plainHeraldBinary(t), t.TempDir())
@@ -206,6 +183,7 @@ func TestAnnouncedBodiesReserveNoMemory(t *testing.T) {
 // by --max-buffered-bytes; a request beyond it gets 503 SERVER_BUSY with
 // Retry-After, and succeeds once the budget is free again.
 func TestBodyBudget(t *testing.T) {
+	t.Parallel()
 	srv := startHerald(t, t.TempDir(), "--max-buffered-bytes", "1048576", "--max-body-bytes", "1048576")
 	resp, body := do(t, "PUT", srv.base+"/s", map[string]string{"Content-Type": "application/octet-stream"}, "")
 	if resp.StatusCode != http.StatusCreated {
@@ -251,6 +229,7 @@ func TestBodyBudget(t *testing.T) {
 // Herald's API alike, and counted; an upload at a steady rate that takes
 // longer than the timeout, a long-poll and an SSE response are not cut.
 func TestSlowBodiesAreCut(t *testing.T) {
+	t.Parallel()
 	srv := startHerald(t, t.TempDir(), "--body-read-timeout", "1s", "--min-body-rate", "65536", "--sse-max-duration", "2s")
 	hdr := map[string]string{"Content-Type": "application/octet-stream"}
 	resp, body := do(t, "PUT", srv.base+"/s", hdr, "")
@@ -334,6 +313,7 @@ func TestSlowBodiesAreCut(t *testing.T) {
 // closes new connections at once and counts them; once a connection
 // closes, new ones are served again.
 func TestConnectionCap(t *testing.T) {
+	t.Parallel()
 	const maxConns = 8
 	srv := startHerald(t, t.TempDir(), "--max-connections", strconv.Itoa(maxConns), "--max-connections-per-client", strconv.Itoa(maxConns), "--header-timeout", "60s")
 	health := "GET /_herald/healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
@@ -415,6 +395,7 @@ func isTimeout(err error) bool {
 // 256 bytes (400 HEADER_TOO_LONG), and the whole header section at
 // --max-header-bytes (431).
 func TestProtocolHeaderCaps(t *testing.T) {
+	t.Parallel()
 	srv := startHerald(t, t.TempDir(), "--max-header-bytes", "16384")
 	ok := strings.Repeat("p", 256)
 	long := strings.Repeat("p", 257)
@@ -463,6 +444,7 @@ func TestProtocolHeaderCaps(t *testing.T) {
 // with "." segments or repeated slashes, which net/http would otherwise
 // redirect with an HTML body.
 func TestReservedPrefixAliases(t *testing.T) {
+	t.Parallel()
 	srv := startHerald(t, t.TempDir())
 	for _, path := range []string{
 		"/%5fherald/healthz",

@@ -12,6 +12,7 @@ import (
 // spawned and woken at once, not at B's next refresh or the stream's
 // next append.
 func TestReplicasSpawnAtOnce(t *testing.T) {
+	t.Parallel()
 	hook, wakes := wakeHook(t, nil)
 	defer hook.Close()
 	r := startReplicas(t, 2, "--webhook-allow-cidrs", "127.0.0.0/8")
@@ -36,6 +37,7 @@ func TestReplicasSpawnAtOnce(t *testing.T) {
 // TestReplicasLongPoll: a long-poll on replica A answers with an append
 // made on replica B.
 func TestReplicasLongPoll(t *testing.T) {
+	t.Parallel()
 	r := startReplicas(t, 2, "--webhook-allow-cidrs", "127.0.0.0/8")
 	a, b := r[0], r[1]
 	text := map[string]string{"Content-Type": "text/plain"}
@@ -58,7 +60,9 @@ func TestReplicasLongPoll(t *testing.T) {
 		}
 		got <- answer{status: resp.StatusCode, body: body}
 	}()
-	time.Sleep(200 * time.Millisecond) // the long-poll is waiting on A
+	// The long-poll is open on A before the append: otherwise it would
+	// find the data at once and pass without A learning of B's append.
+	waitForMetric(t, a.base, `herald_stream_live_reads{mode="long-poll"} 1`)
 	start := time.Now()
 	if resp, body := do(t, "POST", b.base+"/s", text, "hello"); resp.StatusCode != http.StatusNoContent {
 		t.Fatalf("append on B: %d %s", resp.StatusCode, body)

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -42,6 +43,27 @@ func (rc *limitReceiver) snapshot() (at []time.Time, peak int) {
 	return append([]time.Time(nil), rc.at...), rc.peak
 }
 
+// waitArrivals waits until the arrival times satisfy done, or fails after
+// timeout with the replicas' logs, and returns them.
+func waitArrivals(t *testing.T, rc *limitReceiver, timeout time.Duration, done func([]time.Time) bool, replicas ...*server) []time.Time {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		at, _ := rc.snapshot()
+		if done(at) {
+			return at
+		}
+		if time.Now().After(deadline) {
+			var logs strings.Builder
+			for _, r := range replicas {
+				logs.WriteString(r.logs.String())
+			}
+			t.Fatalf("%d deliveries after %v, still waiting\n%s", len(at), timeout, logs.String())
+		}
+		time.Sleep(20 * time.Millisecond) // polling a receiver fed by other processes
+	}
+}
+
 // startReplicas starts n herald serve replicas on one fresh PostgreSQL
 // schema, sharing the first one's key-encryption key, each with the
 // extra flags.
@@ -72,7 +94,8 @@ func publishAlternating(t *testing.T, replicas []*server, stream string, n int) 
 }
 
 // An endpoint's rate_limit holds across two replicas together: 10
-// deliveries a second in all, not 10 each.
+// deliveries a second in all, not 10 each. Not parallel: it measures a
+// rate, which other tests' load on the machine would lower.
 func TestReplicasShareRateLimit(t *testing.T) {
 	r := startReplicas(t, 2, deliveryFlags...)
 	a, b := r[0], r[1]
@@ -80,13 +103,12 @@ func TestReplicasShareRateLimit(t *testing.T) {
 	hook := httptest.NewServer(rc)
 	t.Cleanup(hook.Close)
 	createEndpoint(t, a.base, fmt.Sprintf(`{"url":%q,"streams":["/rate"],"event_types":["limit.*"],"rate_limit":10}`, hook.URL+"/hook"))
-	publishAlternating(t, []*server{a, b}, "/rate", 80)
-	const window = 3 * time.Second
-	time.Sleep(window + 2*time.Second)
-	at, _ := rc.snapshot()
-	if len(at) == 0 {
-		t.Fatalf("nothing delivered\n%s\n%s", a.logs, b.logs)
-	}
+	const n, window = 80, 3 * time.Second
+	publishAlternating(t, []*server{a, b}, "/rate", n)
+	// The window is whole once a delivery arrived after it (or all did).
+	at := waitArrivals(t, rc, 30*time.Second, func(at []time.Time) bool {
+		return len(at) == n || (len(at) > 0 && at[len(at)-1].Sub(at[0]) >= window)
+	}, a, b)
 	in := 0
 	for _, x := range at {
 		if x.Sub(at[0]) < window {
@@ -105,6 +127,7 @@ func TestReplicasShareRateLimit(t *testing.T) {
 // An endpoint's max_in_flight holds across two replicas together: the
 // receiver never holds more than 2 requests at once.
 func TestReplicasShareMaxInFlight(t *testing.T) {
+	t.Parallel()
 	r := startReplicas(t, 2, deliveryFlags...)
 	a, b := r[0], r[1]
 	rc := &limitReceiver{hold: 150 * time.Millisecond}

@@ -574,6 +574,10 @@ func (w *scnWorld) deleteSubscriptionQuiet() {
 // woken when it has no pending work.
 func TestScenarioTimers(t *testing.T) {
 	t.Parallel()
+	if testing.Short() {
+		t.Skip("-short: waits out the real 10 s and 45 s timers; the subscription engine's fake-clock tests " +
+			"(TestEngineWakingTimeout, TestEngineLiveUntilLivenessTimeout) cover the rows; run without -short for this one")
+	}
 	const (
 		wakingTimeout   = 10 * time.Second
 		livenessTimeout = 45 * time.Second

@@ -144,6 +144,7 @@ func runHerald(t *testing.T, env []string, args ...string) (string, int) {
 // while Herald runs and after it stopped, and that they all still work
 // after a restart.
 func TestSecretsAreNotInTheDatabaseFiles(t *testing.T) {
+	t.Parallel()
 	rec, hook := newHookRecorder(t)
 	dataDir := filepath.Join(t.TempDir(), "data")
 	if err := os.Mkdir(dataDir, 0o700); err != nil {
@@ -204,6 +205,7 @@ func TestSecretsAreNotInTheDatabaseFiles(t *testing.T) {
 // once with a clear message, and the key file that start made is not
 // kept.
 func TestWrongKEKIsRefusedAtStart(t *testing.T) {
+	t.Parallel()
 	_, hook := newHookRecorder(t)
 	dataDir := filepath.Join(t.TempDir(), "data")
 	s := startHerald(t, dataDir, "--webhook-allow-cidrs", "127.0.0.0/8")
@@ -236,6 +238,7 @@ func TestWrongKEKIsRefusedAtStart(t *testing.T) {
 // afterwards the secrets work under the new key, and the old key no
 // longer opens the data.
 func TestKEKRotate(t *testing.T) {
+	t.Parallel()
 	rec, hook := newHookRecorder(t)
 	dataDir := filepath.Join(t.TempDir(), "data")
 	s := startHerald(t, dataDir, "--webhook-allow-cidrs", "127.0.0.0/8")
@@ -303,6 +306,7 @@ func keyLines(file []byte) []string {
 // and the database, its WAL and shared-memory files, the lock file and
 // the key-encryption key file are 0600.
 func TestDataFilesAreOwnerOnly(t *testing.T) {
+	t.Parallel()
 	_, hook := newHookRecorder(t)
 	dataDir := filepath.Join(t.TempDir(), "data")
 	s := startHerald(t, dataDir, "--webhook-allow-cidrs", "127.0.0.0/8")
@@ -325,6 +329,7 @@ func TestDataFilesAreOwnerOnly(t *testing.T) {
 // names with masked values in every response, while deliveries carry the
 // real values; a masked value patched back keeps the stored one.
 func TestHeaderValuesAreWriteOnly(t *testing.T) {
+	t.Parallel()
 	rec, hook := newHookRecorder(t)
 	s := startHerald(t, t.TempDir(), "--webhook-allow-cidrs", "127.0.0.0/8")
 	const value = "Bearer write-only-credential"

@@ -12,6 +12,7 @@ import (
 // (not at its timeout), the process exits cleanly, and what was written
 // before is there after a restart.
 func TestGracefulShutdown(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	// A long-poll timeout far beyond the test's patience: only the shutdown
 	// can end the read in time.

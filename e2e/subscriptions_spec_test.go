@@ -198,6 +198,7 @@ func specHerald(t *testing.T) *server {
 // it; a stream that existed before the subscription wakes only for new
 // events.
 func TestNewMatchingStreamWakesAtOnce(t *testing.T) {
+	t.Parallel()
 	srv := specHerald(t)
 	rc, hook := newWakeReceiver(t)
 	put(t, srv, "/agents/old", "before the subscription")
@@ -228,6 +229,7 @@ func TestNewMatchingStreamWakesAtOnce(t *testing.T) {
 // has answered 204, every callback of its consumers gets 410
 // CONSUMER_GONE; none is accepted after the 204.
 func TestDeletedPrimaryStreamIsGoneAtOnce(t *testing.T) {
+	t.Parallel()
 	srv := specHerald(t)
 	rc, hook := newWakeReceiver(t)
 	specSubscribe(t, srv, rc, "/agents/*", "sub", hook)
@@ -256,6 +258,7 @@ func TestDeletedPrimaryStreamIsGoneAtOnce(t *testing.T) {
 // is 409 STALE_EPOCH even with the current, valid token; a token that is
 // malformed, badly signed or another consumer's is 401 TOKEN_INVALID.
 func TestCallbackRuleOrder(t *testing.T) {
+	t.Parallel()
 	srv := specHerald(t)
 	rc, hook := newWakeReceiver(t)
 	specSubscribe(t, srv, rc, "/agents/*", "sub", hook)
@@ -299,6 +302,7 @@ func TestCallbackRuleOrder(t *testing.T) {
 // another configuration is 409 even when the new webhook URL would be
 // refused; a new id with a refused URL is 400.
 func TestConflictingRecreateIsConflictWhateverTheURL(t *testing.T) {
+	t.Parallel()
 	srv := specHerald(t)
 	_, hook := newWakeReceiver(t)
 	createSubscription(t, srv.base, "/agents/*", "sub", hook)
@@ -332,6 +336,7 @@ func TestConflictingRecreateIsConflictWhateverTheURL(t *testing.T) {
 // refused (401 TOKEN_INVALID), even though the new consumer has the same
 // id and reaches the same epoch, and it changes nothing.
 func TestTokensDieWithTheirSubscription(t *testing.T) {
+	t.Parallel()
 	srv := specHerald(t)
 	rc, hook := newWakeReceiver(t)
 	specSubscribe(t, srv, rc, "/agents/*", "sub", hook)
@@ -361,6 +366,7 @@ func TestTokensDieWithTheirSubscription(t *testing.T) {
 // TestOversizedCallbackIs413: a callback body over the limit is 413 with
 // a JSON error code, whatever else is wrong with the request.
 func TestOversizedCallbackIs413(t *testing.T) {
+	t.Parallel()
 	srv := specHerald(t)
 	rc, hook := newWakeReceiver(t)
 	specSubscribe(t, srv, rc, "/agents/*", "sub", hook)

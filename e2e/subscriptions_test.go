@@ -173,6 +173,7 @@ func withoutHeraldKey(env []string) []string {
 // protocol, acks them, says done and sleeps; the next append wakes it
 // again from where it acked.
 func TestExampleConsumer(t *testing.T) {
+	t.Parallel()
 	srv := startHerald(t, t.TempDir(), "--webhook-allow-cidrs", "127.0.0.0/8")
 	hookAddr := freeAddr(t)
 	secret := createSubscription(t, srv.base, "/agents/*", "example", "http://"+hookAddr+"/webhook")
@@ -224,6 +225,7 @@ func TestExampleConsumer(t *testing.T) {
 // works, and the next wake starts from the acked offset with the next
 // epoch.
 func TestSubscriptionsSurviveKill9(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	var secret string
 	var mu sync.Mutex

@@ -38,6 +38,7 @@ func (rc *eventReceiver) waitLog(n int, timeout time.Duration, logs interface{ S
 // each tenant's endpoint receives its own event, and the platform's
 // endpoint, which receives every tenant's, receives both.
 func TestHostileEventIDsAreUniquePerTenant(t *testing.T) {
+	t.Parallel()
 	k := startKeyed(t, t.TempDir(), deliveryFlags...)
 	acme, globex := k.newKey("acme"), k.newKey("globex")
 	recA, srvA := newEventReceiver(t)
@@ -132,6 +133,7 @@ func (h *headerReceiver) next(t *testing.T, logs interface{ String() string }) h
 // another origin drops them (the answer names them), the new host
 // receives none, and a value set again in the same request is kept.
 func TestHostileURLChangeDropsHeaderValues(t *testing.T) {
+	t.Parallel()
 	k := startKeyed(t, t.TempDir(), deliveryFlags...)
 	acme := k.newKey("acme")
 	homeRec, home := newHeaderReceiver(t)

@@ -8,6 +8,7 @@ import (
 
 // The pattern rules of docs/subscriptions.md, Patterns, with examples.
 func TestMatchSeedExamples(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		pattern string
 		match   []string
@@ -40,6 +41,7 @@ func TestMatchSeedExamples(t *testing.T) {
 }
 
 func TestMatch(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		pattern, path string
 		want          bool
@@ -96,6 +98,7 @@ func TestMatch(t *testing.T) {
 }
 
 func TestCompileErrors(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		pattern string
 		want    error
@@ -146,6 +149,7 @@ func TestCompileErrors(t *testing.T) {
 }
 
 func TestString(t *testing.T) {
+	t.Parallel()
 	tests := []struct{ in, want string }{
 		{"/agents/*", "/agents/*"},
 		{"/agents/%2A", "/agents/*"},
@@ -168,6 +172,7 @@ func TestString(t *testing.T) {
 }
 
 func TestPrefixAndLiteral(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		pattern, prefix string
 		literal         bool
@@ -191,6 +196,7 @@ func TestPrefixAndLiteral(t *testing.T) {
 }
 
 func TestMustCompilePanics(t *testing.T) {
+	t.Parallel()
 	defer func() {
 		if recover() == nil {
 			t.Error("MustCompile of an invalid pattern did not panic")
@@ -202,6 +208,7 @@ func TestMustCompilePanics(t *testing.T) {
 // A pattern with many `**` still matches quickly (no exponential
 // backtracking): this would not finish with a naive recursive matcher.
 func TestMatchManyGlobstars(t *testing.T) {
+	t.Parallel()
 	p := MustCompile(strings.Repeat("/**/a", 40) + "/b")
 	path := strings.Repeat("/a", 200)
 	if p.Match(path) {

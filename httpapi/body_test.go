@@ -15,6 +15,7 @@ import (
 // grows through arrive byte-exact, announced or chunked, and give back
 // their budget.
 func TestBodiesOfEverySize(t *testing.T) {
+	t.Parallel()
 	const maxBody = 300 << 10
 	var got *store.StreamAppendParams
 	s := newTestServer(appendStore(t, &got, &store.StreamAppendResult{Stream: stream(1, "/v1/s", "application/octet-stream", 5)}), Config{MaxBodyBytes: maxBody})
@@ -56,6 +57,7 @@ func TestBodiesOfEverySize(t *testing.T) {
 // 503 SERVER_BUSY with Retry-After, that never reaches the store and
 // holds no budget afterwards.
 func TestBodyBudgetRefuses(t *testing.T) {
+	t.Parallel()
 	s := newTestServer(&fakeStore{t: t}, Config{MaxBodyBytes: 1 << 20, MaxBufferedBytes: 64 << 10})
 	s.bodies.used.Store(60 << 10) // other requests hold most of it
 	w := do(s, "POST", "/v1/s", strings.NewReader(strings.Repeat("x", 10<<10)), map[string]string{"Content-Type": "text/plain"})
@@ -71,6 +73,7 @@ func TestBodyBudgetRefuses(t *testing.T) {
 // TestStoredHeadersAreCapped: Stream-Seq over the cap is refused before
 // the body is read or the store is asked.
 func TestStoredHeadersAreCapped(t *testing.T) {
+	t.Parallel()
 	s := newTestServer(&fakeStore{t: t}, Config{})
 	w := do(s, "POST", "/v1/s", strings.NewReader("x"), map[string]string{"Content-Type": "text/plain", "Stream-Seq": strings.Repeat("1", 257)})
 	expectError(t, w, http.StatusBadRequest, "HEADER_TOO_LONG")

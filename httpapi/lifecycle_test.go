@@ -10,6 +10,7 @@ import (
 )
 
 func TestCreate(t *testing.T) {
+	t.Parallel()
 	var got *store.StreamCreateParams
 	f := &fakeStore{t: t, create: func(p *store.StreamCreateParams) (*store.StreamCreateResult, error) {
 		got = p
@@ -40,6 +41,7 @@ func TestCreate(t *testing.T) {
 }
 
 func TestCreateDefaultsAndIdempotence(t *testing.T) {
+	t.Parallel()
 	var got *store.StreamCreateParams
 	f := &fakeStore{t: t, create: func(p *store.StreamCreateParams) (*store.StreamCreateResult, error) {
 		got = p
@@ -66,6 +68,7 @@ func TestCreateDefaultsAndIdempotence(t *testing.T) {
 }
 
 func TestCreateFork(t *testing.T) {
+	t.Parallel()
 	var got *store.StreamCreateParams
 	f := &fakeStore{t: t,
 		create: func(p *store.StreamCreateParams) (*store.StreamCreateResult, error) {
@@ -107,6 +110,7 @@ func TestCreateFork(t *testing.T) {
 }
 
 func TestCreateRejectsBadHeadersWithoutStoring(t *testing.T) {
+	t.Parallel()
 	s := newTestServer(&fakeStore{t: t}, Config{MaxBodyBytes: 10})
 	cases := []struct {
 		headers map[string]string
@@ -141,6 +145,7 @@ func TestCreateRejectsBadHeadersWithoutStoring(t *testing.T) {
 }
 
 func TestCreateStoreErrors(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		err    error
 		status int
@@ -161,6 +166,7 @@ func TestCreateStoreErrors(t *testing.T) {
 }
 
 func TestHead(t *testing.T) {
+	t.Parallel()
 	f := &fakeStore{t: t, get: func(p *store.StreamGetParams) (*store.Stream, error) {
 		st := stream(1, p.Path, "text/plain", 5)
 		st.TTL = time.Hour
@@ -182,6 +188,7 @@ func TestHead(t *testing.T) {
 }
 
 func TestDelete(t *testing.T) {
+	t.Parallel()
 	var deleted string
 	f := &fakeStore{t: t, delete: func(p *store.StreamDeleteParams) error {
 		deleted = p.Path

@@ -32,6 +32,7 @@ func revocationRig(t *testing.T, m *memStream, cfg Config, checkedAt, expires ti
 // more data than one event holds loses the response before the next
 // read: a revoked reader of a busy stream reads nothing more.
 func TestSSEOfExpiredKeyStopsReading(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		m := newMemStream("text/plain", strings.Repeat("x", 60))
 		now := time.Now()
@@ -50,6 +51,7 @@ func TestSSEOfExpiredKeyStopsReading(t *testing.T) {
 // A long-poll waiting when its key expires answers 401 KEY_EXPIRED at the
 // expiry, not at its timeout.
 func TestLongPollOfExpiringKeyAnswers401(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		m := newMemStream("text/plain", "x")
 		start := time.Now()

@@ -87,6 +87,7 @@ func returned(done <-chan *httptest.ResponseRecorder) (*httptest.ResponseRecorde
 }
 
 func TestLongPollReturnsExistingDataAtOnce(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		m := newMemStream("text/plain", "existing")
 		w := do(newTestServer(m.fake(t), Config{}), "GET", "/v1/s?offset=-1&live=long-poll", nil, nil)
@@ -100,6 +101,7 @@ func TestLongPollReturnsExistingDataAtOnce(t *testing.T) {
 }
 
 func TestLongPollWaitsForAppend(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		m := newMemStream("text/plain", "old")
 		s := newTestServer(m.fake(t), Config{LongPollTimeout: time.Minute})
@@ -117,6 +119,7 @@ func TestLongPollWaitsForAppend(t *testing.T) {
 }
 
 func TestLongPollOffsetNowWaitsForNewData(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		m := newMemStream("text/plain", "historical")
 		s := newTestServer(m.fake(t), Config{LongPollTimeout: time.Minute})
@@ -130,6 +133,7 @@ func TestLongPollOffsetNowWaitsForNewData(t *testing.T) {
 }
 
 func TestLongPollTimesOut(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		m := newMemStream("text/plain", "abc")
 		s := newTestServer(m.fake(t), Config{LongPollTimeout: 2 * time.Second})
@@ -151,6 +155,7 @@ func TestLongPollTimesOut(t *testing.T) {
 }
 
 func TestLongPollClosedAtTailAnswersAtOnce(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		m := newMemStream("text/plain", "abc")
 		m.add("", true)
@@ -166,6 +171,7 @@ func TestLongPollClosedAtTailAnswersAtOnce(t *testing.T) {
 }
 
 func TestLongPollWokenByClose(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		m := newMemStream("text/plain", "abc")
 		s := newTestServer(m.fake(t), Config{LongPollTimeout: time.Minute})
@@ -181,6 +187,7 @@ func TestLongPollWokenByClose(t *testing.T) {
 // Long-polls of one stream share the notifier's one channel: a single
 // append wakes them all, and each reads once more.
 func TestManyLongPollsShareOneWake(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		m := newMemStream("text/plain", "")
 		s := newTestServer(m.fake(t), Config{LongPollTimeout: time.Minute})
@@ -206,6 +213,7 @@ func TestManyLongPollsShareOneWake(t *testing.T) {
 }
 
 func TestShutdownEndsLiveReads(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		m := newMemStream("text/plain", "abc")
 		s := newTestServer(m.fake(t), Config{LongPollTimeout: time.Minute, SSEMaxDuration: time.Hour})
@@ -270,6 +278,7 @@ func parseSSE(t *testing.T, body string) []sseEvent {
 }
 
 func TestSSECatchUpThenClose(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		m := newMemStream("text/plain", "line1\nline2")
 		m.add("", true)
@@ -307,6 +316,7 @@ func TestSSECatchUpThenClose(t *testing.T) {
 }
 
 func TestSSEFollowsAppends(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		m := newMemStream("application/json", "")
 		s := newTestServer(m.fake(t), Config{SSEMaxDuration: time.Minute})
@@ -326,6 +336,7 @@ func TestSSEFollowsAppends(t *testing.T) {
 }
 
 func TestSSEBase64AndMaxDuration(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		m := newMemStream("application/octet-stream", "Hello")
 		s := newTestServer(m.fake(t), Config{SSEMaxDuration: 60 * time.Second})
@@ -342,6 +353,7 @@ func TestSSEBase64AndMaxDuration(t *testing.T) {
 }
 
 func TestSSEEndsWhenStreamDeleted(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		m := newMemStream("text/plain", "abc")
 		f := m.fake(t)
@@ -359,6 +371,7 @@ func TestSSEEndsWhenStreamDeleted(t *testing.T) {
 }
 
 func TestSSEKeepAliveOnIdleResponse(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		m := newMemStream("text/plain", "x")
 		s := newTestServer(m.fake(t), Config{SSEMaxDuration: 50 * time.Second, SSEKeepAlive: 15 * time.Second})

@@ -16,6 +16,7 @@ import (
 )
 
 func TestRedactQuery(t *testing.T) {
+	t.Parallel()
 	for raw, want := range map[string]string{
 		"offset=-1&live=sse":                       "offset=-1&live=sse",
 		"token=abc&offset=now":                     "token=***&offset=now",
@@ -32,6 +33,7 @@ func TestRedactQuery(t *testing.T) {
 
 // TestRouteOf: requests are labelled by route pattern, never by path.
 func TestRouteOf(t *testing.T) {
+	t.Parallel()
 	s := New(Config{Store: &fakeStore{read: func(*store.StreamReadParams) (*store.StreamReadResult, error) { return nil, store.ErrNotFound }}})
 	s.Handle("GET "+HeraldPrefix+"v1/things/{id}", auth.Rule{Public: true}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
 	for target, want := range map[string]string{
@@ -54,6 +56,7 @@ func TestRouteOf(t *testing.T) {
 // TestServerSpan: with a tracer provider, a request is a server span
 // named by method and route that continues the caller's traceparent.
 func TestServerSpan(t *testing.T) {
+	t.Parallel()
 	exp := tracetest.NewInMemoryExporter()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
 	res := &store.StreamAppendResult{Stream: stream(1, "/x/y", "text/plain", 1)}

@@ -8,6 +8,7 @@ import (
 )
 
 func TestInvalidPathsNeverReachTheStore(t *testing.T) {
+	t.Parallel()
 	s := newTestServer(&fakeStore{t: t}, Config{})
 	for _, target := range []string{
 		"/", "/v1/a/../b", "/v1/..", "/v1/./a", "/v1//a", "/v1/a/", "/v1/%2e%2e/b", "/v1/a%2Fb", "/v1/a%2fb",
@@ -20,6 +21,7 @@ func TestInvalidPathsNeverReachTheStore(t *testing.T) {
 }
 
 func TestValidStreamPaths(t *testing.T) {
+	t.Parallel()
 	for _, p := range []string{"/a", "/v1/stream/x-1", "/agents/task-1/events", "/a.b/c..d/...", "/ünicode/ok", "/a b"} {
 		if err := validateStreamPath(p, ""); err != nil {
 			t.Errorf("validateStreamPath(%q) = %v", p, err)

@@ -11,6 +11,7 @@ import (
 )
 
 func TestCatchUp(t *testing.T) {
+	t.Parallel()
 	var got *store.StreamReadParams
 	st := stream(9, "/v1/s", "text/plain", 11)
 	f := &fakeStore{t: t, read: func(p *store.StreamReadParams) (*store.StreamReadResult, error) {
@@ -43,6 +44,7 @@ func TestCatchUp(t *testing.T) {
 }
 
 func TestCatchUpPartialAndClosed(t *testing.T) {
+	t.Parallel()
 	st := stream(9, "/v1/s", "application/json", 20)
 	st.Closed = true
 	res := &store.StreamReadResult{Stream: st, Data: []byte("1\n2\n"), Next: 4}
@@ -74,6 +76,7 @@ func TestCatchUpPartialAndClosed(t *testing.T) {
 }
 
 func TestCatchUpOffsetNow(t *testing.T) {
+	t.Parallel()
 	st := stream(9, "/v1/s", "application/json", 20)
 	var readFrom int64
 	f := &fakeStore{t: t,
@@ -98,6 +101,7 @@ func TestCatchUpOffsetNow(t *testing.T) {
 }
 
 func TestReadRejectsBadParametersWithoutReading(t *testing.T) {
+	t.Parallel()
 	s := newTestServer(&fakeStore{t: t}, Config{})
 	cases := []struct{ query, code string }{
 		{"offset=", "INVALID_OFFSET"},
@@ -116,6 +120,7 @@ func TestReadRejectsBadParametersWithoutReading(t *testing.T) {
 }
 
 func TestReadStoreErrors(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		err    error
 		status int
@@ -134,6 +139,7 @@ func TestReadStoreErrors(t *testing.T) {
 }
 
 func TestCacheControl(t *testing.T) {
+	t.Parallel()
 	now := testNow
 	st := stream(1, "/s", "text/plain", 1)
 	if got := cacheControl(&st, false, now); got != "no-store" {

@@ -14,6 +14,7 @@ import (
 // for a browser's request: any origin ("*") with access control on, the
 // loopback page's own origin with it off.
 func TestSecurityAndCORSHeadersOnEveryResponse(t *testing.T) {
+	t.Parallel()
 	f := &fakeStore{t: t, get: func(*store.StreamGetParams) (*store.Stream, error) { return nil, store.ErrNotFound }}
 	on, err := auth.New(auth.Config{AdminKey: strings.Repeat("a", auth.MinAdminKeyLength)})
 	if err != nil {
@@ -63,6 +64,7 @@ func testSecurityAndCORSHeaders(t *testing.T, s *Server, origin, allowOrigin str
 // a foreign origin is refused, Herald's own origin and the configured ones
 // are echoed.
 func TestManagementRoutesRefuseForeignOrigins(t *testing.T) {
+	t.Parallel()
 	f := &fakeStore{t: t, get: func(*store.StreamGetParams) (*store.Stream, error) { return nil, store.ErrNotFound }}
 	on, err := auth.New(auth.Config{AdminKey: strings.Repeat("a", auth.MinAdminKeyLength)})
 	if err != nil {
@@ -102,6 +104,7 @@ func TestManagementRoutesRefuseForeignOrigins(t *testing.T) {
 // Herald's API takes JSON bodies only: a text/plain or form POST, which a
 // browser sends cross-site without a preflight, is 415.
 func TestManagementBodiesMustBeJSON(t *testing.T) {
+	t.Parallel()
 	s := newTestServer(&fakeStore{t: t}, Config{})
 	s.Handle("POST /_herald/v1/things", auth.Rule{Scope: auth.ScopeAdmin}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusCreated)
@@ -132,6 +135,7 @@ func TestManagementBodiesMustBeJSON(t *testing.T) {
 // With --allowed-hosts, another Host (a rebound DNS name) is refused on
 // every route.
 func TestAllowedHosts(t *testing.T) {
+	t.Parallel()
 	s := newTestServer(&fakeStore{t: t, get: func(*store.StreamGetParams) (*store.Stream, error) { return nil, store.ErrNotFound }},
 		Config{AllowedHosts: []string{"localhost", "127.0.0.1", "::1"}})
 	for host, ok := range map[string]bool{
@@ -154,6 +158,7 @@ func TestAllowedHosts(t *testing.T) {
 }
 
 func TestPreflight(t *testing.T) {
+	t.Parallel()
 	s := newTestServer(&fakeStore{t: t}, Config{})
 	w := do(s, "OPTIONS", "/v1/s", nil, map[string]string{
 		"Origin": "http://example.com", "Access-Control-Request-Method": "GET", "Access-Control-Request-Headers": "if-none-match",
@@ -171,6 +176,7 @@ func TestPreflight(t *testing.T) {
 }
 
 func TestUnknownMethod(t *testing.T) {
+	t.Parallel()
 	s := newTestServer(&fakeStore{t: t}, Config{})
 	w := do(s, "PATCH", "/v1/s", nil, nil)
 	expectError(t, w, http.StatusMethodNotAllowed, "METHOD_NOT_ALLOWED")
@@ -180,6 +186,7 @@ func TestUnknownMethod(t *testing.T) {
 }
 
 func TestReservedPaths(t *testing.T) {
+	t.Parallel()
 	s := newTestServer(&fakeStore{t: t}, Config{})
 	s.Handle("GET /_herald/v1/hello", auth.Rule{Public: true}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusTeapot)
@@ -292,6 +299,7 @@ func TestReservedRoutesHaveOneSpelling(t *testing.T) {
 }
 
 func TestHandleRejectsStreamPaths(t *testing.T) {
+	t.Parallel()
 	s := newTestServer(&fakeStore{t: t}, Config{})
 	for _, pattern := range []string{"/v1/x", "GET /streams/{id}", "/_heraldx/y"} {
 		func() {
@@ -306,6 +314,7 @@ func TestHandleRejectsStreamPaths(t *testing.T) {
 }
 
 func TestSubscriptionRequests(t *testing.T) {
+	t.Parallel()
 	s := newTestServer(&fakeStore{t: t}, Config{})
 	targets := []string{"/v1/*?subscription=sub-1", "/v1/x?subscriptions", "/v1/stream/__ds/subscriptions/sub-1", "/__ds/jwks.json"}
 	for _, target := range targets {
@@ -332,6 +341,7 @@ func TestSubscriptionRequests(t *testing.T) {
 }
 
 func TestHealthAndReadiness(t *testing.T) {
+	t.Parallel()
 	s := newTestServer(&fakeStore{t: t}, Config{})
 	check := func(path string, want int) {
 		t.Helper()

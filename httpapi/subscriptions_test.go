@@ -65,6 +65,7 @@ func subscriptionServer(t *testing.T, f *fakeSubscriptions) *Server {
 var sub1 = subscription.Subscription{SubscriptionID: "s1", Pattern: "/agents/*", Webhook: "https://hooks.example/h", Description: "d"}
 
 func TestSubscriptionCreate(t *testing.T) {
+	t.Parallel()
 	created := true
 	f := &fakeSubscriptions{create: func(p *wake.CreateSubscriptionParams) (*wake.CreateSubscriptionResult, error) {
 		out := sub1
@@ -94,6 +95,7 @@ func TestSubscriptionCreate(t *testing.T) {
 }
 
 func TestSubscriptionErrors(t *testing.T) {
+	t.Parallel()
 	refused := &webhook.RefusedError{Reason: webhook.ReasonPrivate, Detail: "10.0.0.1 is a private address"}
 	for _, tc := range []struct {
 		name         string
@@ -134,6 +136,7 @@ func TestSubscriptionErrors(t *testing.T) {
 }
 
 func TestSubscriptionReadAndDelete(t *testing.T) {
+	t.Parallel()
 	f := &fakeSubscriptions{
 		get:  func(id string) (*subscription.Subscription, error) { s := sub1; return &s, nil },
 		list: func(string) ([]subscription.Subscription, error) { return []subscription.Subscription{sub1}, nil },
@@ -155,6 +158,7 @@ func TestSubscriptionReadAndDelete(t *testing.T) {
 }
 
 func TestCallbackRoute(t *testing.T) {
+	t.Parallel()
 	var got *wake.CallbackParams
 	f := &fakeSubscriptions{callback: func(p *wake.CallbackParams) (*subscription.CallbackResponse, error) {
 		got = p
@@ -177,6 +181,7 @@ func TestCallbackRoute(t *testing.T) {
 }
 
 func TestCallbackErrors(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		err    error
 		status int

@@ -9,6 +9,7 @@ import (
 // With access control off, whoami answers for the anonymous principal,
 // which may do anything.
 func TestWhoamiWithAccessControlOff(t *testing.T) {
+	t.Parallel()
 	s := newTestServer(&fakeStore{t: t}, Config{})
 	w := do(s, http.MethodGet, "/_herald/v1/whoami", nil, nil)
 	if w.Code != http.StatusOK || w.Header().Get("Cache-Control") != "no-store" {

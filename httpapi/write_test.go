@@ -20,6 +20,7 @@ func appendStore(t *testing.T, got **store.StreamAppendParams, res *store.Stream
 }
 
 func TestAppend(t *testing.T) {
+	t.Parallel()
 	var got *store.StreamAppendParams
 	res := &store.StreamAppendResult{Stream: stream(1, "/v1/s", "application/json", 42), Outcome: store.Appended}
 	s := newTestServer(appendStore(t, &got, res), Config{})
@@ -40,6 +41,7 @@ func TestAppend(t *testing.T) {
 }
 
 func TestAppendWithProducer(t *testing.T) {
+	t.Parallel()
 	var got *store.StreamAppendParams
 	res := &store.StreamAppendResult{Stream: stream(1, "/v1/s", "text/plain", 3), Outcome: store.Appended, ProducerEpoch: 2, ProducerSeq: 5}
 	s := newTestServer(appendStore(t, &got, res), Config{})
@@ -60,6 +62,7 @@ func TestAppendWithProducer(t *testing.T) {
 }
 
 func TestCloseOnly(t *testing.T) {
+	t.Parallel()
 	var got *store.StreamAppendParams
 	st := stream(1, "/v1/s", "application/json", 7)
 	st.Closed = true
@@ -75,6 +78,7 @@ func TestCloseOnly(t *testing.T) {
 }
 
 func TestAppendRejectsBadRequestsWithoutAppending(t *testing.T) {
+	t.Parallel()
 	open := stream(1, "/v1/s", "application/json", 7)
 	f := &fakeStore{t: t, get: func(*store.StreamGetParams) (*store.Stream, error) { return &open, nil }}
 	s := newTestServer(f, Config{MaxBodyBytes: 16})
@@ -102,6 +106,7 @@ func TestAppendRejectsBadRequestsWithoutAppending(t *testing.T) {
 // A request that is wrong in several ways gets the error the protocol puts
 // first: a missing stream, then a closed one, then the content type.
 func TestAppendErrorPrecedence(t *testing.T) {
+	t.Parallel()
 	closed := stream(1, "/v1/s", "text/plain", 7)
 	closed.Closed = true
 	f := &fakeStore{t: t, get: func(*store.StreamGetParams) (*store.Stream, error) { return &closed, nil }}
@@ -126,6 +131,7 @@ func TestAppendErrorPrecedence(t *testing.T) {
 }
 
 func TestAppendStoreErrors(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		err     error
 		status  int
@@ -162,6 +168,7 @@ func TestAppendStoreErrors(t *testing.T) {
 }
 
 func TestAppendChunkedBody(t *testing.T) {
+	t.Parallel()
 	var got *store.StreamAppendParams
 	s := newTestServer(appendStore(t, &got, &store.StreamAppendResult{Stream: stream(1, "/v1/s", "text/plain", 5)}), Config{MaxBodyBytes: 8})
 	r := httptest.NewRequest("POST", "/v1/s", io.MultiReader(strings.NewReader("ab"), strings.NewReader("cde")))
@@ -181,6 +188,7 @@ func TestAppendChunkedBody(t *testing.T) {
 }
 
 func TestErrorMessagesNameNoPackage(t *testing.T) {
+	t.Parallel()
 	f := &fakeStore{t: t, append: func(*store.StreamAppendParams) (*store.StreamAppendResult, error) { return nil, store.ErrNotFound }}
 	w := do(newTestServer(f, Config{}), "POST", "/v1/s", strings.NewReader("x"), map[string]string{"Content-Type": "text/plain"})
 	if !strings.Contains(w.Body.String(), `"message":"stream not found"`) {

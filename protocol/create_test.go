@@ -9,6 +9,7 @@ import (
 )
 
 func TestSameCreateConfig(t *testing.T) {
+	t.Parallel()
 	exp := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 	plain := store.Stream{Path: "/a", ContentType: "text/plain", TTL: time.Minute}
 	fork := store.Stream{Path: "/f", ContentType: "text/plain", TTL: time.Hour, ForkSource: "/src", ForkOffset: 3, ForkSubOffset: 1}
@@ -41,6 +42,7 @@ func TestSameCreateConfig(t *testing.T) {
 }
 
 func TestForkSourceError(t *testing.T) {
+	t.Parallel()
 	if err := ForkSourceError(store.ErrStreamGone); !errors.Is(err, store.ErrForkSourceGone) {
 		t.Errorf("soft-deleted source: %v", err)
 	}
@@ -50,6 +52,7 @@ func TestForkSourceError(t *testing.T) {
 }
 
 func TestDecideFork(t *testing.T) {
+	t.Parallel()
 	exp := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 	text := store.Stream{ContentType: "text/plain", Tail: 6, TTL: time.Hour}
 	js := store.Stream{ContentType: "application/json", Tail: 6, ExpiresAt: exp}
@@ -104,6 +107,7 @@ func TestDecideFork(t *testing.T) {
 }
 
 func TestIsJSONTolerant(t *testing.T) {
+	t.Parallel()
 	for ct, want := range map[string]bool{
 		"application/json":                true,
 		"Application/JSON; charset=utf-8": true,

@@ -7,6 +7,7 @@ import (
 )
 
 func TestNextCursorIsTheInterval(t *testing.T) {
+	t.Parallel()
 	now := CursorEpoch.Add(1000*CursorInterval + 5*time.Second)
 	if got := NextCursor(now, "", time.Second); got != "1000" {
 		t.Errorf("cursor = %q, want 1000", got)
@@ -22,6 +23,7 @@ func TestNextCursorIsTheInterval(t *testing.T) {
 }
 
 func TestNextCursorAdvancesPastClient(t *testing.T) {
+	t.Parallel()
 	now := CursorEpoch.Add(1000 * CursorInterval)
 	cases := []struct {
 		client string
@@ -45,6 +47,7 @@ func TestNextCursorAdvancesPastClient(t *testing.T) {
 }
 
 func TestNextCursorBeforeEpoch(t *testing.T) {
+	t.Parallel()
 	if got := NextCursor(CursorEpoch.Add(-time.Hour), "", time.Second); got != "0" {
 		t.Errorf("cursor before epoch = %q", got)
 	}

@@ -3,6 +3,7 @@ package protocol
 import "testing"
 
 func TestETag(t *testing.T) {
+	t.Parallel()
 	if got := ETag(7, 0, 42, false); got != `"7:0:42"` {
 		t.Errorf("ETag = %s", got)
 	}
@@ -12,6 +13,7 @@ func TestETag(t *testing.T) {
 }
 
 func TestETagMatches(t *testing.T) {
+	t.Parallel()
 	tag := ETag(7, 0, 42, false)
 	for _, h := range []string{tag, "*", `W/"7:0:42"`, `"x", "7:0:42"`, "7:0:42"} {
 		if !ETagMatches(h, tag) {

@@ -10,6 +10,7 @@ import (
 )
 
 func TestParseTTL(t *testing.T) {
+	t.Parallel()
 	good := map[string]time.Duration{"0": 0, "1": time.Second, "3600": time.Hour, "99999": 99999 * time.Second}
 	for in, want := range good {
 		if got, err := ParseTTL(in); err != nil || got != want {
@@ -24,12 +25,14 @@ func TestParseTTL(t *testing.T) {
 }
 
 func TestFormatTTL(t *testing.T) {
+	t.Parallel()
 	if got := FormatTTL(3600 * time.Second); got != "3600" {
 		t.Errorf("FormatTTL = %q", got)
 	}
 }
 
 func TestParseExpiresAt(t *testing.T) {
+	t.Parallel()
 	want := time.Date(2030, 1, 2, 3, 4, 5, 678_000_000, time.UTC)
 	for _, in := range []string{"2030-01-02T03:04:05.678Z", "2030-01-02T03:04:05.678+00:00", "2030-01-02T05:04:05.678+02:00"} {
 		got, err := ParseExpiresAt(in)
@@ -48,6 +51,7 @@ func TestParseExpiresAt(t *testing.T) {
 }
 
 func TestParseExpiry(t *testing.T) {
+	t.Parallel()
 	if _, err := ParseExpiry("60", true, "2030-01-02T03:04:05Z", true); !errors.Is(err, ErrTTLAndExpiresAt) {
 		t.Errorf("both headers: error = %v", err)
 	}
@@ -69,6 +73,7 @@ func TestParseExpiry(t *testing.T) {
 }
 
 func TestParseClosed(t *testing.T) {
+	t.Parallel()
 	for _, v := range []string{"true", "TRUE", "True", "tRuE"} {
 		if !ParseClosed(v) {
 			t.Errorf("ParseClosed(%q) = false", v)
@@ -82,6 +87,7 @@ func TestParseClosed(t *testing.T) {
 }
 
 func TestParseProducer(t *testing.T) {
+	t.Parallel()
 	full := ProducerHeaders{ID: "p", Epoch: "3", Seq: "9007199254740991", HasID: true, HasEpoch: true, HasSeq: true}
 	p, err := ParseProducer(full)
 	if err != nil || *p != (store.Producer{ID: "p", Epoch: 3, Seq: MaxSafeInteger}) {
@@ -111,6 +117,7 @@ func TestParseProducer(t *testing.T) {
 }
 
 func TestParseSubOffset(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]int64{"0": 0, "3": 3, "120": 120} {
 		if got, err := ParseSubOffset(in); err != nil || got != want {
 			t.Errorf("ParseSubOffset(%q) = %d, %v", in, got, err)
@@ -186,6 +193,7 @@ func TestMediaType(t *testing.T) {
 }
 
 func TestContentTypeClasses(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		ct         string
 		json, text bool
@@ -210,6 +218,7 @@ func TestContentTypeClasses(t *testing.T) {
 }
 
 func TestStoredHeaderLengths(t *testing.T) {
+	t.Parallel()
 	at := strings.Repeat("a", MaxHeaderValueBytes)
 	over := at + "a"
 	producer := func(id string) ProducerHeaders {

@@ -9,6 +9,7 @@ import (
 )
 
 func TestFrameJSON(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		body     string
 		framed   string
@@ -34,6 +35,7 @@ func TestFrameJSON(t *testing.T) {
 }
 
 func TestFrameJSONEmptyArray(t *testing.T) {
+	t.Parallel()
 	if _, _, err := FrameJSON([]byte(" [ ] "), false); !errors.Is(err, ErrEmptyJSONArray) {
 		t.Errorf("append of [] error = %v", err)
 	}
@@ -44,6 +46,7 @@ func TestFrameJSONEmptyArray(t *testing.T) {
 }
 
 func TestFrameJSONRejectsInvalid(t *testing.T) {
+	t.Parallel()
 	for _, body := range []string{"", " ", "{ invalid json }", "{", "[1,]", "1 2", "[1] x", "\xff", "\"\xff\"", "nul", "{\"a\":1}}"} {
 		if _, _, err := FrameJSON([]byte(body), true); !errors.Is(err, ErrInvalidJSON) {
 			t.Errorf("FrameJSON(%q) error = %v, want ErrInvalidJSON", body, err)
@@ -52,6 +55,7 @@ func TestFrameJSONRejectsInvalid(t *testing.T) {
 }
 
 func TestAppendJSONArray(t *testing.T) {
+	t.Parallel()
 	cases := map[string]string{
 		"":                    "[]",
 		"1\n":                 "[1]",
@@ -70,6 +74,7 @@ func TestAppendJSONArray(t *testing.T) {
 }
 
 func TestAppendJSONArrayLeavesInputAlone(t *testing.T) {
+	t.Parallel()
 	framed := []byte("1\n2\n")
 	AppendJSONArray(nil, framed)
 	if string(framed) != "1\n2\n" {
@@ -80,6 +85,7 @@ func TestAppendJSONArrayLeavesInputAlone(t *testing.T) {
 // Appends are framed one by one and read back as one array: the array must
 // hold the messages of every append in order.
 func TestFrameThenArrayConcatenatesAppends(t *testing.T) {
+	t.Parallel()
 	var stored []byte
 	for _, body := range []string{`{"single":1}`, `[{"batch":2},{"batch":3}]`, `[["nested","array"]]`, `42`} {
 		framed, _, err := FrameJSON([]byte(body), false)

@@ -6,6 +6,7 @@ import (
 )
 
 func TestFormatOffset(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		pos  int64
 		want string
@@ -24,6 +25,7 @@ func TestFormatOffset(t *testing.T) {
 }
 
 func TestOffsetsSortLikePositions(t *testing.T) {
+	t.Parallel()
 	positions := []int64{0, 1, 9, 10, 99, 100, 1 << 20, 9_999_999_999_999_999, 10_000_000_000_000_000, 1<<63 - 1}
 	for i := 1; i < len(positions); i++ {
 		a, b := FormatOffset(positions[i-1]), FormatOffset(positions[i])
@@ -34,6 +36,7 @@ func TestOffsetsSortLikePositions(t *testing.T) {
 }
 
 func TestParseOffset(t *testing.T) {
+	t.Parallel()
 	good := []struct {
 		in   string
 		want Offset
@@ -70,6 +73,7 @@ func TestParseOffset(t *testing.T) {
 }
 
 func TestParsePositionRoundTrip(t *testing.T) {
+	t.Parallel()
 	for _, pos := range []int64{0, 1, 77, 1 << 40, 1<<63 - 1} {
 		got, err := ParsePosition(FormatOffset(pos))
 		if err != nil || got != pos {

@@ -6,6 +6,7 @@ import (
 )
 
 func TestAppendSSEDataText(t *testing.T) {
+	t.Parallel()
 	cases := map[string]string{
 		"hello":             "event: data\ndata:hello\n\n",
 		"line1\nline2":      "event: data\ndata:line1\ndata:line2\n\n",
@@ -25,6 +26,7 @@ func TestAppendSSEDataText(t *testing.T) {
 // No payload may contain a blank line inside the event: that would end the
 // event early and let the payload forge events.
 func TestAppendSSEDataCannotInject(t *testing.T) {
+	t.Parallel()
 	payload := "safe\r\n\r\nevent: control\r\ndata: {\"injected\":true}\r\n\r\nmore\r\rx\n\ny"
 	got := string(AppendSSEData(nil, []byte(payload), SSEText))
 	body := strings.TrimSuffix(got, "\n\n")
@@ -39,6 +41,7 @@ func TestAppendSSEDataCannotInject(t *testing.T) {
 }
 
 func TestAppendSSEDataJSONAndBase64(t *testing.T) {
+	t.Parallel()
 	if got := string(AppendSSEData(nil, []byte("{\"k\":\"v\"}\n{\"k\":\"w\"}\n"), SSEJSON)); got != "event: data\ndata:[{\"k\":\"v\"},{\"k\":\"w\"}]\n\n" {
 		t.Errorf("json: %q", got)
 	}
@@ -51,6 +54,7 @@ func TestAppendSSEDataJSONAndBase64(t *testing.T) {
 }
 
 func TestAppendSSEControl(t *testing.T) {
+	t.Parallel()
 	got := string(AppendSSEControl(nil, SSEControl{StreamNextOffset: "0000000000000000_0000000000000005", StreamCursor: "12", UpToDate: true}))
 	want := "event: control\ndata:{\"streamNextOffset\":\"0000000000000000_0000000000000005\",\"streamCursor\":\"12\",\"upToDate\":true}\n\n"
 	if got != want {

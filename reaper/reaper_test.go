@@ -13,6 +13,7 @@ import (
 )
 
 func TestRunOnceRemovesExpiredStreams(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	st, err := sqlite.Open(ctx, sqlite.Config{Dir: t.TempDir()})
 	if err != nil {
@@ -81,6 +82,7 @@ func (r *replica) LeaseAcquire(_ context.Context, p *store.LeaseAcquireParams) (
 // Of two replicas, one sweeps while it renews its lease; the other takes
 // the sweeps over once the lease of a replica that stopped has ended.
 func TestOneSweeperAtATime(t *testing.T) {
+	t.Parallel()
 	st, err := sqlite.Open(context.Background(), sqlite.Config{Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)

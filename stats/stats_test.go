@@ -42,6 +42,7 @@ func newRig(t *testing.T) (*Recorder, prometheus.Counter, *prometheus.CounterVec
 }
 
 func TestGrowthLandsInItsMinute(t *testing.T) {
+	t.Parallel()
 	r, appends, outcomes, c := newRig(t)
 	appends.Add(100) // before the first sample: the base, not counted
 	if err := r.Sample(); err != nil {
@@ -80,6 +81,7 @@ func TestGrowthLandsInItsMinute(t *testing.T) {
 
 // A bucket reused an hour later starts from zero.
 func TestTheRingForgetsAfterAnHour(t *testing.T) {
+	t.Parallel()
 	r, appends, _, c := newRig(t)
 	if err := r.Sample(); err != nil {
 		t.Fatal(err)
@@ -105,6 +107,7 @@ func TestTheRingForgetsAfterAnHour(t *testing.T) {
 }
 
 func TestServeHTTPSamplesFirst(t *testing.T) {
+	t.Parallel()
 	r, appends, _, _ := newRig(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -139,6 +142,7 @@ func TestServeHTTPSamplesFirst(t *testing.T) {
 }
 
 func TestServeHTTPCountsTheBacklog(t *testing.T) {
+	t.Parallel()
 	r, _, _, _ := newRig(t)
 	r.cfg.Backlog = func(context.Context) (int, error) { return 7, nil }
 	w := httptest.NewRecorder()

@@ -21,6 +21,7 @@ func serve(t *testing.T, h http.Handler, path string, hdr map[string]string) *ht
 }
 
 func TestFilesAreServedWithAStrictPolicy(t *testing.T) {
+	t.Parallel()
 	h, err := Handler(Config{})
 	if err != nil {
 		t.Fatal(err)
@@ -53,6 +54,7 @@ func TestFilesAreServedWithAStrictPolicy(t *testing.T) {
 }
 
 func TestFrameAncestorsAllowEmbedding(t *testing.T) {
+	t.Parallel()
 	h, err := Handler(Config{FrameAncestors: []string{"https://platform.example", "'self'"}})
 	if err != nil {
 		t.Fatal(err)
@@ -74,6 +76,7 @@ func TestFrameAncestorsAllowEmbedding(t *testing.T) {
 // The pages never parse API data as HTML, never run inline script, fetch
 // nothing from elsewhere, and keep the key in sessionStorage only.
 func TestPagesKeepTheirPromises(t *testing.T) {
+	t.Parallel()
 	forbidden := []*regexp.Regexp{
 		regexp.MustCompile(`innerHTML|outerHTML|insertAdjacentHTML|document\.write|eval\(|new Function`),
 		regexp.MustCompile(`localStorage|document\.cookie|console\.`),

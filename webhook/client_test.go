@@ -12,6 +12,7 @@ import (
 )
 
 func TestClientKeepsTheGuards(t *testing.T) {
+	t.Parallel()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/big":

@@ -21,6 +21,7 @@ func acquireAsync(ctx context.Context, l *limiter, host string, done chan<- func
 }
 
 func TestLimiterBoundsPerHostAndGlobally(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		l := newLimiter(3, 2)
 		ctx := t.Context()
@@ -77,6 +78,7 @@ func TestLimiterBoundsPerHostAndGlobally(t *testing.T) {
 }
 
 func TestLimiterWaitEndsWithContext(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		l := newLimiter(1, 1)
 		done := make(chan func(), 2)

@@ -8,6 +8,7 @@ import (
 )
 
 func TestPolicyCheckAddrRefusesInternalRanges(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		addr   string
 		reason Reason
@@ -64,6 +65,7 @@ func TestPolicyCheckAddrRefusesInternalRanges(t *testing.T) {
 }
 
 func TestPolicyCheckAddrAllowsPublic(t *testing.T) {
+	t.Parallel()
 	var p Policy
 	for _, a := range []string{"93.184.216.34", "8.8.8.8", "1.1.1.1", "2606:4700:4700::1111", "::ffff:8.8.8.8", "64:ff9b::808:808", "2002:808:808::1", "172.32.0.1", "100.128.0.1"} {
 		if err := p.CheckAddr(netip.MustParseAddr(a)); err != nil {
@@ -73,6 +75,7 @@ func TestPolicyCheckAddrAllowsPublic(t *testing.T) {
 }
 
 func TestPolicyAllowListOverridesRefusal(t *testing.T) {
+	t.Parallel()
 	allow, err := ParseCIDRList("127.0.0.0/8,::1/128")
 	if err != nil {
 		t.Fatal(err)
@@ -91,6 +94,7 @@ func TestPolicyAllowListOverridesRefusal(t *testing.T) {
 }
 
 func TestPolicyCheckURL(t *testing.T) {
+	t.Parallel()
 	loopback := Policy{AllowCIDRs: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}
 	cases := []struct {
 		name   string
@@ -161,6 +165,7 @@ func TestPolicyCheckURL(t *testing.T) {
 }
 
 func TestParseCIDRList(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		in      string
 		want    []string

@@ -75,6 +75,7 @@ func serverPort(t *testing.T, srv *httptest.Server) string {
 }
 
 func TestSendPostsToAllowedLoopback(t *testing.T) {
+	t.Parallel()
 	type seen struct {
 		method, path, ctype, agent, custom string
 		body                               []byte
@@ -123,6 +124,7 @@ func TestSendPostsToAllowedLoopback(t *testing.T) {
 }
 
 func TestSendKeepsCallerContentType(t *testing.T) {
+	t.Parallel()
 	got := make(chan []string, 1)
 	srv, _ := countingServer(t, func(w http.ResponseWriter, r *http.Request) {
 		readBody(t, r)
@@ -141,6 +143,7 @@ func TestSendKeepsCallerContentType(t *testing.T) {
 }
 
 func TestSendRefusesLoopbackWithoutAllowList(t *testing.T) {
+	t.Parallel()
 	srv, hits := countingServer(t, func(w http.ResponseWriter, r *http.Request) {})
 	port := serverPort(t, srv)
 	s := New(Config{Resolver: staticResolver(map[string][]string{"hooks.example.com": {"127.0.0.1"}})})
@@ -166,6 +169,7 @@ func TestSendRefusesLoopbackWithoutAllowList(t *testing.T) {
 }
 
 func TestSendRefusesAtDialTimeAfterRebinding(t *testing.T) {
+	t.Parallel()
 	srv, hits := countingServer(t, func(w http.ResponseWriter, r *http.Request) {})
 	port := serverPort(t, srv)
 	// The first answer is public (what validation sees), later ones point
@@ -198,6 +202,7 @@ func TestSendRefusesAtDialTimeAfterRebinding(t *testing.T) {
 }
 
 func TestSendPlainHTTPOnlyToAllowList(t *testing.T) {
+	t.Parallel()
 	srv, hits := countingServer(t, func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) })
 	port := serverPort(t, srv)
 	s := New(Config{
@@ -227,6 +232,7 @@ func TestSendPlainHTTPOnlyToAllowList(t *testing.T) {
 }
 
 func TestSendHTTPS(t *testing.T) {
+	t.Parallel()
 	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, "ok")
 	}))
@@ -254,6 +260,7 @@ func TestSendHTTPS(t *testing.T) {
 }
 
 func TestSendDoesNotFollowRedirects(t *testing.T) {
+	t.Parallel()
 	target, targetHits := countingServer(t, func(w http.ResponseWriter, r *http.Request) {})
 	srv, _ := countingServer(t, func(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, target.URL+"/elsewhere", http.StatusTemporaryRedirect)
@@ -277,6 +284,7 @@ func TestSendDoesNotFollowRedirects(t *testing.T) {
 }
 
 func TestSendTimesOut(t *testing.T) {
+	t.Parallel()
 	srv, _ := countingServer(t, func(w http.ResponseWriter, r *http.Request) {
 		readBody(t, r)
 		<-r.Context().Done() // never answers; returns when the client gives up
@@ -305,6 +313,7 @@ func TestSendTimesOut(t *testing.T) {
 }
 
 func TestSendCapsBodyPreview(t *testing.T) {
+	t.Parallel()
 	big := strings.Repeat("x", 10_000)
 	exact := strings.Repeat("y", DefaultMaxResponseBody)
 	srv, _ := countingServer(t, func(w http.ResponseWriter, r *http.Request) {
@@ -340,6 +349,7 @@ func TestSendCapsBodyPreview(t *testing.T) {
 }
 
 func TestSendBoundsConcurrencyPerHost(t *testing.T) {
+	t.Parallel()
 	const perHost, sends = 2, 6
 	var mu sync.Mutex
 	inFlight, maxInFlight := 0, 0
@@ -428,6 +438,7 @@ func waitFor(t *testing.T, cond func() bool) {
 }
 
 func TestSendWaitForSlotEndsWithContext(t *testing.T) {
+	t.Parallel()
 	release := make(chan struct{})
 	arrived := make(chan struct{}, 1)
 	srv, hits := countingServer(t, func(w http.ResponseWriter, r *http.Request) {
@@ -462,6 +473,7 @@ func TestSendWaitForSlotEndsWithContext(t *testing.T) {
 }
 
 func TestValidateURLResolves(t *testing.T) {
+	t.Parallel()
 	res := staticResolver(map[string][]string{
 		"public.example.com":  {"93.184.216.34", "2606:2800:220:1:248:1893:25c8:1946"},
 		"private.example.com": {"10.0.0.7"},
@@ -510,6 +522,7 @@ func TestValidateURLResolves(t *testing.T) {
 }
 
 func TestDialerControlChecksTheSocketAddress(t *testing.T) {
+	t.Parallel()
 	var p Policy
 	tlsDial := newGuardedDialer(p, nil, false, time.Second)
 	if err := tlsDial.control("tcp4", "127.0.0.1:443", nil); !errors.Is(err, ErrURLRefused) {

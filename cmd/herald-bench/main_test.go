@@ -131,6 +131,7 @@ func ordered(t *testing.T, r map[string]any, keys ...string) {
 }
 
 func TestWorkloads(t *testing.T) {
+	t.Parallel()
 	base := startHerald(t)
 	t.Run("append", func(t *testing.T) {
 		r := bench(t, "append", "-base", base, "-streams", "3", "-c", "4", "-d", "1s")
@@ -195,6 +196,7 @@ func TestWorkloads(t *testing.T) {
 }
 
 func TestUsage(t *testing.T) {
+	t.Parallel()
 	for _, args := range [][]string{nil, {"nope"}, {"append", "-c", "0"}, {"live", "-mode", "poll"}, {"webhook", "-c", "5", "-streams", "2"}, {"read"}, {"append", "extra"}} {
 		var js, human bytes.Buffer
 		if err := run(context.Background(), args, &output{json: &js, human: &human}); err == nil {
@@ -209,6 +211,7 @@ func TestUsage(t *testing.T) {
 // TestWebhookRefusesForgedWakes sends the receiver a wake signed with
 // another secret: it must answer 401 and count it, without routing it.
 func TestWebhookRefusesForgedWakes(t *testing.T) {
+	t.Parallel()
 	rc := &receiver{router: newRouter(4), errs: &errorTally{}}
 	rc.wakeConfig.Store(&wakeConfig{secret: "whsec_right"})
 	body := []byte(`{"consumer_id":"s:%2Fa","epoch":1,"wake_id":"w","primary_stream":"/a","streams":[],"triggered_by":[],"callback":"http://x/cb","token":"t"}`)

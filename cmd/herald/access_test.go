@@ -21,6 +21,7 @@ func tcpAddr(s string) net.Addr {
 
 // Beyond loopback, access control must be on or explicitly waived.
 func TestListenBeyondLoopbackNeedsAccessControl(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name string
 		cfg  accessConfig
@@ -47,6 +48,7 @@ func TestListenBeyondLoopbackNeedsAccessControl(t *testing.T) {
 }
 
 func TestAdminKeyFromEnvironmentOrFile(t *testing.T) {
+	t.Parallel()
 	cfg, err := parseServeFlags(nil, io.Discard, io.Discard, envOf(map[string]string{adminKeyEnv: testAdminKey}))
 	if err != nil || cfg.Access.AdminKey != testAdminKey || !cfg.Access.enabled() {
 		t.Fatalf("from the environment: %+v, %v", cfg, err)
@@ -79,6 +81,7 @@ func TestAdminKeyFromEnvironmentOrFile(t *testing.T) {
 // The CORS list is --cors-origins plus the public URL's origin: a page
 // Herald serves behind a proxy, whose scheme and port Herald cannot see.
 func TestCORSOriginsWithPublicURL(t *testing.T) {
+	t.Parallel()
 	c := accessConfig{CORSOrigins: "https://console.example, http://localhost:3000"}
 	if got := c.corsOrigins(""); !slices.Equal(got, []string{"https://console.example", "http://localhost:3000"}) {
 		t.Errorf("without a public URL: %v", got)
@@ -89,6 +92,7 @@ func TestCORSOriginsWithPublicURL(t *testing.T) {
 }
 
 func TestAllowedHostsDefaults(t *testing.T) {
+	t.Parallel()
 	c := accessConfig{}
 	if got := c.allowedHosts(tcpAddr("127.0.0.1:4437"), ""); !slices.Equal(got, []string{"localhost", "127.0.0.1", "::1"}) {
 		t.Errorf("loopback: %v", got)

@@ -19,6 +19,7 @@ import (
 // the key id when the credential names one, the client address and the
 // refusal's code.
 func TestAuditRecordsNameWhatChanged(t *testing.T) {
+	t.Parallel()
 	logs := &syncBuffer{}
 	m := newMatrixLogging(t, logs)
 	admin := map[string]string{"Authorization": "Bearer " + testAdminKey, "Content-Type": "application/json"}

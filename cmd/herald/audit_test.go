@@ -14,6 +14,7 @@ import (
 // key that made it, its tenant, the route and the outcome, refused ones
 // included; reads are not; refused credentials are counted by code.
 func TestAuditTrail(t *testing.T) {
+	t.Parallel()
 	logs := &syncBuffer{}
 	m := newMatrixLogging(t, logs)
 	key := m.key(t, []auth.Scope{auth.ScopeEndpointsWrite, auth.ScopeEndpointsRead}, "acme")

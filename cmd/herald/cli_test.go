@@ -23,6 +23,7 @@ func envOf(m map[string]string) func(string) (string, bool) {
 }
 
 func TestServeDefaults(t *testing.T) {
+	t.Parallel()
 	cfg, err := parseServeFlags(nil, io.Discard, io.Discard, noEnv)
 	if err != nil {
 		t.Fatal(err)
@@ -36,6 +37,7 @@ func TestServeDefaults(t *testing.T) {
 }
 
 func TestEnvironmentAndFlagsPrecedence(t *testing.T) {
+	t.Parallel()
 	env := envOf(map[string]string{
 		"HERALD_DATA_DIR":          "/var/lib/herald",
 		"HERALD_LONG_POLL_TIMEOUT": "5s",
@@ -55,6 +57,7 @@ func TestEnvironmentAndFlagsPrecedence(t *testing.T) {
 }
 
 func TestBadConfigurationIsAUsageError(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	badProfiles := filepath.Join(dir, "profiles.json")
 	if err := os.WriteFile(badProfiles, []byte(`{"profiles":[{"name":"acme","headers":{"timestamp":"Acme-Ts","signature":"Acme-Sig"},`+
@@ -100,6 +103,7 @@ func TestBadConfigurationIsAUsageError(t *testing.T) {
 }
 
 func TestKEKConfiguration(t *testing.T) {
+	t.Parallel()
 	key := "k1:" + strings.Repeat("A", 43) // 32 bytes of base64
 	cfg, err := parseServeFlags([]string{"--kek-file", "/etc/herald/kek"}, io.Discard, io.Discard, envOf(map[string]string{"HERALD_KEK": key}))
 	if err != nil || cfg.KEKFile != "/etc/herald/kek" || cfg.KEK != key {
@@ -132,6 +136,7 @@ func TestKEKConfiguration(t *testing.T) {
 // TestHelpOnStdout: every command's and subcommand's help is printed on
 // stdout, nothing on stderr, and is no error (exit status 0).
 func TestHelpOnStdout(t *testing.T) {
+	t.Parallel()
 	for _, args := range [][]string{
 		{"help"}, {"--help"}, {"-h"},
 		{"serve", "--help"}, {"serve", "-h"},
@@ -159,6 +164,7 @@ func TestHelpOnStdout(t *testing.T) {
 // start is logged in the configured format (one JSON record with --log-format
 // json) and reported to main as already logged, with its exit status.
 func TestStartupErrorInLogFormat(t *testing.T) {
+	t.Parallel()
 	var out, errOut bytes.Buffer
 	err := run(context.Background(), []string{"serve", "--log-format", "json", "--addr", "127.0.0.1:0", "--data-dir", t.TempDir(), "--long-poll-timeout", "-1s"},
 		nil, &out, &errOut, noEnv)
@@ -174,6 +180,7 @@ func TestStartupErrorInLogFormat(t *testing.T) {
 }
 
 func TestCommands(t *testing.T) {
+	t.Parallel()
 	var out, errOut bytes.Buffer
 	if err := run(context.Background(), []string{"version"}, nil, &out, &errOut, noEnv); err != nil {
 		t.Fatal(err)

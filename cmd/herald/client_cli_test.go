@@ -110,6 +110,7 @@ func (b *background) waitFor(t *testing.T, w *syncBuffer, want string) {
 }
 
 func TestStreamsCommand(t *testing.T) {
+	t.Parallel()
 	m := newMatrix(t)
 	env := cliEnv(m)
 	out := mustCLI(t, env, "streams", "create", "/cli/s", "--content-type", "application/json", "--ttl", "1h")
@@ -176,6 +177,7 @@ func TestStreamsCommand(t *testing.T) {
 }
 
 func TestSubscriptionsAndConsumersCommands(t *testing.T) {
+	t.Parallel()
 	m := newMatrix(t)
 	env := cliEnv(m)
 	for _, p := range []string{"/subs/a", "/subs/b", "/subs/c"} {
@@ -235,6 +237,7 @@ func TestSubscriptionsAndConsumersCommands(t *testing.T) {
 }
 
 func TestEndpointsEventsDeliveriesCommands(t *testing.T) {
+	t.Parallel()
 	m := newMatrix(t)
 	env := cliEnv(m)
 	out := mustCLI(t, env, "endpoints", "create", "--webhook", m.receiver.URL, "--event-type", "order.*", "--description", "shop", "--output", "json")
@@ -316,6 +319,7 @@ func TestEndpointsEventsDeliveriesCommands(t *testing.T) {
 }
 
 func TestListenCommand(t *testing.T) {
+	t.Parallel()
 	m := newMatrix(t)
 	env := cliEnv(m)
 
@@ -353,6 +357,7 @@ func TestListenCommand(t *testing.T) {
 }
 
 func TestListenHintWithoutLoopback(t *testing.T) {
+	t.Parallel()
 	a := startHerald(t) // loopback webhooks refused
 	env := map[string]string{"HERALD_URL": "http://" + a.ln.Addr().String(), "HERALD_KEY": testAdminKey}
 	for _, args := range [][]string{{"listen"}, {"listen", "--pattern", "/x/*"}} {
@@ -364,6 +369,7 @@ func TestListenHintWithoutLoopback(t *testing.T) {
 }
 
 func TestVerifyCommand(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	body := filepath.Join(dir, "body")
 	payload := []byte(`{"id":"evt-1","type":"order.paid","data":{}}`)
@@ -415,6 +421,7 @@ func TestVerifyCommand(t *testing.T) {
 }
 
 func TestClientCommandsUsage(t *testing.T) {
+	t.Parallel()
 	env := map[string]string{"HERALD_URL": "http://127.0.0.1:1"}
 	for _, args := range [][]string{
 		{"streams"},

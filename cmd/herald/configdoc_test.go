@@ -14,6 +14,7 @@ var update = flag.Bool("update", false, "rewrite docs/configuration.md from the 
 // fails here (go test ./cmd/herald -run TestConfigurationReference
 // -update rewrites it).
 func TestConfigurationReference(t *testing.T) {
+	t.Parallel()
 	const path = "../../docs/configuration.md"
 	want := configurationReference()
 	if *update {

@@ -56,6 +56,7 @@ func runCLIInput(t *testing.T, env map[string]string, stdin string, args ...stri
 }
 
 func TestKeysCommand(t *testing.T) {
+	t.Parallel()
 	base := keysHerald(t)
 	env := map[string]string{"HERALD_URL": base, "HERALD_KEY": testAdminKey}
 
@@ -129,6 +130,7 @@ func TestKeysCommand(t *testing.T) {
 }
 
 func TestKeysCommandUsage(t *testing.T) {
+	t.Parallel()
 	env := map[string]string{"HERALD_KEY": testAdminKey}
 	for _, args := range [][]string{
 		{"keys"},

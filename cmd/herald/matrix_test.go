@@ -26,6 +26,7 @@ import (
 // and the right key; and with the requests a web page could send: a
 // foreign Origin, a text/plain body, a foreign Host.
 func TestAccessMatrix(t *testing.T) {
+	t.Parallel()
 	m := newMatrix(t)
 	routes := m.app.api.Routes()
 	if len(routes) < 20 {

@@ -146,6 +146,7 @@ func traceparent(sc trace.SpanContext) string {
 // back, so Herald's spans of its callbacks are children of the POST: one
 // trace from the append to the last callback.
 func TestTracesJoinAppendWakeAndCallbacks(t *testing.T) {
+	t.Parallel()
 	ta := startTracedApp(t, slog.New(slog.DiscardHandler))
 	rc := newReceiver(t)
 	resp, body := do(t, "PUT", ta.base+"/agents/*?subscription=tr", nil, `{"webhook":"`+rc.srv.URL+`/hook"}`)
@@ -191,6 +192,7 @@ func TestTracesJoinAppendWakeAndCallbacks(t *testing.T) {
 // is the parent of the match, the match of the attempt, the attempt of its
 // POST, and the endpoint receives the POST's traceparent.
 func TestTracesJoinPublishMatchAndAttempts(t *testing.T) {
+	t.Parallel()
 	ta := startTracedApp(t, slog.New(slog.DiscardHandler))
 	rc := newReceiver(t)
 	resp, body := do(t, "POST", ta.base+"/_herald/v1/endpoints", nil, `{"url":"`+rc.srv.URL+`/events?sig=kept-out"}`)
@@ -240,6 +242,7 @@ func assertNoSecrets(t *testing.T, spans tracetest.SpanStubs, words ...string) {
 // and echoed, another one is made; credential-like query values never
 // reach the log. --access-log=false logs nothing and makes no id.
 func TestAccessLogAndRequestID(t *testing.T) {
+	t.Parallel()
 	var logs syncBuffer
 	ta := startTracedApp(t, slog.New(slog.NewJSONHandler(&logs, nil)))
 	resp, _ := do(t, "PUT", ta.base+"/logs/a?token=tok-secret&api_key=k-secret&offset=-1", http.Header{"X-Request-Id": {"req-123"}, "Authorization": {"Bearer hk_not_logged"}}, `[{"a":1}]`)
@@ -311,6 +314,7 @@ func scrape(t *testing.T, base string) map[string]float64 {
 // TestMetricsMove: the HTTP, append, store and consumer-removal series
 // count what was done.
 func TestMetricsMove(t *testing.T) {
+	t.Parallel()
 	ta := startTracedApp(t, slog.New(slog.DiscardHandler))
 	rc := newReceiver(t)
 	before := scrape(t, ta.base)

@@ -99,6 +99,7 @@ func isStreamRoute(rt httpapi.Route) bool { return strings.HasPrefix(rt.Pattern,
 // credential, or the scope of its API key) must be the rule its route
 // declares.
 func TestOpenAPIMatchesTheRouter(t *testing.T) {
+	t.Parallel()
 	m := newMatrix(t)
 	_, model := openAPIModel(t)
 	documented := documentedRoutes(model)
@@ -180,6 +181,7 @@ func checkAccess(t *testing.T, k routeKey, rule auth.Rule, op *v3.Operation) {
 // TestOpenAPIServed: the server answers GET /_herald/v1/openapi.json with
 // the embedded document, byte for byte, as JSON, without a credential.
 func TestOpenAPIServed(t *testing.T) {
+	t.Parallel()
 	m := newMatrix(t)
 	resp, err := http.Get(m.base + api.Path)
 	if err != nil {
@@ -530,6 +532,7 @@ func exerciseEnforcedCatalogue(c *specCheck) {
 // every request and answer against the document with an independent
 // OpenAPI validator. Every documented operation must have been exercised.
 func TestOpenAPIDescribesRealAnswers(t *testing.T) {
+	t.Parallel()
 	m := newMatrix(t)
 	doc, model := openAPIModel(t)
 	v, errs := validator.NewValidator(doc, config.WithFormatAssertions())

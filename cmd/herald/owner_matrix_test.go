@@ -19,6 +19,7 @@ import (
 // object of such an owner answers 404. A route missing from ownerRoutes
 // fails the test, so every new route must say what it names or lists.
 func TestOwnerMatrix(t *testing.T) {
+	t.Parallel()
 	m := newMatrix(t)
 	w := newOwnerWorld(t, m)
 	listed := map[string]bool{}

@@ -18,6 +18,7 @@ import (
 )
 
 func TestSubscriptionFlags(t *testing.T) {
+	t.Parallel()
 	cfg, err := parseServeFlags([]string{"--webhook-allow-cidrs", "127.0.0.0/8,::1/128", "--public-url", "https://herald.example/"}, io.Discard, io.Discard, noEnv)
 	if err != nil {
 		t.Fatal(err)
@@ -37,6 +38,7 @@ func TestSubscriptionFlags(t *testing.T) {
 }
 
 func TestPublicURL(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		configured string
 		scheme     string
@@ -60,6 +62,7 @@ func TestPublicURL(t *testing.T) {
 // is moved into the store (and removed), and later starts use its keys;
 // without a file, the first start's new key is kept.
 func TestTokenKeysMoveIntoTheStore(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	log := slog.New(slog.DiscardHandler)
 	dir := t.TempDir()

@@ -14,6 +14,7 @@ import (
 )
 
 func TestTracingEnabled(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		env  map[string]string
 		want bool

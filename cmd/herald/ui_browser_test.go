@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -22,21 +21,12 @@ import (
 	"github.com/chromedp/chromedp/kb"
 
 	"github.com/heraldstreams/herald/auth"
+	"github.com/heraldstreams/herald/internal/testenv"
 )
 
 // artefactsEnv names the directory the dashboard's screenshots are saved
 // in; by default a new temporary directory, whose path the test logs.
 const artefactsEnv = "HERALD_UI_ARTEFACTS"
-
-// chromiumPath finds Debian's Chromium on PATH.
-func chromiumPath() (string, error) {
-	for _, name := range []string{"chromium", "chromium-browser"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p, nil
-		}
-	}
-	return "", fmt.Errorf("no chromium or chromium-browser on PATH: the dashboard's browser tests need Chromium; install Debian's package with: apt-get install -y chromium")
-}
 
 // uiRig is a Herald with access control on (its circuit breaker trips
 // after breakerThreshold failures in a row), a webhook receiver that fails
@@ -61,10 +51,7 @@ const breakerThreshold = 3
 
 func newUIRig(t *testing.T) *uiRig {
 	t.Helper()
-	browser, err := chromiumPath()
-	if err != nil {
-		t.Fatal(err)
-	}
+	browser := testenv.NeedChromium(t)
 	r := &uiRig{hang: make(chan struct{})}
 	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		if _, err := io.Copy(io.Discard, req.Body); err != nil {
@@ -95,6 +82,7 @@ func newUIRig(t *testing.T) *uiRig {
 
 	r.shots = os.Getenv(artefactsEnv)
 	if r.shots == "" {
+		var err error
 		if r.shots, err = os.MkdirTemp("", "herald-ui-"); err != nil {
 			t.Fatal(err)
 		}
@@ -365,6 +353,7 @@ func (r *uiRig) publish(t *testing.T, typ, tenant string, n int) {
 // in silently, nor replaces a session unasked); a tenant with more than a page of endpoints and deliveries
 // loads the rest.
 func TestDashboardInBrowser(t *testing.T) {
+	t.Parallel()
 	r := newUIRig(t)
 
 	// The sign-in form, then the overview; the key is in sessionStorage

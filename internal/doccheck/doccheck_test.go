@@ -29,6 +29,7 @@ func documents(t *testing.T) []string {
 // docs/*.md points at a file or directory of the repository, and every
 // #fragment into a Markdown file at one of its headings.
 func TestDocumentLinks(t *testing.T) {
+	t.Parallel()
 	top, err := filepath.Abs(root)
 	if err != nil {
 		t.Fatal(err)
@@ -101,6 +102,7 @@ func TestDocumentLinks(t *testing.T) {
 }
 
 func TestLinks(t *testing.T) {
+	t.Parallel()
 	md := strings.Join([]string{
 		"See [the spec](docs/protocol.md#offsets) and [site](https://example.com).",
 		"Inline code `[not](a-link.md)` is skipped; ![img](ui/logo.png \"Logo\") is not.",
@@ -132,6 +134,7 @@ func TestLinks(t *testing.T) {
 }
 
 func TestAnchors(t *testing.T) {
+	t.Parallel()
 	md := strings.Join([]string{
 		"# Herald",
 		"## The API description (OpenAPI)",

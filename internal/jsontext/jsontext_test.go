@@ -22,6 +22,7 @@ func FuzzAppendString(f *testing.F) {
 }
 
 func TestAppendArray(t *testing.T) {
+	t.Parallel()
 	words := []string{"a", `b"`, "c"}
 	for n, want := range []string{`[]`, `["a"]`, `["a","b\""]`, `["a","b\"","c"]`} {
 		got := AppendArray(nil, n, func(dst []byte, i int) []byte { return AppendString(dst, words[i]) })

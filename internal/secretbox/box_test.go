@@ -34,6 +34,7 @@ func mustBox(t *testing.T, keys ...Key) *Box {
 var row1 = Binding("endpoints", "ep_1", "secret")
 
 func TestSealOpen(t *testing.T) {
+	t.Parallel()
 	b := mustBox(t, mustKey(t, "k1"))
 	for _, plain := range [][]byte{[]byte("whsec_abc"), {}, bytes.Repeat([]byte{0}, 10000)} {
 		sealed, err := b.Seal(plain, row1)
@@ -61,6 +62,7 @@ func TestSealOpen(t *testing.T) {
 }
 
 func TestTamperedValueDoesNotOpen(t *testing.T) {
+	t.Parallel()
 	b := mustBox(t, mustKey(t, "k1"))
 	sealed, err := b.Seal([]byte("whsec_secret"), row1)
 	if err != nil {
@@ -88,6 +90,7 @@ func TestTamperedValueDoesNotOpen(t *testing.T) {
 }
 
 func TestValueDoesNotOpenInAnotherRowOrColumn(t *testing.T) {
+	t.Parallel()
 	b := mustBox(t, mustKey(t, "k1"))
 	sealed, err := b.Seal([]byte("whsec_ep1"), row1)
 	if err != nil {
@@ -107,6 +110,7 @@ func TestValueDoesNotOpenInAnotherRowOrColumn(t *testing.T) {
 }
 
 func TestWrongKeyIsNamed(t *testing.T) {
+	t.Parallel()
 	sealed, err := mustBox(t, mustKey(t, "old")).Seal([]byte("s"), row1)
 	if err != nil {
 		t.Fatal(err)
@@ -127,6 +131,7 @@ func TestWrongKeyIsNamed(t *testing.T) {
 }
 
 func TestRotation(t *testing.T) {
+	t.Parallel()
 	oldKey, newKey := mustKey(t, "k1"), mustKey(t, "k2")
 	before := mustBox(t, oldKey)
 	sealed, err := before.Seal([]byte("whsec_rotate"), row1)
@@ -169,6 +174,7 @@ func TestRotation(t *testing.T) {
 }
 
 func TestConcurrentUse(t *testing.T) {
+	t.Parallel()
 	b := mustBox(t, mustKey(t, "k1"))
 	var wg sync.WaitGroup
 	errs := make(chan error, 8)
@@ -197,6 +203,7 @@ func TestConcurrentUse(t *testing.T) {
 }
 
 func TestParseKeys(t *testing.T) {
+	t.Parallel()
 	k := mustKey(t, "a")
 	k2 := mustKey(t, "b")
 	keys, err := ParseKeys("# comment\n" + FormatKey(k) + "\n\n" + FormatKey(k2))
@@ -228,6 +235,7 @@ func TestParseKeys(t *testing.T) {
 }
 
 func TestKeyFileIsCreatedOnceInTheDataDir(t *testing.T) {
+	t.Parallel()
 	dataDir := filepath.Join(t.TempDir(), "data")
 	keys, err := Load(LoadConfig{DataDir: dataDir, Rand: rand.Reader})
 	if err != nil {
@@ -275,6 +283,7 @@ func TestKeyFileIsCreatedOnceInTheDataDir(t *testing.T) {
 }
 
 func TestWriteFileReplacesTheKeys(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "kek")
 	old, err := LoadOrCreateFile(path, rand.Reader)
@@ -304,6 +313,7 @@ func TestWriteFileReplacesTheKeys(t *testing.T) {
 }
 
 func TestCheckTellsAWrongKey(t *testing.T) {
+	t.Parallel()
 	k1 := mustKey(t, "k1")
 	check, err := mustBox(t, k1).SealCheck()
 	if err != nil {
@@ -336,6 +346,7 @@ func TestCheckTellsAWrongKey(t *testing.T) {
 }
 
 func TestSealText(t *testing.T) {
+	t.Parallel()
 	b := mustBox(t, mustKey(t, "k1"))
 	sealed, err := b.SealText("whsec_x", "endpoints", "ep_1", "secret")
 	if err != nil || !IsSealed(sealed) {
