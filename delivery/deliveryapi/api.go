@@ -37,10 +37,10 @@ type API struct {
 // NewAPI returns the API of an engine.
 func NewAPI(e *dispatch.Engine) *API { return &API{e: e, log: e.Logger()} }
 
-// Mount registers every route on m, each behind the scope it needs and,
-// for a route with an {id}, the check that the caller's tenant may see
-// what it names (see visibleEndpoint).
-func (a *API) Mount(m auth.Mounter) {
+// Routes are the delivery API's routes, each behind the scope it needs
+// and, for a route with an {id}, the check that the caller's tenant may
+// see what it names (see visibleEndpoint).
+func (a *API) Routes() []auth.Route {
 	var (
 		epRead   = auth.Rule{Scope: auth.ScopeEndpointsRead}
 		epWrite  = auth.Rule{Scope: auth.ScopeEndpointsWrite}
@@ -51,37 +51,40 @@ func (a *API) Mount(m auth.Mounter) {
 		// endpoint needs its types) and changed by the admin only.
 		catalogue = auth.Rule{Scope: auth.ScopeAdmin}
 	)
+	var routes []auth.Route
 	for _, r := range []struct {
-		pattern string
-		rule    auth.Rule
-		owner   owner
-		fn      http.HandlerFunc
+		method string
+		path   string
+		rule   auth.Rule
+		owner  owner
+		fn     http.HandlerFunc
 	}{
-		{"POST " + APIPrefix + "endpoints", epWrite, ownsNothing, a.createEndpoint},
-		{"GET " + APIPrefix + "endpoints", epRead, ownsNothing, a.listEndpoints},
-		{"GET " + APIPrefix + "endpoints/{id}", epRead, ownsEndpoint, a.getEndpoint},
-		{"PATCH " + APIPrefix + "endpoints/{id}", epWrite, ownsEndpoint, a.patchEndpoint},
-		{"DELETE " + APIPrefix + "endpoints/{id}", epWrite, ownsEndpoint, a.deleteEndpoint},
-		{"POST " + APIPrefix + "endpoints/{id}/rotate-secret", epWrite, ownsEndpoint, a.rotateSecret},
-		{"POST " + APIPrefix + "endpoints/{id}/test", epWrite, ownsEndpoint, a.testEndpoint},
-		{"POST " + APIPrefix + "endpoints/{id}/verify", epWrite, ownsEndpoint, a.verifyEndpoint},
-		{"POST " + APIPrefix + "endpoints/{id}/replay", dlvWrite, ownsEndpoint, a.replay},
-		{"GET " + APIPrefix + "endpoints/{id}/deliveries", dlvRead, ownsEndpoint, a.listDeliveries},
-		{"GET " + APIPrefix + "replays/{id}", dlvRead, ownsReplay, a.getReplay},
-		{"GET " + APIPrefix + "deliveries/{id}", dlvRead, ownsDelivery, a.getDelivery},
-		{"POST " + APIPrefix + "deliveries/{id}/retry", dlvWrite, ownsDelivery, a.retryDelivery},
-		{"POST " + APIPrefix + "events", publish, ownsNothing, a.publish},
-		{"POST " + APIPrefix + "event-types", catalogue, ownsNothing, a.installationWide(a.createEventType)},
-		{"GET " + APIPrefix + "event-types", epRead, ownsNothing, a.listEventTypes},
-		{"GET " + APIPrefix + "event-types/{name}", epRead, ownsNothing, a.getEventType},
-		{"PATCH " + APIPrefix + "event-types/{name}", catalogue, ownsNothing, a.installationWide(a.patchEventType)},
-		{"DELETE " + APIPrefix + "event-types/{name}", catalogue, ownsNothing, a.installationWide(a.deleteEventType)},
+		{"POST", APIPrefix + "endpoints", epWrite, ownsNothing, a.createEndpoint},
+		{"GET", APIPrefix + "endpoints", epRead, ownsNothing, a.listEndpoints},
+		{"GET", APIPrefix + "endpoints/{id}", epRead, ownsEndpoint, a.getEndpoint},
+		{"PATCH", APIPrefix + "endpoints/{id}", epWrite, ownsEndpoint, a.patchEndpoint},
+		{"DELETE", APIPrefix + "endpoints/{id}", epWrite, ownsEndpoint, a.deleteEndpoint},
+		{"POST", APIPrefix + "endpoints/{id}/rotate-secret", epWrite, ownsEndpoint, a.rotateSecret},
+		{"POST", APIPrefix + "endpoints/{id}/test", epWrite, ownsEndpoint, a.testEndpoint},
+		{"POST", APIPrefix + "endpoints/{id}/verify", epWrite, ownsEndpoint, a.verifyEndpoint},
+		{"POST", APIPrefix + "endpoints/{id}/replay", dlvWrite, ownsEndpoint, a.replay},
+		{"GET", APIPrefix + "endpoints/{id}/deliveries", dlvRead, ownsEndpoint, a.listDeliveries},
+		{"GET", APIPrefix + "replays/{id}", dlvRead, ownsReplay, a.getReplay},
+		{"GET", APIPrefix + "deliveries/{id}", dlvRead, ownsDelivery, a.getDelivery},
+		{"POST", APIPrefix + "deliveries/{id}/retry", dlvWrite, ownsDelivery, a.retryDelivery},
+		{"POST", APIPrefix + "events", publish, ownsNothing, a.publish},
+		{"POST", APIPrefix + "event-types", catalogue, ownsNothing, a.installationWide(a.createEventType)},
+		{"GET", APIPrefix + "event-types", epRead, ownsNothing, a.listEventTypes},
+		{"GET", APIPrefix + "event-types/{name}", epRead, ownsNothing, a.getEventType},
+		{"PATCH", APIPrefix + "event-types/{name}", catalogue, ownsNothing, a.installationWide(a.patchEventType)},
+		{"DELETE", APIPrefix + "event-types/{name}", catalogue, ownsNothing, a.installationWide(a.deleteEventType)},
 	} {
-		if strings.Contains(r.pattern, "{id}") != (r.owner != ownsNothing) {
-			panic("delivery: route " + r.pattern + ": an {id} route must say what the id names, and only one") // a programming error
+		if strings.Contains(r.path, "{id}") != (r.owner != ownsNothing) {
+			panic("delivery: route " + r.path + ": an {id} route must say what the id names, and only one") // a programming error
 		}
-		m.Handle(r.pattern, r.rule, a.owned(r.owner, r.fn))
+		routes = append(routes, auth.Route{Method: r.method, Pattern: r.path, Rule: r.rule, Handler: a.owned(r.owner, r.fn)})
 	}
+	return routes
 }
 
 // Error codes of the API besides the validation codes (see Code).
