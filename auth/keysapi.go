@@ -15,6 +15,7 @@ import (
 
 	"github.com/heraldstreams/herald/glob"
 	"github.com/heraldstreams/herald/internal/audit"
+	"github.com/heraldstreams/herald/internal/httpjson"
 	"github.com/heraldstreams/herald/store"
 )
 
@@ -150,17 +151,7 @@ func (k *KeysAPI) fail(w http.ResponseWriter, r *http.Request, err error) {
 	}
 }
 
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	body, err := json.Marshal(v)
-	if err != nil {
-		http.Error(w, `{"error":{"code":"INTERNAL","message":"encoding the response failed"}}`, http.StatusInternalServerError)
-		return
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(status)
-	_, _ = w.Write(body) // a failed write means the client is gone
-}
+func writeJSON(w http.ResponseWriter, status int, v any) { httpjson.Write(w, status, v) }
 
 func (k *KeysAPI) create(w http.ResponseWriter, r *http.Request) {
 	caller, _ := FromContext(r.Context())

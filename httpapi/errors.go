@@ -2,12 +2,12 @@ package httpapi
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"net/http"
 	"strconv"
 	"strings"
 
+	"github.com/heraldstreams/herald/internal/httpjson"
 	"github.com/heraldstreams/herald/protocol"
 	"github.com/heraldstreams/herald/store"
 )
@@ -78,14 +78,7 @@ var errorTable = []struct {
 }
 
 // errorBody is the JSON body of every error response.
-type errorBody struct {
-	Error errorDetail `json:"error"`
-}
-
-type errorDetail struct {
-	Code    string `json:"code"`
-	Message string `json:"message"`
-}
+type errorBody = httpjson.Body
 
 // fail writes the error response for err, with the headers the protocol
 // requires for some of them (docs/protocol.md, Append).
@@ -157,38 +150,8 @@ func publicMessage(err error) string {
 
 // writeErrorBody writes a JSON error response.
 func writeErrorBody(w http.ResponseWriter, r *http.Request, status int, code, msg string) {
-	h := w.Header()
-	h["Content-Type"] = valJSON
-	h["Cache-Control"] = valNoStore
-	// Error bodies are never cut short; drop headers that described a body
-	// a handler meant to send.
-	h.Del("Content-Length")
-	h.Del("Etag")
-	w.WriteHeader(status)
-	if r.Method == http.MethodHead {
-		return
-	}
-	body, err := json.Marshal(errorBody{Error: errorDetail{Code: code, Message: msg}})
-	if err != nil {
-		return // strings always marshal
-	}
-	// A failed write means the client is gone; there is no one to tell.
-	_, _ = w.Write(body)
+	httpjson.WriteError(w, r, status, httpjson.Detail{Code: code, Message: msg})
 }
-
-// internalErrorBody is the body of errInternal.
-var internalErrorBody = []byte(`{"error":{"code":"INTERNAL","message":"internal error"}}`)
 
 // writeJSON writes a JSON response.
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	body, err := json.Marshal(v)
-	if err != nil {
-		// Herald's response types always marshal; should one not, the
-		// client still gets a JSON error.
-		status, body = errInternal.status, internalErrorBody
-	}
-	w.Header()["Content-Type"] = valJSON
-	w.Header()["Cache-Control"] = valNoStore
-	w.WriteHeader(status)
-	_, _ = w.Write(body) // a failed write means the client is gone
-}
+func writeJSON(w http.ResponseWriter, status int, v any) { httpjson.Write(w, status, v) }

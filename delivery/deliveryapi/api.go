@@ -17,6 +17,7 @@ import (
 	"github.com/heraldstreams/herald/auth"
 	"github.com/heraldstreams/herald/delivery"
 	"github.com/heraldstreams/herald/delivery/dispatch"
+	"github.com/heraldstreams/herald/internal/httpjson"
 	"github.com/heraldstreams/herald/store"
 )
 
@@ -142,37 +143,27 @@ var errorTable = []struct {
 	{store.ErrClosedStore, http.StatusServiceUnavailable, CodeUnavailable},
 }
 
-type errorBody struct {
-	Error errorDetail `json:"error"`
-}
-
-type errorDetail struct {
-	Code    delivery.Code `json:"code"`
-	Message string        `json:"message"`
-	Field   string        `json:"field,omitempty"`
-}
-
 func (a *API) fail(w http.ResponseWriter, r *http.Request, err error) {
-	d := errorDetail{Code: CodeInternal, Message: "internal error"}
+	d := httpjson.Detail{Code: string(CodeInternal), Message: "internal error"}
 	status := http.StatusInternalServerError
 	var ae *apiError
 	var ve *delivery.ValidationError
 	var closed *store.ClosedError
 	switch {
 	case errors.As(err, &ae):
-		status, d = ae.status, errorDetail{ae.code, ae.message, ae.field}
+		status, d = ae.status, httpjson.Detail{Code: string(ae.code), Message: ae.message, Field: ae.field}
 	case errors.As(err, &ve):
-		status, d = http.StatusBadRequest, errorDetail{ve.Code, ve.Message, ve.Field}
+		status, d = http.StatusBadRequest, httpjson.Detail{Code: string(ve.Code), Message: ve.Message, Field: ve.Field}
 		if ve.Code == delivery.CodeEventTooLarge || ve.Code == dispatch.CodeSchemaTooLarge {
 			status = http.StatusRequestEntityTooLarge
 		}
 	case errors.As(err, &closed):
-		status, d = http.StatusConflict, errorDetail{Code: CodeStreamClosed, Message: "the stream is closed"}
+		status, d = http.StatusConflict, httpjson.Detail{Code: string(CodeStreamClosed), Message: "the stream is closed"}
 	default:
 		matched := false
 		for _, e := range errorTable {
 			if errors.Is(err, e.err) {
-				status, d = e.status, errorDetail{Code: e.code, Message: strings.TrimPrefix(strings.TrimPrefix(err.Error(), "store: "), "delivery: ")}
+				status, d = e.status, httpjson.Detail{Code: string(e.code), Message: strings.TrimPrefix(strings.TrimPrefix(err.Error(), "store: "), "delivery: ")}
 				matched = true
 				break
 			}
@@ -181,22 +172,10 @@ func (a *API) fail(w http.ResponseWriter, r *http.Request, err error) {
 			a.log.ErrorContext(r.Context(), "delivery API request failed", "method", r.Method, "path", r.URL.Path, "err", err)
 		}
 	}
-	writeJSON(w, status, errorBody{d})
+	httpjson.WriteError(w, r, status, d)
 }
 
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		http.Error(w, `{"error":{"code":"INTERNAL","message":"encoding the response failed"}}`, http.StatusInternalServerError)
-		return
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(status)
-	_, _ = w.Write(buf.Bytes()) // the client may be gone; nothing to do about it
-}
+func writeJSON(w http.ResponseWriter, status int, v any) { httpjson.Write(w, status, v) }
 
 // readBody reads a JSON request body of at most limit bytes. An empty
 // body is allowed when emptyOK.
