@@ -33,7 +33,7 @@ func (s *Server) getConsumer(svc ConsumerService) http.HandlerFunc {
 		id := strings.TrimPrefix(r.URL.EscapedPath(), consumersPrefix)
 		c, err := s.consumerDetail(r.Context(), svc, id)
 		if err != nil {
-			s.fail(w, r, consumerAPIError(err))
+			s.fail(w, r, err)
 			return
 		}
 		writeJSON(w, http.StatusOK, c)
@@ -123,17 +123,8 @@ func (s *Server) serveConsumerList(w http.ResponseWriter, r *http.Request, svc C
 	}
 	list, err := svc.ListConsumers(r.Context(), callerOf(r.Context()), r.PathValue("id"), q.Get("cursor"), limit)
 	if err != nil {
-		s.fail(w, r, consumerAPIError(err))
+		s.fail(w, r, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, list)
-}
-
-// consumerAPIError turns an error of the consumer API into the *apiError
-// fail writes, or returns it as it is (a server fault).
-func consumerAPIError(err error) error {
-	if errors.Is(err, wake.ErrConsumerNotFound) {
-		return &apiError{status: http.StatusNotFound, code: "CONSUMER_NOT_FOUND", message: trimPackage(err.Error())}
-	}
-	return subscriptionAPIError(err)
 }

@@ -9,10 +9,8 @@ import (
 	"strings"
 
 	"github.com/heraldstreams/herald/auth"
-	"github.com/heraldstreams/herald/glob"
 	"github.com/heraldstreams/herald/subscription"
 	"github.com/heraldstreams/herald/subscription/wake"
-	"github.com/heraldstreams/herald/webhook"
 )
 
 // SubscriptionService runs webhook subscriptions (docs/subscriptions.md);
@@ -61,7 +59,7 @@ func (s *Server) listSubscriptions(svc SubscriptionService) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		list, err := svc.ListSubscriptions(r.Context(), callerOf(r.Context()), r.URL.Path)
 		if err != nil {
-			s.fail(w, r, subscriptionAPIError(err))
+			s.fail(w, r, err)
 			return
 		}
 		writeJSON(w, http.StatusOK, subscription.SubscriptionList{Subscriptions: list})
@@ -77,14 +75,14 @@ func (s *Server) createSubscription(svc SubscriptionService) http.HandlerFunc {
 		}
 		req, err := subscription.ParseCreateRequest(body)
 		if err != nil {
-			s.fail(w, r, subscriptionAPIError(err))
+			s.fail(w, r, err)
 			return
 		}
 		res, err := svc.CreateSubscription(r.Context(), &wake.CreateSubscriptionParams{
 			Caller: callerOf(r.Context()), ID: subscriptionID(r), Pattern: r.URL.Path, Webhook: req.Webhook, Description: req.Description,
 		})
 		if err != nil {
-			s.fail(w, r, subscriptionAPIError(err))
+			s.fail(w, r, err)
 			return
 		}
 		status := http.StatusOK
@@ -99,7 +97,7 @@ func (s *Server) getSubscription(svc SubscriptionService) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		sub, err := svc.GetSubscription(r.Context(), callerOf(r.Context()), subscriptionID(r))
 		if err != nil {
-			s.fail(w, r, subscriptionAPIError(err))
+			s.fail(w, r, err)
 			return
 		}
 		writeJSON(w, http.StatusOK, sub)
@@ -109,7 +107,7 @@ func (s *Server) getSubscription(svc SubscriptionService) http.HandlerFunc {
 func (s *Server) deleteSubscription(svc SubscriptionService) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if err := svc.DeleteSubscription(r.Context(), callerOf(r.Context()), r.URL.Path, subscriptionID(r)); err != nil {
-			s.fail(w, r, subscriptionAPIError(err))
+			s.fail(w, r, err)
 			return
 		}
 		w.WriteHeader(http.StatusNoContent)
@@ -140,34 +138,6 @@ func readError(err error) error {
 		return errBodyTooLarge
 	}
 	return errBodyRead
-}
-
-// subscriptionErrors maps the subscription API's errors to one status and
-// code each. A refused webhook URL is a 400 whose message names the
-// reason; a taken id stays a 409.
-var subscriptionErrors = []struct {
-	err    error
-	status int
-	code   string
-}{
-	{subscription.ErrInvalidSubscriptionID, http.StatusBadRequest, "INVALID_SUBSCRIPTION_ID"},
-	{glob.ErrInvalidPattern, http.StatusBadRequest, "INVALID_PATTERN"},
-	{wake.ErrPatternForbidden, http.StatusForbidden, "FORBIDDEN"},
-	{subscription.ErrInvalidRequest, http.StatusBadRequest, "INVALID_REQUEST"},
-	{webhook.ErrURLRefused, http.StatusBadRequest, "URL_REFUSED"},
-	{wake.ErrSubscriptionExists, http.StatusConflict, "SUBSCRIPTION_EXISTS"},
-	{wake.ErrSubscriptionNotFound, http.StatusNotFound, "SUBSCRIPTION_NOT_FOUND"},
-}
-
-// subscriptionAPIError turns an error of the subscription API into the
-// *apiError fail writes, or returns it as it is (a server fault).
-func subscriptionAPIError(err error) error {
-	for _, e := range subscriptionErrors {
-		if errors.Is(err, e.err) {
-			return &apiError{status: e.status, code: e.code, message: trimPackage(err.Error())}
-		}
-	}
-	return err
 }
 
 // trimPackage drops the package prefixes of a wrapped error message.
