@@ -4,9 +4,10 @@ import (
 	"net/http"
 )
 
-// Rule is the access rule a route declares. A route's rule must say
-// who may call it (Explicit): the zero Rule lets in nobody's route, so a
-// route added without thought is refused by the router, not open.
+// Rule is the access rule a route declares. A route's rule must say who
+// may call it (Explicit): Require and httpapi's router refuse a rule
+// that does not, so a route declared without one is a programming error
+// caught at start, never a route open to any credential.
 type Rule struct {
 	// Public routes need no credential (health, readiness).
 	Public bool
@@ -46,6 +47,9 @@ type Rule struct {
 // context (FromContext) before next runs. Failures are answered with a
 // JSON error (401 or 403) and never reach next.
 func (a *Authenticator) Require(rule Rule, next http.Handler) http.Handler {
+	if !rule.Explicit() {
+		panic("auth: route rule says nobody may call it: set Public, CallbackToken, AnyCredential or a Scope") // a programming error
+	}
 	if rule.Scope != "" {
 		if _, err := ParseScope(string(rule.Scope)); err != nil {
 			panic("auth: route rule: " + err.Error()) // a programming error, caught by any test of the route
