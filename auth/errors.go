@@ -1,9 +1,10 @@
 package auth
 
 import (
-	"encoding/json"
 	"errors"
 	"net/http"
+
+	"github.com/heraldstreams/herald/internal/httpjson"
 )
 
 // Error is an access control failure with its HTTP status and JSON code.
@@ -48,15 +49,8 @@ func forbidden(msg string) *Error {
 	return &Error{http.StatusForbidden, ErrForbidden.Code, msg}
 }
 
-type errorBody struct {
-	Error errorDetail `json:"error"`
-}
-
-type errorDetail struct {
-	Code    string `json:"code"`
-	Message string `json:"message"`
-	Field   string `json:"field,omitempty"`
-}
+// errorDetail is what an error body says.
+type errorDetail = httpjson.Detail
 
 // WriteError writes err as Herald's JSON error body: an *Error with its
 // status and code, anything else as a 500. A 401 carries the
@@ -77,17 +71,5 @@ func WriteError(w http.ResponseWriter, r *http.Request, err error) {
 }
 
 func writeError(w http.ResponseWriter, r *http.Request, status int, d errorDetail) {
-	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	h.Set("Cache-Control", "no-store")
-	h.Del("Content-Length")
-	w.WriteHeader(status)
-	if r.Method == http.MethodHead {
-		return
-	}
-	body, err := json.Marshal(errorBody{d})
-	if err != nil {
-		return // strings always marshal
-	}
-	_, _ = w.Write(body) // a failed write means the client is gone
+	httpjson.WriteError(w, r, status, d)
 }

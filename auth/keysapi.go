@@ -15,6 +15,7 @@ import (
 
 	"github.com/heraldstreams/herald/glob"
 	"github.com/heraldstreams/herald/internal/audit"
+	"github.com/heraldstreams/herald/internal/httpjson"
 	"github.com/heraldstreams/herald/store"
 )
 
@@ -72,28 +73,16 @@ func NewKeysAPI(cfg KeysAPIConfig) *KeysAPI {
 	return &KeysAPI{cfg: cfg}
 }
 
-// Mounter mounts a handler at a net/http ServeMux pattern behind the
-// access rule it declares; the mounter enforces the rule and records the
-// principal in the request context (httpapi.Server implements it).
-type Mounter interface {
-	Handle(pattern string, rule Rule, h http.Handler)
-}
-
-// Mount registers the routes on m, each behind the admin scope.
-func (k *KeysAPI) Mount(m Mounter) {
+// Routes are the key API's routes, each behind the admin scope.
+func (k *KeysAPI) Routes() []Route {
 	admin := Rule{Scope: ScopeAdmin}
-	m.Handle("POST "+KeysPrefix, admin, http.HandlerFunc(k.create))
-	m.Handle("GET "+KeysPrefix, admin, http.HandlerFunc(k.list))
-	m.Handle("GET "+KeysPrefix+"/{id}", admin, http.HandlerFunc(k.get))
-	m.Handle("DELETE "+KeysPrefix+"/{id}", admin, http.HandlerFunc(k.delete))
-	m.Handle("POST "+PortalTokensPath, admin, http.HandlerFunc(k.mintPortalToken))
-}
-
-// Handler returns a mux serving only the key API.
-func (k *KeysAPI) Handler() http.Handler {
-	mux := http.NewServeMux()
-	k.Mount(ServeMux{Mux: mux, Auth: k.cfg.Auth})
-	return mux
+	return []Route{
+		{http.MethodPost, KeysPrefix, admin, http.HandlerFunc(k.create)},
+		{http.MethodGet, KeysPrefix, admin, http.HandlerFunc(k.list)},
+		{http.MethodGet, KeysPrefix + "/{id}", admin, http.HandlerFunc(k.get)},
+		{http.MethodDelete, KeysPrefix + "/{id}", admin, http.HandlerFunc(k.delete)},
+		{http.MethodPost, PortalTokensPath, admin, http.HandlerFunc(k.mintPortalToken)},
+	}
 }
 
 // keyView is a key on the wire. Key is set only in the create answer.
@@ -162,17 +151,7 @@ func (k *KeysAPI) fail(w http.ResponseWriter, r *http.Request, err error) {
 	}
 }
 
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	body, err := json.Marshal(v)
-	if err != nil {
-		http.Error(w, `{"error":{"code":"INTERNAL","message":"encoding the response failed"}}`, http.StatusInternalServerError)
-		return
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(status)
-	_, _ = w.Write(body) // a failed write means the client is gone
-}
+func writeJSON(w http.ResponseWriter, status int, v any) { httpjson.Write(w, status, v) }
 
 func (k *KeysAPI) create(w http.ResponseWriter, r *http.Request) {
 	caller, _ := FromContext(r.Context())

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/heraldstreams/herald/auth"
+	"github.com/heraldstreams/herald/internal/routetest"
 	"github.com/heraldstreams/herald/store/sqlite"
 )
 
@@ -45,8 +46,7 @@ func keysServerWith(t *testing.T, jwtv *auth.JWTVerifier) *httptest.Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mux := http.NewServeMux()
-	auth.NewKeysAPI(auth.KeysAPIConfig{Auth: a, Store: st, PortalURL: testPortalURL}).Mount(auth.ServeMux{Mux: mux, Auth: a})
+	mux := routetest.Handler(a, auth.NewKeysAPI(auth.KeysAPIConfig{Auth: a, Store: st, PortalURL: testPortalURL}).Routes())
 	who := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p, _ := auth.FromContext(r.Context())
 		_, _ = io.WriteString(w, p.ID)

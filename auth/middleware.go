@@ -4,11 +4,16 @@ import (
 	"net/http"
 )
 
-// Rule is the access rule a route declares. The zero Rule lets in any
-// valid credential.
+// Rule is the access rule a route declares. A route's rule must say who
+// may call it (Explicit): Require and httpapi's router refuse a rule
+// that does not, so a route declared without one is a programming error
+// caught at start, never a route open to any credential.
 type Rule struct {
 	// Public routes need no credential (health, readiness).
 	Public bool
+	// AnyCredential routes let in any valid credential, whatever its
+	// scopes (whoami).
+	AnyCredential bool
 	// CallbackToken routes check their own credential (a webhook
 	// consumer's callback token); Require passes them through untouched.
 	CallbackToken bool
@@ -42,6 +47,9 @@ type Rule struct {
 // context (FromContext) before next runs. Failures are answered with a
 // JSON error (401 or 403) and never reach next.
 func (a *Authenticator) Require(rule Rule, next http.Handler) http.Handler {
+	if !rule.Explicit() {
+		panic("auth: route rule says nobody may call it: set Public, CallbackToken, AnyCredential or a Scope") // a programming error
+	}
 	if rule.Scope != "" {
 		if _, err := ParseScope(string(rule.Scope)); err != nil {
 			panic("auth: route rule: " + err.Error()) // a programming error, caught by any test of the route
@@ -90,15 +98,23 @@ func (a *Authenticator) Check(r *http.Request, rule Rule) (*Principal, error) {
 	return p, nil
 }
 
-// ServeMux is a Mounter on a net/http ServeMux: each route behind Require
-// with its rule. It lets an API be served by a mux of one's own (tests,
-// embedding); Herald's server is httpapi.Server.
-type ServeMux struct {
-	Mux  *http.ServeMux
-	Auth *Authenticator
+// Explicit reports whether the rule says who may call its route: public,
+// a callback token, any valid credential, or a scope.
+func (r Rule) Explicit() bool {
+	return r.Public || r.CallbackToken || r.AnyCredential || r.Scope != ""
 }
 
-// Handle implements Mounter.
-func (m ServeMux) Handle(pattern string, rule Rule, h http.Handler) {
-	m.Mux.Handle(pattern, m.Auth.Require(rule, h))
+// Route is one route of Herald's HTTP API as the package that serves it
+// declares it: the method and net/http ServeMux path pattern, the access
+// rule, and the handler. Feature APIs export their routes; httpapi's
+// route table serves them (and only it mounts routes), checking the rule
+// of the route a request matched before the handler runs.
+type Route struct {
+	Method  string
+	Pattern string
+	Rule    Rule
+	// Handler serves the route; the principal is in the request context
+	// (FromContext). Nil only for the protocol's stream routes, which
+	// httpapi serves itself.
+	Handler http.Handler `json:"-"`
 }

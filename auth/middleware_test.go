@@ -156,3 +156,27 @@ func TestRequirePlatform(t *testing.T) {
 		}
 	}
 }
+
+// A rule says who may call its route; Require refuses one that says
+// nothing, rather than letting in any credential.
+func TestRuleMustBeExplicit(t *testing.T) {
+	t.Parallel()
+	for _, r := range []Rule{{Public: true}, {CallbackToken: true}, {AnyCredential: true}, {Scope: ScopeStreamsRead}} {
+		if !r.Explicit() {
+			t.Errorf("%+v is not explicit", r)
+		}
+	}
+	for _, r := range []Rule{{}, {Platform: true}, {StreamPath: func(*http.Request) string { return "/a" }}} {
+		if r.Explicit() {
+			t.Errorf("%+v is explicit", r)
+		}
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("Require(%+v) did not panic", r)
+				}
+			}()
+			Off().Require(r, http.NotFoundHandler())
+		}()
+	}
+}

@@ -75,12 +75,6 @@ func (s *Server) credentialID(r *http.Request, status int) string {
 	return ""
 }
 
-// Route patterns of the audit records of stream and subscription changes.
-const (
-	streamRoute       = " /{stream}"
-	subscriptionRoute = " /{pattern}?subscription={id}"
-)
-
 // subscriptionAudit is what the audit record of a subscription change
 // names: the subscription's id and pattern.
 func subscriptionAudit(r *http.Request) slog.Attr {

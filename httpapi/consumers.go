@@ -8,14 +8,13 @@ import (
 	"strings"
 	"time"
 
-	"github.com/heraldstreams/herald/auth"
 	"github.com/heraldstreams/herald/store"
 	"github.com/heraldstreams/herald/subscription"
 	"github.com/heraldstreams/herald/subscription/wake"
 )
 
 // ConsumerService shows the consumer instances of webhook subscriptions;
-// *wake.Engine implements it. MountConsumers serves it.
+// *wake.Engine implements it. The route table serves it (APIs).
 type ConsumerService interface {
 	GetConsumer(ctx context.Context, c wake.Caller, id string) (*subscription.ConsumerInfo, error)
 	ListConsumers(ctx context.Context, c wake.Caller, subscriptionID, cursor string, limit int) (*subscription.ConsumerList, error)
@@ -27,32 +26,18 @@ const (
 	subscriptionsPrefix = HeraldPrefix + "v1/subscriptions/"
 )
 
-// MountConsumers serves the read-only consumer API on s with svc:
-//
-//	GET /_herald/v1/subscriptions/{id}/consumers?limit=&cursor=   a page of a subscription's consumers
-//	GET /_herald/v1/consumers/{consumer_id}                       one consumer, with next_deadline_reason
-//
-// Both need subscriptions:read. Consumers are their subscription's
-// owner's: a credential sees those of the subscriptions it may see
-// (callerOf), and only those whose streams all lie within its stream
-// paths; any other is absent (404, or left out of the list). Mount before
-// serving.
-func (s *Server) MountConsumers(svc ConsumerService) {
-	rule := auth.Rule{Scope: auth.ScopeSubscriptionsRead}
-	s.Handle("GET "+subscriptionsPrefix+"{id}/consumers", rule, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		s.listConsumers(w, r, svc)
-	}))
-	s.Handle("GET "+consumersPrefix+"{consumer_id}", rule, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+func (s *Server) getConsumer(svc ConsumerService) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
 		// The raw id: a consumer id is "{subscription_id}:{url-encoded
 		// path}", as in wakes and callback URLs, so it is not decoded.
 		id := strings.TrimPrefix(r.URL.EscapedPath(), consumersPrefix)
 		c, err := s.consumerDetail(r.Context(), svc, id)
 		if err != nil {
-			s.fail(w, r, consumerAPIError(err))
+			s.fail(w, r, err)
 			return
 		}
 		writeJSON(w, http.StatusOK, c)
-	}))
+	}
 }
 
 // The timers a consumer's next deadline can be, as next_deadline_reason
@@ -115,7 +100,11 @@ func (s *Server) consumerDetail(ctx context.Context, svc ConsumerService, id str
 // errConsumerQuery refuses a consumer list query it does not know.
 var errConsumerQuery = &apiError{http.StatusBadRequest, "INVALID_REQUEST", "the consumer list takes only ?limit= (1 to 1000) and ?cursor="}
 
-func (s *Server) listConsumers(w http.ResponseWriter, r *http.Request, svc ConsumerService) {
+func (s *Server) listConsumers(svc ConsumerService) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) { s.serveConsumerList(w, r, svc) }
+}
+
+func (s *Server) serveConsumerList(w http.ResponseWriter, r *http.Request, svc ConsumerService) {
 	q := r.URL.Query()
 	limit := 0
 	for k, v := range q {
@@ -134,17 +123,8 @@ func (s *Server) listConsumers(w http.ResponseWriter, r *http.Request, svc Consu
 	}
 	list, err := svc.ListConsumers(r.Context(), callerOf(r.Context()), r.PathValue("id"), q.Get("cursor"), limit)
 	if err != nil {
-		s.fail(w, r, consumerAPIError(err))
+		s.fail(w, r, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, list)
-}
-
-// consumerAPIError turns an error of the consumer API into the *apiError
-// fail writes, or returns it as it is (a server fault).
-func consumerAPIError(err error) error {
-	if errors.Is(err, wake.ErrConsumerNotFound) {
-		return &apiError{status: http.StatusNotFound, code: "CONSUMER_NOT_FOUND", message: trimPackage(err.Error())}
-	}
-	return subscriptionAPIError(err)
 }

@@ -2,14 +2,18 @@ package httpapi
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"net/http"
 	"strconv"
 	"strings"
 
+	"github.com/heraldstreams/herald/glob"
+	"github.com/heraldstreams/herald/internal/httpjson"
 	"github.com/heraldstreams/herald/protocol"
 	"github.com/heraldstreams/herald/store"
+	"github.com/heraldstreams/herald/subscription"
+	"github.com/heraldstreams/herald/subscription/wake"
+	"github.com/heraldstreams/herald/webhook"
 )
 
 // apiError is an error with its HTTP status and JSON code.
@@ -44,48 +48,55 @@ var (
 	errInternal                 = &apiError{http.StatusInternalServerError, "INTERNAL", "internal error"}
 )
 
-// errorTable maps every sentinel error of the protocol and store packages
-// to one status and code. The create status overrides status for PUT,
-// where a soft-deleted path or fork source is a conflict, not a 410
-// (docs/protocol.md, Delete).
+// errorTable maps every sentinel error a route of httpapi can meet (the
+// protocol's, the store's, and the subscription and consumer services')
+// to one status and code, first match first. The create status
+// overrides status for PUT, where a soft-deleted path or fork source is
+// a conflict, not a 410 (docs/protocol.md, Delete). A wrapped row's
+// message is the whole error's, which says what was wrong (which field,
+// which URL and why); the others' is the sentinel's own.
 var errorTable = []struct {
 	err          error
 	status       int
 	createStatus int
 	code         string
+	wrapped      bool
 }{
-	{protocol.ErrInvalidOffset, http.StatusBadRequest, 0, "INVALID_OFFSET"},
-	{protocol.ErrInvalidTTL, http.StatusBadRequest, 0, "INVALID_TTL"},
-	{protocol.ErrInvalidExpiresAt, http.StatusBadRequest, 0, "INVALID_EXPIRES_AT"},
-	{protocol.ErrTTLAndExpiresAt, http.StatusBadRequest, 0, "CONFLICTING_EXPIRY"},
-	{protocol.ErrProducerHeaders, http.StatusBadRequest, 0, "INVALID_PRODUCER_HEADERS"},
-	{protocol.ErrInvalidSubOffset, http.StatusBadRequest, 0, "INVALID_FORK_SUB_OFFSET"},
-	{protocol.ErrInvalidContentType, http.StatusBadRequest, 0, "INVALID_CONTENT_TYPE"},
-	{protocol.ErrInvalidJSON, http.StatusBadRequest, 0, "INVALID_JSON"},
-	{protocol.ErrEmptyJSONArray, http.StatusBadRequest, 0, "EMPTY_JSON_ARRAY"},
+	// The subscription and consumer services.
+	{subscription.ErrInvalidSubscriptionID, http.StatusBadRequest, 0, "INVALID_SUBSCRIPTION_ID", true},
+	{glob.ErrInvalidPattern, http.StatusBadRequest, 0, "INVALID_PATTERN", true},
+	{wake.ErrPatternForbidden, http.StatusForbidden, 0, "FORBIDDEN", true},
+	{subscription.ErrInvalidRequest, http.StatusBadRequest, 0, "INVALID_REQUEST", true},
+	{webhook.ErrURLRefused, http.StatusBadRequest, 0, "URL_REFUSED", true},
+	{wake.ErrSubscriptionExists, http.StatusConflict, 0, "SUBSCRIPTION_EXISTS", true},
+	{wake.ErrSubscriptionNotFound, http.StatusNotFound, 0, "SUBSCRIPTION_NOT_FOUND", true},
+	{wake.ErrConsumerNotFound, http.StatusNotFound, 0, "CONSUMER_NOT_FOUND", true},
 
-	{store.ErrNotFound, http.StatusNotFound, 0, "STREAM_NOT_FOUND"},
-	{store.ErrStreamGone, http.StatusGone, http.StatusConflict, "STREAM_GONE"},
-	{store.ErrStreamExists, http.StatusConflict, 0, "STREAM_EXISTS"},
-	{store.ErrContentTypeMismatch, http.StatusConflict, 0, "CONTENT_TYPE_MISMATCH"},
-	{store.ErrSeqRegression, http.StatusConflict, 0, "SEQUENCE_CONFLICT"},
-	{store.ErrProducerEpochSeq, http.StatusBadRequest, 0, "INVALID_PRODUCER_EPOCH_SEQ"},
-	{store.ErrForkSourceGone, http.StatusConflict, 0, "FORK_SOURCE_GONE"},
-	{store.ErrForkOffsetBeyondTail, http.StatusBadRequest, 0, "FORK_OFFSET_BEYOND_TAIL"},
-	{store.ErrForkSubOffset, http.StatusBadRequest, 0, "INVALID_FORK_SUB_OFFSET"},
-	{store.ErrPositionBeyondTail, http.StatusBadRequest, 0, "OFFSET_BEYOND_TAIL"},
-	{store.ErrClosedStore, http.StatusServiceUnavailable, 0, "UNAVAILABLE"},
+	{protocol.ErrInvalidOffset, http.StatusBadRequest, 0, "INVALID_OFFSET", false},
+	{protocol.ErrInvalidTTL, http.StatusBadRequest, 0, "INVALID_TTL", false},
+	{protocol.ErrInvalidExpiresAt, http.StatusBadRequest, 0, "INVALID_EXPIRES_AT", false},
+	{protocol.ErrTTLAndExpiresAt, http.StatusBadRequest, 0, "CONFLICTING_EXPIRY", false},
+	{protocol.ErrProducerHeaders, http.StatusBadRequest, 0, "INVALID_PRODUCER_HEADERS", false},
+	{protocol.ErrInvalidSubOffset, http.StatusBadRequest, 0, "INVALID_FORK_SUB_OFFSET", false},
+	{protocol.ErrInvalidContentType, http.StatusBadRequest, 0, "INVALID_CONTENT_TYPE", false},
+	{protocol.ErrInvalidJSON, http.StatusBadRequest, 0, "INVALID_JSON", false},
+	{protocol.ErrEmptyJSONArray, http.StatusBadRequest, 0, "EMPTY_JSON_ARRAY", false},
+
+	{store.ErrNotFound, http.StatusNotFound, 0, "STREAM_NOT_FOUND", false},
+	{store.ErrStreamGone, http.StatusGone, http.StatusConflict, "STREAM_GONE", false},
+	{store.ErrStreamExists, http.StatusConflict, 0, "STREAM_EXISTS", false},
+	{store.ErrContentTypeMismatch, http.StatusConflict, 0, "CONTENT_TYPE_MISMATCH", false},
+	{store.ErrSeqRegression, http.StatusConflict, 0, "SEQUENCE_CONFLICT", false},
+	{store.ErrProducerEpochSeq, http.StatusBadRequest, 0, "INVALID_PRODUCER_EPOCH_SEQ", false},
+	{store.ErrForkSourceGone, http.StatusConflict, 0, "FORK_SOURCE_GONE", false},
+	{store.ErrForkOffsetBeyondTail, http.StatusBadRequest, 0, "FORK_OFFSET_BEYOND_TAIL", false},
+	{store.ErrForkSubOffset, http.StatusBadRequest, 0, "INVALID_FORK_SUB_OFFSET", false},
+	{store.ErrPositionBeyondTail, http.StatusBadRequest, 0, "OFFSET_BEYOND_TAIL", false},
+	{store.ErrClosedStore, http.StatusServiceUnavailable, 0, "UNAVAILABLE", false},
 }
 
 // errorBody is the JSON body of every error response.
-type errorBody struct {
-	Error errorDetail `json:"error"`
-}
-
-type errorDetail struct {
-	Code    string `json:"code"`
-	Message string `json:"message"`
-}
+type errorBody = httpjson.Body
 
 // fail writes the error response for err, with the headers the protocol
 // requires for some of them (docs/protocol.md, Append).
@@ -128,6 +139,9 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 		for _, e := range errorTable {
 			if errors.Is(err, e.err) {
 				status, code, msg = e.status, e.code, publicMessage(e.err)
+				if e.wrapped {
+					msg = trimPackage(err.Error())
+				}
 				if r.Method == http.MethodPut && e.createStatus != 0 {
 					status = e.createStatus
 				}
@@ -157,38 +171,8 @@ func publicMessage(err error) string {
 
 // writeErrorBody writes a JSON error response.
 func writeErrorBody(w http.ResponseWriter, r *http.Request, status int, code, msg string) {
-	h := w.Header()
-	h["Content-Type"] = valJSON
-	h["Cache-Control"] = valNoStore
-	// Error bodies are never cut short; drop headers that described a body
-	// a handler meant to send.
-	h.Del("Content-Length")
-	h.Del("Etag")
-	w.WriteHeader(status)
-	if r.Method == http.MethodHead {
-		return
-	}
-	body, err := json.Marshal(errorBody{Error: errorDetail{Code: code, Message: msg}})
-	if err != nil {
-		return // strings always marshal
-	}
-	// A failed write means the client is gone; there is no one to tell.
-	_, _ = w.Write(body)
+	httpjson.WriteError(w, r, status, httpjson.Detail{Code: code, Message: msg})
 }
-
-// internalErrorBody is the body of errInternal.
-var internalErrorBody = []byte(`{"error":{"code":"INTERNAL","message":"internal error"}}`)
 
 // writeJSON writes a JSON response.
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	body, err := json.Marshal(v)
-	if err != nil {
-		// Herald's response types always marshal; should one not, the
-		// client still gets a JSON error.
-		status, body = errInternal.status, internalErrorBody
-	}
-	w.Header()["Content-Type"] = valJSON
-	w.Header()["Cache-Control"] = valNoStore
-	w.WriteHeader(status)
-	_, _ = w.Write(body) // a failed write means the client is gone
-}
+func writeJSON(w http.ResponseWriter, status int, v any) { httpjson.Write(w, status, v) }

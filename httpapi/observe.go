@@ -27,13 +27,10 @@ const RequestIDHeader = "X-Request-Id"
 // with characters outside printable ASCII, is replaced.
 const maxRequestID = 128
 
-// Route labels of requests that reach no route pattern.
-const (
-	routeStream        = "/{stream}"
-	routeSubscription  = "/{pattern}?subscription={id}"
-	routeSubscriptions = "/{pattern}?subscriptions"
-	routeReserved      = "/_herald/* (no route)"
-)
+// routeReserved is the route label of a request under a reserved prefix
+// that reaches no route (the stream and subscription routes are labelled
+// by their patterns).
+const routeReserved = "/_herald/* (no route)"
 
 // httpMetrics count requests by route pattern, method and status, and time
 // them by route pattern and method. Series are looked up in a map keyed
@@ -173,11 +170,11 @@ func routeOf(r *http.Request) string {
 		return routeReserved
 	case isSubscriptionRequest(r):
 		if r.URL.Query().Has("subscriptions") {
-			return routeSubscriptions
+			return subscriptionsPattern
 		}
-		return routeSubscription
+		return subscriptionPattern
 	}
-	return routeStream
+	return streamPattern
 }
 
 // requestID returns the request's usable X-Request-Id, or a new id: a

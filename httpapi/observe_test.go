@@ -35,11 +35,11 @@ func TestRedactQuery(t *testing.T) {
 func TestRouteOf(t *testing.T) {
 	t.Parallel()
 	s := New(Config{Store: &fakeStore{read: func(*store.StreamReadParams) (*store.StreamReadResult, error) { return nil, store.ErrNotFound }}})
-	s.Handle("GET "+HeraldPrefix+"v1/things/{id}", auth.Rule{Public: true}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	s.Mount(APIs{Keys: []Route{{Method: http.MethodGet, Pattern: HeraldPrefix + "v1/things/{id}", Rule: auth.Rule{Public: true}, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {})}}})
 	for target, want := range map[string]string{
-		"/a/b/c?offset=-1":             routeStream,
-		"/a/*?subscription=x":          routeSubscription,
-		"/**?subscriptions":            routeSubscriptions,
+		"/a/b/c?offset=-1":             streamPattern,
+		"/a/*?subscription=x":          subscriptionPattern,
+		"/**?subscriptions":            subscriptionsPattern,
 		"/_herald/v1/things/th_123":    "/_herald/v1/things/{id}",
 		"/_herald/nothing-here":        routeReserved,
 		"/_herald/healthz?token=x":     "/_herald/healthz",

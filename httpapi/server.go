@@ -1,9 +1,10 @@
 // Package httpapi serves the Durable Streams protocol (docs/protocol.md)
 // over HTTP on top of a store.Store, plus Herald's own health endpoints.
 // Streams live at any path except the reserved prefixes /_herald/ (Herald's
-// API, where other parts mount routes with Handle) and /callback/; requests
-// that carry ?subscription or ?subscriptions, or a __ds path segment, go to
-// the subscription handler.
+// API) and /callback/; requests that carry ?subscription or
+// ?subscriptions, or a __ds path segment, go to the subscription routes.
+// Every route Herald serves is declared once, with its access rule, in
+// the route table (routes.go); feature APIs hand it their routes (APIs).
 //
 // Every protocol rule comes from the protocol package; every storage error
 // maps to one status and JSON code in errors.go.
@@ -149,8 +150,6 @@ type Server struct {
 	origins      originPolicy
 	allowedHosts []string
 	authFailures *prometheus.CounterVec
-	routesMu     sync.Mutex
-	routes       []Route
 
 	// Observation (observe.go).
 	accessLog      *slog.Logger
@@ -160,9 +159,8 @@ type Server struct {
 	requestPrefix  string
 	requestSeq     atomic.Uint64
 
-	// mux routes the reserved prefixes (Herald's API and callbacks).
-	mux           *http.ServeMux
-	subscriptions atomic.Pointer[http.Handler]
+	// router serves the route table (routes.go).
+	router atomic.Pointer[router]
 
 	ready        atomic.Bool
 	shuttingDown atomic.Bool
@@ -204,7 +202,6 @@ func New(cfg Config) *Server {
 			Buckets: prometheus.ExponentialBuckets(0.0001, 2, 16),
 		}),
 		requestPrefix: newRequestPrefix(),
-		mux:           http.NewServeMux(),
 		shutdown:      make(chan struct{}),
 	}
 	if cfg.TracerProvider != nil {
@@ -259,21 +256,8 @@ func New(cfg Config) *Server {
 		s.audit = s.log
 	}
 	s.ready.Store(true)
-	public := auth.Rule{Public: true}
-	s.Handle("GET "+HeraldPrefix+"healthz", public, http.HandlerFunc(s.healthz))
-	s.Handle("GET "+HeraldPrefix+"readyz", public, http.HandlerFunc(s.readyz))
-	s.Handle("GET "+HeraldPrefix+"v1/streams", auth.Rule{Scope: auth.ScopeStreamsRead}, http.HandlerFunc(s.listStreams))
-	s.Handle("GET "+HeraldPrefix+"v1/whoami", auth.Rule{}, http.HandlerFunc(s.whoami))
+	s.Mount(APIs{}) // Herald's own routes and the streams' until Mount
 	return s
-}
-
-// HandleSubscriptions sets the handler of subscription requests: requests
-// on a stream path that carry a subscription or subscriptions query
-// parameter, and requests whose path has a __ds segment (docs/subscriptions.md).
-// Until one is set, such requests get a 404 with code
-// SUBSCRIPTIONS_UNAVAILABLE.
-func (s *Server) HandleSubscriptions(h http.Handler) {
-	s.subscriptions.Store(&h)
 }
 
 // SetReady sets whether /_herald/readyz reports ready (the store is open
@@ -385,8 +369,8 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	rule := streamRule(r.Method)
-	if rule == nil {
+	rt := s.route(r.Method, streamPattern)
+	if rt == nil {
 		h["Allow"] = valAllowMethod
 		s.fail(w, r, errMethodNotAllowed)
 		return
@@ -397,7 +381,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	var p *auth.Principal // nil: access control off
 	if s.auth.Enabled() {
 		var ok bool
-		if p, ok = s.authorize(w, r, *rule); !ok {
+		if p, ok = s.authorize(w, r, rt.Rule); !ok {
 			return
 		}
 		tenant = p.Tenant
@@ -416,11 +400,11 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	case http.MethodPost:
 		s.append(w, r, path, &body, tenant)
 	case http.MethodPut:
-		s.audited(w, r, p, http.MethodPut+streamRoute, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.audited(w, r, p, rt.Method+" "+rt.Pattern, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			s.create(w, r, path, &body, tenant)
 		}))
 	case http.MethodDelete:
-		s.audited(w, r, p, http.MethodDelete+streamRoute, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.audited(w, r, p, rt.Method+" "+rt.Pattern, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			s.delete(w, r, path)
 		}))
 	}
@@ -457,8 +441,9 @@ func (s *Server) serveReserved(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, errNotJSON)
 		return
 	}
-	if _, pattern := s.mux.Handler(r); pattern != "" {
-		s.mux.ServeHTTP(w, r) // routes again, setting Request.PathValue
+	mux := s.router.Load().mux
+	if _, pattern := mux.Handler(r); pattern != "" {
+		mux.ServeHTTP(w, r) // routes again, setting Request.PathValue
 		return
 	}
 	if allow := s.allowedMethods(r); allow != "" {
@@ -483,10 +468,11 @@ var routeMethods = []string{http.MethodGet, http.MethodHead, http.MethodPost, ht
 // the path has no route at all. Only failing requests pay for it.
 func (s *Server) allowedMethods(r *http.Request) string {
 	var allow []string
+	mux := s.router.Load().mux
 	probe := r.Clone(r.Context())
 	for _, m := range routeMethods {
 		probe.Method = m
-		if _, pattern := s.mux.Handler(probe); pattern != "" {
+		if _, pattern := mux.Handler(probe); pattern != "" {
 			allow = append(allow, m)
 		}
 	}
@@ -496,11 +482,16 @@ func (s *Server) allowedMethods(r *http.Request) string {
 	return strings.Join(append(allow, http.MethodOptions), ", ")
 }
 
-// serveSubscriptionRequest serves a request for the subscription API,
-// authorized by the rule of its route.
+// serveSubscriptionRequest serves a request for the subscription API:
+// requests on a stream path that carry a subscription or subscriptions
+// query parameter, and requests whose path has a __ds segment
+// (docs/subscriptions.md). It is authorized by the rule of the route it
+// names (method and query); a request no route takes is checked against
+// the rule of the route of its method at ?subscription={id} or, for a
+// method none has, the create's for a change and the read's for a read,
+// before it is refused.
 func (s *Server) serveSubscriptionRequest(w http.ResponseWriter, r *http.Request) {
-	hp := s.subscriptions.Load()
-	if hp == nil {
+	if !s.router.Load().subscriptions {
 		s.fail(w, r, errSubscriptionsUnavailable)
 		return
 	}
@@ -508,29 +499,40 @@ func (s *Server) serveSubscriptionRequest(w http.ResponseWriter, r *http.Request
 		s.fail(w, r, errNotJSON)
 		return
 	}
-	// A create checks the pattern it names; the other routes' rules do
-	// not (the route list says which is which).
-	rule := subscriptionRoutes[1].Rule // reads
-	switch r.Method {
-	case http.MethodPut:
-		rule = subscriptionRoutes[0].Rule
-	case http.MethodDelete:
-		rule = subscriptionRoutes[3].Rule
+	pattern, _, queryErr := subscriptionRoute(r)
+	rt := s.route(r.Method, pattern)
+	var rule *Route
+	switch {
+	case rt != nil && queryErr == nil:
+		rule = rt
+	case s.route(r.Method, subscriptionPattern) != nil:
+		rule = s.route(r.Method, subscriptionPattern)
+	case isChange(r.Method):
+		rule = s.route(http.MethodPut, subscriptionPattern)
 	default:
-		if isChange(r.Method) {
-			rule = subscriptionRoutes[0].Rule // the strictest, for a method the handler refuses
-		}
+		rule = s.route(http.MethodGet, subscriptionPattern)
 	}
-	p, ok := s.authorize(w, r, rule)
+	p, ok := s.authorize(w, r, rule.Rule)
 	if !ok {
 		return
 	}
 	r = r.WithContext(auth.NewContext(r.Context(), p))
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case queryErr != nil:
+			s.fail(w, r, queryErr)
+		case rt == nil:
+			w.Header().Set("Allow", "GET, PUT, DELETE")
+			s.fail(w, r, errSubscriptionMethod)
+		default:
+			rt.Handler.ServeHTTP(w, r)
+		}
+	})
 	if isChange(r.Method) {
-		s.audited(w, r, p, r.Method+subscriptionRoute, *hp, subscriptionAudit(r))
+		s.audited(w, r, p, r.Method+" "+subscriptionPattern, h, subscriptionAudit(r))
 		return
 	}
-	(*hp).ServeHTTP(w, r)
+	h(w, r)
 }
 
 // jsonOrNoBody reports whether r has no body or a JSON one. Herald's API

@@ -71,7 +71,7 @@ func TestManagementRoutesRefuseForeignOrigins(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := newTestServer(f, Config{Auth: on, CORSOrigins: []string{"https://console.example"}})
-	s.HandleSubscriptions(http.NotFoundHandler())
+	s.Mount(APIs{Subscriptions: &fakeSubscriptions{}})
 	for _, target := range []string{"/_herald/nothing", "/_herald/healthz", "/v1/s?subscription=abc", "/callback/x"} {
 		for _, method := range []string{"GET", "PUT", "OPTIONS"} {
 			// A foreign origin; a loopback page, which only development
@@ -106,9 +106,9 @@ func TestManagementRoutesRefuseForeignOrigins(t *testing.T) {
 func TestManagementBodiesMustBeJSON(t *testing.T) {
 	t.Parallel()
 	s := newTestServer(&fakeStore{t: t}, Config{})
-	s.Handle("POST /_herald/v1/things", auth.Rule{Scope: auth.ScopeAdmin}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	s.Mount(APIs{Keys: []Route{{Method: http.MethodPost, Pattern: "/_herald/v1/things", Rule: auth.Rule{Scope: auth.ScopeAdmin}, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusCreated)
-	}))
+	})}}})
 	for ct, want := range map[string]int{
 		"":                                  http.StatusUnsupportedMediaType,
 		"text/plain":                        http.StatusUnsupportedMediaType,
@@ -188,12 +188,14 @@ func TestUnknownMethod(t *testing.T) {
 func TestReservedPaths(t *testing.T) {
 	t.Parallel()
 	s := newTestServer(&fakeStore{t: t}, Config{})
-	s.Handle("GET /_herald/v1/hello", auth.Rule{Public: true}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.WriteHeader(http.StatusTeapot)
-	}))
-	s.Handle("POST /callback/{id}", auth.Rule{CallbackToken: true}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.WriteHeader(http.StatusAccepted)
-	}))
+	s.Mount(APIs{Keys: []Route{
+		{Method: http.MethodGet, Pattern: "/_herald/v1/hello", Rule: auth.Rule{Public: true}, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.WriteHeader(http.StatusTeapot)
+		})},
+		{Method: http.MethodPost, Pattern: "/callback/{id}", Rule: auth.Rule{CallbackToken: true}, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.WriteHeader(http.StatusAccepted)
+		})},
+	}})
 	if w := do(s, "GET", "/_herald/v1/hello", nil, nil); w.Code != http.StatusTeapot {
 		t.Errorf("mounted route = %d", w.Code)
 	}
@@ -236,18 +238,18 @@ func TestReservedRoutesHaveOneSpelling(t *testing.T) {
 	t.Parallel()
 	s := newTestServer(&fakeStore{t: t}, Config{})
 	served := 0
-	s.Handle("GET /_herald/v1/keys", auth.Rule{Public: true}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	teapot := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		served++
 		w.WriteHeader(http.StatusTeapot)
-	}))
-	s.Handle("GET /_herald/v1/keys/{id}", auth.Rule{Public: true}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		served++
-		w.WriteHeader(http.StatusTeapot)
-	}))
-	s.Handle("POST /callback/{id}", auth.Rule{CallbackToken: true}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		served++
-		w.WriteHeader(http.StatusAccepted)
-	}))
+	})
+	s.Mount(APIs{Keys: []Route{
+		{Method: http.MethodGet, Pattern: "/_herald/v1/keys", Rule: auth.Rule{Public: true}, Handler: teapot},
+		{Method: http.MethodGet, Pattern: "/_herald/v1/keys/{id}", Rule: auth.Rule{Public: true}, Handler: teapot},
+		{Method: http.MethodPost, Pattern: "/callback/{id}", Rule: auth.Rule{CallbackToken: true}, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			served++
+			w.WriteHeader(http.StatusAccepted)
+		})},
+	}})
 	for _, c := range []struct{ method, target string }{
 		{"GET", "/_herald/v1/%6beys"},
 		{"GET", "/_herald/v1/%6Beys"},
@@ -298,21 +300,6 @@ func TestReservedRoutesHaveOneSpelling(t *testing.T) {
 	}
 }
 
-func TestHandleRejectsStreamPaths(t *testing.T) {
-	t.Parallel()
-	s := newTestServer(&fakeStore{t: t}, Config{})
-	for _, pattern := range []string{"/v1/x", "GET /streams/{id}", "/_heraldx/y"} {
-		func() {
-			defer func() {
-				if recover() == nil {
-					t.Errorf("Handle(%q) did not panic", pattern)
-				}
-			}()
-			s.Handle(pattern, auth.Rule{Public: true}, http.NotFoundHandler())
-		}()
-	}
-}
-
 func TestSubscriptionRequests(t *testing.T) {
 	t.Parallel()
 	s := newTestServer(&fakeStore{t: t}, Config{})
@@ -320,23 +307,21 @@ func TestSubscriptionRequests(t *testing.T) {
 	for _, target := range targets {
 		expectError(t, do(s, "PUT", target, nil, nil), http.StatusNotFound, "SUBSCRIPTIONS_UNAVAILABLE")
 	}
-	var got []string
-	s.HandleSubscriptions(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		got = append(got, r.URL.RequestURI())
-		w.WriteHeader(http.StatusOK)
-	}))
-	for _, target := range targets {
-		if w := do(s, "PUT", target, nil, nil); w.Code != http.StatusOK {
-			t.Errorf("%s = %d", target, w.Code)
-		}
+	f := &fakeSubscriptions{del: func(string, string) error { return nil }}
+	s.Mount(APIs{Subscriptions: f})
+	// Each request reaches the subscription routes: the route of its
+	// method and query, or their answer for one they do not take.
+	if w := do(s, "DELETE", targets[0], nil, nil); w.Code != http.StatusNoContent || f.lastCall != "delete /v1/* sub-1" {
+		t.Errorf("DELETE %s = %d, service saw %q", targets[0], w.Code, f.lastCall)
 	}
-	if len(got) != len(targets) {
-		t.Errorf("subscription handler saw %v", got)
+	expectError(t, do(s, "PUT", targets[1], nil, nil), http.StatusMethodNotAllowed, "METHOD_NOT_ALLOWED")
+	for _, target := range targets[2:] {
+		expectError(t, do(s, "PUT", target, nil, nil), http.StatusNotFound, "NOT_FOUND")
 	}
 	// Query parameters that merely contain the word stay stream requests.
-	f := &fakeStore{t: t, delete: func(*store.StreamDeleteParams) error { return store.ErrNotFound }}
-	s = newTestServer(f, Config{})
-	s.HandleSubscriptions(http.NotFoundHandler())
+	st := &fakeStore{t: t, delete: func(*store.StreamDeleteParams) error { return store.ErrNotFound }}
+	s = newTestServer(st, Config{})
+	s.Mount(APIs{Subscriptions: &fakeSubscriptions{}})
 	expectError(t, do(s, "DELETE", "/v1/x?my_subscription_id=1", nil, nil), http.StatusNotFound, "STREAM_NOT_FOUND")
 }
 
@@ -371,7 +356,7 @@ func TestDevelopmentModeRefusesForeignOrigins(t *testing.T) {
 	t.Parallel()
 	f := &fakeStore{t: t, get: func(*store.StreamGetParams) (*store.Stream, error) { return nil, store.ErrNotFound }}
 	s := newTestServer(f, Config{CORSOrigins: []string{"https://console.example", "http://lan-box:8080"}})
-	s.HandleSubscriptions(http.NotFoundHandler())
+	s.Mount(APIs{Subscriptions: &fakeSubscriptions{}})
 	requests := []struct {
 		method, target, contentType string
 	}{

@@ -9,14 +9,12 @@ import (
 	"strings"
 
 	"github.com/heraldstreams/herald/auth"
-	"github.com/heraldstreams/herald/glob"
 	"github.com/heraldstreams/herald/subscription"
 	"github.com/heraldstreams/herald/subscription/wake"
-	"github.com/heraldstreams/herald/webhook"
 )
 
 // SubscriptionService runs webhook subscriptions (docs/subscriptions.md);
-// *wake.Engine implements it. MountSubscriptions serves it.
+// *wake.Engine implements it. The route table serves it (APIs).
 type SubscriptionService interface {
 	CreateSubscription(ctx context.Context, p *wake.CreateSubscriptionParams) (*wake.CreateSubscriptionResult, error)
 	GetSubscription(ctx context.Context, c wake.Caller, id string) (*subscription.Subscription, error)
@@ -28,28 +26,6 @@ type SubscriptionService interface {
 // maxSubscriptionBody caps a subscription create or callback body.
 const maxSubscriptionBody = 1 << 20
 
-// MountSubscriptions serves the subscription API of docs/subscriptions.md on
-// s with svc:
-//
-//	PUT    /{pattern}?subscription={id}   create (201 with the secret, 200 when identical)
-//	GET    /{pattern}?subscriptions       list by pattern; /** lists all
-//	GET    /**?subscription={id}          get by id (never the secret)
-//	DELETE /{pattern}?subscription={id}   delete, consumers included (204)
-//	POST   /callback/{consumer_id}        the callback API
-//
-// A subscription belongs to the tenant of the credential that created it
-// (the platform's, for a credential without one); every request sees
-// only what its credential may (callerOf). Mount before serving.
-func (s *Server) MountSubscriptions(svc SubscriptionService) {
-	s.HandleSubscriptions(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		s.serveSubscriptions(w, r, svc)
-	}))
-	// A callback carries its own credential, the consumer's token.
-	s.Handle("POST "+CallbackPrefix+"{consumer_id}", auth.Rule{CallbackToken: true}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		serveCallback(w, r, svc, s)
-	}))
-}
-
 // Errors of the subscription API.
 var (
 	errSubscriptionMethod = &apiError{http.StatusMethodNotAllowed, "METHOD_NOT_ALLOWED", "subscriptions accept PUT, GET and DELETE with ?subscription={id}, and GET with ?subscriptions"}
@@ -57,31 +33,41 @@ var (
 	errNotAStream         = &apiError{http.StatusNotFound, "NOT_FOUND", "no such resource"}
 )
 
-func (s *Server) serveSubscriptions(w http.ResponseWriter, r *http.Request, svc SubscriptionService) {
+// subscriptionRoute is the subscription route a request names: the
+// pattern of its query (?subscription={id} or ?subscriptions), the id
+// it names, and the error of a query that names neither or both.
+func subscriptionRoute(r *http.Request) (pattern, id string, err error) {
 	q := r.URL.Query()
 	ids, hasID := q["subscription"]
 	_, hasList := q["subscriptions"]
-	if !hasID && !hasList {
-		// A __ds path segment without the subscription API's parameters.
-		s.fail(w, r, errNotAStream)
-		return
-	}
-	if hasID == hasList || len(ids) > 1 {
-		s.fail(w, r, errSubscriptionQuery)
-		return
-	}
-	pattern := r.URL.Path
-	ctx := r.Context()
-	caller := callerOf(ctx)
 	switch {
-	case hasList && r.Method == http.MethodGet:
-		list, err := svc.ListSubscriptions(ctx, caller, pattern)
+	case !hasID && !hasList:
+		// A __ds path segment without the subscription API's parameters.
+		return subscriptionPattern, "", errNotAStream
+	case hasID == hasList || len(ids) > 1:
+		return subscriptionPattern, "", errSubscriptionQuery
+	case hasList:
+		return subscriptionsPattern, "", nil
+	}
+	return subscriptionPattern, ids[0], nil
+}
+
+// subscriptionID is the id a subscription route's query names.
+func subscriptionID(r *http.Request) string { return r.URL.Query().Get("subscription") }
+
+func (s *Server) listSubscriptions(svc SubscriptionService) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		list, err := svc.ListSubscriptions(r.Context(), callerOf(r.Context()), r.URL.Path)
 		if err != nil {
-			s.fail(w, r, subscriptionAPIError(err))
+			s.fail(w, r, err)
 			return
 		}
 		writeJSON(w, http.StatusOK, subscription.SubscriptionList{Subscriptions: list})
-	case hasID && r.Method == http.MethodPut:
+	}
+}
+
+func (s *Server) createSubscription(svc SubscriptionService) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
 		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxSubscriptionBody))
 		if err != nil {
 			s.fail(w, r, readError(err))
@@ -89,14 +75,14 @@ func (s *Server) serveSubscriptions(w http.ResponseWriter, r *http.Request, svc 
 		}
 		req, err := subscription.ParseCreateRequest(body)
 		if err != nil {
-			s.fail(w, r, subscriptionAPIError(err))
+			s.fail(w, r, err)
 			return
 		}
-		res, err := svc.CreateSubscription(ctx, &wake.CreateSubscriptionParams{
-			Caller: caller, ID: ids[0], Pattern: pattern, Webhook: req.Webhook, Description: req.Description,
+		res, err := svc.CreateSubscription(r.Context(), &wake.CreateSubscriptionParams{
+			Caller: callerOf(r.Context()), ID: subscriptionID(r), Pattern: r.URL.Path, Webhook: req.Webhook, Description: req.Description,
 		})
 		if err != nil {
-			s.fail(w, r, subscriptionAPIError(err))
+			s.fail(w, r, err)
 			return
 		}
 		status := http.StatusOK
@@ -104,23 +90,33 @@ func (s *Server) serveSubscriptions(w http.ResponseWriter, r *http.Request, svc 
 			status = http.StatusCreated
 		}
 		writeJSON(w, status, res.Subscription)
-	case hasID && r.Method == http.MethodGet:
-		sub, err := svc.GetSubscription(ctx, caller, ids[0])
+	}
+}
+
+func (s *Server) getSubscription(svc SubscriptionService) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		sub, err := svc.GetSubscription(r.Context(), callerOf(r.Context()), subscriptionID(r))
 		if err != nil {
-			s.fail(w, r, subscriptionAPIError(err))
+			s.fail(w, r, err)
 			return
 		}
 		writeJSON(w, http.StatusOK, sub)
-	case hasID && r.Method == http.MethodDelete:
-		if err := svc.DeleteSubscription(ctx, caller, pattern, ids[0]); err != nil {
-			s.fail(w, r, subscriptionAPIError(err))
+	}
+}
+
+func (s *Server) deleteSubscription(svc SubscriptionService) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if err := svc.DeleteSubscription(r.Context(), callerOf(r.Context()), r.URL.Path, subscriptionID(r)); err != nil {
+			s.fail(w, r, err)
 			return
 		}
 		w.WriteHeader(http.StatusNoContent)
-	default:
-		w.Header().Set("Allow", "GET, PUT, DELETE")
-		s.fail(w, r, errSubscriptionMethod)
 	}
+}
+
+// callback serves the callback API (see serveCallback).
+func (s *Server) callback(svc SubscriptionService) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) { serveCallback(w, r, svc, s) }
 }
 
 // callerOf is who a subscription or consumer request acts as: the
@@ -142,34 +138,6 @@ func readError(err error) error {
 		return errBodyTooLarge
 	}
 	return errBodyRead
-}
-
-// subscriptionErrors maps the subscription API's errors to one status and
-// code each. A refused webhook URL is a 400 whose message names the
-// reason; a taken id stays a 409.
-var subscriptionErrors = []struct {
-	err    error
-	status int
-	code   string
-}{
-	{subscription.ErrInvalidSubscriptionID, http.StatusBadRequest, "INVALID_SUBSCRIPTION_ID"},
-	{glob.ErrInvalidPattern, http.StatusBadRequest, "INVALID_PATTERN"},
-	{wake.ErrPatternForbidden, http.StatusForbidden, "FORBIDDEN"},
-	{subscription.ErrInvalidRequest, http.StatusBadRequest, "INVALID_REQUEST"},
-	{webhook.ErrURLRefused, http.StatusBadRequest, "URL_REFUSED"},
-	{wake.ErrSubscriptionExists, http.StatusConflict, "SUBSCRIPTION_EXISTS"},
-	{wake.ErrSubscriptionNotFound, http.StatusNotFound, "SUBSCRIPTION_NOT_FOUND"},
-}
-
-// subscriptionAPIError turns an error of the subscription API into the
-// *apiError fail writes, or returns it as it is (a server fault).
-func subscriptionAPIError(err error) error {
-	for _, e := range subscriptionErrors {
-		if errors.Is(err, e.err) {
-			return &apiError{status: e.status, code: e.code, message: trimPackage(err.Error())}
-		}
-	}
-	return err
 }
 
 // trimPackage drops the package prefixes of a wrapped error message.

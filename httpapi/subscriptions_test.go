@@ -56,9 +56,21 @@ func (f *fakeSubscriptions) Callback(_ context.Context, p *wake.CallbackParams) 
 	return f.callback(p)
 }
 
+// GetConsumer implements ConsumerService: the fake has no consumers.
+func (f *fakeSubscriptions) GetConsumer(_ context.Context, _ wake.Caller, id string) (*subscription.ConsumerInfo, error) {
+	f.record("consumer " + id)
+	return nil, wake.ErrConsumerNotFound
+}
+
+// ListConsumers implements ConsumerService: the fake has no consumers.
+func (f *fakeSubscriptions) ListConsumers(_ context.Context, _ wake.Caller, subscriptionID, _ string, _ int) (*subscription.ConsumerList, error) {
+	f.record("consumers " + subscriptionID)
+	return nil, wake.ErrSubscriptionNotFound
+}
+
 func subscriptionServer(t *testing.T, f *fakeSubscriptions) *Server {
 	s := newTestServer(&fakeStore{t: t}, Config{})
-	s.MountSubscriptions(f)
+	s.Mount(APIs{Subscriptions: f})
 	return s
 }
 

@@ -8,7 +8,6 @@ package stats
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -18,6 +17,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
+
+	"github.com/heraldstreams/herald/internal/httpjson"
 )
 
 // Minutes is how many minutes a Recorder keeps.
@@ -209,7 +210,7 @@ func (r *Recorder) Snapshot() Snapshot {
 func (r *Recorder) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	if err := r.Sample(); err != nil {
 		r.cfg.Logger.ErrorContext(req.Context(), "sampling the stats failed", "err", err)
-		writeJSON(w, http.StatusInternalServerError, map[string]any{"error": map[string]string{"code": "INTERNAL", "message": "reading the counters failed"}})
+		httpjson.WriteError(w, req, http.StatusInternalServerError, httpjson.Detail{Code: "INTERNAL", Message: "reading the counters failed"})
 		return
 	}
 	snap := r.Snapshot()
@@ -217,21 +218,10 @@ func (r *Recorder) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		n, err := r.cfg.Backlog(req.Context())
 		if err != nil {
 			r.cfg.Logger.ErrorContext(req.Context(), "counting the delivery backlog failed", "err", err)
-			writeJSON(w, http.StatusInternalServerError, map[string]any{"error": map[string]string{"code": "INTERNAL", "message": "counting the delivery backlog failed"}})
+			httpjson.WriteError(w, req, http.StatusInternalServerError, httpjson.Detail{Code: "INTERNAL", Message: "counting the delivery backlog failed"})
 			return
 		}
 		snap.Backlog = &n
 	}
-	writeJSON(w, http.StatusOK, snap)
-}
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	body, err := json.Marshal(v)
-	if err != nil {
-		status, body = http.StatusInternalServerError, []byte(`{"error":{"code":"INTERNAL","message":"encoding the answer failed"}}`)
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(status)
-	_, _ = w.Write(body) // a failed write means the client is gone
+	httpjson.Write(w, http.StatusOK, snap)
 }

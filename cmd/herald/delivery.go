@@ -13,7 +13,6 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/heraldstreams/herald/delivery"
-	"github.com/heraldstreams/herald/delivery/deliveryapi"
 	"github.com/heraldstreams/herald/delivery/dispatch"
 	"github.com/heraldstreams/herald/httpapi"
 	"github.com/heraldstreams/herald/webhook"
@@ -132,15 +131,14 @@ func (c *deliveryConfig) schedule() (delivery.Schedule, error) {
 type deliveryParams struct {
 	Config  *serveConfig
 	Store   dispatch.EngineStore
-	API     *httpapi.Server
 	Metrics prometheus.Registerer
 	// Tracing traces matches, attempts and their POSTs; nil: off.
 	Tracing trace.TracerProvider
 	Logger  *slog.Logger
 }
 
-// startDelivery builds the event delivery engine, mounts its API under
-// /_herald/v1/ and starts it. The caller stops it after the HTTP server
+// startDelivery builds the event delivery engine and starts it; the route
+// table serves its API under /_herald/v1/. The caller stops it after the HTTP server
 // and before the store.
 func startDelivery(ctx context.Context, p deliveryParams) (*dispatch.Engine, error) {
 	c := &p.Config.Delivery
@@ -189,7 +187,6 @@ func startDelivery(ctx context.Context, p deliveryParams) (*dispatch.Engine, err
 	if err != nil {
 		return nil, fmt.Errorf("event delivery: %w", err)
 	}
-	deliveryapi.NewAPI(eng).Mount(p.API)
 	if err := eng.Start(ctx); err != nil {
 		return nil, fmt.Errorf("event delivery: %w", err)
 	}

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/heraldstreams/herald/auth"
+	"github.com/heraldstreams/herald/internal/routetest"
 	"github.com/heraldstreams/herald/store/sqlite"
 )
 
@@ -33,8 +34,7 @@ func keysHerald(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mux := http.NewServeMux()
-	auth.NewKeysAPI(auth.KeysAPIConfig{Auth: a, Store: st}).Mount(auth.ServeMux{Mux: mux, Auth: a})
+	mux := routetest.Handler(a, auth.NewKeysAPI(auth.KeysAPIConfig{Auth: a, Store: st}).Routes())
 	mux.Handle("GET /probe", a.Require(auth.Rule{Scope: auth.ScopeStreamsRead}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {})))
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)

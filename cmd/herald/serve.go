@@ -21,6 +21,7 @@ import (
 
 	apidoc "github.com/heraldstreams/herald/api"
 	"github.com/heraldstreams/herald/auth"
+	"github.com/heraldstreams/herald/delivery/deliveryapi"
 	"github.com/heraldstreams/herald/delivery/dispatch"
 	"github.com/heraldstreams/herald/httpapi"
 	"github.com/heraldstreams/herald/internal/secretbox"
@@ -119,33 +120,34 @@ func newApp(ctx context.Context, cfg *serveConfig, log *slog.Logger, tp trace.Tr
 	if err := errors.Join(api.RegisterMetrics(metrics), st.RegisterMetrics(metrics)); err != nil {
 		return fail(fmt.Errorf("metrics: %w", err))
 	}
-	metricsRule := auth.Rule{Scope: auth.ScopeAdmin, Platform: true}
-	if cfg.Access.PublicMetrics {
-		metricsRule = auth.Rule{Public: true}
-	}
-	api.Handle("GET "+httpapi.HeraldPrefix+"metrics", metricsRule, promhttp.HandlerFor(metrics, promhttp.HandlerOpts{}))
 	dashboard, err := ui.Handler(ui.Config{FrameAncestors: splitList(cfg.UIFrameAncestors)})
 	if err != nil {
 		return fail(err)
 	}
-	api.Handle("GET "+ui.Prefix, auth.Rule{Public: true}, dashboard)
 	rec := newStatsRecorder(metrics, st, log.With("part", "stats"))
-	api.Handle("GET "+httpapi.HeraldPrefix+"v1/stats", auth.Rule{Scope: auth.ScopeAdmin, Platform: true}, rec)
-	api.Handle("GET "+apidoc.Path, auth.Rule{Public: true}, apidoc.Handler())
-	auth.NewKeysAPI(auth.KeysAPIConfig{Auth: authn, Store: st, Logger: log.With("part", "keys"),
-		PortalURL: publicURL(cfg.PublicURL, cfg.TLS.scheme(), ln.Addr()) + ui.Prefix}).Mount(api)
 	subs, err := startSubscriptions(ctx, subscriptionsParams{
-		Config: cfg, Store: st, TokenKeys: st, API: api, Metrics: metrics, Tracing: tp,
+		Config: cfg, Store: st, TokenKeys: st, Metrics: metrics, Tracing: tp,
 		Logger: log.With("part", "subscriptions"), Listener: ln.Addr(),
 	})
 	if err != nil {
 		return fail(fmt.Errorf("webhook subscriptions: %w", err))
 	}
-	deliv, err := startDelivery(ctx, deliveryParams{Config: cfg, Store: st, API: api, Metrics: metrics, Tracing: tp, Logger: log.With("part", "delivery")})
+	deliv, err := startDelivery(ctx, deliveryParams{Config: cfg, Store: st, Metrics: metrics, Tracing: tp, Logger: log.With("part", "delivery")})
 	if err != nil {
 		subs.Stop()
 		return fail(err)
 	}
+	api.Mount(httpapi.APIs{
+		Subscriptions: subs,
+		Keys: auth.NewKeysAPI(auth.KeysAPIConfig{Auth: authn, Store: st, Logger: log.With("part", "keys"),
+			PortalURL: publicURL(cfg.PublicURL, cfg.TLS.scheme(), ln.Addr()) + ui.Prefix}).Routes(),
+		Delivery:      deliveryapi.NewAPI(deliv).Routes(),
+		Metrics:       promhttp.HandlerFor(metrics, promhttp.HandlerOpts{}),
+		PublicMetrics: cfg.Access.PublicMetrics,
+		Stats:         rec,
+		Dashboard:     dashboard,
+		OpenAPI:       apidoc.Handler(),
+	})
 	stopStats := goUntilStopped(ctx, func(ctx context.Context) { rec.Run(ctx, stats.DefaultInterval) })
 	stopAuth := func() {}
 	if authn.Enabled() {

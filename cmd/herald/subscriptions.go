@@ -18,7 +18,6 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/heraldstreams/herald/auth"
-	"github.com/heraldstreams/herald/httpapi"
 	"github.com/heraldstreams/herald/store"
 	"github.com/heraldstreams/herald/subscription"
 	"github.com/heraldstreams/herald/subscription/wake"
@@ -44,7 +43,6 @@ type subscriptionsParams struct {
 	Store  wake.EngineStore
 	// TokenKeys keeps the token keys Herald makes (none configured).
 	TokenKeys store.TokenKeyStore
-	API       *httpapi.Server
 	Metrics   prometheus.Registerer
 	// Tracing traces wakes and their POSTs; nil: off.
 	Tracing  trace.TracerProvider
@@ -52,8 +50,8 @@ type subscriptionsParams struct {
 	Listener net.Addr
 }
 
-// startSubscriptions builds the webhook subscription engine, mounts its
-// HTTP API, consumer API and callbacks on the API server, and starts it. The caller
+// startSubscriptions builds the webhook subscription engine and starts it;
+// the route table serves its HTTP API, consumer API and callbacks. The caller
 // stops it (Engine.Stop) after the HTTP server and before the store.
 func startSubscriptions(ctx context.Context, p subscriptionsParams) (*wake.Engine, error) {
 	cfg := p.Config
@@ -100,8 +98,6 @@ func startSubscriptions(ctx context.Context, p subscriptionsParams) (*wake.Engin
 	if err != nil {
 		return nil, err
 	}
-	p.API.MountSubscriptions(eng)
-	p.API.MountConsumers(eng)
 	if err := eng.Start(ctx); err != nil {
 		return nil, err
 	}

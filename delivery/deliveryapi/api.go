@@ -17,6 +17,7 @@ import (
 	"github.com/heraldstreams/herald/auth"
 	"github.com/heraldstreams/herald/delivery"
 	"github.com/heraldstreams/herald/delivery/dispatch"
+	"github.com/heraldstreams/herald/internal/httpjson"
 	"github.com/heraldstreams/herald/store"
 )
 
@@ -37,10 +38,10 @@ type API struct {
 // NewAPI returns the API of an engine.
 func NewAPI(e *dispatch.Engine) *API { return &API{e: e, log: e.Logger()} }
 
-// Mount registers every route on m, each behind the scope it needs and,
-// for a route with an {id}, the check that the caller's tenant may see
-// what it names (see visibleEndpoint).
-func (a *API) Mount(m auth.Mounter) {
+// Routes are the delivery API's routes, each behind the scope it needs
+// and, for a route with an {id}, the check that the caller's tenant may
+// see what it names (see visibleEndpoint).
+func (a *API) Routes() []auth.Route {
 	var (
 		epRead   = auth.Rule{Scope: auth.ScopeEndpointsRead}
 		epWrite  = auth.Rule{Scope: auth.ScopeEndpointsWrite}
@@ -51,37 +52,40 @@ func (a *API) Mount(m auth.Mounter) {
 		// endpoint needs its types) and changed by the admin only.
 		catalogue = auth.Rule{Scope: auth.ScopeAdmin}
 	)
+	var routes []auth.Route
 	for _, r := range []struct {
-		pattern string
-		rule    auth.Rule
-		owner   owner
-		fn      http.HandlerFunc
+		method string
+		path   string
+		rule   auth.Rule
+		owner  owner
+		fn     http.HandlerFunc
 	}{
-		{"POST " + APIPrefix + "endpoints", epWrite, ownsNothing, a.createEndpoint},
-		{"GET " + APIPrefix + "endpoints", epRead, ownsNothing, a.listEndpoints},
-		{"GET " + APIPrefix + "endpoints/{id}", epRead, ownsEndpoint, a.getEndpoint},
-		{"PATCH " + APIPrefix + "endpoints/{id}", epWrite, ownsEndpoint, a.patchEndpoint},
-		{"DELETE " + APIPrefix + "endpoints/{id}", epWrite, ownsEndpoint, a.deleteEndpoint},
-		{"POST " + APIPrefix + "endpoints/{id}/rotate-secret", epWrite, ownsEndpoint, a.rotateSecret},
-		{"POST " + APIPrefix + "endpoints/{id}/test", epWrite, ownsEndpoint, a.testEndpoint},
-		{"POST " + APIPrefix + "endpoints/{id}/verify", epWrite, ownsEndpoint, a.verifyEndpoint},
-		{"POST " + APIPrefix + "endpoints/{id}/replay", dlvWrite, ownsEndpoint, a.replay},
-		{"GET " + APIPrefix + "endpoints/{id}/deliveries", dlvRead, ownsEndpoint, a.listDeliveries},
-		{"GET " + APIPrefix + "replays/{id}", dlvRead, ownsReplay, a.getReplay},
-		{"GET " + APIPrefix + "deliveries/{id}", dlvRead, ownsDelivery, a.getDelivery},
-		{"POST " + APIPrefix + "deliveries/{id}/retry", dlvWrite, ownsDelivery, a.retryDelivery},
-		{"POST " + APIPrefix + "events", publish, ownsNothing, a.publish},
-		{"POST " + APIPrefix + "event-types", catalogue, ownsNothing, a.installationWide(a.createEventType)},
-		{"GET " + APIPrefix + "event-types", epRead, ownsNothing, a.listEventTypes},
-		{"GET " + APIPrefix + "event-types/{name}", epRead, ownsNothing, a.getEventType},
-		{"PATCH " + APIPrefix + "event-types/{name}", catalogue, ownsNothing, a.installationWide(a.patchEventType)},
-		{"DELETE " + APIPrefix + "event-types/{name}", catalogue, ownsNothing, a.installationWide(a.deleteEventType)},
+		{"POST", APIPrefix + "endpoints", epWrite, ownsNothing, a.createEndpoint},
+		{"GET", APIPrefix + "endpoints", epRead, ownsNothing, a.listEndpoints},
+		{"GET", APIPrefix + "endpoints/{id}", epRead, ownsEndpoint, a.getEndpoint},
+		{"PATCH", APIPrefix + "endpoints/{id}", epWrite, ownsEndpoint, a.patchEndpoint},
+		{"DELETE", APIPrefix + "endpoints/{id}", epWrite, ownsEndpoint, a.deleteEndpoint},
+		{"POST", APIPrefix + "endpoints/{id}/rotate-secret", epWrite, ownsEndpoint, a.rotateSecret},
+		{"POST", APIPrefix + "endpoints/{id}/test", epWrite, ownsEndpoint, a.testEndpoint},
+		{"POST", APIPrefix + "endpoints/{id}/verify", epWrite, ownsEndpoint, a.verifyEndpoint},
+		{"POST", APIPrefix + "endpoints/{id}/replay", dlvWrite, ownsEndpoint, a.replay},
+		{"GET", APIPrefix + "endpoints/{id}/deliveries", dlvRead, ownsEndpoint, a.listDeliveries},
+		{"GET", APIPrefix + "replays/{id}", dlvRead, ownsReplay, a.getReplay},
+		{"GET", APIPrefix + "deliveries/{id}", dlvRead, ownsDelivery, a.getDelivery},
+		{"POST", APIPrefix + "deliveries/{id}/retry", dlvWrite, ownsDelivery, a.retryDelivery},
+		{"POST", APIPrefix + "events", publish, ownsNothing, a.publish},
+		{"POST", APIPrefix + "event-types", catalogue, ownsNothing, a.installationWide(a.createEventType)},
+		{"GET", APIPrefix + "event-types", epRead, ownsNothing, a.listEventTypes},
+		{"GET", APIPrefix + "event-types/{name}", epRead, ownsNothing, a.getEventType},
+		{"PATCH", APIPrefix + "event-types/{name}", catalogue, ownsNothing, a.installationWide(a.patchEventType)},
+		{"DELETE", APIPrefix + "event-types/{name}", catalogue, ownsNothing, a.installationWide(a.deleteEventType)},
 	} {
-		if strings.Contains(r.pattern, "{id}") != (r.owner != ownsNothing) {
-			panic("delivery: route " + r.pattern + ": an {id} route must say what the id names, and only one") // a programming error
+		if strings.Contains(r.path, "{id}") != (r.owner != ownsNothing) {
+			panic("delivery: route " + r.path + ": an {id} route must say what the id names, and only one") // a programming error
 		}
-		m.Handle(r.pattern, r.rule, a.owned(r.owner, r.fn))
+		routes = append(routes, auth.Route{Method: r.method, Pattern: r.path, Rule: r.rule, Handler: a.owned(r.owner, r.fn)})
 	}
+	return routes
 }
 
 // Error codes of the API besides the validation codes (see Code).
@@ -139,37 +143,27 @@ var errorTable = []struct {
 	{store.ErrClosedStore, http.StatusServiceUnavailable, CodeUnavailable},
 }
 
-type errorBody struct {
-	Error errorDetail `json:"error"`
-}
-
-type errorDetail struct {
-	Code    delivery.Code `json:"code"`
-	Message string        `json:"message"`
-	Field   string        `json:"field,omitempty"`
-}
-
 func (a *API) fail(w http.ResponseWriter, r *http.Request, err error) {
-	d := errorDetail{Code: CodeInternal, Message: "internal error"}
+	d := httpjson.Detail{Code: string(CodeInternal), Message: "internal error"}
 	status := http.StatusInternalServerError
 	var ae *apiError
 	var ve *delivery.ValidationError
 	var closed *store.ClosedError
 	switch {
 	case errors.As(err, &ae):
-		status, d = ae.status, errorDetail{ae.code, ae.message, ae.field}
+		status, d = ae.status, httpjson.Detail{Code: string(ae.code), Message: ae.message, Field: ae.field}
 	case errors.As(err, &ve):
-		status, d = http.StatusBadRequest, errorDetail{ve.Code, ve.Message, ve.Field}
+		status, d = http.StatusBadRequest, httpjson.Detail{Code: string(ve.Code), Message: ve.Message, Field: ve.Field}
 		if ve.Code == delivery.CodeEventTooLarge || ve.Code == dispatch.CodeSchemaTooLarge {
 			status = http.StatusRequestEntityTooLarge
 		}
 	case errors.As(err, &closed):
-		status, d = http.StatusConflict, errorDetail{Code: CodeStreamClosed, Message: "the stream is closed"}
+		status, d = http.StatusConflict, httpjson.Detail{Code: string(CodeStreamClosed), Message: "the stream is closed"}
 	default:
 		matched := false
 		for _, e := range errorTable {
 			if errors.Is(err, e.err) {
-				status, d = e.status, errorDetail{Code: e.code, Message: strings.TrimPrefix(strings.TrimPrefix(err.Error(), "store: "), "delivery: ")}
+				status, d = e.status, httpjson.Detail{Code: string(e.code), Message: strings.TrimPrefix(strings.TrimPrefix(err.Error(), "store: "), "delivery: ")}
 				matched = true
 				break
 			}
@@ -178,22 +172,10 @@ func (a *API) fail(w http.ResponseWriter, r *http.Request, err error) {
 			a.log.ErrorContext(r.Context(), "delivery API request failed", "method", r.Method, "path", r.URL.Path, "err", err)
 		}
 	}
-	writeJSON(w, status, errorBody{d})
+	httpjson.WriteError(w, r, status, d)
 }
 
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		http.Error(w, `{"error":{"code":"INTERNAL","message":"encoding the response failed"}}`, http.StatusInternalServerError)
-		return
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(status)
-	_, _ = w.Write(buf.Bytes()) // the client may be gone; nothing to do about it
-}
+func writeJSON(w http.ResponseWriter, status int, v any) { httpjson.Write(w, status, v) }
 
 // readBody reads a JSON request body of at most limit bytes. An empty
 // body is allowed when emptyOK.

@@ -7,16 +7,10 @@ import (
 	"testing"
 	"testing/synctest"
 
-	"github.com/heraldstreams/herald/auth"
 	"github.com/heraldstreams/herald/delivery"
 	"github.com/heraldstreams/herald/delivery/dispatch"
+	"github.com/heraldstreams/herald/internal/routetest"
 )
-
-// bareMounter mounts routes without any access check, so no principal is
-// in the request context.
-type bareMounter struct{ mux *http.ServeMux }
-
-func (m bareMounter) Handle(pattern string, _ auth.Rule, h http.Handler) { m.mux.Handle(pattern, h) }
 
 // A route served without the check that records the principal fails
 // closed: nothing is shown or changed, whatever the tenant.
@@ -24,8 +18,8 @@ func TestAPIWithoutPrincipalFailsClosed(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRig(t, nil)
 		ep := r.endpoint(&dispatch.CreateEndpointParams{Config: delivery.EndpointConfig{Tenant: "acme"}, Active: true})
-		mux := http.NewServeMux()
-		NewAPI(r.e).Mount(bareMounter{mux})
+		// Served bare: no access check, so no principal in the context.
+		mux := routetest.Handler(nil, NewAPI(r.e).Routes())
 		for _, c := range []struct{ method, path, body string }{
 			{"GET", "/_herald/v1/endpoints", ""},
 			{"GET", "/_herald/v1/endpoints/" + ep.ID, ""},

@@ -16,6 +16,7 @@ import (
 	"github.com/heraldstreams/herald/delivery"
 	"github.com/heraldstreams/herald/delivery/dispatch"
 	"github.com/heraldstreams/herald/delivery/internal/deliverytest"
+	"github.com/heraldstreams/herald/internal/routetest"
 	"github.com/heraldstreams/herald/store"
 	"github.com/heraldstreams/herald/store/sqlite"
 )
@@ -66,9 +67,7 @@ func newRig(t *testing.T, tweak func(*dispatch.EngineConfig)) *rig {
 	if err := r.e.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	mux := http.NewServeMux()
-	NewAPI(r.e).Mount(auth.ServeMux{Mux: mux, Auth: auth.Off()})
-	r.api = mux
+	r.api = routetest.Handler(auth.Off(), NewAPI(r.e).Routes())
 	t.Cleanup(func() {
 		r.e.Stop(context.Background())
 	})

@@ -1,0 +1,47 @@
+package httpjson
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"testing"
+)
+
+// An error body has one shape: code and message, and field only when the
+// error names an input; HEAD gets the headers alone.
+func TestWriteError(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		method string
+		d      Detail
+		want   string
+	}{
+		{"GET", Detail{Code: "NOT_FOUND", Message: "no <such> route"}, `{"error":{"code":"NOT_FOUND","message":"no <such> route"}}`},
+		{"POST", Detail{Code: "INVALID_JSON", Message: "bad", Field: "url"}, `{"error":{"code":"INVALID_JSON","message":"bad","field":"url"}}`},
+		{"HEAD", Detail{Code: "NOT_FOUND", Message: "gone"}, ``},
+	} {
+		w := httptest.NewRecorder()
+		w.Header().Set("Content-Length", "12")
+		w.Header().Set("ETag", `"x"`)
+		WriteError(w, httptest.NewRequest(c.method, "/", nil), http.StatusNotFound, c.d)
+		h := w.Header()
+		if w.Code != http.StatusNotFound || w.Body.String() != c.want || h.Get("Content-Type") != "application/json" ||
+			h.Get("Cache-Control") != "no-store" || h.Get("Content-Length") != "" || h.Get("ETag") != "" {
+			t.Errorf("%s %+v: %d %v %q, want %q", c.method, c.d, w.Code, h, w.Body, c.want)
+		}
+	}
+}
+
+// A value that does not encode is answered with the INTERNAL error body.
+func TestWrite(t *testing.T) {
+	t.Parallel()
+	w := httptest.NewRecorder()
+	Write(w, http.StatusOK, map[string]string{"a": "<b>"})
+	if w.Code != http.StatusOK || w.Body.String() != `{"a":"<b>"}` || w.Header().Get("Content-Type") != "application/json" {
+		t.Errorf("Write: %d %v %q", w.Code, w.Header(), w.Body)
+	}
+	w = httptest.NewRecorder()
+	Write(w, http.StatusOK, func() {})
+	if w.Code != http.StatusInternalServerError || w.Body.String() != `{"error":{"code":"INTERNAL","message":"internal error"}}` {
+		t.Errorf("Write of a func: %d %q", w.Code, w.Body)
+	}
+}
