@@ -7,9 +7,9 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/heraldstreams/herald/protocol"
 	"github.com/heraldstreams/herald/store"
 	"github.com/heraldstreams/herald/store/internal/codec"
+	"github.com/heraldstreams/herald/streamrules"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -131,7 +131,7 @@ func (s *Store) create(ctx context.Context, tx *wtx, p *store.StreamCreateParams
 			}
 		case err != nil:
 			return nil, err
-		case !protocol.SameCreateConfig(&st, p):
+		case !streamrules.SameCreateConfig(st.Config(), p.Config()):
 			return nil, store.ErrStreamExists
 		default:
 			return &store.StreamCreateResult{Stream: st}, nil
@@ -147,9 +147,9 @@ func (s *Store) create(ctx context.Context, tx *wtx, p *store.StreamCreateParams
 		}
 		srcStream, err := view(src, p.Now)
 		if err != nil {
-			return nil, protocol.ForkSourceError(err)
+			return nil, store.ForkSourceError(err)
 		}
-		d, err := protocol.DecideFork(&srcStream, p, func(anchor int64) ([]byte, error) {
+		d, err := streamrules.DecideFork(srcStream.Config(), srcStream.Tail, p.Config(), func(anchor int64) ([]byte, error) {
 			return chunkRest(ctx, tx, src, anchor)
 		})
 		if err != nil {
@@ -242,9 +242,9 @@ func (s *Store) append(ctx context.Context, tx *wtx, p *store.StreamAppendParams
 	if _, err := view(r, p.Now); err != nil {
 		return nil, err
 	}
-	var cur *protocol.ProducerState
+	var cur *streamrules.ProducerState
 	if p.Producer != nil {
-		var ps protocol.ProducerState
+		var ps streamrules.ProducerState
 		err := tx.QueryRow(ctx, `SELECT epoch, last_seq FROM producers WHERE stream_id = $1 AND producer_id = $2`,
 			r.ID, p.Producer.ID).Scan(&ps.Epoch, &ps.LastSeq)
 		switch {
@@ -254,13 +254,13 @@ func (s *Store) append(ctx context.Context, tx *wtx, p *store.StreamAppendParams
 			return nil, fmt.Errorf("read producer: %w", err)
 		}
 	}
-	d, err := protocol.DecideAppend(protocol.AppendState{
+	d, err := streamrules.DecideAppend(streamrules.AppendState{
 		ContentType: r.ContentType,
 		Closed:      r.Closed,
 		LastSeq:     r.LastSeq,
 		ClosedBy:    r.closedBy,
 		Producer:    cur,
-	}, protocol.AppendRequestOf(p))
+	}, p.AppendRequest())
 	if err != nil {
 		var ce *store.ClosedError
 		if errors.As(err, &ce) {

@@ -27,10 +27,10 @@ import (
 
 	"github.com/heraldstreams/herald/internal/privfile"
 	"github.com/heraldstreams/herald/internal/secretbox"
-	"github.com/heraldstreams/herald/protocol"
 	"github.com/heraldstreams/herald/store"
 	"github.com/heraldstreams/herald/store/internal/codec"
 	"github.com/heraldstreams/herald/store/internal/commitmetrics"
+	"github.com/heraldstreams/herald/streamrules"
 	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
 )
 
@@ -110,7 +110,7 @@ type Store struct {
 	touches   map[int64]int64 // read-driven TTL renewals (Unix ns) not yet written
 	// producers caches idempotent producer state by stream id and
 	// producer id; only the committer reads or writes it.
-	producers map[int64]map[string]protocol.ProducerState
+	producers map[int64]map[string]streamrules.ProducerState
 	recent    *recentCache
 	// secretStats is what Open did to the secret columns.
 	secretStats SecretStats
@@ -165,7 +165,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		byPath:    make(map[string]*entry),
 		byID:      make(map[int64]*entry),
 		touches:   make(map[int64]int64),
-		producers: make(map[int64]map[string]protocol.ProducerState),
+		producers: make(map[int64]map[string]streamrules.ProducerState),
 		recent:    newRecentCache(),
 		wprepared: make(map[string]*sql.Stmt),
 		syncFull:  true,

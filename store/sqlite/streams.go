@@ -7,9 +7,9 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/heraldstreams/herald/protocol"
 	"github.com/heraldstreams/herald/store"
 	"github.com/heraldstreams/herald/store/internal/codec"
+	"github.com/heraldstreams/herald/streamrules"
 )
 
 // StreamCreate implements store.Store.
@@ -82,7 +82,7 @@ func (o *createOp) apply(b *batch) error {
 			o.err = err
 			return nil
 		default:
-			if !protocol.SameCreateConfig(&st, p) {
+			if !streamrules.SameCreateConfig(st.Config(), p.Config()) {
 				o.err = store.ErrStreamExists
 				return nil
 			}
@@ -140,10 +140,10 @@ func (b *batch) resolveFork(e *entry, p *store.StreamCreateParams) error {
 	src := b.get(p.ForkSource)
 	srcStream, err := b.s.view(src, p.Now)
 	if err != nil {
-		return ruleError{protocol.ForkSourceError(err)}
+		return ruleError{store.ForkSourceError(err)}
 	}
 	var readErr error
-	d, err := protocol.DecideFork(&srcStream, p, func(anchor int64) ([]byte, error) {
+	d, err := streamrules.DecideFork(srcStream.Config(), srcStream.Tail, p.Config(), func(anchor int64) ([]byte, error) {
 		chunk, start, err := b.s.chunkAt(b.ctx, src, anchor)
 		if err != nil {
 			readErr = err
@@ -214,7 +214,7 @@ func (o *appendOp) apply(b *batch) error {
 		o.err = err
 		return nil
 	}
-	var cur *protocol.ProducerState
+	var cur *streamrules.ProducerState
 	if p.Producer != nil {
 		ps, ok, err := b.producer(e, p.Producer.ID)
 		if err != nil {
@@ -224,13 +224,13 @@ func (o *appendOp) apply(b *batch) error {
 			cur = &ps
 		}
 	}
-	d, err := protocol.DecideAppend(protocol.AppendState{
+	d, err := streamrules.DecideAppend(streamrules.AppendState{
 		ContentType: e.contentType,
 		Closed:      e.closed,
 		LastSeq:     e.lastSeq,
 		ClosedBy:    e.closedBy(),
 		Producer:    cur,
-	}, protocol.AppendRequestOf(p))
+	}, p.AppendRequest())
 	if err != nil {
 		var ce *store.ClosedError
 		if errors.As(err, &ce) {
