@@ -6,7 +6,6 @@ import (
 
 	"github.com/heraldstreams/herald/store"
 	"github.com/heraldstreams/herald/store/internal/codec"
-	"github.com/jackc/pgx/v5"
 )
 
 // Claims lock the rows they select with FOR UPDATE SKIP LOCKED (handles
@@ -31,39 +30,12 @@ func newClaims(ids *codec.DeliveryIDs, owner string) *codec.Claims {
 // Peers implements store.Store: replicas share the database.
 func (s *Store) Peers() bool { return true }
 
-// pgTx runs codec's statements in a transaction.
-type pgTx struct {
-	ctx context.Context
-	tx  pgx.Tx
-}
-
-func (t pgTx) QueryRow(sql string, args ...any) codec.Row { return t.tx.QueryRow(t.ctx, sql, args...) }
-
-func (t pgTx) Query(sql string, args []any, each func(codec.Row) error) error {
-	rows, err := t.tx.Query(t.ctx, sql, args...)
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		if err := each(rows); err != nil {
-			return err
-		}
-	}
-	return rows.Err()
-}
-
-func (t pgTx) Exec(sql string, args ...any) error {
-	_, err := t.tx.Exec(t.ctx, sql, args...)
-	return err
-}
-
 // LeaseAcquire implements store.LeaseStore.
 func (s *Store) LeaseAcquire(ctx context.Context, params *store.LeaseAcquireParams) (bool, error) {
 	var held bool
 	err := s.tx(ctx, func(tx *wtx) error {
 		var err error
-		if held, err = codec.AcquireLease(pgTx{ctx, tx}, params, s.owner, isNoRows); err != nil {
+		if held, err = codec.AcquireLease(pgTx{ctx, tx, s}, params, s.owner, isNoRows); err != nil {
 			return fmt.Errorf("postgres: take lease: %w", err)
 		}
 		return nil
@@ -76,7 +48,7 @@ func (s *Store) ConsumerClaimDue(ctx context.Context, params *store.ConsumerClai
 	var res *store.ConsumerClaimDueResult
 	err := s.tx(ctx, func(tx *wtx) error {
 		var err error
-		if res, err = codec.ClaimConsumers(pgTx{ctx, tx}, params, s.owner, consumerLock); err != nil {
+		if res, err = codec.ClaimConsumers(pgTx{ctx, tx, s}, params, s.owner, consumerLock); err != nil {
 			return fmt.Errorf("postgres: claim consumers: %w", err)
 		}
 		return nil

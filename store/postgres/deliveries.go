@@ -99,7 +99,7 @@ func (s *Store) DeliveryEnqueue(ctx context.Context, params *store.DeliveryEnque
 			}
 		}
 		now := codec.Nanos(params.Now)
-		grants, token, err := s.claims.Grants(pgTx{ctx, tx}, params)
+		grants, token, err := s.claims.Grants(pgTx{ctx, tx, s}, params)
 		if err != nil {
 			return fmt.Errorf("postgres: lease deliveries: %w", err)
 		}
@@ -160,7 +160,7 @@ func (s *Store) DeliveryClaim(ctx context.Context, params *store.DeliveryClaimPa
 	var res *store.DeliveryClaimResult
 	err := s.tx(ctx, func(tx *wtx) error {
 		var err error
-		res, err = s.claims.Claim(pgTx{ctx, tx}, params)
+		res, err = s.claims.Claim(pgTx{ctx, tx, s}, params)
 		if err != nil {
 			return fmt.Errorf("postgres: claim: %w", err)
 		}

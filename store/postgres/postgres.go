@@ -28,6 +28,7 @@ import (
 	"github.com/heraldstreams/herald/internal/secretbox"
 	"github.com/heraldstreams/herald/store"
 	"github.com/heraldstreams/herald/store/internal/codec"
+	"github.com/heraldstreams/herald/store/sqlstore"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -40,7 +41,7 @@ var migrations embed.FS
 type Options struct {
 	Logger *slog.Logger
 	// Box encrypts the secret columns, as in the SQLite backend (see
-	// secretColumns): Open seals plaintext values and rewraps those of
+	// sqlstore.SecretColumns): Open seals plaintext values and rewraps those of
 	// older keys, and refuses a Box that cannot open what was sealed
 	// before. Nil keeps secrets in plaintext (tests); a database whose
 	// secrets are encrypted does not open without a Box.
@@ -68,9 +69,10 @@ const pingAfterIdle = 10 * time.Second
 // rate buckets, consumer timer leases and named leases — is in the
 // database and shared by every handle.
 type Store struct {
+	// Store is the core: every statement the backends share.
+	*sqlstore.Store
 	pool    *pgxpool.Pool
 	log     *slog.Logger
-	box     *secretbox.Box
 	hub     *store.Hub
 	channel string
 	// owner names this handle in the leases it takes and the
@@ -78,10 +80,9 @@ type Store struct {
 	owner string
 	// noteSeq numbers this handle's notifications; notes holds, until
 	// the listener receives each, the channel its writer waits on.
-	noteSeq     atomic.Uint64
-	notesMu     sync.Mutex
-	notes       map[uint64]chan struct{}
-	secretStats SecretStats
+	noteSeq atomic.Uint64
+	notesMu sync.Mutex
+	notes   map[uint64]chan struct{}
 	// ids names deliveries (see codec.DeliveryIDs); every handle reads
 	// the one key in id_keys.
 	ids *codec.DeliveryIDs
@@ -132,8 +133,9 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 		pool.Close()
 		return nil, fmt.Errorf("postgres: handle id: %w", err)
 	}
-	s := &Store{pool: pool, log: opts.Logger, box: opts.Box, hub: store.NewHub(), owner: hex.EncodeToString(owner),
+	s := &Store{pool: pool, log: opts.Logger, hub: store.NewHub(), owner: hex.EncodeToString(owner),
 		notes: make(map[uint64]chan struct{}), metrics: newTxMetrics()}
+	s.Store = sqlstore.New(sqlstore.Config{Backend: backend{s}, Dialect: dialect, Box: opts.Box, Logger: opts.Logger})
 	if err := s.open(ctx, cfg.ConnConfig); err != nil {
 		pool.Close()
 		return nil, err
@@ -304,9 +306,6 @@ func isNoRows(err error) bool { return errors.Is(err, pgx.ErrNoRows) }
 
 // Notifier implements store.Store.
 func (s *Store) Notifier() store.Notifier { return s.hub }
-
-// SecretStats reports what Open did to the secret columns.
-func (s *Store) SecretStats() SecretStats { return s.secretStats }
 
 // Close implements store.Store: it stops listening and closes the pool,
 // after the calls in flight return.

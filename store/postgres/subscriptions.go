@@ -18,13 +18,13 @@ func (s *Store) scanSubscription(row codec.Row) (store.Subscription, error) {
 	if err != nil {
 		return sub, err
 	}
-	sub.Secret, err = s.openText(sub.Secret, "subscriptions", sub.ID, "secret")
+	sub.Secret, err = s.OpenSecret(sub.Secret, "subscriptions", sub.ID, "secret")
 	return sub, err
 }
 
 // SubscriptionCreate implements store.SubscriptionStore.
 func (s *Store) SubscriptionCreate(ctx context.Context, params *store.SubscriptionCreateParams) (*store.SubscriptionCreateResult, error) {
-	sealed, err := s.sealText(params.Subscription.Secret, "subscriptions", params.Subscription.ID, "secret")
+	sealed, err := s.SealSecret(params.Subscription.Secret, "subscriptions", params.Subscription.ID, "secret")
 	if err != nil {
 		return nil, err
 	}

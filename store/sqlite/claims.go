@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 
 	"github.com/heraldstreams/herald/store"
@@ -48,50 +47,12 @@ func (s *Store) startClaims(ctx context.Context) error {
 // Peers implements store.Store: one process owns the database.
 func (s *Store) Peers() bool { return false }
 
-// batchTx runs codec's statements in a batch, on the writer connection.
-type batchTx struct{ b *batch }
-
-func (t batchTx) QueryRow(sql string, args ...any) codec.Row {
-	stmt, err := t.b.s.writerStmt(t.b.ctx, codec.Numbered(sql))
-	if err != nil {
-		return errRow{err}
-	}
-	return stmt.QueryRowContext(t.b.ctx, args...)
-}
-
-func (t batchTx) Query(sql string, args []any, each func(codec.Row) error) error {
-	stmt, err := t.b.s.writerStmt(t.b.ctx, codec.Numbered(sql))
-	if err != nil {
-		return err
-	}
-	rows, err := stmt.QueryContext(t.b.ctx, args...)
-	if err != nil {
-		return err
-	}
-	for rows.Next() {
-		if err := each(rows); err != nil {
-			return errors.Join(err, rows.Close())
-		}
-	}
-	return errors.Join(rows.Err(), rows.Close())
-}
-
-func (t batchTx) Exec(sql string, args ...any) error {
-	_, err := t.b.exec(codec.Numbered(sql), args...)
-	return err
-}
-
-// errRow is a row whose statement could not be prepared.
-type errRow struct{ err error }
-
-func (r errRow) Scan(...any) error { return r.err }
-
 // LeaseAcquire implements store.LeaseStore.
 func (s *Store) LeaseAcquire(ctx context.Context, params *store.LeaseAcquireParams) (bool, error) {
 	var held bool
 	err := s.writeRelaxed(ctx, func(b *batch) error {
 		var err error
-		if held, err = codec.AcquireLease(batchTx{b}, params, s.owner, isNoRows); err != nil {
+		if held, err = codec.AcquireLease(txOf(b), params, s.owner, isNoRows); err != nil {
 			return fmt.Errorf("take lease: %w", err)
 		}
 		return nil
@@ -104,7 +65,7 @@ func (s *Store) ConsumerClaimDue(ctx context.Context, params *store.ConsumerClai
 	var res *store.ConsumerClaimDueResult
 	err := s.writeRelaxed(ctx, func(b *batch) error {
 		var err error
-		if res, err = codec.ClaimConsumers(batchTx{b}, params, s.owner, ""); err != nil {
+		if res, err = codec.ClaimConsumers(txOf(b), params, s.owner, ""); err != nil {
 			return fmt.Errorf("claim consumers: %w", err)
 		}
 		return nil

@@ -130,7 +130,7 @@ func (s *Store) DeliveryEnqueue(ctx context.Context, params *store.DeliveryEnque
 		}
 		now := codec.Nanos(params.Now)
 		res.Leased = res.Leased[:0]
-		grants, token, err := s.claims.Grants(batchTx{b}, params)
+		grants, token, err := s.claims.Grants(txOf(b), params)
 		if err != nil {
 			return fmt.Errorf("lease deliveries: %w", err)
 		}
@@ -211,7 +211,7 @@ func (s *Store) DeliveryClaim(ctx context.Context, params *store.DeliveryClaimPa
 	var res *store.DeliveryClaimResult
 	err := s.writeRelaxed(ctx, func(b *batch) error {
 		var err error
-		res, err = s.claims.Claim(batchTx{b}, params)
+		res, err = s.claims.Claim(txOf(b), params)
 		if err != nil {
 			return fmt.Errorf("claim: %w", err)
 		}

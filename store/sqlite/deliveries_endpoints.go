@@ -14,11 +14,11 @@ var _ store.DeliveryStore = (*Store)(nil)
 const endpointColumns = codec.EndpointColumns
 
 func (s *Store) encodeEndpoint(ep *store.Endpoint) (codec.EndpointRow, error) {
-	return codec.SealEndpoint(ep, s.sealText)
+	return codec.SealEndpoint(ep, s.SealSecret)
 }
 
 func (s *Store) scanEndpoint(row codec.Row) (store.Endpoint, error) {
-	return codec.OpenEndpoint(row, s.openText)
+	return codec.OpenEndpoint(row, s.OpenSecret)
 }
 
 // EndpointCreate implements store.DeliveryStore.

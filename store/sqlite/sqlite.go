@@ -30,6 +30,7 @@ import (
 	"github.com/heraldstreams/herald/store"
 	"github.com/heraldstreams/herald/store/internal/codec"
 	"github.com/heraldstreams/herald/store/internal/commitmetrics"
+	"github.com/heraldstreams/herald/store/sqlstore"
 	"github.com/heraldstreams/herald/streamrules"
 	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
 )
@@ -57,7 +58,7 @@ type Config struct {
 	// meanwhile join the next one (default 5ms; negative: no wait).
 	RelaxedInterval time.Duration
 	// Box encrypts the secret columns (signing secrets, custom header
-	// values, token keys; see secretColumns). Open seals the plaintext
+	// values, token keys; see sqlstore.SecretColumns). Open seals the plaintext
 	// values a store holds and rewraps those of older keys, and refuses a
 	// Box that cannot open what was sealed before. Nil keeps secrets in
 	// plaintext (tests); a store whose secrets are encrypted does not open
@@ -65,8 +66,10 @@ type Config struct {
 	Box *secretbox.Box
 }
 
-// Store is the SQLite implementation of store.Store.
+// Store is the SQLite implementation of store.Store: the core
+// (sqlstore) over the committer and the read pool.
 type Store struct {
+	*sqlstore.Store
 	cfg    Config
 	log    *slog.Logger
 	lock   *os.File
@@ -112,8 +115,6 @@ type Store struct {
 	// producer id; only the committer reads or writes it.
 	producers map[int64]map[string]streamrules.ProducerState
 	recent    *recentCache
-	// secretStats is what Open did to the secret columns.
-	secretStats SecretStats
 }
 
 var _ store.Store = (*Store)(nil)
@@ -172,6 +173,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		rprepared: make(map[string]*sql.Stmt),
 		metrics:   newCommitMetrics(),
 	}
+	s.Store = sqlstore.New(sqlstore.Config{Backend: backend{s}, Dialect: dialect, Box: cfg.Box, Logger: cfg.Logger})
 	if err := s.open(ctx); err != nil {
 		s.closeHandles()
 		return nil, err

@@ -10,14 +10,8 @@ import (
 	"github.com/heraldstreams/herald/store/internal/claimrules"
 )
 
-// ClaimTx is the transaction a backend claims in. Statements are written
-// with $1-style placeholders; a backend whose driver wants another style
-// rewrites them (see Numbered).
-type ClaimTx interface {
-	QueryRow(sql string, args ...any) Row
-	Query(sql string, args []any, each func(Row) error) error
-	Exec(sql string, args ...any) error
-}
+// ClaimTx is the transaction a backend claims in (see Executor).
+type ClaimTx = Executor
 
 // Numbered rewrites the $N placeholders of a statement to SQLite's ?N.
 // The shared statements hold no other '$'.
@@ -161,7 +155,7 @@ func (c *Claims) Claim(tx ClaimTx, params *store.DeliveryClaimParams) (*store.De
 	got := len(res.Deliveries)
 	if params.Rate > 0 {
 		b = b.Take(limits, got)
-		if err := tx.Exec(bucketWriteSQL, params.EndpointID, b.Tokens, b.At); err != nil {
+		if _, err := tx.Exec(bucketWriteSQL, params.EndpointID, b.Tokens, b.At); err != nil {
 			return nil, err
 		}
 		if n < params.Limit && got == n && hold == 0 {
@@ -204,7 +198,7 @@ func (c *Claims) Grant(tx ClaimTx, endpoint string, limits store.DeliveryLimits,
 	n := l.GrantCount(want, running, b)
 	if l.Rate > 0 {
 		b = b.Take(l, n)
-		if err := tx.Exec(bucketWriteSQL, endpoint, b.Tokens, b.At); err != nil {
+		if _, err := tx.Exec(bucketWriteSQL, endpoint, b.Tokens, b.At); err != nil {
 			return 0, err
 		}
 	}

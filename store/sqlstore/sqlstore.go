@@ -1,0 +1,143 @@
+// Package sqlstore is the one SQL implementation of Herald's storage
+// contract: the statements, the rules around them, the sealing of secrets
+// and the scanning of rows, written once over a small interface that each
+// SQL backend implements (Backend: how it runs a write or a read, and
+// Dialect: how its SQL differs).
+//
+// A backend embeds a *Store and keeps only what is its own: package
+// sqlite its group-commit writer, caches and WAL settings; package
+// postgres its row and advisory locks and LISTEN/NOTIFY. Statements are
+// written with PostgreSQL's $1-style placeholders; the SQLite executor
+// rewrites them to ?1 (SQLite reads both the same way).
+package sqlstore
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+
+	"github.com/heraldstreams/herald/internal/secretbox"
+	"github.com/heraldstreams/herald/store"
+	"github.com/heraldstreams/herald/store/internal/codec"
+)
+
+// Row is a row to scan.
+type Row = codec.Row
+
+// Executor runs the statements of one transaction, or of a read.
+type Executor = codec.Executor
+
+// Tx is the executor of a write transaction.
+type Tx interface {
+	Executor
+	// Invalidate tells every handle's Notifier, once the transaction
+	// commits, that a cached item changed (store.Notifier.Invalidations).
+	Invalidate(inv store.Invalidation) error
+}
+
+// WriteMode says how a write may be committed.
+type WriteMode int
+
+const (
+	// Durable writes are on disk when the call returns; a rule error
+	// undoes the write's own changes only.
+	Durable WriteMode = iota
+	// ChecksFirst is Durable for a write whose rule errors all come
+	// before its first change (a backend that batches writes need not
+	// mark where this one began).
+	ChecksFirst
+	// Relaxed is bookkeeping whose loss costs nothing but repeated work;
+	// a backend may commit it without waiting for the disk.
+	Relaxed
+)
+
+// Backend runs the core's statements on a database.
+type Backend interface {
+	// Write runs fn in a write transaction and commits it as mode says.
+	// An error fn returns leaves none of fn's changes behind and is
+	// returned as it is.
+	Write(ctx context.Context, mode WriteMode, fn func(Tx) error) error
+	// Read runs fn on a read of committed data.
+	Read(ctx context.Context, fn func(Executor) error) error
+}
+
+// Dialect is how a backend's SQL differs from the core's.
+type Dialect struct {
+	// Name prefixes the errors of the backend ("sqlite", "postgres").
+	Name string
+	// IsNoRows reports whether err is a QueryRow that found no row.
+	IsNoRows func(error) bool
+	// ForUpdate ends a SELECT of rows the transaction goes on to update:
+	// "FOR UPDATE" where rows lock, "" where one writer runs at a time.
+	ForUpdate string
+	// LockTable is the statement that makes a transaction the only
+	// writer of a table until it ends, "" where one writer runs at a time.
+	LockTable func(table string) string
+}
+
+// Config configures New.
+type Config struct {
+	Backend Backend
+	Dialect Dialect
+	// Box seals the secret columns (see SecretColumns); nil keeps them
+	// in plaintext.
+	Box    *secretbox.Box
+	Logger *slog.Logger
+}
+
+// Store implements the storage contract on a Backend. A backend embeds
+// it and adds what is its own.
+type Store struct {
+	b   Backend
+	d   Dialect
+	box *secretbox.Box
+	log *slog.Logger
+	// stats is what PrepareSecrets did.
+	stats store.SecretStats
+}
+
+// New returns the core over cfg's backend.
+func New(cfg Config) *Store {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Store{b: cfg.Backend, d: cfg.Dialect, box: cfg.Box, log: cfg.Logger}
+}
+
+// RuleError is a request that breaks a rule of the contract (a key that
+// exists, a missing row): a write fn returns it to undo its own changes
+// without failing the transaction's other work, and the caller gets Err.
+type RuleError struct{ Err error }
+
+func (e *RuleError) Error() string { return e.Err.Error() }
+
+// Unwrap returns the contract's error.
+func (e *RuleError) Unwrap() error { return e.Err }
+
+// rule wraps a contract error for a write fn.
+func rule(err error) error { return &RuleError{Err: err} }
+
+// write runs fn through the backend and returns a rule error as the
+// contract's error it carries.
+func (s *Store) write(ctx context.Context, mode WriteMode, fn func(Tx) error) error {
+	err := s.b.Write(ctx, mode, fn)
+	var r *RuleError
+	if errors.As(err, &r) {
+		return r.Err
+	}
+	return err
+}
+
+// errorf prefixes a database failure with the backend's name.
+func (s *Store) errorf(what string, err error) error {
+	return &dbError{prefix: s.d.Name + ": " + what, err: err}
+}
+
+// dbError is a database failure, named by the backend and what failed.
+type dbError struct {
+	prefix string
+	err    error
+}
+
+func (e *dbError) Error() string { return e.prefix + ": " + e.err.Error() }
+func (e *dbError) Unwrap() error { return e.err }
