@@ -17,6 +17,18 @@ var dialect = sqlstore.Dialect{
 	IsNoRows:  isNoRows,
 	ForUpdate: "FOR UPDATE",
 	LockTable: func(table string) string { return `LOCK TABLE ` + table + ` IN EXCLUSIVE MODE` },
+	// Handles claiming at once take different rows instead of waiting;
+	// the claims of one endpoint run one at a time on its bucket row (see
+	// codec.Claims).
+	SkipLocked:   `FOR UPDATE SKIP LOCKED`,
+	DeliveryLock: `FOR UPDATE OF d SKIP LOCKED`,
+	LeaseToken:   `SELECT nextval('delivery_lease_tokens')`,
+	Int64s: func(ph string, v []int64) (string, any) {
+		if v == nil {
+			v = []int64{}
+		}
+		return `SELECT unnest(CAST(` + ph + ` AS BIGINT[]))`, v
+	},
 }
 
 // backend runs the core's statements: every write is one transaction,
@@ -56,6 +68,16 @@ func (t pgTx) Exec(sql string, args ...any) (int64, error) {
 	return tag.RowsAffected(), err
 }
 
+// InsertID implements sqlstore.Tx with RETURNING.
+func (t pgTx) InsertID(sql, id string, args ...any) (int64, error) {
+	var v int64
+	err := t.tx.QueryRow(t.ctx, sql+` RETURNING `+id, args...).Scan(&v)
+	if isNoRows(err) {
+		return 0, nil
+	}
+	return v, err
+}
+
 // Invalidate implements sqlstore.Tx: a notification in the transaction,
 // which every handle's listener hears when it commits.
 func (t pgTx) Invalidate(inv store.Invalidation) error { return t.s.invalidate(t.ctx, t.tx, inv) }
@@ -93,3 +115,6 @@ func eachRow(rows pgx.Rows, err error, each func(codec.Row) error) error {
 	}
 	return rows.Err()
 }
+
+// Peers implements store.Store: replicas share the database.
+func (s *Store) Peers() bool { return true }

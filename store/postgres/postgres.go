@@ -27,7 +27,6 @@ import (
 
 	"github.com/heraldstreams/herald/internal/secretbox"
 	"github.com/heraldstreams/herald/store"
-	"github.com/heraldstreams/herald/store/internal/codec"
 	"github.com/heraldstreams/herald/store/sqlstore"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -83,13 +82,8 @@ type Store struct {
 	noteSeq atomic.Uint64
 	notesMu sync.Mutex
 	notes   map[uint64]chan struct{}
-	// ids names deliveries (see codec.DeliveryIDs); every handle reads
-	// the one key in id_keys.
-	ids *codec.DeliveryIDs
 	// metrics time the write transactions.
 	metrics *txMetrics
-	// claims takes leases in the rows (see claims.go).
-	claims *codec.Claims
 
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
@@ -135,7 +129,7 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	}
 	s := &Store{pool: pool, log: opts.Logger, hub: store.NewHub(), owner: hex.EncodeToString(owner),
 		notes: make(map[uint64]chan struct{}), metrics: newTxMetrics()}
-	s.Store = sqlstore.New(sqlstore.Config{Backend: backend{s}, Dialect: dialect, Box: opts.Box, Logger: opts.Logger})
+	s.Store = sqlstore.New(sqlstore.Config{Backend: backend{s}, Dialect: dialect, Box: opts.Box, Logger: opts.Logger, Owner: s.owner})
 	if err := s.open(ctx, cfg.ConnConfig); err != nil {
 		pool.Close()
 		return nil, err
@@ -324,25 +318,7 @@ func (s *Store) Close() error {
 }
 
 // loadDeliveryIDs reads the delivery id key, making it at the first start
-// that finds none; replicas starting together agree on the first key
-// written.
+// that finds none (sqlstore.Store.LoadDeliveryIDs).
 func (s *Store) loadDeliveryIDs(ctx context.Context) error {
-	key := make([]byte, codec.DeliveryIDKeySize)
-	if _, err := rand.Read(key); err != nil {
-		return fmt.Errorf("postgres: delivery id key: %w", err)
-	}
-	if _, err := s.pool.Exec(ctx, `INSERT INTO id_keys (name, key) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING`,
-		codec.DeliveryIDKeyName, key); err != nil {
-		return fmt.Errorf("postgres: delivery id key: %w", err)
-	}
-	if err := s.pool.QueryRow(ctx, `SELECT key FROM id_keys WHERE name = $1`, codec.DeliveryIDKeyName).Scan(&key); err != nil {
-		return fmt.Errorf("postgres: delivery id key: %w", err)
-	}
-	ids, err := codec.NewDeliveryIDs(key)
-	if err != nil {
-		return fmt.Errorf("postgres: %w", err)
-	}
-	s.ids = ids
-	s.claims = newClaims(ids, s.owner)
-	return nil
+	return s.tx(ctx, func(tx *wtx) error { return s.LoadDeliveryIDs(pgTx{ctx, tx, s}) })
 }

@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 
 	"github.com/heraldstreams/herald/store"
@@ -13,10 +14,21 @@ import (
 // dialect is how SQLite's SQL differs from the core's: one writer runs at
 // a time (the committer), so nothing locks rows or tables.
 var dialect = sqlstore.Dialect{
-	Name:      "sqlite",
-	IsNoRows:  isNoRows,
-	ForUpdate: "",
-	LockTable: func(string) string { return "" },
+	Name:       "sqlite",
+	IsNoRows:   isNoRows,
+	LockTable:  func(string) string { return "" },
+	LeaseToken: `UPDATE lease_tokens SET last = last + 1 WHERE id = 1 RETURNING last`,
+	Int64s:     int64s,
+}
+
+// int64s is a list of integers as a JSON array, whose values json_each
+// returns.
+func int64s(ph string, v []int64) (string, any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err) // integers always marshal
+	}
+	return `SELECT value FROM json_each(` + ph + `)`, string(b)
 }
 
 // backend runs the core's statements: writes in the committer's batches
@@ -83,6 +95,24 @@ func (x wexec) Exec(sql string, args ...any) (int64, error) {
 type batchTx struct {
 	wexec
 	b *batch
+}
+
+// InsertID implements sqlstore.Tx with the last insert id: RETURNING
+// would make SQLite keep a statement journal, truncated at every
+// statement.
+func (t batchTx) InsertID(sql, _ string, args ...any) (int64, error) {
+	stmt, err := t.s.writerStmt(t.ctx, codec.Numbered(sql))
+	if err != nil {
+		return 0, err
+	}
+	res, err := stmt.ExecContext(t.ctx, args...)
+	if err != nil {
+		return 0, err
+	}
+	if n, err := res.RowsAffected(); err != nil || n == 0 {
+		return 0, err
+	}
+	return res.LastInsertId()
 }
 
 // txOf is the executor of a batch.

@@ -10,8 +10,10 @@ package sqlite
 
 import (
 	"context"
+	"crypto/rand"
 	"database/sql"
 	"embed"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -28,7 +30,6 @@ import (
 	"github.com/heraldstreams/herald/internal/privfile"
 	"github.com/heraldstreams/herald/internal/secretbox"
 	"github.com/heraldstreams/herald/store"
-	"github.com/heraldstreams/herald/store/internal/codec"
 	"github.com/heraldstreams/herald/store/internal/commitmetrics"
 	"github.com/heraldstreams/herald/store/sqlstore"
 	"github.com/heraldstreams/herald/streamrules"
@@ -80,11 +81,6 @@ type Store struct {
 	syncFull bool
 	// metrics measure the committer (see newCommitMetrics).
 	metrics *commitmetrics.Metrics
-	// owner names this process in the leases it takes (see claims.go).
-	owner  string
-	claims *codec.Claims
-	// ids names deliveries (see codec.DeliveryIDs).
-	ids *codec.DeliveryIDs
 	// walFrames is the WAL's size in frames at the last checkpoint.
 	walFrames atomic.Int64
 	reader    *sql.DB
@@ -173,7 +169,13 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		rprepared: make(map[string]*sql.Stmt),
 		metrics:   newCommitMetrics(),
 	}
-	s.Store = sqlstore.New(sqlstore.Config{Backend: backend{s}, Dialect: dialect, Box: cfg.Box, Logger: cfg.Logger})
+	owner := make([]byte, 8)
+	if _, err := rand.Read(owner); err != nil {
+		return nil, errors.Join(fmt.Errorf("sqlite: process id: %w", err), lock.Close())
+	}
+	// The owner names this process in the leases it takes (see claims.go).
+	s.Store = sqlstore.New(sqlstore.Config{Backend: backend{s}, Dialect: dialect, Box: cfg.Box, Logger: cfg.Logger,
+		Owner: hex.EncodeToString(owner)})
 	if err := s.open(ctx); err != nil {
 		s.closeHandles()
 		return nil, err
@@ -214,9 +216,6 @@ func (s *Store) open(ctx context.Context) error {
 		return err
 	}
 	if err := s.prepareSecrets(ctx); err != nil {
-		return err
-	}
-	if err := s.loadDeliveryIDs(ctx); err != nil {
 		return err
 	}
 	if err := s.startClaims(ctx); err != nil {

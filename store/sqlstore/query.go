@@ -45,3 +45,36 @@ func list[T any](ctx context.Context, s *Store, q *query, what string, scan func
 	}
 	return out, nil
 }
+
+// countBy reads a statement of (key, count) rows into out, which holds
+// the keys that count 0 when no row names them.
+func (s *Store) countBy(ctx context.Context, sql, what string, out map[string]int) (map[string]int, error) {
+	type kv struct {
+		k string
+		n int
+	}
+	rows, err := list(ctx, s, &query{sql: sql}, what, func(r Row) (kv, error) {
+		var v kv
+		return v, r.Scan(&v.k, &v.n)
+	})
+	if err != nil {
+		return nil, err
+	}
+	for _, v := range rows {
+		out[v.k] = v.n
+	}
+	return out, nil
+}
+
+// get reads one row of q with scan; missing is the contract's error when
+// there is none.
+func get[T any](ctx context.Context, s *Store, q *query, what string, missing error, scan func(Row) (T, error)) (*T, error) {
+	rows, err := list(ctx, s, q, what, scan)
+	if err != nil {
+		return nil, err
+	}
+	if len(rows) == 0 {
+		return nil, missing
+	}
+	return &rows[0], nil
+}

@@ -13,8 +13,11 @@ package sqlstore
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
+	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/heraldstreams/herald/internal/secretbox"
 	"github.com/heraldstreams/herald/store"
@@ -33,6 +36,11 @@ type Tx interface {
 	// Invalidate tells every handle's Notifier, once the transaction
 	// commits, that a cached item changed (store.Notifier.Invalidations).
 	Invalidate(inv store.Invalidation) error
+	// InsertID runs an INSERT (written without RETURNING) and returns
+	// the generated value of its column id, or 0 when it inserted no row
+	// (ON CONFLICT DO NOTHING): RETURNING where the database prefers it,
+	// the last insert id where RETURNING costs more.
+	InsertID(sql, id string, args ...any) (int64, error)
 }
 
 // WriteMode says how a write may be committed.
@@ -59,6 +67,10 @@ type Backend interface {
 	Write(ctx context.Context, mode WriteMode, fn func(Tx) error) error
 	// Read runs fn on a read of committed data.
 	Read(ctx context.Context, fn func(Executor) error) error
+	// SnapshotCursors gives an endpoint, in tx, a delivery cursor at the
+	// tail of every live stream that has none: the backend knows its
+	// streams' tails (in its rows, or in its cache).
+	SnapshotCursors(tx Tx, endpointID string, now time.Time) error
 }
 
 // Dialect is how a backend's SQL differs from the core's.
@@ -73,6 +85,17 @@ type Dialect struct {
 	// LockTable is the statement that makes a transaction the only
 	// writer of a table until it ends, "" where one writer runs at a time.
 	LockTable func(table string) string
+	// SkipLocked ends a SELECT of rows a claim takes: "FOR UPDATE SKIP
+	// LOCKED" where handles claim at once (each takes other rows), ""
+	// where one writer runs at a time. DeliveryLock is the same for the
+	// claim of deliveries joined to their endpoint (alias d).
+	SkipLocked, DeliveryLock string
+	// LeaseToken is the statement that returns a lease token never
+	// returned before in the database.
+	LeaseToken string
+	// Int64s is a subquery whose rows are the values of v, bound to the
+	// placeholder ph, and the argument to bind there.
+	Int64s func(ph string, v []int64) (sql string, arg any)
 }
 
 // Config configures New.
@@ -83,6 +106,8 @@ type Config struct {
 	// in plaintext.
 	Box    *secretbox.Box
 	Logger *slog.Logger
+	// Owner names this handle in the leases it takes.
+	Owner string
 }
 
 // Store implements the storage contract on a Backend. A backend embeds
@@ -94,6 +119,10 @@ type Store struct {
 	log *slog.Logger
 	// stats is what PrepareSecrets did.
 	stats store.SecretStats
+	owner string
+	// ids names deliveries, claims leases them (see LoadDeliveryIDs).
+	ids    *codec.DeliveryIDs
+	claims *codec.Claims
 }
 
 // New returns the core over cfg's backend.
@@ -101,7 +130,42 @@ func New(cfg Config) *Store {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Store{b: cfg.Backend, d: cfg.Dialect, box: cfg.Box, log: cfg.Logger}
+	return &Store{b: cfg.Backend, d: cfg.Dialect, box: cfg.Box, log: cfg.Logger, owner: cfg.Owner}
+}
+
+// Owner is the name of this handle in the leases it takes.
+func (s *Store) Owner() string { return s.owner }
+
+// DeliveryIDs names deliveries (set by LoadDeliveryIDs).
+func (s *Store) DeliveryIDs() *codec.DeliveryIDs { return s.ids }
+
+// LoadDeliveryIDs runs when a store opens, in a transaction tx of the
+// backend: it reads the delivery id key, making it at the first start
+// that finds none (handles starting together agree on the first key
+// written), and readies the delivery claims.
+func (s *Store) LoadDeliveryIDs(tx Executor) error {
+	key := make([]byte, codec.DeliveryIDKeySize)
+	if _, err := rand.Read(key); err != nil {
+		return s.errorf("delivery id key", err)
+	}
+	if _, err := tx.Exec(`INSERT INTO id_keys (name, key) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING`,
+		codec.DeliveryIDKeyName, key); err != nil {
+		return s.errorf("delivery id key", err)
+	}
+	if err := tx.QueryRow(`SELECT key FROM id_keys WHERE name = $1`, codec.DeliveryIDKeyName).Scan(&key); err != nil {
+		return s.errorf("delivery id key", err)
+	}
+	ids, err := codec.NewDeliveryIDs(key)
+	if err != nil {
+		return fmt.Errorf("%s: %w", s.d.Name, err)
+	}
+	s.ids = ids
+	s.claims = &codec.Claims{IDs: ids, Owner: s.owner, Lock: s.d.DeliveryLock, Token: func(tx codec.ClaimTx) (int64, error) {
+		var token int64
+		err := tx.QueryRow(s.d.LeaseToken).Scan(&token)
+		return token, err
+	}}
+	return nil
 }
 
 // RuleError is a request that breaks a rule of the contract (a key that
