@@ -23,6 +23,12 @@ var dialect = sqlstore.Dialect{
 	SkipLocked:   `FOR UPDATE SKIP LOCKED`,
 	DeliveryLock: `FOR UPDATE OF d SKIP LOCKED`,
 	LeaseToken:   `SELECT nextval('delivery_lease_tokens')`,
+	EachJSON: func(expr, alias string) string {
+		return `json_array_elements_text(CAST(` + expr + ` AS json)) AS ` + alias + `(value)`
+	},
+	TextPairs: func(ph string) string {
+		return `SELECT value ->> 0 AS a, value ->> 1 AS b FROM json_array_elements(CAST(` + ph + ` AS json))`
+	},
 	Int64s: func(ph string, v []int64) (string, any) {
 		if v == nil {
 			v = []int64{}

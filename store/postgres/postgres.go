@@ -1,8 +1,11 @@
 // Package postgres is Herald's PostgreSQL storage backend, for several
 // `herald serve` replicas sharing one database. Every method is one
-// transaction on a pgx connection pool; the rules come from package
-// protocol, as in every backend, and the truth is in the rows: a handle
-// keeps no stream metadata, producer state or lease in memory.
+// transaction on a pgx connection pool, and the truth is in the rows: a
+// handle keeps no stream metadata, producer state or lease in memory.
+// What the backends share is written once in package sqlstore, which
+// this one runs with its row locks (FOR UPDATE, SKIP LOCKED) and
+// notifications; the streams are its own, their rules from package
+// streamrules, as in every backend.
 //
 // Stream changes are announced with NOTIFY in the transaction that makes
 // them, so every replica's Notifier (a store.Hub fed by one LISTEN

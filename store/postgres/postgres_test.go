@@ -31,15 +31,10 @@ func serverURL(t testing.TB) string {
 	return url
 }
 
-// newSchema creates an empty schema for one test and drops it after.
-func newSchema(t testing.TB) string {
+// withConn runs fn on a connection of its own to the test server.
+func withConn(t testing.TB, fn func(*pgx.Conn)) {
 	t.Helper()
 	ctx := context.Background()
-	b := make([]byte, 8)
-	if _, err := rand.Read(b); err != nil {
-		t.Fatal(err)
-	}
-	schema := "t_" + hex.EncodeToString(b)
 	conn, err := pgx.Connect(ctx, serverURL(t))
 	if err != nil {
 		t.Fatalf("connect: %v", err)
@@ -49,9 +44,23 @@ func newSchema(t testing.TB) string {
 			t.Errorf("close: %v", err)
 		}
 	}()
-	if _, err := conn.Exec(ctx, `CREATE SCHEMA `+pgx.Identifier{schema}.Sanitize()); err != nil {
-		t.Fatalf("create schema: %v", err)
+	fn(conn)
+}
+
+// newSchema creates an empty schema for one test and drops it after.
+func newSchema(t testing.TB) string {
+	t.Helper()
+	ctx := context.Background()
+	b := make([]byte, 8)
+	if _, err := rand.Read(b); err != nil {
+		t.Fatal(err)
 	}
+	schema := "t_" + hex.EncodeToString(b)
+	withConn(t, func(conn *pgx.Conn) {
+		if _, err := conn.Exec(ctx, `CREATE SCHEMA `+pgx.Identifier{schema}.Sanitize()); err != nil {
+			t.Fatalf("create schema: %v", err)
+		}
+	})
 	t.Cleanup(func() {
 		conn, err := pgx.Connect(ctx, serverURL(t))
 		if err != nil {
@@ -177,25 +186,17 @@ func (f *factory) Stored(t *testing.T, s store.Store, table, column string) []st
 	f.mu.Lock()
 	schema := f.schemas[s]
 	f.mu.Unlock()
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, serverURL(t))
-	if err != nil {
-		t.Fatalf("connect: %v", err)
-	}
-	defer func() {
-		if err := conn.Close(ctx); err != nil {
-			t.Errorf("close: %v", err)
+	var values []string
+	withConn(t, func(conn *pgx.Conn) {
+		rows, err := conn.Query(context.Background(), `SELECT `+pgx.Identifier{column}.Sanitize()+` FROM `+pgx.Identifier{schema, table}.Sanitize()+
+			` WHERE `+pgx.Identifier{column}.Sanitize()+` <> ''`)
+		if err != nil {
+			t.Fatalf("read %s.%s: %v", table, column, err)
 		}
-	}()
-	rows, err := conn.Query(ctx, `SELECT `+pgx.Identifier{column}.Sanitize()+` FROM `+pgx.Identifier{schema, table}.Sanitize()+
-		` WHERE `+pgx.Identifier{column}.Sanitize()+` <> ''`)
-	if err != nil {
-		t.Fatalf("read %s.%s: %v", table, column, err)
-	}
-	values, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		t.Fatalf("read %s.%s: %v", table, column, err)
-	}
+		if values, err = pgx.CollectRows(rows, pgx.RowTo[string]); err != nil {
+			t.Fatalf("read %s.%s: %v", table, column, err)
+		}
+	})
 	return values
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/heraldstreams/herald/store"
 	"github.com/heraldstreams/herald/store/internal/codec"
+	"github.com/heraldstreams/herald/store/sqlstore"
 	"github.com/heraldstreams/herald/streamrules"
 	"github.com/jackc/pgx/v5"
 )
@@ -160,9 +161,7 @@ func (s *Store) create(ctx context.Context, tx *wtx, p *store.StreamCreateParams
 		st.Tail = d.Position
 		sourceID = sql.NullInt64{Int64: src.ID, Valid: true}
 	}
-	err = tx.QueryRow(ctx, `INSERT INTO streams (path, content_type, tail, closed, ttl_seconds, expires_at, accessed_at, created_at,
-		fork_source_id, fork_source_path, fork_position, fork_offset, fork_sub_offset)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) RETURNING id`,
+	err = tx.QueryRow(ctx, sqlstore.InsertStreamSQL+` RETURNING id`,
 		st.Path, st.ContentType, st.Tail, st.Closed, int64(st.TTL.Seconds()), codec.Nanos(st.ExpiresAt),
 		codec.Nanos(st.AccessedAt), codec.Nanos(st.CreatedAt), sourceID, st.ForkSource, st.ForkPosition,
 		st.ForkOffset, st.ForkSubOffset).Scan(&st.ID)
@@ -185,7 +184,7 @@ func (s *Store) create(ctx context.Context, tx *wtx, p *store.StreamCreateParams
 }
 
 func insertChunk(ctx context.Context, tx pgx.Tx, id, start int64, data []byte) error {
-	if _, err := tx.Exec(ctx, `INSERT INTO chunks (stream_id, start_pos, end_pos, data) VALUES ($1, $2, $3, $4)`,
+	if _, err := tx.Exec(ctx, sqlstore.InsertChunkSQL,
 		id, start, start+int64(len(data)), data); err != nil {
 		return fmt.Errorf("insert chunk: %w", err)
 	}
@@ -245,7 +244,7 @@ func (s *Store) append(ctx context.Context, tx *wtx, p *store.StreamAppendParams
 	var cur *streamrules.ProducerState
 	if p.Producer != nil {
 		var ps streamrules.ProducerState
-		err := tx.QueryRow(ctx, `SELECT epoch, last_seq FROM producers WHERE stream_id = $1 AND producer_id = $2`,
+		err := tx.QueryRow(ctx, sqlstore.GetProducerSQL,
 			r.ID, p.Producer.ID).Scan(&ps.Epoch, &ps.LastSeq)
 		switch {
 		case err == nil:
@@ -307,8 +306,7 @@ func (s *Store) append(ctx context.Context, tx *wtx, p *store.StreamAppendParams
 		return nil, fmt.Errorf("write stream: %w", err)
 	}
 	if d.ProducerChanged {
-		if _, err := tx.Exec(ctx, `INSERT INTO producers (stream_id, producer_id, epoch, last_seq) VALUES ($1, $2, $3, $4)
-			ON CONFLICT (stream_id, producer_id) DO UPDATE SET epoch = excluded.epoch, last_seq = excluded.last_seq`,
+		if _, err := tx.Exec(ctx, sqlstore.UpsertProducerSQL,
 			st.ID, p.Producer.ID, d.Producer.Epoch, d.Producer.LastSeq); err != nil {
 			return nil, fmt.Errorf("write producer: %w", err)
 		}
@@ -406,7 +404,7 @@ func (rr *rangeReader) read(ctx context.Context, r *row, from, end int64) error 
 	if from >= end {
 		return nil
 	}
-	rows, err := rr.q.Query(ctx, `SELECT start_pos, end_pos, data FROM chunks WHERE stream_id = $1 AND end_pos > $2 AND start_pos < $3 ORDER BY end_pos`,
+	rows, err := rr.q.Query(ctx, sqlstore.ChunksFromSQL,
 		r.ID, from, end)
 	if err != nil {
 		return fmt.Errorf("postgres: read chunks: %w", err)
@@ -446,7 +444,7 @@ func (s *Store) deleteStream(ctx context.Context, tx *wtx, r *row) (gone bool, e
 	first := true
 	for r != nil {
 		var forks int
-		if err := tx.QueryRow(ctx, `SELECT count(*) FROM streams WHERE fork_source_id = $1`, r.ID).Scan(&forks); err != nil {
+		if err := tx.QueryRow(ctx, sqlstore.CountForksSQL, r.ID).Scan(&forks); err != nil {
 			return false, fmt.Errorf("count forks: %w", err)
 		}
 		change := store.TailChange{StreamID: r.ID, Path: r.Path, Tail: r.Tail, Closed: r.Closed, Deleted: true}
@@ -461,11 +459,7 @@ func (s *Store) deleteStream(ctx context.Context, tx *wtx, r *row) (gone bool, e
 			}
 			return false, nil
 		}
-		for _, q := range []string{
-			`DELETE FROM chunks WHERE stream_id = $1`,
-			`DELETE FROM producers WHERE stream_id = $1`,
-			`DELETE FROM streams WHERE id = $1`,
-		} {
+		for _, q := range sqlstore.DeleteStreamSQL {
 			if _, err := tx.Exec(ctx, q, r.ID); err != nil {
 				return false, fmt.Errorf("delete stream: %w", err)
 			}

@@ -19,6 +19,8 @@ var dialect = sqlstore.Dialect{
 	LockTable:  func(string) string { return "" },
 	LeaseToken: `UPDATE lease_tokens SET last = last + 1 WHERE id = 1 RETURNING last`,
 	Int64s:     int64s,
+	EachJSON:   func(expr, alias string) string { return `json_each(` + expr + `) AS ` + alias },
+	TextPairs:  func(ph string) string { return `SELECT value ->> 0 AS a, value ->> 1 AS b FROM json_each(` + ph + `)` },
 }
 
 // int64s is a list of integers as a JSON array, whose values json_each
@@ -40,7 +42,10 @@ type backend struct{ s *Store }
 func (k backend) Write(ctx context.Context, mode sqlstore.WriteMode, fn func(sqlstore.Tx) error) error {
 	o := &funcOp{done: make(chan struct{}), checksFirst: mode == sqlstore.ChecksFirst, relaxed: mode == sqlstore.Relaxed,
 		fn: func(b *batch) error {
-			err := fn(batchTx{wexec{b.s, b.ctx}, b})
+			err := fn(txOf(b))
+			if err == nil {
+				return nil
+			}
 			var r *sqlstore.RuleError
 			if errors.As(err, &r) {
 				return ruleError{r}
@@ -52,26 +57,31 @@ func (k backend) Write(ctx context.Context, mode sqlstore.WriteMode, fn func(sql
 
 // Read implements sqlstore.Backend.
 func (k backend) Read(ctx context.Context, fn func(sqlstore.Executor) error) error {
-	return fn(rexec{k.s, ctx})
+	return fn(stmtExec{ctx, k.s.readerStmt})
 }
 
-// wexec runs statements on the writer connection: the committer's, or
-// Open's before the committer starts. Statements are prepared once.
-type wexec struct {
-	s   *Store
-	ctx context.Context
+// stmtExec runs statements prepared once by prepare: on the writer
+// connection (Store.writerStmt: the committer's, or Open's before the
+// committer starts), or on the read pool (Store.readerStmt, whose
+// connections refuse writes).
+type stmtExec struct {
+	ctx     context.Context
+	prepare func(context.Context, string) (*sql.Stmt, error)
 }
 
-func (x wexec) QueryRow(sql string, args ...any) codec.Row {
-	stmt, err := x.s.writerStmt(x.ctx, codec.Numbered(sql))
+// writerExec is the executor of the writer connection.
+func (s *Store) writerExec(ctx context.Context) stmtExec { return stmtExec{ctx, s.writerStmt} }
+
+func (x stmtExec) QueryRow(sql string, args ...any) codec.Row {
+	stmt, err := x.prepare(x.ctx, sql)
 	if err != nil {
 		return errRow{err}
 	}
 	return stmt.QueryRowContext(x.ctx, args...)
 }
 
-func (x wexec) Query(sql string, args []any, each func(codec.Row) error) error {
-	stmt, err := x.s.writerStmt(x.ctx, codec.Numbered(sql))
+func (x stmtExec) Query(sql string, args []any, each func(codec.Row) error) error {
+	stmt, err := x.prepare(x.ctx, sql)
 	if err != nil {
 		return err
 	}
@@ -79,21 +89,31 @@ func (x wexec) Query(sql string, args []any, each func(codec.Row) error) error {
 	return eachRow(rows, err, each)
 }
 
-func (x wexec) Exec(sql string, args ...any) (int64, error) {
-	stmt, err := x.s.writerStmt(x.ctx, codec.Numbered(sql))
-	if err != nil {
-		return 0, err
-	}
-	res, err := stmt.ExecContext(x.ctx, args...)
+func (x stmtExec) Exec(sql string, args ...any) (int64, error) {
+	res, err := x.exec(sql, args)
 	if err != nil {
 		return 0, err
 	}
 	return res.RowsAffected()
 }
 
+func (x stmtExec) exec(sql string, args []any) (driverResult, error) {
+	stmt, err := x.prepare(x.ctx, sql)
+	if err != nil {
+		return nil, err
+	}
+	return stmt.ExecContext(x.ctx, args...)
+}
+
+// driverResult is what an executed statement reports.
+type driverResult interface {
+	LastInsertId() (int64, error)
+	RowsAffected() (int64, error)
+}
+
 // batchTx is the writer executor of one batch.
 type batchTx struct {
-	wexec
+	stmtExec
 	b *batch
 }
 
@@ -101,11 +121,7 @@ type batchTx struct {
 // would make SQLite keep a statement journal, truncated at every
 // statement.
 func (t batchTx) InsertID(sql, _ string, args ...any) (int64, error) {
-	stmt, err := t.s.writerStmt(t.ctx, codec.Numbered(sql))
-	if err != nil {
-		return 0, err
-	}
-	res, err := stmt.ExecContext(t.ctx, args...)
+	res, err := t.exec(sql, args)
 	if err != nil {
 		return 0, err
 	}
@@ -115,42 +131,20 @@ func (t batchTx) InsertID(sql, _ string, args ...any) (int64, error) {
 	return res.LastInsertId()
 }
 
-// txOf is the executor of a batch.
-func txOf(b *batch) batchTx { return batchTx{wexec{b.s, b.ctx}, b} }
+// txOf is the executor of a batch, made once per batch: a write's
+// statements then cost no allocation for it.
+func txOf(b *batch) *batchTx {
+	if b.tx == nil {
+		b.tx = &batchTx{b.s.writerExec(b.ctx), b}
+	}
+	return b.tx
+}
 
 // Invalidate implements sqlstore.Tx: the hub hears of it after the
 // batch commits.
 func (t batchTx) Invalidate(inv store.Invalidation) error {
 	t.b.invalidate(inv.Kind, inv.ID)
 	return nil
-}
-
-// rexec runs statements on the read pool, each prepared once.
-type rexec struct {
-	s   *Store
-	ctx context.Context
-}
-
-func (x rexec) QueryRow(sql string, args ...any) codec.Row {
-	stmt, err := x.s.readerStmt(x.ctx, codec.Numbered(sql))
-	if err != nil {
-		return errRow{err}
-	}
-	return stmt.QueryRowContext(x.ctx, args...)
-}
-
-func (x rexec) Query(sql string, args []any, each func(codec.Row) error) error {
-	stmt, err := x.s.readerStmt(x.ctx, codec.Numbered(sql))
-	if err != nil {
-		return err
-	}
-	rows, err := stmt.QueryContext(x.ctx, args...)
-	return eachRow(rows, err, each)
-}
-
-// Exec refuses: the read pool is read-only.
-func (x rexec) Exec(string, ...any) (int64, error) {
-	return 0, errors.New("sqlite: a write on the read pool")
 }
 
 // eachRow calls each for every row of a query that returned rows, err.

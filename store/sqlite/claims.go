@@ -17,7 +17,7 @@ import (
 // previous process.
 func (s *Store) startClaims(ctx context.Context) error {
 	return execTx(ctx, s.wconn, func() error {
-		if err := s.LoadDeliveryIDs(wexec{s, ctx}); err != nil {
+		if err := s.LoadDeliveryIDs(s.writerExec(ctx)); err != nil {
 			return err
 		}
 		for _, q := range []string{

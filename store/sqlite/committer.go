@@ -35,6 +35,7 @@ type batch struct {
 	changes  []store.TailChange
 	afterRun []func() // run after a successful commit
 	onAbort  []func() // run when the batch fails: nothing in it was stored
+	tx       *batchTx // the core's executor of the batch (see txOf)
 }
 
 type prodKey struct {

@@ -25,7 +25,7 @@ func (s *Store) prepareSecrets(ctx context.Context) error {
 	if _, err := s.wconn.ExecContext(ctx, `PRAGMA secure_delete = ON`); err != nil {
 		return fmt.Errorf("sqlite: configure secure delete: %w", err)
 	}
-	if err := execTx(ctx, s.wconn, func() error { return s.PrepareSecrets(wexec{s, ctx}) }); err != nil {
+	if err := execTx(ctx, s.wconn, func() error { return s.PrepareSecrets(s.writerExec(ctx)) }); err != nil {
 		return fmt.Errorf("sqlite: encrypt secrets: %w", err)
 	}
 	if _, err := s.wconn.ExecContext(ctx, fmt.Sprintf(`PRAGMA secure_delete = %d`, secureDelete)); err != nil {

@@ -6,6 +6,8 @@
 // The process that opens the directory owns it (an exclusive lock file), so
 // the committer can keep every stream's metadata in memory: writes validate
 // against it without a query, and readers take immutable snapshots of it.
+// What the backends share is written once in package sqlstore, whose
+// writes this one runs in the committer's batches.
 package sqlite
 
 import (

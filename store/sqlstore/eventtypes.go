@@ -33,19 +33,8 @@ func (s *Store) EventTypeCreate(ctx context.Context, params *store.EventTypeCrea
 
 // EventTypeGet implements store.EventTypeStore.
 func (s *Store) EventTypeGet(ctx context.Context, name string) (*store.EventType, error) {
-	var et store.EventType
-	err := s.b.Read(ctx, func(x Executor) error {
-		var err error
-		et, err = codec.ScanEventType(x.QueryRow(`SELECT `+codec.EventTypeColumns+` FROM event_types WHERE name = $1`, name))
-		return err
-	})
-	if s.d.IsNoRows(err) {
-		return nil, store.ErrEventTypeNotFound
-	}
-	if err != nil {
-		return nil, s.errorf("read event type", err)
-	}
-	return &et, nil
+	return get(ctx, s, &query{sql: `SELECT ` + codec.EventTypeColumns + ` FROM event_types WHERE name = $1`, args: []any{name}},
+		"read event type", store.ErrEventTypeNotFound, codec.ScanEventType)
 }
 
 // EventTypeList implements store.EventTypeStore.

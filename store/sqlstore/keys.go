@@ -39,19 +39,8 @@ func (s *Store) KeyCreate(ctx context.Context, params *store.KeyCreateParams) (*
 
 // KeyGet implements store.KeyStore.
 func (s *Store) KeyGet(ctx context.Context, params *store.KeyGetParams) (*store.Key, error) {
-	var k store.Key
-	err := s.b.Read(ctx, func(x Executor) error {
-		var err error
-		k, err = codec.ScanKey(x.QueryRow(`SELECT `+codec.KeyColumns+` FROM api_keys WHERE id = $1`, params.ID))
-		return err
-	})
-	if s.d.IsNoRows(err) {
-		return nil, store.ErrKeyNotFound
-	}
-	if err != nil {
-		return nil, s.errorf("read key", err)
-	}
-	return &k, nil
+	return get(ctx, s, &query{sql: `SELECT ` + codec.KeyColumns + ` FROM api_keys WHERE id = $1`, args: []any{params.ID}},
+		"read key", store.ErrKeyNotFound, codec.ScanKey)
 }
 
 // KeyList implements store.KeyStore.

@@ -2,6 +2,7 @@ package sqlstore
 
 import (
 	"context"
+	"encoding/json"
 	"time"
 
 	"github.com/heraldstreams/herald/store"
@@ -114,4 +115,39 @@ func (s *Store) writeSighting(tx Tx, stream string, sg *store.EventSighting, now
 		return rule(store.ErrCursorConflict)
 	}
 	return nil
+}
+
+// EventIDsSeen implements store.DeliveryStore. The keys drive the loop
+// (CROSS JOIN keeps that order where the planner would not choose it),
+// each a primary key lookup.
+func (s *Store) EventIDsSeen(ctx context.Context, keys []store.EventKey) (map[store.EventKey]store.EventPlace, error) {
+	out := make(map[store.EventKey]store.EventPlace)
+	if len(keys) == 0 {
+		return out, nil
+	}
+	pairs := make([][2]string, len(keys))
+	for i, k := range keys {
+		pairs[i] = [2]string{k.Tenant, k.ID}
+	}
+	pairsJSON, err := json.Marshal(pairs)
+	if err != nil {
+		return nil, err
+	}
+	type seen struct {
+		key store.EventKey
+		at  store.EventPlace
+	}
+	rows, err := list(ctx, s, &query{sql: `SELECT p.tenant, p.event_id, p.stream, p.position
+		FROM (` + s.d.TextPairs("$1") + `) AS k CROSS JOIN published_events AS p WHERE p.tenant = k.a AND p.event_id = k.b`,
+		args: []any{string(pairsJSON)}}, "read event ids", func(r Row) (seen, error) {
+		var v seen
+		return v, r.Scan(&v.key.Tenant, &v.key.ID, &v.at.Stream, &v.at.Position)
+	})
+	if err != nil {
+		return nil, err
+	}
+	for _, v := range rows {
+		out[v.key] = v.at
+	}
+	return out, nil
 }

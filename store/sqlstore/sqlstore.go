@@ -8,7 +8,8 @@
 // sqlite its group-commit writer, caches and WAL settings; package
 // postgres its row and advisory locks and LISTEN/NOTIFY. Statements are
 // written with PostgreSQL's $1-style placeholders; the SQLite executor
-// rewrites them to ?1 (SQLite reads both the same way).
+// rewrites them (codec.Numbered). The shared suite, package storetest,
+// runs on every backend: it is what proves a backend right.
 package sqlstore
 
 import (
@@ -71,6 +72,14 @@ type Backend interface {
 	// tail of every live stream that has none: the backend knows its
 	// streams' tails (in its rows, or in its cache).
 	SnapshotCursors(tx Tx, endpointID string, now time.Time) error
+	// EachStream calls fn, in tx, for every live stream whose path
+	// starts with prefix, in path order.
+	EachStream(tx Tx, prefix string, now time.Time, fn func(*store.Stream) error) error
+	// PublishAppend appends a published event (one JSON message) to its
+	// stream in tx, creating the stream (application/json) when there is
+	// none, and returns where the event starts. A request that breaks a
+	// rule of the stream returns a RuleError.
+	PublishAppend(ctx context.Context, tx Tx, params *store.EventPublishParams) (int64, error)
 }
 
 // Dialect is how a backend's SQL differs from the core's.
@@ -96,6 +105,12 @@ type Dialect struct {
 	// Int64s is a subquery whose rows are the values of v, bound to the
 	// placeholder ph, and the argument to bind there.
 	Int64s func(ph string, v []int64) (sql string, arg any)
+	// EachJSON is a FROM item named alias whose rows are the values (in
+	// column value) of the JSON array of text in expr.
+	EachJSON func(expr, alias string) string
+	// TextPairs is a subquery whose rows (columns a and b) are the pairs
+	// of text of the JSON array of [a, b] arrays bound to placeholder ph.
+	TextPairs func(ph string) string
 }
 
 // Config configures New.
@@ -178,13 +193,19 @@ func (e *RuleError) Error() string { return e.Err.Error() }
 // Unwrap returns the contract's error.
 func (e *RuleError) Unwrap() error { return e.Err }
 
-// rule wraps a contract error for a write fn.
-func rule(err error) error { return &RuleError{Err: err} }
+// Rule wraps a contract error for a write fn (see RuleError).
+func Rule(err error) error { return &RuleError{Err: err} }
+
+// rule is Rule.
+func rule(err error) error { return Rule(err) }
 
 // write runs fn through the backend and returns a rule error as the
 // contract's error it carries.
 func (s *Store) write(ctx context.Context, mode WriteMode, fn func(Tx) error) error {
 	err := s.b.Write(ctx, mode, fn)
+	if err == nil {
+		return nil
+	}
 	var r *RuleError
 	if errors.As(err, &r) {
 		return r.Err

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/heraldstreams/herald/store"
@@ -13,9 +14,44 @@ import (
 // ClaimTx is the transaction a backend claims in (see Executor).
 type ClaimTx = Executor
 
-// Numbered rewrites the $N placeholders of a statement to SQLite's ?N.
-// The shared statements hold no other '$'.
-func Numbered(sql string) string { return strings.ReplaceAll(sql, "$", "?") }
+// Numbered rewrites the $N placeholders of a statement for SQLite: to
+// plain ? when they come in order, each once ($1, $2, ...), else to ?N.
+// (SQLite binds a numbered parameter by name, a string made at every
+// execution; a plain one by position.) The shared statements hold no
+// other '$'.
+func Numbered(sql string) string {
+	next, plain := 1, true
+	for i := 0; i < len(sql); i++ {
+		if sql[i] != '$' {
+			continue
+		}
+		j := i + 1
+		for j < len(sql) && sql[j] >= '0' && sql[j] <= '9' {
+			j++
+		}
+		if n, err := strconv.Atoi(sql[i+1 : j]); err != nil || n != next {
+			plain = false
+			break
+		}
+		next++
+	}
+	if !plain {
+		return strings.ReplaceAll(sql, "$", "?")
+	}
+	var b strings.Builder
+	b.Grow(len(sql))
+	for i := 0; i < len(sql); i++ {
+		if sql[i] != '$' {
+			b.WriteByte(sql[i])
+			continue
+		}
+		b.WriteByte('?')
+		for i+1 < len(sql) && sql[i+1] >= '0' && sql[i+1] <= '9' {
+			i++
+		}
+	}
+	return b.String()
+}
 
 // Claims is how a backend takes leases in its rows: its lock clause for
 // the rows a claim selects ("FOR UPDATE OF d SKIP LOCKED" where the

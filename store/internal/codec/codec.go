@@ -135,10 +135,13 @@ func ScanConsumer(row Row) (store.Consumer, error) {
 // cursors, in the order of an insert or update: state, epoch, wake_id,
 // attempts, waking_deadline, next_retry_at, liveness_deadline,
 // failing_since, due_at, paths, cursors, stalled_wakes, stalled_since.
-func ConsumerValues(c *store.Consumer) []any {
+func ConsumerValues(c *store.Consumer) []any { return AppendConsumerValues(make([]any, 0, 13), c) }
+
+// AppendConsumerValues appends ConsumerValues(c) to dst.
+func AppendConsumerValues(dst []any, c *store.Consumer) []any {
 	paths, cursors := EncodeMemberships(c.Streams)
-	return []any{c.State, c.Epoch, c.WakeID, c.Attempts, Nanos(c.WakingDeadline), Nanos(c.NextRetryAt),
-		Nanos(c.LivenessDeadline), Nanos(c.FailingSince), Nanos(c.DueAt), paths, cursors, c.StalledWakes, Nanos(c.StalledSince)}
+	return append(dst, c.State, c.Epoch, c.WakeID, c.Attempts, Nanos(c.WakingDeadline), Nanos(c.NextRetryAt),
+		Nanos(c.LivenessDeadline), Nanos(c.FailingSince), Nanos(c.DueAt), paths, cursors, c.StalledWakes, Nanos(c.StalledSince))
 }
 
 // DeliveryColumns are the columns ScanDelivery reads (body last, when
