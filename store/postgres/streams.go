@@ -354,11 +354,11 @@ func (s *Store) StreamRead(ctx context.Context, params *store.StreamReadParams) 
 		if from > st.Tail {
 			return store.ErrPositionBeyondTail
 		}
-		rr := &rangeReader{q: tx, max: params.MaxBytes}
-		if err := rr.read(ctx, r, from, st.Tail); err != nil {
+		rg := &sqlstore.Range{Max: params.MaxBytes}
+		if err := sqlstore.ReadRange(chunkSource{ctx, tx}, rg, r, from, st.Tail); err != nil {
 			return err
 		}
-		res = &store.StreamReadResult{Stream: st, Data: rr.out, Next: from + int64(len(rr.out))}
+		res = &store.StreamReadResult{Stream: st, Data: rg.Out, Next: from + int64(len(rg.Out))}
 		return nil
 	})
 	if err != nil {
@@ -373,51 +373,42 @@ func (s *Store) StreamRead(ctx context.Context, params *store.StreamReadParams) 
 	return res, nil
 }
 
-// rangeReader gathers data of a stream and its fork sources.
-type rangeReader struct {
+// chunkSource reads a stream's chunks for sqlstore.ReadRange, in the
+// read's snapshot.
+type chunkSource struct {
+	ctx context.Context
 	q   querier
-	max int
-	out []byte
 }
 
-func (rr *rangeReader) full() bool { return rr.max > 0 && len(rr.out) >= rr.max }
+func (c chunkSource) Fork(r *row) (int64, bool) { return r.ForkPosition, r.sourceID != 0 }
 
-// read appends the data of [from, end) of r, descending into fork sources
-// below r's fork position.
-func (rr *rangeReader) read(ctx context.Context, r *row, from, end int64) error {
-	if fp := r.ForkPosition; from < fp && r.sourceID != 0 {
-		src, err := getRowID(ctx, rr.q, r.sourceID, false)
-		if err != nil {
-			return err
-		}
-		if src == nil {
-			return fmt.Errorf("postgres: fork source %d of %s is missing", r.sourceID, r.Path)
-		}
-		if err := rr.read(ctx, src, from, min(end, fp)); err != nil {
-			return err
-		}
-		if rr.full() {
-			return nil
-		}
-		from = fp
+func (c chunkSource) Source(r *row) (*row, error) {
+	src, err := getRowID(c.ctx, c.q, r.sourceID, false)
+	if err != nil {
+		return nil, err
 	}
-	if from >= end {
-		return nil
+	if src == nil {
+		return nil, fmt.Errorf("postgres: fork source %d of %s is missing", r.sourceID, r.Path)
 	}
-	rows, err := rr.q.Query(ctx, sqlstore.ChunksFromSQL,
-		r.ID, from, end)
+	return src, nil
+}
+
+func (c chunkSource) Chunks(r *row, rg *sqlstore.Range) error {
+	from, end := rg.Window()
+	rows, err := c.q.Query(c.ctx, sqlstore.ChunksFromSQL, r.ID, from, end)
 	if err != nil {
 		return fmt.Errorf("postgres: read chunks: %w", err)
 	}
 	defer rows.Close()
-	for rows.Next() && !rr.full() {
+	for rows.Next() {
 		var start, stop int64
 		var data []byte
 		if err := rows.Scan(&start, &stop, &data); err != nil {
 			return fmt.Errorf("postgres: read chunks: %w", err)
 		}
-		lo, hi := max(from, start)-start, min(end, stop)-start
-		rr.out = append(rr.out, data[lo:hi]...)
+		if !rg.Add(start, stop, data) {
+			break
+		}
 	}
 	return rows.Err()
 }
