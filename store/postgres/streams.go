@@ -428,54 +428,56 @@ func (s *Store) StreamDelete(ctx context.Context, params *store.StreamDeletePara
 	})
 }
 
-// deleteStream soft-deletes a stream (locked by the caller) that forks
-// still reference, or removes it and then any soft-deleted source it was
-// the last reference of. gone reports whether r's row was removed.
+// deleteStream deletes r (locked by the caller) by the rule of forks
+// (sqlstore.DeleteStream). gone reports whether r's row was removed.
 func (s *Store) deleteStream(ctx context.Context, tx *wtx, r *row) (gone bool, err error) {
-	first := true
-	for r != nil {
-		var forks int
-		if err := tx.QueryRow(ctx, sqlstore.CountForksSQL, r.ID).Scan(&forks); err != nil {
-			return false, fmt.Errorf("count forks: %w", err)
-		}
-		change := store.TailChange{StreamID: r.ID, Path: r.Path, Tail: r.Tail, Closed: r.Closed, Deleted: true}
-		if forks > 0 {
-			if !r.softDeleted {
-				if _, err := tx.Exec(ctx, `UPDATE streams SET soft_deleted = true WHERE id = $1`, r.ID); err != nil {
-					return false, fmt.Errorf("soft-delete stream: %w", err)
-				}
-				if err := s.notify(ctx, tx, change); err != nil {
-					return false, err
-				}
-			}
-			return false, nil
-		}
-		for _, q := range sqlstore.DeleteStreamSQL {
-			if _, err := tx.Exec(ctx, q, r.ID); err != nil {
-				return false, fmt.Errorf("delete stream: %w", err)
-			}
-		}
-		if !r.softDeleted {
-			if err := s.notify(ctx, tx, change); err != nil {
-				return false, err
-			}
-		}
-		gone = gone || first
-		first = false
-		// Cascade to a soft-deleted source that no fork needs any more.
-		if r.sourceID == 0 {
-			return gone, nil
-		}
-		src, err := getRowID(ctx, tx, r.sourceID, true)
-		if err != nil {
-			return false, err
-		}
-		if src == nil || !src.softDeleted {
-			return gone, nil
-		}
-		r = src
+	return sqlstore.DeleteStream(txDeleter{s, ctx, tx}, r)
+}
+
+// txDeleter deletes streams in a transaction for sqlstore.DeleteStream.
+type txDeleter struct {
+	s   *Store
+	ctx context.Context
+	tx  *wtx
+}
+
+func (d txDeleter) Forks(r *row) (int, error) {
+	var forks int
+	err := d.tx.QueryRow(d.ctx, sqlstore.CountForksSQL, r.ID).Scan(&forks)
+	return forks, err
+}
+
+func (d txDeleter) SoftDeleted(r *row) bool { return r.softDeleted }
+
+func (d txDeleter) deleted(r *row) store.TailChange {
+	return store.TailChange{StreamID: r.ID, Path: r.Path, Tail: r.Tail, Closed: r.Closed, Deleted: true}
+}
+
+func (d txDeleter) SoftDelete(r *row) error {
+	if _, err := d.tx.Exec(d.ctx, `UPDATE streams SET soft_deleted = true WHERE id = $1`, r.ID); err != nil {
+		return fmt.Errorf("soft-delete stream: %w", err)
 	}
-	return gone, nil
+	return d.s.notify(d.ctx, d.tx, d.deleted(r))
+}
+
+func (d txDeleter) Remove(r *row) error {
+	for _, q := range sqlstore.DeleteStreamSQL {
+		if _, err := d.tx.Exec(d.ctx, q, r.ID); err != nil {
+			return fmt.Errorf("delete stream: %w", err)
+		}
+	}
+	if r.softDeleted {
+		return nil
+	}
+	return d.s.notify(d.ctx, d.tx, d.deleted(r))
+}
+
+func (d txDeleter) Source(r *row) (*row, bool, error) {
+	if r.sourceID == 0 {
+		return nil, false, nil
+	}
+	src, err := getRowID(d.ctx, d.tx, r.sourceID, true)
+	return src, src != nil, err
 }
 
 // expiredSQL is the condition of a stream that expired at $1.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/heraldstreams/herald/store"
 	"github.com/heraldstreams/herald/store/internal/codec"
+	"github.com/heraldstreams/herald/store/sqlstore"
 	"github.com/heraldstreams/herald/streamrules"
 )
 
@@ -300,40 +301,48 @@ func (o *deleteOp) apply(b *batch) error {
 	return b.deleteStream(e)
 }
 
-// deleteStream soft-deletes a stream that forks still reference, or removes
-// it and then any soft-deleted source it was the last reference of.
+// deleteStream deletes e by the rule of forks (sqlstore.DeleteStream),
+// in the batch.
 func (b *batch) deleteStream(e *entry) error {
-	for e != nil {
-		var forks int
-		if err := b.s.stmts.countForks.QueryRowContext(b.ctx, e.id).Scan(&forks); err != nil {
-			return fmt.Errorf("count forks: %w", err)
+	_, err := sqlstore.DeleteStream(batchDeleter{b}, e)
+	return err
+}
+
+// batchDeleter deletes streams in a batch for sqlstore.DeleteStream.
+type batchDeleter struct{ b *batch }
+
+func (d batchDeleter) Forks(e *entry) (int, error) {
+	var forks int
+	err := d.b.s.stmts.countForks.QueryRowContext(d.b.ctx, e.id).Scan(&forks)
+	return forks, err
+}
+
+func (d batchDeleter) SoftDeleted(e *entry) bool { return e.softDeleted }
+
+func (d batchDeleter) SoftDelete(e *entry) error {
+	ne := e.clone()
+	ne.softDeleted = true
+	d.b.put(ne, true)
+	d.b.changes = append(d.b.changes, store.TailChange{StreamID: e.id, Path: e.path, Tail: e.tail, Closed: e.closed, Deleted: true})
+	return nil
+}
+
+func (d batchDeleter) Remove(e *entry) error {
+	for _, stmt := range []string{"deleteChunks", "deleteProducers", "deleteStream"} {
+		if _, err := d.b.s.stmts.byName(stmt).ExecContext(d.b.ctx, e.id); err != nil {
+			return fmt.Errorf("%s: %w", stmt, err)
 		}
-		if forks > 0 {
-			if !e.softDeleted {
-				ne := e.clone()
-				ne.softDeleted = true
-				b.put(ne, true)
-				b.changes = append(b.changes, store.TailChange{StreamID: e.id, Path: e.path, Tail: e.tail, Closed: e.closed, Deleted: true})
-			}
-			return nil
-		}
-		for _, stmt := range []string{"deleteChunks", "deleteProducers", "deleteStream"} {
-			if _, err := b.s.stmts.byName(stmt).ExecContext(b.ctx, e.id); err != nil {
-				return fmt.Errorf("%s: %w", stmt, err)
-			}
-		}
-		b.remove(e)
-		if !e.softDeleted {
-			b.changes = append(b.changes, store.TailChange{StreamID: e.id, Path: e.path, Tail: e.tail, Closed: e.closed, Deleted: true})
-		}
-		// Cascade to a soft-deleted source that no fork needs any more.
-		src := b.getID(e.sourceID())
-		if src == nil || !src.softDeleted {
-			return nil
-		}
-		e = src
+	}
+	d.b.remove(e)
+	if !e.softDeleted {
+		d.b.changes = append(d.b.changes, store.TailChange{StreamID: e.id, Path: e.path, Tail: e.tail, Closed: e.closed, Deleted: true})
 	}
 	return nil
+}
+
+func (d batchDeleter) Source(e *entry) (*entry, bool, error) {
+	src := d.b.getID(e.sourceID())
+	return src, src != nil, nil
 }
 
 type expireOp struct {

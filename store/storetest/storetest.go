@@ -54,6 +54,7 @@ func Run(t *testing.T, f Factory) {
 	run(t, f, "Expiry", testExpiry)
 	run(t, f, "Delete", testDelete)
 	run(t, f, "Forks", testForks)
+	run(t, f, "RecreateExpiredFork", testRecreateExpiredFork)
 	run(t, f, "Notifier", testNotifier)
 	run(t, f, "Invalidations", testInvalidations)
 	run(t, f, "Concurrency", testConcurrency)
