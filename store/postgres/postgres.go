@@ -19,11 +19,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
-	"path"
-	"sort"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -172,11 +168,10 @@ func (s *Store) open(ctx context.Context, connCfg *pgx.ConnConfig) error {
 // one transaction holding an advisory lock of the schema: a replica that
 // starts meanwhile waits, then finds them applied.
 func (s *Store) migrate(ctx context.Context, schema string) error {
-	names, err := fs.Glob(migrations, "migrations/*.sql")
+	ms, err := sqlstore.Migrations(migrations)
 	if err != nil {
-		return fmt.Errorf("postgres: list migrations: %w", err)
+		return fmt.Errorf("postgres: %w", err)
 	}
-	sort.Strings(names)
 	err = s.tx(ctx, func(tx *wtx) error {
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext('herald migrations ' || $1))`, schema); err != nil {
 			return fmt.Errorf("lock: %w", err)
@@ -184,24 +179,19 @@ func (s *Store) migrate(ctx context.Context, schema string) error {
 		if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (version TEXT PRIMARY KEY, applied_at BIGINT NOT NULL)`); err != nil {
 			return fmt.Errorf("migrations table: %w", err)
 		}
-		for _, name := range names {
-			version := strings.TrimSuffix(path.Base(name), ".sql")
-			var n int
-			if err := tx.QueryRow(ctx, `SELECT count(*) FROM schema_migrations WHERE version = $1`, version).Scan(&n); err != nil {
-				return fmt.Errorf("read migrations: %w", err)
-			}
-			if n > 0 {
+		x := pgTx{ctx, tx, s}
+		for _, m := range ms {
+			if done, err := sqlstore.Applied(x, m.Version); err != nil || done {
+				if err != nil {
+					return err
+				}
 				continue
 			}
-			body, err := migrations.ReadFile(name)
-			if err != nil {
-				return fmt.Errorf("read migration %s: %w", name, err)
+			if _, err := tx.Exec(ctx, m.Body); err != nil {
+				return fmt.Errorf("migration %s: %w", m.Version, err)
 			}
-			if _, err := tx.Exec(ctx, string(body)); err != nil {
-				return fmt.Errorf("migration %s: %w", version, err)
-			}
-			if _, err := tx.Exec(ctx, `INSERT INTO schema_migrations (version, applied_at) VALUES ($1, $2)`, version, time.Now().UnixNano()); err != nil {
-				return fmt.Errorf("migration %s: %w", version, err)
+			if err := sqlstore.MarkApplied(x, m.Version); err != nil {
+				return fmt.Errorf("migration %s: %w", m.Version, err)
 			}
 		}
 		return nil

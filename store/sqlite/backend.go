@@ -147,6 +147,30 @@ func (t batchTx) Invalidate(inv store.Invalidation) error {
 	return nil
 }
 
+// connExec runs statements on a connection as they come, unprepared
+// (migrations run once, before the committer starts).
+type connExec struct {
+	ctx  context.Context
+	conn *sql.Conn
+}
+
+func (x connExec) QueryRow(q string, args ...any) codec.Row {
+	return x.conn.QueryRowContext(x.ctx, codec.Numbered(q), args...)
+}
+
+func (x connExec) Query(q string, args []any, each func(codec.Row) error) error {
+	rows, err := x.conn.QueryContext(x.ctx, codec.Numbered(q), args...)
+	return eachRow(rows, err, each)
+}
+
+func (x connExec) Exec(q string, args ...any) (int64, error) {
+	res, err := x.conn.ExecContext(x.ctx, codec.Numbered(q), args...)
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
+}
+
 // eachRow calls each for every row of a query that returned rows, err.
 func eachRow(rows *sql.Rows, err error, each func(codec.Row) error) error {
 	if err != nil {

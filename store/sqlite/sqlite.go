@@ -18,12 +18,9 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
-	"sort"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -274,40 +271,34 @@ func lockDir(dir string) (*os.File, error) {
 }
 
 // migrate applies the embedded numbered migrations not yet applied, up to
-// and including version until (all of them when until is empty).
+// and including version until (all of them when until is empty), each in
+// its own transaction.
 func migrate(ctx context.Context, conn *sql.Conn, until string) error {
 	if _, err := conn.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (version TEXT PRIMARY KEY, applied_at INTEGER NOT NULL)`); err != nil {
 		return fmt.Errorf("sqlite: migrations table: %w", err)
 	}
-	names, err := fs.Glob(migrations, "migrations/*.sql")
+	ms, err := sqlstore.Migrations(migrations)
 	if err != nil {
-		return fmt.Errorf("sqlite: list migrations: %w", err)
+		return fmt.Errorf("sqlite: %w", err)
 	}
-	sort.Strings(names)
-	for _, name := range names {
-		version := strings.TrimSuffix(filepath.Base(name), ".sql")
-		if until != "" && version > until {
+	x := connExec{ctx, conn}
+	for _, m := range ms {
+		if until != "" && m.Version > until {
 			break
 		}
-		var n int
-		if err := conn.QueryRowContext(ctx, `SELECT count(*) FROM schema_migrations WHERE version = ?`, version).Scan(&n); err != nil {
-			return fmt.Errorf("sqlite: read migrations: %w", err)
-		}
-		if n > 0 {
+		if done, err := sqlstore.Applied(x, m.Version); err != nil || done {
+			if err != nil {
+				return fmt.Errorf("sqlite: %w", err)
+			}
 			continue
 		}
-		body, err := migrations.ReadFile(name)
-		if err != nil {
-			return fmt.Errorf("sqlite: read migration %s: %w", name, err)
-		}
 		if err := execTx(ctx, conn, func() error {
-			if _, err := conn.ExecContext(ctx, string(body)); err != nil {
+			if _, err := conn.ExecContext(ctx, m.Body); err != nil {
 				return err
 			}
-			_, err := conn.ExecContext(ctx, `INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)`, version, time.Now().UnixNano())
-			return err
+			return sqlstore.MarkApplied(x, m.Version)
 		}); err != nil {
-			return fmt.Errorf("sqlite: migration %s: %w", version, err)
+			return fmt.Errorf("sqlite: migration %s: %w", m.Version, err)
 		}
 	}
 	return nil
