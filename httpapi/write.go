@@ -13,7 +13,7 @@ import (
 // append handles POST: append data, close the stream, or both, with
 // optional idempotent-producer and Stream-Seq checks (docs/protocol.md,
 // Append). The rules themselves run in the store, through
-// protocol.DecideAppend, atomically with the write.
+// streamrules.DecideAppend, atomically with the write.
 // d is the body deadline ServeHTTP armed; tenant is the writer's tenant
 // ("" for none), which JSON messages may not contradict.
 func (s *Server) append(w http.ResponseWriter, r *http.Request, path string, d *bodyDeadline, tenant string) {

@@ -5,8 +5,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/heraldstreams/herald/store"
 )
 
 // Errors of header parsing. Each is a 400 Bad Request.
@@ -133,11 +131,20 @@ type ProducerHeaders struct {
 	HasID, HasEpoch, HasSeq bool
 }
 
+// Producer identifies one idempotent producer request (docs/protocol.md,
+// Idempotent producers): the Producer-Id, Producer-Epoch and Producer-Seq
+// headers.
+type Producer struct {
+	ID    string
+	Epoch int64
+	Seq   int64
+}
+
 // ParseProducer validates the producer headers (docs/protocol.md, Idempotent
 // producers): all three or none, a non-empty id of at most
 // MaxHeaderValueBytes, and decimal integers from 0 to 2^53-1. It returns nil
 // when none is present.
-func ParseProducer(h ProducerHeaders) (*store.Producer, error) {
+func ParseProducer(h ProducerHeaders) (*Producer, error) {
 	if !h.HasID && !h.HasEpoch && !h.HasSeq {
 		return nil, nil
 	}
@@ -155,7 +162,7 @@ func ParseProducer(h ProducerHeaders) (*store.Producer, error) {
 	if !ok || seq > MaxSafeInteger {
 		return nil, ErrProducerHeaders
 	}
-	return &store.Producer{ID: h.ID, Epoch: epoch, Seq: seq}, nil
+	return &Producer{ID: h.ID, Epoch: epoch, Seq: seq}, nil
 }
 
 // ParseSubOffset parses Stream-Fork-Sub-Offset: a non-negative decimal with

@@ -5,8 +5,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/heraldstreams/herald/store"
 )
 
 func TestParseTTL(t *testing.T) {
@@ -90,7 +88,7 @@ func TestParseProducer(t *testing.T) {
 	t.Parallel()
 	full := ProducerHeaders{ID: "p", Epoch: "3", Seq: "9007199254740991", HasID: true, HasEpoch: true, HasSeq: true}
 	p, err := ParseProducer(full)
-	if err != nil || *p != (store.Producer{ID: "p", Epoch: 3, Seq: MaxSafeInteger}) {
+	if err != nil || *p != (Producer{ID: "p", Epoch: 3, Seq: MaxSafeInteger}) {
 		t.Fatalf("ParseProducer(full) = %+v, %v", p, err)
 	}
 	if p, err := ParseProducer(ProducerHeaders{}); p != nil || err != nil {
@@ -246,5 +244,20 @@ func TestStoredHeaderLengths(t *testing.T) {
 	}
 	if err := CheckHeaderLength("Stream-Seq", at); err != nil {
 		t.Errorf("CheckHeaderLength(at) = %v", err)
+	}
+}
+
+func TestIsJSONTolerant(t *testing.T) {
+	for ct, want := range map[string]bool{
+		"application/json":                true,
+		"Application/JSON; charset=utf-8": true,
+		" application/json ":              true,
+		"application/json-seq":            false,
+		"text/plain":                      false,
+		"":                                false,
+	} {
+		if got := IsJSON(ct); got != want {
+			t.Errorf("IsJSON(%q) = %v, want %v", ct, got, want)
+		}
 	}
 }

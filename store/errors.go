@@ -2,7 +2,8 @@ package store
 
 import (
 	"errors"
-	"fmt"
+
+	"github.com/heraldstreams/herald/streamrules"
 )
 
 // Sentinel errors of the storage contract. Callers branch with errors.Is or
@@ -16,18 +17,18 @@ var (
 	// ErrStreamExists: a stream with another configuration is at the path.
 	ErrStreamExists = errors.New("store: stream exists with another configuration")
 	// ErrContentTypeMismatch: the request's content type is not the stream's.
-	ErrContentTypeMismatch = errors.New("store: content type does not match the stream")
+	ErrContentTypeMismatch = streamrules.ErrContentTypeMismatch
 	// ErrSeqRegression: Stream-Seq is not greater than the last one.
-	ErrSeqRegression = errors.New("store: sequence conflict: Stream-Seq is not greater than the last one")
+	ErrSeqRegression = streamrules.ErrSeqRegression
 	// ErrProducerEpochSeq: a new producer epoch must start at seq 0.
-	ErrProducerEpochSeq = errors.New("store: a new producer epoch must start at seq 0")
+	ErrProducerEpochSeq = streamrules.ErrProducerEpochSeq
 	// ErrForkSourceGone: the fork source is soft-deleted.
 	ErrForkSourceGone = errors.New("store: fork source is soft-deleted")
 	// ErrForkOffsetBeyondTail: the fork offset is past the source's tail.
-	ErrForkOffsetBeyondTail = errors.New("store: fork offset is beyond the source's tail")
+	ErrForkOffsetBeyondTail = streamrules.ErrForkOffsetBeyondTail
 	// ErrForkSubOffset: the sub-offset names a position past the next data
 	// boundary.
-	ErrForkSubOffset = errors.New("store: fork sub-offset is past the next data boundary")
+	ErrForkSubOffset = streamrules.ErrForkSubOffset
 	// ErrPositionBeyondTail: a read starts past the tail.
 	ErrPositionBeyondTail = errors.New("store: position is beyond the tail")
 	// ErrClosedStore: the store was closed.
@@ -36,29 +37,21 @@ var (
 
 // ClosedError is returned when appending to a closed stream. Tail is the
 // stream's final position.
-type ClosedError struct {
-	Tail int64
-}
-
-func (e *ClosedError) Error() string {
-	return fmt.Sprintf("store: stream is closed at position %d", e.Tail)
-}
+type ClosedError = streamrules.ClosedError
 
 // ProducerEpochStaleError is returned when a producer's epoch is older than
 // the stream's record of it (zombie fencing).
-type ProducerEpochStaleError struct {
-	Current int64
-}
-
-func (e *ProducerEpochStaleError) Error() string {
-	return fmt.Sprintf("store: producer epoch is stale, current epoch is %d", e.Current)
-}
+type ProducerEpochStaleError = streamrules.ProducerEpochStaleError
 
 // ProducerSeqGapError is returned when a producer skips a sequence number.
-type ProducerSeqGapError struct {
-	Expected, Received int64
-}
+type ProducerSeqGapError = streamrules.ProducerSeqGapError
 
-func (e *ProducerSeqGapError) Error() string {
-	return fmt.Sprintf("store: sequence conflict: producer sequence gap: expected %d, received %d", e.Expected, e.Received)
+// ForkSourceError turns the error of looking up a fork's source (as a
+// client would see it) into the error of the fork request: a soft-deleted
+// source is ErrForkSourceGone, a missing one stays ErrNotFound.
+func ForkSourceError(err error) error {
+	if errors.Is(err, ErrStreamGone) {
+		return ErrForkSourceGone
+	}
+	return err
 }

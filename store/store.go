@@ -19,6 +19,9 @@ package store
 import (
 	"context"
 	"time"
+
+	"github.com/heraldstreams/herald/protocol"
+	"github.com/heraldstreams/herald/streamrules"
 )
 
 // Store is the storage contract. Methods are safe for concurrent use.
@@ -135,6 +138,12 @@ func (s *Stream) Expired(now time.Time) bool {
 	return !d.IsZero() && !now.Before(d)
 }
 
+// Config is the stream's creation settings, for the create and fork rules.
+func (s *Stream) Config() streamrules.Config {
+	return streamrules.Config{ContentType: s.ContentType, TTL: s.TTL, ExpiresAt: s.ExpiresAt, Closed: s.Closed,
+		ForkSource: s.ForkSource, ForkOffset: s.ForkOffset, ForkSubOffset: s.ForkSubOffset}
+}
+
 // StreamCreateParams are the inputs of Store.StreamCreate.
 type StreamCreateParams struct {
 	Path        string
@@ -156,6 +165,13 @@ type StreamCreateParams struct {
 	Now           time.Time
 }
 
+// Config is the creation settings the request asks for, for the create
+// and fork rules.
+func (p *StreamCreateParams) Config() streamrules.Config {
+	return streamrules.Config{ContentType: p.ContentType, TTL: p.TTL, ExpiresAt: p.ExpiresAt, Closed: p.Closed,
+		ForkSource: p.ForkSource, ForkOffset: p.ForkOffset, ForkSubOffset: p.ForkSubOffset}
+}
+
 // StreamCreateResult is the output of Store.StreamCreate.
 type StreamCreateResult struct {
 	Stream  Stream
@@ -164,24 +180,21 @@ type StreamCreateResult struct {
 
 // Producer identifies one idempotent producer request (docs/protocol.md,
 // Idempotent producers).
-type Producer struct {
-	ID    string
-	Epoch int64
-	Seq   int64
-}
+type Producer = protocol.Producer
 
 // AppendOutcome says what an append did.
-type AppendOutcome int
+type AppendOutcome = streamrules.Outcome
 
+// The outcomes of an append (see streamrules.Outcome).
 const (
 	// Appended means the data was written (and the stream closed if asked).
-	Appended AppendOutcome = iota
+	Appended = streamrules.Appended
 	// Duplicate means an idempotent producer retried a request already
 	// applied; nothing was written.
-	Duplicate
+	Duplicate = streamrules.Duplicate
 	// Closed means a close-only request closed the stream, or found it
 	// already closed.
-	Closed
+	Closed = streamrules.Closed
 )
 
 // StreamAppendParams are the inputs of Store.StreamAppend.
@@ -197,6 +210,11 @@ type StreamAppendParams struct {
 	Seq      string
 	Producer *Producer
 	Now      time.Time
+}
+
+// AppendRequest is the part of the append that the append rules look at.
+func (p *StreamAppendParams) AppendRequest() streamrules.AppendRequest {
+	return streamrules.AppendRequest{ContentType: p.ContentType, HasData: len(p.Data) > 0, Close: p.Close, Seq: p.Seq, Producer: p.Producer}
 }
 
 // StreamAppendResult is the output of Store.StreamAppend.

@@ -1,8 +1,11 @@
 // Package postgres is Herald's PostgreSQL storage backend, for several
 // `herald serve` replicas sharing one database. Every method is one
-// transaction on a pgx connection pool; the rules come from package
-// protocol, as in every backend, and the truth is in the rows: a handle
-// keeps no stream metadata, producer state or lease in memory.
+// transaction on a pgx connection pool, and the truth is in the rows: a
+// handle keeps no stream metadata, producer state or lease in memory.
+// What the backends share is written once in package sqlstore, which
+// this one runs with its row locks (FOR UPDATE, SKIP LOCKED) and
+// notifications; the streams are its own, their rules from package
+// streamrules, as in every backend.
 //
 // Stream changes are announced with NOTIFY in the transaction that makes
 // them, so every replica's Notifier (a store.Hub fed by one LISTEN
@@ -16,18 +19,14 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
-	"path"
-	"sort"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/heraldstreams/herald/internal/secretbox"
 	"github.com/heraldstreams/herald/store"
-	"github.com/heraldstreams/herald/store/internal/codec"
+	"github.com/heraldstreams/herald/store/sqlstore"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -40,7 +39,7 @@ var migrations embed.FS
 type Options struct {
 	Logger *slog.Logger
 	// Box encrypts the secret columns, as in the SQLite backend (see
-	// secretColumns): Open seals plaintext values and rewraps those of
+	// sqlstore.SecretColumns): Open seals plaintext values and rewraps those of
 	// older keys, and refuses a Box that cannot open what was sealed
 	// before. Nil keeps secrets in plaintext (tests); a database whose
 	// secrets are encrypted does not open without a Box.
@@ -68,9 +67,10 @@ const pingAfterIdle = 10 * time.Second
 // rate buckets, consumer timer leases and named leases — is in the
 // database and shared by every handle.
 type Store struct {
+	// Store is the core: every statement the backends share.
+	*sqlstore.Store
 	pool    *pgxpool.Pool
 	log     *slog.Logger
-	box     *secretbox.Box
 	hub     *store.Hub
 	channel string
 	// owner names this handle in the leases it takes and the
@@ -78,17 +78,11 @@ type Store struct {
 	owner string
 	// noteSeq numbers this handle's notifications; notes holds, until
 	// the listener receives each, the channel its writer waits on.
-	noteSeq     atomic.Uint64
-	notesMu     sync.Mutex
-	notes       map[uint64]chan struct{}
-	secretStats SecretStats
-	// ids names deliveries (see codec.DeliveryIDs); every handle reads
-	// the one key in id_keys.
-	ids *codec.DeliveryIDs
+	noteSeq atomic.Uint64
+	notesMu sync.Mutex
+	notes   map[uint64]chan struct{}
 	// metrics time the write transactions.
 	metrics *txMetrics
-	// claims takes leases in the rows (see claims.go).
-	claims *codec.Claims
 
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
@@ -132,8 +126,9 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 		pool.Close()
 		return nil, fmt.Errorf("postgres: handle id: %w", err)
 	}
-	s := &Store{pool: pool, log: opts.Logger, box: opts.Box, hub: store.NewHub(), owner: hex.EncodeToString(owner),
+	s := &Store{pool: pool, log: opts.Logger, hub: store.NewHub(), owner: hex.EncodeToString(owner),
 		notes: make(map[uint64]chan struct{}), metrics: newTxMetrics()}
+	s.Store = sqlstore.New(sqlstore.Config{Backend: backend{s}, Dialect: dialect, Box: opts.Box, Logger: opts.Logger, Owner: s.owner})
 	if err := s.open(ctx, cfg.ConnConfig); err != nil {
 		pool.Close()
 		return nil, err
@@ -173,11 +168,10 @@ func (s *Store) open(ctx context.Context, connCfg *pgx.ConnConfig) error {
 // one transaction holding an advisory lock of the schema: a replica that
 // starts meanwhile waits, then finds them applied.
 func (s *Store) migrate(ctx context.Context, schema string) error {
-	names, err := fs.Glob(migrations, "migrations/*.sql")
+	ms, err := sqlstore.Migrations(migrations)
 	if err != nil {
-		return fmt.Errorf("postgres: list migrations: %w", err)
+		return fmt.Errorf("postgres: %w", err)
 	}
-	sort.Strings(names)
 	err = s.tx(ctx, func(tx *wtx) error {
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext('herald migrations ' || $1))`, schema); err != nil {
 			return fmt.Errorf("lock: %w", err)
@@ -185,24 +179,19 @@ func (s *Store) migrate(ctx context.Context, schema string) error {
 		if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (version TEXT PRIMARY KEY, applied_at BIGINT NOT NULL)`); err != nil {
 			return fmt.Errorf("migrations table: %w", err)
 		}
-		for _, name := range names {
-			version := strings.TrimSuffix(path.Base(name), ".sql")
-			var n int
-			if err := tx.QueryRow(ctx, `SELECT count(*) FROM schema_migrations WHERE version = $1`, version).Scan(&n); err != nil {
-				return fmt.Errorf("read migrations: %w", err)
-			}
-			if n > 0 {
+		x := pgTx{ctx, tx, s}
+		for _, m := range ms {
+			if done, err := sqlstore.Applied(x, m.Version); err != nil || done {
+				if err != nil {
+					return err
+				}
 				continue
 			}
-			body, err := migrations.ReadFile(name)
-			if err != nil {
-				return fmt.Errorf("read migration %s: %w", name, err)
+			if _, err := tx.Exec(ctx, m.Body); err != nil {
+				return fmt.Errorf("migration %s: %w", m.Version, err)
 			}
-			if _, err := tx.Exec(ctx, string(body)); err != nil {
-				return fmt.Errorf("migration %s: %w", version, err)
-			}
-			if _, err := tx.Exec(ctx, `INSERT INTO schema_migrations (version, applied_at) VALUES ($1, $2)`, version, time.Now().UnixNano()); err != nil {
-				return fmt.Errorf("migration %s: %w", version, err)
+			if err := sqlstore.MarkApplied(x, m.Version); err != nil {
+				return fmt.Errorf("migration %s: %w", m.Version, err)
 			}
 		}
 		return nil
@@ -305,9 +294,6 @@ func isNoRows(err error) bool { return errors.Is(err, pgx.ErrNoRows) }
 // Notifier implements store.Store.
 func (s *Store) Notifier() store.Notifier { return s.hub }
 
-// SecretStats reports what Open did to the secret columns.
-func (s *Store) SecretStats() SecretStats { return s.secretStats }
-
 // Close implements store.Store: it stops listening and closes the pool,
 // after the calls in flight return.
 func (s *Store) Close() error {
@@ -325,25 +311,7 @@ func (s *Store) Close() error {
 }
 
 // loadDeliveryIDs reads the delivery id key, making it at the first start
-// that finds none; replicas starting together agree on the first key
-// written.
+// that finds none (sqlstore.Store.LoadDeliveryIDs).
 func (s *Store) loadDeliveryIDs(ctx context.Context) error {
-	key := make([]byte, codec.DeliveryIDKeySize)
-	if _, err := rand.Read(key); err != nil {
-		return fmt.Errorf("postgres: delivery id key: %w", err)
-	}
-	if _, err := s.pool.Exec(ctx, `INSERT INTO id_keys (name, key) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING`,
-		codec.DeliveryIDKeyName, key); err != nil {
-		return fmt.Errorf("postgres: delivery id key: %w", err)
-	}
-	if err := s.pool.QueryRow(ctx, `SELECT key FROM id_keys WHERE name = $1`, codec.DeliveryIDKeyName).Scan(&key); err != nil {
-		return fmt.Errorf("postgres: delivery id key: %w", err)
-	}
-	ids, err := codec.NewDeliveryIDs(key)
-	if err != nil {
-		return fmt.Errorf("postgres: %w", err)
-	}
-	s.ids = ids
-	s.claims = newClaims(ids, s.owner)
-	return nil
+	return s.tx(ctx, func(tx *wtx) error { return s.LoadDeliveryIDs(pgTx{ctx, tx, s}) })
 }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"os"
 	"slices"
 	"strconv"
 	"sync"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/heraldstreams/herald/internal/secretbox"
+	"github.com/heraldstreams/herald/internal/testenv"
 	"github.com/heraldstreams/herald/store"
 	"github.com/heraldstreams/herald/store/postgres"
 	"github.com/heraldstreams/herald/store/storetest"
@@ -23,12 +23,23 @@ import (
 // fail: a missing server must not pass for a green run.
 func serverURL(t testing.TB) string {
 	t.Helper()
-	url := os.Getenv("HERALD_TEST_POSTGRES_URL")
-	if url == "" {
-		t.Fatal("HERALD_TEST_POSTGRES_URL is not set: run the tests with a PostgreSQL server, e.g. " +
-			"`source scripts/postgres.sh` (or scripts/test.sh, which starts one)")
+	return testenv.NeedPostgres(t)
+}
+
+// withConn runs fn on a connection of its own to the test server.
+func withConn(t testing.TB, fn func(*pgx.Conn)) {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, serverURL(t))
+	if err != nil {
+		t.Fatalf("connect: %v", err)
 	}
-	return url
+	defer func() {
+		if err := conn.Close(ctx); err != nil {
+			t.Errorf("close: %v", err)
+		}
+	}()
+	fn(conn)
 }
 
 // newSchema creates an empty schema for one test and drops it after.
@@ -40,18 +51,11 @@ func newSchema(t testing.TB) string {
 		t.Fatal(err)
 	}
 	schema := "t_" + hex.EncodeToString(b)
-	conn, err := pgx.Connect(ctx, serverURL(t))
-	if err != nil {
-		t.Fatalf("connect: %v", err)
-	}
-	defer func() {
-		if err := conn.Close(ctx); err != nil {
-			t.Errorf("close: %v", err)
+	withConn(t, func(conn *pgx.Conn) {
+		if _, err := conn.Exec(ctx, `CREATE SCHEMA `+pgx.Identifier{schema}.Sanitize()); err != nil {
+			t.Fatalf("create schema: %v", err)
 		}
-	}()
-	if _, err := conn.Exec(ctx, `CREATE SCHEMA `+pgx.Identifier{schema}.Sanitize()); err != nil {
-		t.Fatalf("create schema: %v", err)
-	}
+	})
 	t.Cleanup(func() {
 		conn, err := pgx.Connect(ctx, serverURL(t))
 		if err != nil {
@@ -81,22 +85,33 @@ var suiteBox = func() *secretbox.Box {
 // open opens a store in schema, closed at the end of the test.
 func open(t testing.TB, schema string) *postgres.Store {
 	t.Helper()
+	s, err := openBox(t, schema, suiteBox)
+	if err != nil {
+		t.Fatalf("open: %v", err)
+	}
+	return s
+}
+
+// openBox opens a store in schema whose secrets box seals, closed at the
+// end of the test.
+func openBox(t testing.TB, schema string, box *secretbox.Box) (*postgres.Store, error) {
+	t.Helper()
 	s, err := postgres.Open(context.Background(), serverURL(t), postgres.Options{
-		Box:      suiteBox,
+		Box:      box,
 		MaxConns: 8,
 		ConfigureConn: func(c *pgx.ConnConfig) {
 			c.RuntimeParams["search_path"] = schema
 		},
 	})
 	if err != nil {
-		t.Fatalf("open: %v", err)
+		return nil, err
 	}
 	t.Cleanup(func() {
 		if err := s.Close(); err != nil {
 			t.Errorf("close: %v", err)
 		}
 	})
-	return s
+	return s, nil
 }
 
 // factory gives every store of the suite its own schema.
@@ -104,8 +119,6 @@ type factory struct {
 	mu      sync.Mutex
 	schemas map[store.Store]string
 }
-
-func (f *factory) Parallel() bool { return true }
 
 func (f *factory) Open(t *testing.T) store.Store {
 	schema := newSchema(t)
@@ -136,6 +149,56 @@ func (f *factory) Reopen(t *testing.T, s store.Store) store.Store {
 	defer f.mu.Unlock()
 	f.schemas[again] = schema
 	return again
+}
+
+// OpenBox implements storetest.SecretsFactory.
+func (f *factory) OpenBox(t *testing.T, box *secretbox.Box) store.Store {
+	schema := newSchema(t)
+	s, err := openBox(t, schema, box)
+	if err != nil {
+		t.Fatalf("open: %v", err)
+	}
+	f.remember(s, schema)
+	return s
+}
+
+// OpenBoxAt implements storetest.SecretsFactory: another handle on s's
+// schema.
+func (f *factory) OpenBoxAt(t *testing.T, s store.Store, box *secretbox.Box) (store.Store, error) {
+	f.mu.Lock()
+	schema := f.schemas[s]
+	f.mu.Unlock()
+	p, err := openBox(t, schema, box)
+	if err != nil {
+		return nil, err
+	}
+	f.remember(p, schema)
+	return p, nil
+}
+
+// Stored implements storetest.SecretsFactory.
+func (f *factory) Stored(t *testing.T, s store.Store, table, column string) []string {
+	f.mu.Lock()
+	schema := f.schemas[s]
+	f.mu.Unlock()
+	var values []string
+	withConn(t, func(conn *pgx.Conn) {
+		rows, err := conn.Query(context.Background(), `SELECT `+pgx.Identifier{column}.Sanitize()+` FROM `+pgx.Identifier{schema, table}.Sanitize()+
+			` WHERE `+pgx.Identifier{column}.Sanitize()+` <> ''`)
+		if err != nil {
+			t.Fatalf("read %s.%s: %v", table, column, err)
+		}
+		if values, err = pgx.CollectRows(rows, pgx.RowTo[string]); err != nil {
+			t.Fatalf("read %s.%s: %v", table, column, err)
+		}
+	})
+	return values
+}
+
+func (f *factory) remember(s store.Store, schema string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.schemas[s] = schema
 }
 
 func TestStore(t *testing.T) {

@@ -7,9 +7,10 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/heraldstreams/herald/protocol"
 	"github.com/heraldstreams/herald/store"
 	"github.com/heraldstreams/herald/store/internal/codec"
+	"github.com/heraldstreams/herald/store/sqlstore"
+	"github.com/heraldstreams/herald/streamrules"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -131,7 +132,7 @@ func (s *Store) create(ctx context.Context, tx *wtx, p *store.StreamCreateParams
 			}
 		case err != nil:
 			return nil, err
-		case !protocol.SameCreateConfig(&st, p):
+		case !streamrules.SameCreateConfig(st.Config(), p.Config()):
 			return nil, store.ErrStreamExists
 		default:
 			return &store.StreamCreateResult{Stream: st}, nil
@@ -147,9 +148,9 @@ func (s *Store) create(ctx context.Context, tx *wtx, p *store.StreamCreateParams
 		}
 		srcStream, err := view(src, p.Now)
 		if err != nil {
-			return nil, protocol.ForkSourceError(err)
+			return nil, store.ForkSourceError(err)
 		}
-		d, err := protocol.DecideFork(&srcStream, p, func(anchor int64) ([]byte, error) {
+		d, err := streamrules.DecideFork(srcStream.Config(), srcStream.Tail, p.Config(), func(anchor int64) ([]byte, error) {
 			return chunkRest(ctx, tx, src, anchor)
 		})
 		if err != nil {
@@ -160,9 +161,7 @@ func (s *Store) create(ctx context.Context, tx *wtx, p *store.StreamCreateParams
 		st.Tail = d.Position
 		sourceID = sql.NullInt64{Int64: src.ID, Valid: true}
 	}
-	err = tx.QueryRow(ctx, `INSERT INTO streams (path, content_type, tail, closed, ttl_seconds, expires_at, accessed_at, created_at,
-		fork_source_id, fork_source_path, fork_position, fork_offset, fork_sub_offset)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) RETURNING id`,
+	err = tx.QueryRow(ctx, sqlstore.InsertStreamSQL+` RETURNING id`,
 		st.Path, st.ContentType, st.Tail, st.Closed, int64(st.TTL.Seconds()), codec.Nanos(st.ExpiresAt),
 		codec.Nanos(st.AccessedAt), codec.Nanos(st.CreatedAt), sourceID, st.ForkSource, st.ForkPosition,
 		st.ForkOffset, st.ForkSubOffset).Scan(&st.ID)
@@ -185,7 +184,7 @@ func (s *Store) create(ctx context.Context, tx *wtx, p *store.StreamCreateParams
 }
 
 func insertChunk(ctx context.Context, tx pgx.Tx, id, start int64, data []byte) error {
-	if _, err := tx.Exec(ctx, `INSERT INTO chunks (stream_id, start_pos, end_pos, data) VALUES ($1, $2, $3, $4)`,
+	if _, err := tx.Exec(ctx, sqlstore.InsertChunkSQL,
 		id, start, start+int64(len(data)), data); err != nil {
 		return fmt.Errorf("insert chunk: %w", err)
 	}
@@ -242,10 +241,10 @@ func (s *Store) append(ctx context.Context, tx *wtx, p *store.StreamAppendParams
 	if _, err := view(r, p.Now); err != nil {
 		return nil, err
 	}
-	var cur *protocol.ProducerState
+	var cur *streamrules.ProducerState
 	if p.Producer != nil {
-		var ps protocol.ProducerState
-		err := tx.QueryRow(ctx, `SELECT epoch, last_seq FROM producers WHERE stream_id = $1 AND producer_id = $2`,
+		var ps streamrules.ProducerState
+		err := tx.QueryRow(ctx, sqlstore.GetProducerSQL,
 			r.ID, p.Producer.ID).Scan(&ps.Epoch, &ps.LastSeq)
 		switch {
 		case err == nil:
@@ -254,13 +253,13 @@ func (s *Store) append(ctx context.Context, tx *wtx, p *store.StreamAppendParams
 			return nil, fmt.Errorf("read producer: %w", err)
 		}
 	}
-	d, err := protocol.DecideAppend(protocol.AppendState{
+	d, err := streamrules.DecideAppend(streamrules.AppendState{
 		ContentType: r.ContentType,
 		Closed:      r.Closed,
 		LastSeq:     r.LastSeq,
 		ClosedBy:    r.closedBy,
 		Producer:    cur,
-	}, protocol.AppendRequestOf(p))
+	}, p.AppendRequest())
 	if err != nil {
 		var ce *store.ClosedError
 		if errors.As(err, &ce) {
@@ -307,8 +306,7 @@ func (s *Store) append(ctx context.Context, tx *wtx, p *store.StreamAppendParams
 		return nil, fmt.Errorf("write stream: %w", err)
 	}
 	if d.ProducerChanged {
-		if _, err := tx.Exec(ctx, `INSERT INTO producers (stream_id, producer_id, epoch, last_seq) VALUES ($1, $2, $3, $4)
-			ON CONFLICT (stream_id, producer_id) DO UPDATE SET epoch = excluded.epoch, last_seq = excluded.last_seq`,
+		if _, err := tx.Exec(ctx, sqlstore.UpsertProducerSQL,
 			st.ID, p.Producer.ID, d.Producer.Epoch, d.Producer.LastSeq); err != nil {
 			return nil, fmt.Errorf("write producer: %w", err)
 		}
@@ -356,11 +354,11 @@ func (s *Store) StreamRead(ctx context.Context, params *store.StreamReadParams) 
 		if from > st.Tail {
 			return store.ErrPositionBeyondTail
 		}
-		rr := &rangeReader{q: tx, max: params.MaxBytes}
-		if err := rr.read(ctx, r, from, st.Tail); err != nil {
+		rg := &sqlstore.Range{Max: params.MaxBytes}
+		if err := sqlstore.ReadRange(chunkSource{ctx, tx}, rg, r, from, st.Tail); err != nil {
 			return err
 		}
-		res = &store.StreamReadResult{Stream: st, Data: rr.out, Next: from + int64(len(rr.out))}
+		res = &store.StreamReadResult{Stream: st, Data: rg.Out, Next: from + int64(len(rg.Out))}
 		return nil
 	})
 	if err != nil {
@@ -375,51 +373,42 @@ func (s *Store) StreamRead(ctx context.Context, params *store.StreamReadParams) 
 	return res, nil
 }
 
-// rangeReader gathers data of a stream and its fork sources.
-type rangeReader struct {
+// chunkSource reads a stream's chunks for sqlstore.ReadRange, in the
+// read's snapshot.
+type chunkSource struct {
+	ctx context.Context
 	q   querier
-	max int
-	out []byte
 }
 
-func (rr *rangeReader) full() bool { return rr.max > 0 && len(rr.out) >= rr.max }
+func (c chunkSource) Fork(r *row) (int64, bool) { return r.ForkPosition, r.sourceID != 0 }
 
-// read appends the data of [from, end) of r, descending into fork sources
-// below r's fork position.
-func (rr *rangeReader) read(ctx context.Context, r *row, from, end int64) error {
-	if fp := r.ForkPosition; from < fp && r.sourceID != 0 {
-		src, err := getRowID(ctx, rr.q, r.sourceID, false)
-		if err != nil {
-			return err
-		}
-		if src == nil {
-			return fmt.Errorf("postgres: fork source %d of %s is missing", r.sourceID, r.Path)
-		}
-		if err := rr.read(ctx, src, from, min(end, fp)); err != nil {
-			return err
-		}
-		if rr.full() {
-			return nil
-		}
-		from = fp
+func (c chunkSource) Source(r *row) (*row, error) {
+	src, err := getRowID(c.ctx, c.q, r.sourceID, false)
+	if err != nil {
+		return nil, err
 	}
-	if from >= end {
-		return nil
+	if src == nil {
+		return nil, fmt.Errorf("postgres: fork source %d of %s is missing", r.sourceID, r.Path)
 	}
-	rows, err := rr.q.Query(ctx, `SELECT start_pos, end_pos, data FROM chunks WHERE stream_id = $1 AND end_pos > $2 AND start_pos < $3 ORDER BY end_pos`,
-		r.ID, from, end)
+	return src, nil
+}
+
+func (c chunkSource) Chunks(r *row, rg *sqlstore.Range) error {
+	from, end := rg.Window()
+	rows, err := c.q.Query(c.ctx, sqlstore.ChunksFromSQL, r.ID, from, end)
 	if err != nil {
 		return fmt.Errorf("postgres: read chunks: %w", err)
 	}
 	defer rows.Close()
-	for rows.Next() && !rr.full() {
+	for rows.Next() {
 		var start, stop int64
 		var data []byte
 		if err := rows.Scan(&start, &stop, &data); err != nil {
 			return fmt.Errorf("postgres: read chunks: %w", err)
 		}
-		lo, hi := max(from, start)-start, min(end, stop)-start
-		rr.out = append(rr.out, data[lo:hi]...)
+		if !rg.Add(start, stop, data) {
+			break
+		}
 	}
 	return rows.Err()
 }
@@ -439,58 +428,56 @@ func (s *Store) StreamDelete(ctx context.Context, params *store.StreamDeletePara
 	})
 }
 
-// deleteStream soft-deletes a stream (locked by the caller) that forks
-// still reference, or removes it and then any soft-deleted source it was
-// the last reference of. gone reports whether r's row was removed.
+// deleteStream deletes r (locked by the caller) by the rule of forks
+// (sqlstore.DeleteStream). gone reports whether r's row was removed.
 func (s *Store) deleteStream(ctx context.Context, tx *wtx, r *row) (gone bool, err error) {
-	first := true
-	for r != nil {
-		var forks int
-		if err := tx.QueryRow(ctx, `SELECT count(*) FROM streams WHERE fork_source_id = $1`, r.ID).Scan(&forks); err != nil {
-			return false, fmt.Errorf("count forks: %w", err)
-		}
-		change := store.TailChange{StreamID: r.ID, Path: r.Path, Tail: r.Tail, Closed: r.Closed, Deleted: true}
-		if forks > 0 {
-			if !r.softDeleted {
-				if _, err := tx.Exec(ctx, `UPDATE streams SET soft_deleted = true WHERE id = $1`, r.ID); err != nil {
-					return false, fmt.Errorf("soft-delete stream: %w", err)
-				}
-				if err := s.notify(ctx, tx, change); err != nil {
-					return false, err
-				}
-			}
-			return false, nil
-		}
-		for _, q := range []string{
-			`DELETE FROM chunks WHERE stream_id = $1`,
-			`DELETE FROM producers WHERE stream_id = $1`,
-			`DELETE FROM streams WHERE id = $1`,
-		} {
-			if _, err := tx.Exec(ctx, q, r.ID); err != nil {
-				return false, fmt.Errorf("delete stream: %w", err)
-			}
-		}
-		if !r.softDeleted {
-			if err := s.notify(ctx, tx, change); err != nil {
-				return false, err
-			}
-		}
-		gone = gone || first
-		first = false
-		// Cascade to a soft-deleted source that no fork needs any more.
-		if r.sourceID == 0 {
-			return gone, nil
-		}
-		src, err := getRowID(ctx, tx, r.sourceID, true)
-		if err != nil {
-			return false, err
-		}
-		if src == nil || !src.softDeleted {
-			return gone, nil
-		}
-		r = src
+	return sqlstore.DeleteStream(txDeleter{s, ctx, tx}, r)
+}
+
+// txDeleter deletes streams in a transaction for sqlstore.DeleteStream.
+type txDeleter struct {
+	s   *Store
+	ctx context.Context
+	tx  *wtx
+}
+
+func (d txDeleter) Forks(r *row) (int, error) {
+	var forks int
+	err := d.tx.QueryRow(d.ctx, sqlstore.CountForksSQL, r.ID).Scan(&forks)
+	return forks, err
+}
+
+func (d txDeleter) SoftDeleted(r *row) bool { return r.softDeleted }
+
+func (d txDeleter) deleted(r *row) store.TailChange {
+	return store.TailChange{StreamID: r.ID, Path: r.Path, Tail: r.Tail, Closed: r.Closed, Deleted: true}
+}
+
+func (d txDeleter) SoftDelete(r *row) error {
+	if _, err := d.tx.Exec(d.ctx, `UPDATE streams SET soft_deleted = true WHERE id = $1`, r.ID); err != nil {
+		return fmt.Errorf("soft-delete stream: %w", err)
 	}
-	return gone, nil
+	return d.s.notify(d.ctx, d.tx, d.deleted(r))
+}
+
+func (d txDeleter) Remove(r *row) error {
+	for _, q := range sqlstore.DeleteStreamSQL {
+		if _, err := d.tx.Exec(d.ctx, q, r.ID); err != nil {
+			return fmt.Errorf("delete stream: %w", err)
+		}
+	}
+	if r.softDeleted {
+		return nil
+	}
+	return d.s.notify(d.ctx, d.tx, d.deleted(r))
+}
+
+func (d txDeleter) Source(r *row) (*row, bool, error) {
+	if r.sourceID == 0 {
+		return nil, false, nil
+	}
+	src, err := getRowID(d.ctx, d.tx, r.sourceID, true)
+	return src, src != nil, err
 }
 
 // expiredSQL is the condition of a stream that expired at $1.

@@ -2,13 +2,7 @@ package sqlite
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"errors"
 	"fmt"
-
-	"github.com/heraldstreams/herald/store"
-	"github.com/heraldstreams/herald/store/internal/codec"
 )
 
 // Leases are in the rows, as in the PostgreSQL backend (the statements
@@ -19,19 +13,13 @@ import (
 // Open ends them all: after a restart every unfinished delivery and every
 // due timer is claimable at once, without waiting for a lease to end.
 
-// startClaims names this process and ends the leases of the previous one.
+// startClaims reads the delivery id key and ends the leases of the
+// previous process.
 func (s *Store) startClaims(ctx context.Context) error {
-	owner := make([]byte, 8)
-	if _, err := rand.Read(owner); err != nil {
-		return fmt.Errorf("sqlite: process id: %w", err)
-	}
-	s.owner = hex.EncodeToString(owner)
-	s.claims = &codec.Claims{IDs: s.ids, Owner: s.owner, Token: func(tx codec.ClaimTx) (int64, error) {
-		var token int64
-		err := tx.QueryRow(`UPDATE lease_tokens SET last = last + 1 WHERE id = 1 RETURNING last`).Scan(&token)
-		return token, err
-	}}
 	return execTx(ctx, s.wconn, func() error {
+		if err := s.LoadDeliveryIDs(s.writerExec(ctx)); err != nil {
+			return err
+		}
 		for _, q := range []string{
 			`UPDATE deliveries SET lease_until = 0, lease_token = 0, lease_owner = '' WHERE lease_until > 0`,
 			`UPDATE consumers SET timer_until = 0, timer_owner = '' WHERE timer_until > 0`,
@@ -47,67 +35,3 @@ func (s *Store) startClaims(ctx context.Context) error {
 
 // Peers implements store.Store: one process owns the database.
 func (s *Store) Peers() bool { return false }
-
-// batchTx runs codec's statements in a batch, on the writer connection.
-type batchTx struct{ b *batch }
-
-func (t batchTx) QueryRow(sql string, args ...any) codec.Row {
-	stmt, err := t.b.s.writerStmt(t.b.ctx, codec.Numbered(sql))
-	if err != nil {
-		return errRow{err}
-	}
-	return stmt.QueryRowContext(t.b.ctx, args...)
-}
-
-func (t batchTx) Query(sql string, args []any, each func(codec.Row) error) error {
-	stmt, err := t.b.s.writerStmt(t.b.ctx, codec.Numbered(sql))
-	if err != nil {
-		return err
-	}
-	rows, err := stmt.QueryContext(t.b.ctx, args...)
-	if err != nil {
-		return err
-	}
-	for rows.Next() {
-		if err := each(rows); err != nil {
-			return errors.Join(err, rows.Close())
-		}
-	}
-	return errors.Join(rows.Err(), rows.Close())
-}
-
-func (t batchTx) Exec(sql string, args ...any) error {
-	_, err := t.b.exec(codec.Numbered(sql), args...)
-	return err
-}
-
-// errRow is a row whose statement could not be prepared.
-type errRow struct{ err error }
-
-func (r errRow) Scan(...any) error { return r.err }
-
-// LeaseAcquire implements store.LeaseStore.
-func (s *Store) LeaseAcquire(ctx context.Context, params *store.LeaseAcquireParams) (bool, error) {
-	var held bool
-	err := s.writeRelaxed(ctx, func(b *batch) error {
-		var err error
-		if held, err = codec.AcquireLease(batchTx{b}, params, s.owner, isNoRows); err != nil {
-			return fmt.Errorf("take lease: %w", err)
-		}
-		return nil
-	})
-	return held, err
-}
-
-// ConsumerClaimDue implements store.SubscriptionStore.
-func (s *Store) ConsumerClaimDue(ctx context.Context, params *store.ConsumerClaimDueParams) (*store.ConsumerClaimDueResult, error) {
-	var res *store.ConsumerClaimDueResult
-	err := s.writeRelaxed(ctx, func(b *batch) error {
-		var err error
-		if res, err = codec.ClaimConsumers(batchTx{b}, params, s.owner, ""); err != nil {
-			return fmt.Errorf("claim consumers: %w", err)
-		}
-		return nil
-	})
-	return res, err
-}

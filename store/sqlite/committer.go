@@ -7,8 +7,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/heraldstreams/herald/protocol"
 	"github.com/heraldstreams/herald/store"
+	"github.com/heraldstreams/herald/streamrules"
 )
 
 // op is one write submitted to the committer. apply runs inside the batch
@@ -30,11 +30,12 @@ type batch struct {
 	overID   map[int64]*entry
 	removed  map[int64]bool
 	dirty    map[int64]*entry // stream rows to write before commit
-	prod     map[prodKey]protocol.ProducerState
+	prod     map[prodKey]streamrules.ProducerState
 	recent   []*recentChunk // small chunks written, for the recent cache
 	changes  []store.TailChange
 	afterRun []func() // run after a successful commit
 	onAbort  []func() // run when the batch fails: nothing in it was stored
+	tx       *batchTx // the core's executor of the batch (see txOf)
 }
 
 type prodKey struct {
@@ -50,7 +51,7 @@ func (s *Store) newBatch() *batch {
 		overID:  make(map[int64]*entry),
 		removed: make(map[int64]bool),
 		dirty:   make(map[int64]*entry),
-		prod:    make(map[prodKey]protocol.ProducerState),
+		prod:    make(map[prodKey]streamrules.ProducerState),
 	}
 }
 
@@ -89,7 +90,7 @@ func (b *batch) remove(e *entry) {
 }
 
 // producer returns the stream's record of a producer as of this batch.
-func (b *batch) producer(e *entry, id string) (protocol.ProducerState, bool, error) {
+func (b *batch) producer(e *entry, id string) (streamrules.ProducerState, bool, error) {
 	k := prodKey{e.id, id}
 	if p, ok := b.prod[k]; ok {
 		return p, true, nil
@@ -97,7 +98,7 @@ func (b *batch) producer(e *entry, id string) (protocol.ProducerState, bool, err
 	if p, ok := b.s.producers[e.id][id]; ok {
 		return p, true, nil
 	}
-	var p protocol.ProducerState
+	var p streamrules.ProducerState
 	err := b.s.stmts.getProducer.QueryRowContext(b.ctx, e.id, id).Scan(&p.Epoch, &p.LastSeq)
 	if isNoRows(err) {
 		return p, false, nil
@@ -109,17 +110,17 @@ func (b *batch) producer(e *entry, id string) (protocol.ProducerState, bool, err
 	return p, true, nil
 }
 
-func (b *batch) setProducer(e *entry, id string, p protocol.ProducerState) error {
+func (b *batch) setProducer(e *entry, id string, p streamrules.ProducerState) error {
 	b.prod[prodKey{e.id, id}] = p
 	_, err := b.s.stmts.upsertProducer.ExecContext(b.ctx, e.id, id, p.Epoch, p.LastSeq)
 	return err
 }
 
 // cacheProducer records committed producer state; committer only.
-func (s *Store) cacheProducer(stream int64, id string, p protocol.ProducerState) {
+func (s *Store) cacheProducer(stream int64, id string, p streamrules.ProducerState) {
 	m := s.producers[stream]
 	if m == nil {
-		m = make(map[string]protocol.ProducerState, 1)
+		m = make(map[string]streamrules.ProducerState, 1)
 		s.producers[stream] = m
 	}
 	m[id] = p

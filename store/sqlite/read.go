@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/heraldstreams/herald/store"
+	"github.com/heraldstreams/herald/store/sqlstore"
 )
 
 // StreamGet implements store.Store.
@@ -32,65 +33,54 @@ func (s *Store) StreamRead(ctx context.Context, params *store.StreamReadParams) 
 	if from > st.Tail {
 		return nil, store.ErrPositionBeyondTail
 	}
-	r := &rangeReader{s: s, max: params.MaxBytes}
-	if err := r.read(ctx, e, from, st.Tail); err != nil {
+	r := &sqlstore.Range{Max: params.MaxBytes}
+	if err := sqlstore.ReadRange(chunkSource{s, ctx}, r, e, from, st.Tail); err != nil {
 		return nil, err
 	}
 	if !params.Internal {
 		s.touch(e, params.Now)
 	}
-	next := from + int64(len(r.out))
-	return &store.StreamReadResult{Stream: st, Data: r.out, Next: next}, nil
+	next := from + int64(len(r.Out))
+	return &store.StreamReadResult{Stream: st, Data: r.Out, Next: next}, nil
 }
 
-// rangeReader gathers data of a stream and its fork sources.
-type rangeReader struct {
+// chunkSource reads a stream's chunks for sqlstore.ReadRange: from the
+// recent cache when it holds the range, else from the read pool.
+type chunkSource struct {
 	s   *Store
-	max int
-	out []byte
+	ctx context.Context
 }
 
-func (r *rangeReader) full() bool { return r.max > 0 && len(r.out) >= r.max }
+func (c chunkSource) Fork(e *entry) (int64, bool) { return e.forkPosition(), e.sourceID() != 0 }
 
-// read appends the data of [from, end) of e, descending into fork sources
-// below e's fork position.
-func (r *rangeReader) read(ctx context.Context, e *entry, from, end int64) error {
-	if fp := e.forkPosition(); from < fp && e.sourceID() != 0 {
-		src := r.s.lookupID(e.sourceID())
-		if src == nil {
-			return fmt.Errorf("sqlite: fork source %d of %s is missing", e.sourceID(), e.path)
-		}
-		if err := r.read(ctx, src, from, min(end, fp)); err != nil {
-			return err
-		}
-		if r.full() {
-			return nil
-		}
-		from = fp
+func (c chunkSource) Source(e *entry) (*entry, error) {
+	src := c.s.lookupID(e.sourceID())
+	if src == nil {
+		return nil, fmt.Errorf("sqlite: fork source %d of %s is missing", e.sourceID(), e.path)
 	}
-	if from >= end {
+	return src, nil
+}
+
+func (c chunkSource) Chunks(e *entry, r *sqlstore.Range) error {
+	from, end := r.Window()
+	if data, ok := c.s.recent.get(e.id, from, end); ok {
+		r.Add(from, end, data)
 		return nil
 	}
-	if data, ok := r.s.recent.get(e.id, from, end); ok {
-		r.out = append(r.out, data...)
-		return nil
-	}
-	rows, err := r.s.readChunks.QueryContext(ctx, e.id, from, end)
+	rows, err := c.s.readChunks.QueryContext(c.ctx, e.id, from, end)
 	if err != nil {
 		return fmt.Errorf("sqlite: read chunks: %w", err)
 	}
 	defer rows.Close()
-	for rows.Next() && !r.full() {
+	for rows.Next() {
 		var start, stop int64
 		var data sql.RawBytes
 		if err := rows.Scan(&start, &stop, &data); err != nil {
 			return fmt.Errorf("sqlite: read chunks: %w", err)
 		}
-		lo, hi := max(from, start)-start, min(end, stop)-start
-		if r.out == nil {
-			r.out = make([]byte, 0, min(int64(r.max)+int64(len(data)), end-from))
+		if !r.Add(start, stop, data) {
+			break
 		}
-		r.out = append(r.out, data[lo:hi]...)
 	}
 	return rows.Err()
 }

@@ -6,20 +6,21 @@
 // The process that opens the directory owns it (an exclusive lock file), so
 // the committer can keep every stream's metadata in memory: writes validate
 // against it without a query, and readers take immutable snapshots of it.
+// What the backends share is written once in package sqlstore, whose
+// writes this one runs in the committer's batches.
 package sqlite
 
 import (
 	"context"
+	"crypto/rand"
 	"database/sql"
 	"embed"
+	"encoding/hex"
 	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
-	"sort"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -27,10 +28,10 @@ import (
 
 	"github.com/heraldstreams/herald/internal/privfile"
 	"github.com/heraldstreams/herald/internal/secretbox"
-	"github.com/heraldstreams/herald/protocol"
 	"github.com/heraldstreams/herald/store"
-	"github.com/heraldstreams/herald/store/internal/codec"
 	"github.com/heraldstreams/herald/store/internal/commitmetrics"
+	"github.com/heraldstreams/herald/store/sqlstore"
+	"github.com/heraldstreams/herald/streamrules"
 	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
 )
 
@@ -57,7 +58,7 @@ type Config struct {
 	// meanwhile join the next one (default 5ms; negative: no wait).
 	RelaxedInterval time.Duration
 	// Box encrypts the secret columns (signing secrets, custom header
-	// values, token keys; see secretColumns). Open seals the plaintext
+	// values, token keys; see sqlstore.SecretColumns). Open seals the plaintext
 	// values a store holds and rewraps those of older keys, and refuses a
 	// Box that cannot open what was sealed before. Nil keeps secrets in
 	// plaintext (tests); a store whose secrets are encrypted does not open
@@ -65,8 +66,10 @@ type Config struct {
 	Box *secretbox.Box
 }
 
-// Store is the SQLite implementation of store.Store.
+// Store is the SQLite implementation of store.Store: the core
+// (sqlstore) over the committer and the read pool.
 type Store struct {
+	*sqlstore.Store
 	cfg    Config
 	log    *slog.Logger
 	lock   *os.File
@@ -77,11 +80,6 @@ type Store struct {
 	syncFull bool
 	// metrics measure the committer (see newCommitMetrics).
 	metrics *commitmetrics.Metrics
-	// owner names this process in the leases it takes (see claims.go).
-	owner  string
-	claims *codec.Claims
-	// ids names deliveries (see codec.DeliveryIDs).
-	ids *codec.DeliveryIDs
 	// walFrames is the WAL's size in frames at the last checkpoint.
 	walFrames atomic.Int64
 	reader    *sql.DB
@@ -110,10 +108,8 @@ type Store struct {
 	touches   map[int64]int64 // read-driven TTL renewals (Unix ns) not yet written
 	// producers caches idempotent producer state by stream id and
 	// producer id; only the committer reads or writes it.
-	producers map[int64]map[string]protocol.ProducerState
+	producers map[int64]map[string]streamrules.ProducerState
 	recent    *recentCache
-	// secretStats is what Open did to the secret columns.
-	secretStats SecretStats
 }
 
 var _ store.Store = (*Store)(nil)
@@ -165,13 +161,20 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		byPath:    make(map[string]*entry),
 		byID:      make(map[int64]*entry),
 		touches:   make(map[int64]int64),
-		producers: make(map[int64]map[string]protocol.ProducerState),
+		producers: make(map[int64]map[string]streamrules.ProducerState),
 		recent:    newRecentCache(),
 		wprepared: make(map[string]*sql.Stmt),
 		syncFull:  true,
 		rprepared: make(map[string]*sql.Stmt),
 		metrics:   newCommitMetrics(),
 	}
+	owner := make([]byte, 8)
+	if _, err := rand.Read(owner); err != nil {
+		return nil, errors.Join(fmt.Errorf("sqlite: process id: %w", err), lock.Close())
+	}
+	// The owner names this process in the leases it takes (see claims.go).
+	s.Store = sqlstore.New(sqlstore.Config{Backend: backend{s}, Dialect: dialect, Box: cfg.Box, Logger: cfg.Logger,
+		Owner: hex.EncodeToString(owner)})
 	if err := s.open(ctx); err != nil {
 		s.closeHandles()
 		return nil, err
@@ -212,9 +215,6 @@ func (s *Store) open(ctx context.Context) error {
 		return err
 	}
 	if err := s.prepareSecrets(ctx); err != nil {
-		return err
-	}
-	if err := s.loadDeliveryIDs(ctx); err != nil {
 		return err
 	}
 	if err := s.startClaims(ctx); err != nil {
@@ -271,40 +271,34 @@ func lockDir(dir string) (*os.File, error) {
 }
 
 // migrate applies the embedded numbered migrations not yet applied, up to
-// and including version until (all of them when until is empty).
+// and including version until (all of them when until is empty), each in
+// its own transaction.
 func migrate(ctx context.Context, conn *sql.Conn, until string) error {
 	if _, err := conn.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (version TEXT PRIMARY KEY, applied_at INTEGER NOT NULL)`); err != nil {
 		return fmt.Errorf("sqlite: migrations table: %w", err)
 	}
-	names, err := fs.Glob(migrations, "migrations/*.sql")
+	ms, err := sqlstore.Migrations(migrations)
 	if err != nil {
-		return fmt.Errorf("sqlite: list migrations: %w", err)
+		return fmt.Errorf("sqlite: %w", err)
 	}
-	sort.Strings(names)
-	for _, name := range names {
-		version := strings.TrimSuffix(filepath.Base(name), ".sql")
-		if until != "" && version > until {
+	x := connExec{ctx, conn}
+	for _, m := range ms {
+		if until != "" && m.Version > until {
 			break
 		}
-		var n int
-		if err := conn.QueryRowContext(ctx, `SELECT count(*) FROM schema_migrations WHERE version = ?`, version).Scan(&n); err != nil {
-			return fmt.Errorf("sqlite: read migrations: %w", err)
-		}
-		if n > 0 {
+		if done, err := sqlstore.Applied(x, m.Version); err != nil || done {
+			if err != nil {
+				return fmt.Errorf("sqlite: %w", err)
+			}
 			continue
 		}
-		body, err := migrations.ReadFile(name)
-		if err != nil {
-			return fmt.Errorf("sqlite: read migration %s: %w", name, err)
-		}
 		if err := execTx(ctx, conn, func() error {
-			if _, err := conn.ExecContext(ctx, string(body)); err != nil {
+			if _, err := conn.ExecContext(ctx, m.Body); err != nil {
 				return err
 			}
-			_, err := conn.ExecContext(ctx, `INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)`, version, time.Now().UnixNano())
-			return err
+			return sqlstore.MarkApplied(x, m.Version)
 		}); err != nil {
-			return fmt.Errorf("sqlite: migration %s: %w", version, err)
+			return fmt.Errorf("sqlite: migration %s: %w", m.Version, err)
 		}
 	}
 	return nil

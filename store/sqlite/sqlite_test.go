@@ -3,6 +3,9 @@ package sqlite_test
 import (
 	"bytes"
 	"context"
+	"database/sql"
+	"errors"
+	"path/filepath"
 	"testing"
 
 	"github.com/heraldstreams/herald/internal/secretbox"
@@ -50,16 +53,72 @@ var suiteBox = func() *secretbox.Box {
 
 func open(t testing.TB, dir string) store.Store {
 	t.Helper()
-	s, err := sqlite.Open(context.Background(), sqlite.Config{Dir: dir, ReadConns: 2, Box: suiteBox}) // a small pool: no read may wait for a connection while holding one
+	s, err := openBox(t, dir, suiteBox)
 	if err != nil {
 		t.Fatalf("open: %v", err)
+	}
+	return s
+}
+
+// openBox opens the store in dir whose secrets box seals, closed at the
+// end of the test.
+func openBox(t testing.TB, dir string, box *secretbox.Box) (store.Store, error) {
+	t.Helper()
+	s, err := sqlite.Open(context.Background(), sqlite.Config{Dir: dir, ReadConns: 2, Box: box}) // a small pool: no read may wait for a connection while holding one
+	if err != nil {
+		return nil, err
 	}
 	t.Cleanup(func() {
 		if err := s.Close(); err != nil {
 			t.Errorf("close: %v", err)
 		}
 	})
+	return s, nil
+}
+
+// OpenBox implements storetest.SecretsFactory.
+func (factory) OpenBox(t *testing.T, box *secretbox.Box) store.Store {
+	s, err := openBox(t, t.TempDir(), box)
+	if err != nil {
+		t.Fatalf("open: %v", err)
+	}
 	return s
+}
+
+// OpenBoxAt implements storetest.SecretsFactory: s must be closed (one
+// process owns a data directory).
+func (factory) OpenBoxAt(t *testing.T, s store.Store, box *secretbox.Box) (store.Store, error) {
+	return openBox(t, s.(*sqlite.Store).Dir(), box)
+}
+
+// Stored implements storetest.SecretsFactory: it reads the database file
+// on a connection of its own.
+func (factory) Stored(t *testing.T, s store.Store, table, column string) []string {
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(s.(*sqlite.Store).Dir(), "herald.db")+"?mode=ro")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := db.Close(); err != nil {
+			t.Error(err)
+		}
+	}()
+	rows, err := db.Query(`SELECT ` + column + ` FROM ` + table + ` WHERE ` + column + ` <> ''`)
+	if err != nil {
+		t.Fatalf("read %s.%s: %v", table, column, err)
+	}
+	var out []string
+	for rows.Next() {
+		var v string
+		if err := rows.Scan(&v); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, v)
+	}
+	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
 
 func TestStore(t *testing.T) { storetest.Run(t, factory{}) }

@@ -5,9 +5,13 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+
+	"github.com/heraldstreams/herald/store/internal/codec"
+	"github.com/heraldstreams/herald/store/sqlstore"
 )
 
-// statements are prepared once on the writer connection.
+// statements are prepared once on the writer connection: the core's
+// statements of streams (sqlstore), in SQLite's placeholders.
 type statements struct {
 	insertStream    *sql.Stmt
 	updateStream    *sql.Stmt
@@ -21,7 +25,8 @@ type statements struct {
 	chunksFrom      *sql.Stmt
 }
 
-const chunksFromSQL = `SELECT start_pos, end_pos, data FROM chunks WHERE stream_id = ? AND end_pos > ? AND start_pos < ? ORDER BY end_pos`
+// chunksFromSQL is sqlstore.ChunksFromSQL in SQLite's placeholders.
+var chunksFromSQL = codec.Numbered(sqlstore.ChunksFromSQL)
 
 func prepare(ctx context.Context, conn *sql.Conn) (*statements, error) {
 	st := &statements{}
@@ -29,22 +34,19 @@ func prepare(ctx context.Context, conn *sql.Conn) (*statements, error) {
 		dst **sql.Stmt
 		sql string
 	}{
-		{&st.insertStream, `INSERT INTO streams (path, content_type, tail, closed, ttl_seconds, expires_at, accessed_at, created_at,
-			fork_source_id, fork_source_path, fork_position, fork_offset, fork_sub_offset)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`},
+		{&st.insertStream, sqlstore.InsertStreamSQL},
 		{&st.updateStream, `UPDATE streams SET tail = ?, closed = ?, closed_by_id = ?, closed_by_epoch = ?, closed_by_seq = ?,
 			accessed_at = ?, last_seq = ?, soft_deleted = ? WHERE id = ?`},
-		{&st.insertChunk, `INSERT INTO chunks (stream_id, start_pos, end_pos, data) VALUES (?, ?, ?, ?)`},
-		{&st.getProducer, `SELECT epoch, last_seq FROM producers WHERE stream_id = ? AND producer_id = ?`},
-		{&st.upsertProducer, `INSERT INTO producers (stream_id, producer_id, epoch, last_seq) VALUES (?, ?, ?, ?)
-			ON CONFLICT (stream_id, producer_id) DO UPDATE SET epoch = excluded.epoch, last_seq = excluded.last_seq`},
-		{&st.countForks, `SELECT count(*) FROM streams WHERE fork_source_id = ?`},
-		{&st.deleteChunks, `DELETE FROM chunks WHERE stream_id = ?`},
-		{&st.deleteProducers, `DELETE FROM producers WHERE stream_id = ?`},
-		{&st.deleteStream, `DELETE FROM streams WHERE id = ?`},
-		{&st.chunksFrom, chunksFromSQL},
+		{&st.insertChunk, sqlstore.InsertChunkSQL},
+		{&st.getProducer, sqlstore.GetProducerSQL},
+		{&st.upsertProducer, sqlstore.UpsertProducerSQL},
+		{&st.countForks, sqlstore.CountForksSQL},
+		{&st.deleteChunks, sqlstore.DeleteStreamSQL[0]},
+		{&st.deleteProducers, sqlstore.DeleteStreamSQL[1]},
+		{&st.deleteStream, sqlstore.DeleteStreamSQL[2]},
+		{&st.chunksFrom, sqlstore.ChunksFromSQL},
 	} {
-		stmt, err := conn.PrepareContext(ctx, p.sql)
+		stmt, err := conn.PrepareContext(ctx, codec.Numbered(p.sql))
 		if err != nil {
 			return nil, errors.Join(fmt.Errorf("sqlite: prepare: %w", err), st.close())
 		}
@@ -78,4 +80,55 @@ func (st *statements) close() error {
 
 func nullID(id int64) sql.NullInt64 {
 	return sql.NullInt64{Int64: id, Valid: id != 0}
+}
+
+// exec runs a statement on the writer connection inside the batch,
+// preparing it once.
+func (b *batch) exec(query string, args ...any) (sql.Result, error) {
+	stmt, err := b.s.writerStmt(b.ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	return stmt.ExecContext(b.ctx, args...)
+}
+
+// writerStmt returns query prepared on the writer connection, its $N
+// placeholders (the core's) read as ?N, and cached by query as given so
+// that no call rewrites it again. Only the
+// committer goroutine (and Close, after it stopped) touches the cache.
+func (s *Store) writerStmt(ctx context.Context, query string) (*sql.Stmt, error) {
+	if st, ok := s.wprepared[query]; ok {
+		return st, nil
+	}
+	st, err := s.wconn.PrepareContext(ctx, codec.Numbered(query))
+	if err != nil {
+		return nil, fmt.Errorf("prepare: %w", err)
+	}
+	s.wprepared[query] = st
+	return st, nil
+}
+
+// readerStmt returns query prepared on the read pool ($N read as ?N, as
+// in writerStmt), preparing it once
+// (database/sql prepares it again on each pooled connection as needed).
+func (s *Store) readerStmt(ctx context.Context, query string) (*sql.Stmt, error) {
+	s.rprepMu.Lock()
+	st, ok := s.rprepared[query]
+	s.rprepMu.Unlock()
+	if ok {
+		return st, nil
+	}
+	// Prepared without the lock: preparing takes a pooled connection,
+	// and nobody may wait for a connection while holding the lock.
+	st, err := s.reader.PrepareContext(ctx, codec.Numbered(query))
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: prepare read: %w", err)
+	}
+	s.rprepMu.Lock()
+	defer s.rprepMu.Unlock()
+	if prev, ok := s.rprepared[query]; ok {
+		return prev, st.Close() // another caller prepared it first
+	}
+	s.rprepared[query] = st
+	return st, nil
 }

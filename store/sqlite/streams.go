@@ -7,9 +7,10 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/heraldstreams/herald/protocol"
 	"github.com/heraldstreams/herald/store"
 	"github.com/heraldstreams/herald/store/internal/codec"
+	"github.com/heraldstreams/herald/store/sqlstore"
+	"github.com/heraldstreams/herald/streamrules"
 )
 
 // StreamCreate implements store.Store.
@@ -82,7 +83,7 @@ func (o *createOp) apply(b *batch) error {
 			o.err = err
 			return nil
 		default:
-			if !protocol.SameCreateConfig(&st, p) {
+			if !streamrules.SameCreateConfig(st.Config(), p.Config()) {
 				o.err = store.ErrStreamExists
 				return nil
 			}
@@ -140,10 +141,10 @@ func (b *batch) resolveFork(e *entry, p *store.StreamCreateParams) error {
 	src := b.get(p.ForkSource)
 	srcStream, err := b.s.view(src, p.Now)
 	if err != nil {
-		return ruleError{protocol.ForkSourceError(err)}
+		return ruleError{store.ForkSourceError(err)}
 	}
 	var readErr error
-	d, err := protocol.DecideFork(&srcStream, p, func(anchor int64) ([]byte, error) {
+	d, err := streamrules.DecideFork(srcStream.Config(), srcStream.Tail, p.Config(), func(anchor int64) ([]byte, error) {
 		chunk, start, err := b.s.chunkAt(b.ctx, src, anchor)
 		if err != nil {
 			readErr = err
@@ -214,7 +215,7 @@ func (o *appendOp) apply(b *batch) error {
 		o.err = err
 		return nil
 	}
-	var cur *protocol.ProducerState
+	var cur *streamrules.ProducerState
 	if p.Producer != nil {
 		ps, ok, err := b.producer(e, p.Producer.ID)
 		if err != nil {
@@ -224,13 +225,13 @@ func (o *appendOp) apply(b *batch) error {
 			cur = &ps
 		}
 	}
-	d, err := protocol.DecideAppend(protocol.AppendState{
+	d, err := streamrules.DecideAppend(streamrules.AppendState{
 		ContentType: e.contentType,
 		Closed:      e.closed,
 		LastSeq:     e.lastSeq,
 		ClosedBy:    e.closedBy(),
 		Producer:    cur,
-	}, protocol.AppendRequestOf(p))
+	}, p.AppendRequest())
 	if err != nil {
 		var ce *store.ClosedError
 		if errors.As(err, &ce) {
@@ -300,40 +301,48 @@ func (o *deleteOp) apply(b *batch) error {
 	return b.deleteStream(e)
 }
 
-// deleteStream soft-deletes a stream that forks still reference, or removes
-// it and then any soft-deleted source it was the last reference of.
+// deleteStream deletes e by the rule of forks (sqlstore.DeleteStream),
+// in the batch.
 func (b *batch) deleteStream(e *entry) error {
-	for e != nil {
-		var forks int
-		if err := b.s.stmts.countForks.QueryRowContext(b.ctx, e.id).Scan(&forks); err != nil {
-			return fmt.Errorf("count forks: %w", err)
+	_, err := sqlstore.DeleteStream(batchDeleter{b}, e)
+	return err
+}
+
+// batchDeleter deletes streams in a batch for sqlstore.DeleteStream.
+type batchDeleter struct{ b *batch }
+
+func (d batchDeleter) Forks(e *entry) (int, error) {
+	var forks int
+	err := d.b.s.stmts.countForks.QueryRowContext(d.b.ctx, e.id).Scan(&forks)
+	return forks, err
+}
+
+func (d batchDeleter) SoftDeleted(e *entry) bool { return e.softDeleted }
+
+func (d batchDeleter) SoftDelete(e *entry) error {
+	ne := e.clone()
+	ne.softDeleted = true
+	d.b.put(ne, true)
+	d.b.changes = append(d.b.changes, store.TailChange{StreamID: e.id, Path: e.path, Tail: e.tail, Closed: e.closed, Deleted: true})
+	return nil
+}
+
+func (d batchDeleter) Remove(e *entry) error {
+	for _, stmt := range []string{"deleteChunks", "deleteProducers", "deleteStream"} {
+		if _, err := d.b.s.stmts.byName(stmt).ExecContext(d.b.ctx, e.id); err != nil {
+			return fmt.Errorf("%s: %w", stmt, err)
 		}
-		if forks > 0 {
-			if !e.softDeleted {
-				ne := e.clone()
-				ne.softDeleted = true
-				b.put(ne, true)
-				b.changes = append(b.changes, store.TailChange{StreamID: e.id, Path: e.path, Tail: e.tail, Closed: e.closed, Deleted: true})
-			}
-			return nil
-		}
-		for _, stmt := range []string{"deleteChunks", "deleteProducers", "deleteStream"} {
-			if _, err := b.s.stmts.byName(stmt).ExecContext(b.ctx, e.id); err != nil {
-				return fmt.Errorf("%s: %w", stmt, err)
-			}
-		}
-		b.remove(e)
-		if !e.softDeleted {
-			b.changes = append(b.changes, store.TailChange{StreamID: e.id, Path: e.path, Tail: e.tail, Closed: e.closed, Deleted: true})
-		}
-		// Cascade to a soft-deleted source that no fork needs any more.
-		src := b.getID(e.sourceID())
-		if src == nil || !src.softDeleted {
-			return nil
-		}
-		e = src
+	}
+	d.b.remove(e)
+	if !e.softDeleted {
+		d.b.changes = append(d.b.changes, store.TailChange{StreamID: e.id, Path: e.path, Tail: e.tail, Closed: e.closed, Deleted: true})
 	}
 	return nil
+}
+
+func (d batchDeleter) Source(e *entry) (*entry, bool, error) {
+	src := d.b.getID(e.sourceID())
+	return src, src != nil, nil
 }
 
 type expireOp struct {

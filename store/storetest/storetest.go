@@ -29,20 +29,12 @@ type Factory interface {
 	Peer(t *testing.T, s store.Store) (store.Store, error)
 }
 
-// ParallelFactory is a Factory whose stores share nothing, so the suite's
-// tests may run in parallel (t.Parallel).
-type ParallelFactory interface {
-	Factory
-	Parallel() bool
-}
-
-// run runs one test of the suite, in parallel with the others when the
-// factory allows it.
+// run runs one test of the suite, in parallel with the others: a
+// factory's stores share nothing (each test opens its own, and the peers
+// of its own).
 func run(t *testing.T, f Factory, name string, test func(*testing.T, Factory)) {
 	t.Run(name, func(t *testing.T) {
-		if p, ok := f.(ParallelFactory); ok && p.Parallel() {
-			t.Parallel()
-		}
+		t.Parallel()
 		test(t, f)
 	})
 }
@@ -62,6 +54,7 @@ func Run(t *testing.T, f Factory) {
 	run(t, f, "Expiry", testExpiry)
 	run(t, f, "Delete", testDelete)
 	run(t, f, "Forks", testForks)
+	run(t, f, "RecreateExpiredFork", testRecreateExpiredFork)
 	run(t, f, "Notifier", testNotifier)
 	run(t, f, "Invalidations", testInvalidations)
 	run(t, f, "Concurrency", testConcurrency)
@@ -72,6 +65,7 @@ func Run(t *testing.T, f Factory) {
 	runKeys(t, f)
 	runPeers(t, f)
 	runEventTypes(t, f)
+	runSecrets(t, f)
 }
 
 func mustCreate(t *testing.T, s store.Store, p *store.StreamCreateParams) store.Stream {

@@ -3,26 +3,55 @@ package codec
 import (
 	"cmp"
 	"maps"
-	"math"
 	"slices"
+	"strconv"
 	"strings"
-	"time"
 
 	"github.com/heraldstreams/herald/store"
+	"github.com/heraldstreams/herald/store/internal/claimrules"
 )
 
-// ClaimTx is the transaction a backend claims in. Statements are written
-// with $1-style placeholders; a backend whose driver wants another style
-// rewrites them (see Numbered).
-type ClaimTx interface {
-	QueryRow(sql string, args ...any) Row
-	Query(sql string, args []any, each func(Row) error) error
-	Exec(sql string, args ...any) error
-}
+// ClaimTx is the transaction a backend claims in (see Executor).
+type ClaimTx = Executor
 
-// Numbered rewrites the $N placeholders of a statement to SQLite's ?N.
-// The shared statements hold no other '$'.
-func Numbered(sql string) string { return strings.ReplaceAll(sql, "$", "?") }
+// Numbered rewrites the $N placeholders of a statement for SQLite: to
+// plain ? when they come in order, each once ($1, $2, ...), else to ?N.
+// (SQLite binds a numbered parameter by name, a string made at every
+// execution; a plain one by position.) The shared statements hold no
+// other '$'.
+func Numbered(sql string) string {
+	next, plain := 1, true
+	for i := 0; i < len(sql); i++ {
+		if sql[i] != '$' {
+			continue
+		}
+		j := i + 1
+		for j < len(sql) && sql[j] >= '0' && sql[j] <= '9' {
+			j++
+		}
+		if n, err := strconv.Atoi(sql[i+1 : j]); err != nil || n != next {
+			plain = false
+			break
+		}
+		next++
+	}
+	if !plain {
+		return strings.ReplaceAll(sql, "$", "?")
+	}
+	var b strings.Builder
+	b.Grow(len(sql))
+	for i := 0; i < len(sql); i++ {
+		if sql[i] != '$' {
+			b.WriteByte(sql[i])
+			continue
+		}
+		b.WriteByte('?')
+		for i+1 < len(sql) && sql[i+1] >= '0' && sql[i+1] <= '9' {
+			i++
+		}
+	}
+	return b.String()
+}
 
 // Claims is how a backend takes leases in its rows: its lock clause for
 // the rows a claim selects ("FOR UPDATE OF d SKIP LOCKED" where the
@@ -105,23 +134,7 @@ func holdUntil(tx ClaimTx, params *store.DeliveryClaimParams, now int64) (int64,
 	if err := tx.QueryRow(holdSQL, params.EndpointID, now).Scan(&due, &earliest, &batched); err != nil {
 		return 0, err
 	}
-	until := earliest + int64(params.Hold)
-	if due == 0 || due >= int64(params.Batch) || batched > 0 || until <= now {
-		return 0, nil
-	}
-	return until, nil
-}
-
-// perPOST is how many deliveries a unit of an endpoint's limits covers.
-func perPOST(limits store.DeliveryLimits) int { return max(1, limits.Batch) }
-
-// leaseBound is the bound of an endpoint's running leases (0: none).
-func leaseBound(limits store.DeliveryLimits) int { return limits.MaxInFlight * perPOST(limits) }
-
-// tokensFor is how many rate tokens leasing n deliveries takes.
-func tokensFor(limits store.DeliveryLimits, n int) float64 {
-	per := perPOST(limits)
-	return float64((n + per - 1) / per)
+	return claimrules.HoldUntil(params.Hold, params.Batch, due, earliest, batched > 0, now), nil
 }
 
 // bucketSQL takes (and, inserting a full one when absent, makes) an
@@ -133,48 +146,10 @@ const bucketSQL = `INSERT INTO endpoint_buckets (endpoint_id, tokens, refilled_a
 
 const bucketWriteSQL = `UPDATE endpoint_buckets SET tokens = $2, refilled_at = $3 WHERE endpoint_id = $1`
 
-// Bucket is an endpoint's rate-limit token bucket as stored: Tokens at
-// At (Unix ns). Rate tokens a second accrue up to Burst(rate).
-type Bucket struct {
-	Tokens float64
-	At     int64
-}
-
-// Burst is the bucket size of a rate: a tenth of a second's worth, at
-// least 1, so a high rate is not throttled to one delivery per round
-// trip while a low one stays close to exact.
-func Burst(rate float64) float64 { return math.Max(1, math.Floor(rate/10)) }
-
-// Refill returns the bucket at now (a clock behind At adds nothing).
-func (b Bucket) Refill(rate float64, now int64) Bucket {
-	burst := Burst(rate)
-	if now > b.At {
-		b.Tokens += float64(now-b.At) / float64(time.Second) * rate
-		b.At = now
-	}
-	b.Tokens = math.Min(b.Tokens, burst)
-	return b
-}
-
-// epsilon absorbs the rounding of refills: ten refills of a tenth of a
-// token make a whole one.
-const epsilon = 1e-9
-
-// Whole is how many deliveries the bucket allows now.
-func (b Bucket) Whole() int { return max(0, int(math.Floor(b.Tokens+epsilon))) }
-
-// Wait is how long until the bucket holds one token (0 when it does).
-func (b Bucket) Wait(rate float64) time.Duration {
-	if b.Tokens+epsilon >= 1 || rate <= 0 {
-		return 0
-	}
-	return max(time.Duration((1-b.Tokens)/rate*float64(time.Second)), time.Nanosecond)
-}
-
 // takeBucket locks an endpoint's bucket and returns it refilled at now.
-func takeBucket(tx ClaimTx, endpoint string, rate float64, now int64) (Bucket, error) {
-	var b Bucket
-	if err := tx.QueryRow(bucketSQL, endpoint, Burst(rate), now).Scan(&b.Tokens, &b.At); err != nil {
+func takeBucket(tx ClaimTx, endpoint string, rate float64, now int64) (claimrules.Bucket, error) {
+	var b claimrules.Bucket
+	if err := tx.QueryRow(bucketSQL, endpoint, claimrules.Burst(rate), now).Scan(&b.Tokens, &b.At); err != nil {
 		return b, err
 	}
 	return b.Refill(rate, now), nil
@@ -195,13 +170,8 @@ func (c *Claims) Claim(tx ClaimTx, params *store.DeliveryClaimParams) (*store.De
 	if err != nil {
 		return nil, err
 	}
-	n := params.Limit
-	if params.Rate > 0 {
-		n = min(n, b.Whole()*perPOST(params.DeliveryLimits))
-	}
-	if hold > 0 {
-		n = 0
-	}
+	limits := claimrules.Limits(params.DeliveryLimits)
+	n := limits.ClaimCount(params.Limit, b, hold > 0)
 	if n > 0 {
 		token, err := c.Token(tx)
 		if err != nil {
@@ -209,7 +179,7 @@ func (c *Claims) Claim(tx ClaimTx, params *store.DeliveryClaimParams) (*store.De
 		}
 		until := Nanos(params.Now.Add(params.Lease))
 		sql := WithLock(claimSQL, c.Lock)
-		err = tx.Query(sql, []any{params.EndpointID, now, until, token, c.Owner, n, leaseBound(params.DeliveryLimits)}, func(r Row) error {
+		err = tx.Query(sql, []any{params.EndpointID, now, until, token, c.Owner, n, limits.LeaseBound()}, func(r Row) error {
 			d, err := c.ScanLeased(r)
 			res.Deliveries = append(res.Deliveries, d)
 			return err
@@ -220,8 +190,8 @@ func (c *Claims) Claim(tx ClaimTx, params *store.DeliveryClaimParams) (*store.De
 	}
 	got := len(res.Deliveries)
 	if params.Rate > 0 {
-		b.Tokens -= tokensFor(params.DeliveryLimits, got)
-		if err := tx.Exec(bucketWriteSQL, params.EndpointID, b.Tokens, b.At); err != nil {
+		b = b.Take(limits, got)
+		if _, err := tx.Exec(bucketWriteSQL, params.EndpointID, b.Tokens, b.At); err != nil {
 			return nil, err
 		}
 		if n < params.Limit && got == n && hold == 0 {
@@ -231,8 +201,7 @@ func (c *Claims) Claim(tx ClaimTx, params *store.DeliveryClaimParams) (*store.De
 	if err := tx.QueryRow(runningSQL, params.EndpointID, now).Scan(&res.InFlight); err != nil {
 		return nil, err
 	}
-	per := perPOST(params.DeliveryLimits)
-	res.InFlight = (res.InFlight + per - 1) / per
+	res.InFlight = limits.InFlight(res.InFlight)
 	var next *int64
 	if err := tx.QueryRow(nextDueSQL, params.EndpointID, now).Scan(&next); err != nil {
 		return nil, err
@@ -251,22 +220,21 @@ func (c *Claims) Claim(tx ClaimTx, params *store.DeliveryClaimParams) (*store.De
 // inserted leased within its limits, and takes their rate tokens: the
 // same rule as Claim, for the deliveries a sender takes without a claim.
 func (c *Claims) Grant(tx ClaimTx, endpoint string, limits store.DeliveryLimits, want int, now int64) (int, error) {
-	b, err := takeBucket(tx, endpoint, limits.Rate, now)
+	l := claimrules.Limits(limits)
+	b, err := takeBucket(tx, endpoint, l.Rate, now)
 	if err != nil {
 		return 0, err
 	}
-	n := want
-	if limits.MaxInFlight > 0 {
-		var running int
+	var running int
+	if l.MaxInFlight > 0 {
 		if err := tx.QueryRow(runningSQL, endpoint, now).Scan(&running); err != nil {
 			return 0, err
 		}
-		n = min(n, max(0, leaseBound(limits)-running))
 	}
-	if limits.Rate > 0 {
-		n = min(n, b.Whole()*perPOST(limits))
-		b.Tokens -= tokensFor(limits, n)
-		if err := tx.Exec(bucketWriteSQL, endpoint, b.Tokens, b.At); err != nil {
+	n := l.GrantCount(want, running, b)
+	if l.Rate > 0 {
+		b = b.Take(l, n)
+		if _, err := tx.Exec(bucketWriteSQL, endpoint, b.Tokens, b.At); err != nil {
 			return 0, err
 		}
 	}

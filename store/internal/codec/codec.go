@@ -21,6 +21,19 @@ type Row interface {
 	Scan(dest ...any) error
 }
 
+// Executor runs the statements of one transaction, or of a read, of a
+// backend. Statements are written once, with $1-style placeholders; an
+// executor whose driver wants another style rewrites them (see
+// Numbered).
+type Executor interface {
+	// QueryRow runs a statement that returns at most one row.
+	QueryRow(sql string, args ...any) Row
+	// Query runs a statement and calls each for every row it returns.
+	Query(sql string, args []any, each func(Row) error) error
+	// Exec runs a statement and returns how many rows it changed.
+	Exec(sql string, args ...any) (int64, error)
+}
+
 // Nanos converts a time to its column value, Unix nanoseconds (0 is
 // "none").
 func Nanos(t time.Time) int64 {
@@ -122,10 +135,13 @@ func ScanConsumer(row Row) (store.Consumer, error) {
 // cursors, in the order of an insert or update: state, epoch, wake_id,
 // attempts, waking_deadline, next_retry_at, liveness_deadline,
 // failing_since, due_at, paths, cursors, stalled_wakes, stalled_since.
-func ConsumerValues(c *store.Consumer) []any {
+func ConsumerValues(c *store.Consumer) []any { return AppendConsumerValues(make([]any, 0, 13), c) }
+
+// AppendConsumerValues appends ConsumerValues(c) to dst.
+func AppendConsumerValues(dst []any, c *store.Consumer) []any {
 	paths, cursors := EncodeMemberships(c.Streams)
-	return []any{c.State, c.Epoch, c.WakeID, c.Attempts, Nanos(c.WakingDeadline), Nanos(c.NextRetryAt),
-		Nanos(c.LivenessDeadline), Nanos(c.FailingSince), Nanos(c.DueAt), paths, cursors, c.StalledWakes, Nanos(c.StalledSince)}
+	return append(dst, c.State, c.Epoch, c.WakeID, c.Attempts, Nanos(c.WakingDeadline), Nanos(c.NextRetryAt),
+		Nanos(c.LivenessDeadline), Nanos(c.FailingSince), Nanos(c.DueAt), paths, cursors, c.StalledWakes, Nanos(c.StalledSince))
 }
 
 // DeliveryColumns are the columns ScanDelivery reads (body last, when
@@ -309,35 +325,6 @@ func nonNil(v []string) []string {
 		return []string{}
 	}
 	return v
-}
-
-// SecretColumns are the columns that hold secrets. Each value is sealed
-// with the store's secretbox.Box, bound to its table, its row's id and its
-// column, so a value copied to another row or column does not open there.
-// Callers of a store see plain values: sealing is the backend's business.
-var SecretColumns = []struct{ Table, Column string }{
-	{"endpoints", "secret"},
-	{"endpoints", "previous_secret"},
-	// The custom headers' JSON object, sealed whole: their values are
-	// often credentials of the receiver.
-	{"endpoints", "headers"},
-	{"subscriptions", "secret"},
-	{"token_keys", "secret"},
-}
-
-// KEKCheck is the secret_meta row holding the key-encryption key check.
-const KEKCheck = "kek_check"
-
-// SecretStats says what opening a store did to the secret columns.
-type SecretStats struct {
-	// Sealed counts plaintext values encrypted (a store written before
-	// secrets were encrypted, or without a Box).
-	Sealed int
-	// Rewrapped counts values moved from an older key-encryption key to
-	// the current one.
-	Rewrapped int
-	// KeyID is the id of the key that seals; "" without a Box.
-	KeyID string
 }
 
 // SecretFunc seals or opens one secret of a table's row and column.

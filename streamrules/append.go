@@ -1,6 +1,26 @@
-package protocol
+// Package streamrules decides what a stream write does: the append rules
+// (closure, content type, idempotent producer epochs and sequences,
+// Stream-Seq) and the create and fork rules of docs/protocol.md. It is
+// pure: every store backend calls it inside the transaction that applies
+// its decision, so every backend enforces the same rules, and it does no
+// I/O of its own.
+package streamrules
 
-import "github.com/heraldstreams/herald/store"
+import "github.com/heraldstreams/herald/protocol"
+
+// Outcome says what an append did.
+type Outcome int
+
+const (
+	// Appended means the data was written (and the stream closed if asked).
+	Appended Outcome = iota
+	// Duplicate means an idempotent producer retried a request already
+	// applied; nothing was written.
+	Duplicate
+	// Closed means a close-only request closed the stream, or found it
+	// already closed.
+	Closed
+)
 
 // ProducerState is what a stream remembers of one idempotent producer.
 type ProducerState struct {
@@ -14,7 +34,7 @@ type AppendState struct {
 	Closed      bool
 	LastSeq     string
 	// ClosedBy is the producer request that closed the stream, if one did.
-	ClosedBy *store.Producer
+	ClosedBy *protocol.Producer
 	// Producer is the stream's record of the request's producer; nil when
 	// the request has none or the producer is new to the stream.
 	Producer *ProducerState
@@ -26,17 +46,12 @@ type AppendRequest struct {
 	HasData     bool
 	Close       bool
 	Seq         string
-	Producer    *store.Producer
-}
-
-// AppendRequestOf is the request part of an append's parameters.
-func AppendRequestOf(p *store.StreamAppendParams) AppendRequest {
-	return AppendRequest{ContentType: p.ContentType, HasData: len(p.Data) > 0, Close: p.Close, Seq: p.Seq, Producer: p.Producer}
+	Producer    *protocol.Producer
 }
 
 // AppendDecision is what the rules decided.
 type AppendDecision struct {
-	Outcome store.AppendOutcome
+	Outcome Outcome
 	// Write is true when data must be stored (Outcome Appended with data).
 	Write bool
 	// Close is true when the stream must be marked closed.
@@ -49,9 +64,7 @@ type AppendDecision struct {
 
 // DecideAppend applies the append rules of docs/protocol.md (Append,
 // Idempotent producers) to one append: closure first, then content type,
-// then producer epoch and sequence, then Stream-Seq. It is pure; backends
-// call it inside the transaction that applies its decision, so every backend
-// enforces the same rules.
+// then producer epoch and sequence, then Stream-Seq.
 func DecideAppend(st AppendState, req AppendRequest) (AppendDecision, error) {
 	var d AppendDecision
 	p := req.Producer
@@ -65,19 +78,19 @@ func DecideAppend(st AppendState, req AppendRequest) (AppendDecision, error) {
 			// Herald did not accept (docs/protocol.md, Idempotent
 			// producers).
 			if st.ClosedBy != nil && *st.ClosedBy == *p {
-				return AppendDecision{Outcome: store.Duplicate, Producer: &ProducerState{Epoch: p.Epoch, LastSeq: p.Seq}}, nil
+				return AppendDecision{Outcome: Duplicate, Producer: &ProducerState{Epoch: p.Epoch, LastSeq: p.Seq}}, nil
 			}
-			return d, &store.ClosedError{}
+			return d, &ClosedError{}
 		}
 		if !req.HasData && req.Close {
-			return AppendDecision{Outcome: store.Closed}, nil
+			return AppendDecision{Outcome: Closed}, nil
 		}
-		return d, &store.ClosedError{}
+		return d, &ClosedError{}
 	}
 
 	// 2. Content type (only when there is a body), by media type.
-	if req.HasData && !SameMediaType(req.ContentType, st.ContentType) {
-		return d, store.ErrContentTypeMismatch
+	if req.HasData && !protocol.SameMediaType(req.ContentType, st.ContentType) {
+		return d, ErrContentTypeMismatch
 	}
 
 	// 3. Idempotent producer.
@@ -87,20 +100,20 @@ func DecideAppend(st AppendState, req AppendRequest) (AppendDecision, error) {
 		case cur == nil:
 			if p.Seq != 0 {
 				if p.Epoch == 0 {
-					return d, &store.ProducerSeqGapError{Expected: 0, Received: p.Seq}
+					return d, &ProducerSeqGapError{Expected: 0, Received: p.Seq}
 				}
-				return d, store.ErrProducerEpochSeq
+				return d, ErrProducerEpochSeq
 			}
 		case p.Epoch < cur.Epoch:
-			return d, &store.ProducerEpochStaleError{Current: cur.Epoch}
+			return d, &ProducerEpochStaleError{Current: cur.Epoch}
 		case p.Epoch > cur.Epoch:
 			if p.Seq != 0 {
-				return d, store.ErrProducerEpochSeq
+				return d, ErrProducerEpochSeq
 			}
 		case p.Seq <= cur.LastSeq:
-			return AppendDecision{Outcome: store.Duplicate, Producer: &ProducerState{Epoch: cur.Epoch, LastSeq: cur.LastSeq}}, nil
+			return AppendDecision{Outcome: Duplicate, Producer: &ProducerState{Epoch: cur.Epoch, LastSeq: cur.LastSeq}}, nil
 		case p.Seq > cur.LastSeq+1:
-			return d, &store.ProducerSeqGapError{Expected: cur.LastSeq + 1, Received: p.Seq}
+			return d, &ProducerSeqGapError{Expected: cur.LastSeq + 1, Received: p.Seq}
 		}
 		d.Producer = &ProducerState{Epoch: p.Epoch, LastSeq: p.Seq}
 		d.ProducerChanged = true
@@ -108,15 +121,15 @@ func DecideAppend(st AppendState, req AppendRequest) (AppendDecision, error) {
 
 	// 4. Stream-Seq must strictly increase (byte-wise).
 	if req.Seq != "" && st.LastSeq != "" && req.Seq <= st.LastSeq {
-		return AppendDecision{}, store.ErrSeqRegression
+		return AppendDecision{}, ErrSeqRegression
 	}
 
 	d.Write = req.HasData
 	d.Close = req.Close
 	if req.HasData {
-		d.Outcome = store.Appended
+		d.Outcome = Appended
 	} else {
-		d.Outcome = store.Closed
+		d.Outcome = Closed
 	}
 	return d, nil
 }

@@ -1,35 +1,36 @@
-package postgres
+package sqlstore
 
 import (
 	"context"
-	"fmt"
-	"time"
 
 	"github.com/heraldstreams/herald/store"
 	"github.com/heraldstreams/herald/store/internal/codec"
-	"github.com/jackc/pgx/v5"
 )
 
-func (s *Store) encodeEndpoint(ep *store.Endpoint) (codec.EndpointRow, error) {
-	return codec.SealEndpoint(ep, s.sealText)
+// sealEndpoint encodes an endpoint's columns and seals its secrets.
+func (s *Store) sealEndpoint(ep *store.Endpoint) (codec.EndpointRow, error) {
+	return codec.SealEndpoint(ep, s.SealSecret)
 }
 
-func (s *Store) scanEndpoint(row codec.Row) (store.Endpoint, error) {
-	return codec.OpenEndpoint(row, s.openText)
+// ScanEndpoint scans an endpoint row of codec.EndpointColumns and opens
+// its secrets.
+func (s *Store) ScanEndpoint(row Row) (store.Endpoint, error) {
+	return codec.OpenEndpoint(row, s.OpenSecret)
 }
 
-// EndpointCreate implements store.DeliveryStore.
+// EndpointCreate implements store.DeliveryStore: the endpoint starts at
+// the tail of every live stream (Backend.SnapshotCursors).
 func (s *Store) EndpointCreate(ctx context.Context, params *store.EndpointCreateParams) (*store.Endpoint, error) {
 	ep := params.Endpoint
 	ep.CreatedAt, ep.UpdatedAt = params.Now, params.Now
 	ep.Version, ep.HealthVersion = 1, 1
 	ep.Health = store.EndpointHealth{}
-	r, err := s.encodeEndpoint(&ep)
+	r, err := s.sealEndpoint(&ep)
 	if err != nil {
 		return nil, err
 	}
-	err = s.tx(ctx, func(tx *wtx) error {
-		tag, err := tx.Exec(ctx, `INSERT INTO endpoints (`+codec.EndpointColumns+`) VALUES
+	err = s.write(ctx, ChecksFirst, func(tx Tx) error {
+		n, err := tx.Exec(`INSERT INTO endpoints (`+codec.EndpointColumns+`) VALUES
 			($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, 0, 0, 0, '', 0, '', $17, $18, 1, 1,
 			$19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29)
 			ON CONFLICT (id) DO NOTHING`,
@@ -39,15 +40,15 @@ func (s *Store) EndpointCreate(ctx context.Context, params *store.EndpointCreate
 			ep.Verification.Required, codec.Nanos(ep.Verification.VerifiedAt), ep.Verification.CodeHash,
 			codec.Nanos(ep.Verification.SentAt), ep.Verification.Error, ep.BatchMaxEvents, ep.BatchMaxWait.Milliseconds())
 		if err != nil {
-			return fmt.Errorf("postgres: insert endpoint: %w", err)
+			return s.errorf("insert endpoint", err)
 		}
-		if tag.RowsAffected() == 0 {
-			return store.ErrEndpointExists
+		if n == 0 {
+			return rule(store.ErrEndpointExists)
 		}
-		if err := snapshotCursors(ctx, tx, ep.ID, params.Now); err != nil {
-			return err
+		if err := s.b.SnapshotCursors(tx, ep.ID, params.Now); err != nil {
+			return s.errorf("insert cursors", err)
 		}
-		return s.invalidate(ctx, tx, store.Invalidation{Kind: store.CacheEndpoint, ID: ep.ID})
+		return tx.Invalidate(store.Invalidation{Kind: store.CacheEndpoint, ID: ep.ID})
 	})
 	if err != nil {
 		return nil, err
@@ -55,28 +56,10 @@ func (s *Store) EndpointCreate(ctx context.Context, params *store.EndpointCreate
 	return &ep, nil
 }
 
-// snapshotCursors gives the endpoint a cursor at the tail of every live
-// stream that has none.
-func snapshotCursors(ctx context.Context, tx pgx.Tx, endpointID string, now time.Time) error {
-	if _, err := tx.Exec(ctx, `INSERT INTO delivery_cursors (endpoint_id, stream, stream_id, position)
-		SELECT $2, path, id, tail FROM streams WHERE NOT soft_deleted AND NOT (`+expiredSQL+`)
-		ON CONFLICT (stream, endpoint_id) DO NOTHING`, codec.Nanos(now), endpointID); err != nil {
-		return fmt.Errorf("postgres: insert cursors: %w", err)
-	}
-	return nil
-}
-
 // EndpointGet implements store.DeliveryStore.
 func (s *Store) EndpointGet(ctx context.Context, id string) (*store.Endpoint, error) {
-	eps, err := collect(ctx, s, &query{sql: `SELECT ` + codec.EndpointColumns + ` FROM endpoints WHERE id = $1`, args: []any{id}},
-		"read endpoint", s.scanEndpoint)
-	if err != nil {
-		return nil, err
-	}
-	if len(eps) == 0 {
-		return nil, store.ErrEndpointNotFound
-	}
-	return &eps[0], nil
+	return get(ctx, s, &query{sql: `SELECT ` + codec.EndpointColumns + ` FROM endpoints WHERE id = $1`, args: []any{id}},
+		"read endpoint", store.ErrEndpointNotFound, s.ScanEndpoint)
 }
 
 // EndpointList implements store.DeliveryStore.
@@ -92,19 +75,20 @@ func (s *Store) EndpointList(ctx context.Context, params *store.EndpointListPara
 	if params.Limit > 0 {
 		q.add(` LIMIT `, params.Limit)
 	}
-	return collect(ctx, s, q, "list endpoints", s.scanEndpoint)
+	return list(ctx, s, q, "list endpoints", s.ScanEndpoint)
 }
 
-// EndpointUpdate implements store.DeliveryStore.
+// EndpointUpdate implements store.DeliveryStore: a compare-and-set on
+// the version.
 func (s *Store) EndpointUpdate(ctx context.Context, params *store.EndpointUpdateParams) (*store.Endpoint, error) {
 	ep := params.Endpoint
-	r, err := s.encodeEndpoint(&ep)
+	r, err := s.sealEndpoint(&ep)
 	if err != nil {
 		return nil, err
 	}
 	var out store.Endpoint
-	err = s.tx(ctx, func(tx *wtx) error {
-		tag, err := tx.Exec(ctx, `UPDATE endpoints SET url = $1, event_types = $2, streams = $3, filter = $4, description = $5, tenant = $6,
+	err = s.write(ctx, ChecksFirst, func(tx Tx) error {
+		n, err := tx.Exec(`UPDATE endpoints SET url = $1, event_types = $2, streams = $3, filter = $4, description = $5, tenant = $6,
 			active = $7, rate_limit = $8, max_in_flight = $9, ordering = $10, retry_schedule = $11, headers = $12, secret = $13,
 			previous_secret = $14, previous_secret_until = $15, updated_at = $16, version = version + 1,
 			name = $19, profile = $20, failure_policy = $21, timeout_ms = $22, verify = $23, verified_at = $24,
@@ -117,25 +101,25 @@ func (s *Store) EndpointUpdate(ctx context.Context, params *store.EndpointUpdate
 			codec.Nanos(ep.Verification.VerifiedAt), ep.Verification.CodeHash, codec.Nanos(ep.Verification.SentAt), ep.Verification.Error,
 			ep.BatchMaxEvents, ep.BatchMaxWait.Milliseconds())
 		if err != nil {
-			return fmt.Errorf("postgres: update endpoint: %w", err)
+			return s.errorf("update endpoint", err)
 		}
-		if tag.RowsAffected() == 0 {
-			return endpointMissOrConflict(ctx, tx, ep.ID)
+		if n == 0 {
+			return s.endpointMissOrConflict(tx, ep.ID)
 		}
 		if params.ResetHealth {
-			if _, err := tx.Exec(ctx, `UPDATE endpoints SET consecutive_failures = 0, disabled_at = 0, disabled_reason = '',
+			if _, err := tx.Exec(`UPDATE endpoints SET consecutive_failures = 0, disabled_at = 0, disabled_reason = '',
 				health_version = health_version + 1 WHERE id = $1`, ep.ID); err != nil {
-				return fmt.Errorf("postgres: reset endpoint health: %w", err)
+				return s.errorf("reset endpoint health", err)
 			}
 		}
-		if err := snapshotCursors(ctx, tx, ep.ID, params.Now); err != nil {
-			return err
+		if err := s.b.SnapshotCursors(tx, ep.ID, params.Now); err != nil {
+			return s.errorf("insert cursors", err)
 		}
-		out, err = s.scanEndpoint(tx.QueryRow(ctx, `SELECT `+codec.EndpointColumns+` FROM endpoints WHERE id = $1`, ep.ID))
+		out, err = s.ScanEndpoint(tx.QueryRow(`SELECT `+codec.EndpointColumns+` FROM endpoints WHERE id = $1`, ep.ID))
 		if err != nil {
-			return fmt.Errorf("postgres: read endpoint: %w", err)
+			return s.errorf("read endpoint", err)
 		}
-		return s.invalidate(ctx, tx, store.Invalidation{Kind: store.CacheEndpoint, ID: ep.ID})
+		return tx.Invalidate(store.Invalidation{Kind: store.CacheEndpoint, ID: ep.ID})
 	})
 	if err != nil {
 		return nil, err
@@ -144,26 +128,27 @@ func (s *Store) EndpointUpdate(ctx context.Context, params *store.EndpointUpdate
 }
 
 // endpointMissOrConflict tells a missing endpoint from a moved version.
-func endpointMissOrConflict(ctx context.Context, tx pgx.Tx, id string) error {
+func (s *Store) endpointMissOrConflict(tx Executor, id string) error {
 	var n int
-	if err := tx.QueryRow(ctx, `SELECT count(*) FROM endpoints WHERE id = $1`, id).Scan(&n); err != nil {
-		return fmt.Errorf("postgres: read endpoint: %w", err)
+	if err := tx.QueryRow(`SELECT count(*) FROM endpoints WHERE id = $1`, id).Scan(&n); err != nil {
+		return s.errorf("read endpoint", err)
 	}
 	if n == 0 {
-		return store.ErrEndpointNotFound
+		return rule(store.ErrEndpointNotFound)
 	}
-	return store.ErrEndpointConflict
+	return rule(store.ErrEndpointConflict)
 }
 
-// EndpointDelete implements store.DeliveryStore.
+// EndpointDelete implements store.DeliveryStore: the endpoint goes with
+// its deliveries, attempts, cursors, bucket and replay jobs.
 func (s *Store) EndpointDelete(ctx context.Context, id string) error {
-	return s.tx(ctx, func(tx *wtx) error {
-		tag, err := tx.Exec(ctx, `DELETE FROM endpoints WHERE id = $1`, id)
+	return s.write(ctx, ChecksFirst, func(tx Tx) error {
+		n, err := tx.Exec(`DELETE FROM endpoints WHERE id = $1`, id)
 		if err != nil {
-			return fmt.Errorf("postgres: delete endpoint: %w", err)
+			return s.errorf("delete endpoint", err)
 		}
-		if tag.RowsAffected() == 0 {
-			return store.ErrEndpointNotFound
+		if n == 0 {
+			return rule(store.ErrEndpointNotFound)
 		}
 		for _, q := range []string{
 			`DELETE FROM delivery_attempts WHERE delivery_seq IN (SELECT seq FROM deliveries WHERE endpoint_id = $1)`,
@@ -172,11 +157,11 @@ func (s *Store) EndpointDelete(ctx context.Context, id string) error {
 			`DELETE FROM endpoint_buckets WHERE endpoint_id = $1`,
 			`DELETE FROM replay_jobs WHERE endpoint_id = $1`,
 		} {
-			if _, err := tx.Exec(ctx, q, id); err != nil {
-				return fmt.Errorf("postgres: delete endpoint data: %w", err)
+			if _, err := tx.Exec(q, id); err != nil {
+				return s.errorf("delete endpoint data", err)
 			}
 		}
-		return s.invalidate(ctx, tx, store.Invalidation{Kind: store.CacheEndpoint, ID: id})
+		return tx.Invalidate(store.Invalidation{Kind: store.CacheEndpoint, ID: id})
 	})
 }
 

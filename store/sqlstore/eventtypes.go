@@ -1,8 +1,7 @@
-package postgres
+package sqlstore
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/heraldstreams/herald/store"
 	"github.com/heraldstreams/herald/store/internal/codec"
@@ -10,19 +9,19 @@ import (
 
 var _ store.EventTypeStore = (*Store)(nil)
 
-// EventTypeCreate implements store.EventTypeStore.
+// EventTypeCreate implements store.EventTypeStore. It is a durable write.
 func (s *Store) EventTypeCreate(ctx context.Context, params *store.EventTypeCreateParams) (*store.EventType, error) {
 	et := params.EventType
 	et.CreatedAt, et.UpdatedAt, et.Version = params.Now, params.Now, 1
-	err := s.tx(ctx, func(tx *wtx) error {
-		tag, err := tx.Exec(ctx, `INSERT INTO event_types (`+codec.EventTypeColumns+`) VALUES ($1, $2, $3, $4, $5, $6, 1)
+	err := s.write(ctx, ChecksFirst, func(tx Tx) error {
+		n, err := tx.Exec(`INSERT INTO event_types (`+codec.EventTypeColumns+`) VALUES ($1, $2, $3, $4, $5, $6, 1)
 			ON CONFLICT (name) DO NOTHING`,
 			et.Name, et.Description, et.Schema, et.Deprecated, codec.Nanos(et.CreatedAt), codec.Nanos(et.UpdatedAt))
 		if err != nil {
-			return fmt.Errorf("postgres: insert event type: %w", err)
+			return s.errorf("insert event type", err)
 		}
-		if tag.RowsAffected() == 0 {
-			return store.ErrEventTypeExists
+		if n == 0 {
+			return rule(store.ErrEventTypeExists)
 		}
 		return nil
 	})
@@ -34,15 +33,8 @@ func (s *Store) EventTypeCreate(ctx context.Context, params *store.EventTypeCrea
 
 // EventTypeGet implements store.EventTypeStore.
 func (s *Store) EventTypeGet(ctx context.Context, name string) (*store.EventType, error) {
-	ets, err := collect(ctx, s, &query{sql: `SELECT ` + codec.EventTypeColumns + ` FROM event_types WHERE name = $1`, args: []any{name}},
-		"read event type", codec.ScanEventType)
-	if err != nil {
-		return nil, err
-	}
-	if len(ets) == 0 {
-		return nil, store.ErrEventTypeNotFound
-	}
-	return &ets[0], nil
+	return get(ctx, s, &query{sql: `SELECT ` + codec.EventTypeColumns + ` FROM event_types WHERE name = $1`, args: []any{name}},
+		"read event type", store.ErrEventTypeNotFound, codec.ScanEventType)
 }
 
 // EventTypeList implements store.EventTypeStore.
@@ -51,32 +43,33 @@ func (s *Store) EventTypeList(ctx context.Context, params *store.EventTypeListPa
 	if params.Limit > 0 {
 		q.add(` LIMIT `, params.Limit)
 	}
-	return collect(ctx, s, q, "list event types", codec.ScanEventType)
+	return list(ctx, s, q, "list event types", codec.ScanEventType)
 }
 
-// EventTypeUpdate implements store.EventTypeStore.
+// EventTypeUpdate implements store.EventTypeStore: a compare-and-set on
+// the version.
 func (s *Store) EventTypeUpdate(ctx context.Context, params *store.EventTypeUpdateParams) (*store.EventType, error) {
 	et := params.EventType
 	var out store.EventType
-	err := s.tx(ctx, func(tx *wtx) error {
+	err := s.write(ctx, ChecksFirst, func(tx Tx) error {
 		var err error
-		out, err = codec.ScanEventType(tx.QueryRow(ctx, `UPDATE event_types SET description = $1, schema = $2, deprecated = $3,
+		out, err = codec.ScanEventType(tx.QueryRow(`UPDATE event_types SET description = $1, schema = $2, deprecated = $3,
 			updated_at = $4, version = version + 1 WHERE name = $5 AND version = $6 RETURNING `+codec.EventTypeColumns,
 			et.Description, et.Schema, et.Deprecated, codec.Nanos(params.Now), et.Name, params.ExpectVersion))
-		if !isNoRows(err) {
+		if !s.d.IsNoRows(err) {
 			if err != nil {
-				return fmt.Errorf("postgres: update event type: %w", err)
+				return s.errorf("update event type", err)
 			}
 			return nil
 		}
 		var found bool
-		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM event_types WHERE name = $1)`, et.Name).Scan(&found); err != nil {
-			return fmt.Errorf("postgres: read event type: %w", err)
+		if err := tx.QueryRow(`SELECT EXISTS (SELECT 1 FROM event_types WHERE name = $1)`, et.Name).Scan(&found); err != nil {
+			return s.errorf("read event type", err)
 		}
 		if !found {
-			return store.ErrEventTypeNotFound
+			return rule(store.ErrEventTypeNotFound)
 		}
-		return store.ErrEventTypeConflict
+		return rule(store.ErrEventTypeConflict)
 	})
 	if err != nil {
 		return nil, err
@@ -86,13 +79,13 @@ func (s *Store) EventTypeUpdate(ctx context.Context, params *store.EventTypeUpda
 
 // EventTypeDelete implements store.EventTypeStore.
 func (s *Store) EventTypeDelete(ctx context.Context, name string) error {
-	return s.tx(ctx, func(tx *wtx) error {
-		tag, err := tx.Exec(ctx, `DELETE FROM event_types WHERE name = $1`, name)
+	return s.write(ctx, ChecksFirst, func(tx Tx) error {
+		n, err := tx.Exec(`DELETE FROM event_types WHERE name = $1`, name)
 		if err != nil {
-			return fmt.Errorf("postgres: delete event type: %w", err)
+			return s.errorf("delete event type", err)
 		}
-		if tag.RowsAffected() == 0 {
-			return store.ErrEventTypeNotFound
+		if n == 0 {
+			return rule(store.ErrEventTypeNotFound)
 		}
 		return nil
 	})

@@ -1,21 +1,21 @@
-package protocol
+package streamrules
 
 import (
 	"errors"
 	"testing"
 
-	"github.com/heraldstreams/herald/store"
+	"github.com/heraldstreams/herald/protocol"
 )
 
 func TestDecideAppendClosedStream(t *testing.T) {
 	t.Parallel()
-	closer := store.Producer{ID: "p1", Epoch: 2, Seq: 5}
-	closedBy := func(p *store.Producer) AppendState {
+	closer := protocol.Producer{ID: "p1", Epoch: 2, Seq: 5}
+	closedBy := func(p *protocol.Producer) AppendState {
 		return AppendState{ContentType: "text/plain", Closed: true, ClosedBy: p,
 			Producer: &ProducerState{Epoch: 2, LastSeq: 5}}
 	}
-	closeOnly := func(p *store.Producer) AppendRequest { return AppendRequest{Close: true, Producer: p} }
-	withData := func(p *store.Producer) AppendRequest {
+	closeOnly := func(p *protocol.Producer) AppendRequest { return AppendRequest{Close: true, Producer: p} }
+	withData := func(p *protocol.Producer) AppendRequest {
 		return AppendRequest{ContentType: "text/plain", HasData: true, Close: true, Producer: p}
 	}
 
@@ -23,14 +23,14 @@ func TestDecideAppendClosedStream(t *testing.T) {
 	// the sequence number Herald accepted from it.
 	for _, req := range []AppendRequest{closeOnly(&closer), withData(&closer)} {
 		d, err := DecideAppend(closedBy(&closer), req)
-		if err != nil || d.Outcome != store.Duplicate || d.Write || d.Close ||
+		if err != nil || d.Outcome != Duplicate || d.Write || d.Close ||
 			d.Producer == nil || *d.Producer != (ProducerState{Epoch: 2, LastSeq: 5}) {
 			t.Errorf("retry of the closing request %+v: %+v, %v", req, d, err)
 		}
 	}
 
 	// Any other producer request is refused, a close with no body included.
-	others := []store.Producer{
+	others := []protocol.Producer{
 		{ID: "p2", Epoch: 0, Seq: 0},
 		{ID: "p1", Epoch: 2, Seq: 6},
 		{ID: "p1", Epoch: 2, Seq: 4},
@@ -38,20 +38,20 @@ func TestDecideAppendClosedStream(t *testing.T) {
 	}
 	for _, p := range others {
 		for _, req := range []AppendRequest{closeOnly(&p), withData(&p)} {
-			var ce *store.ClosedError
+			var ce *ClosedError
 			if d, err := DecideAppend(closedBy(&closer), req); !errors.As(err, &ce) {
 				t.Errorf("producer %+v on a stream %+v closed: %+v, %v; want a ClosedError", p, closer, d, err)
 			}
 		}
 	}
 	// A stream closed without producer headers refuses every producer.
-	var ce *store.ClosedError
+	var ce *ClosedError
 	if _, err := DecideAppend(closedBy(nil), closeOnly(&closer)); !errors.As(err, &ce) {
 		t.Errorf("producer close of a stream closed without one: %v", err)
 	}
 
 	// Without producer headers, closing again is harmless; appending is not.
-	if d, err := DecideAppend(closedBy(&closer), closeOnly(nil)); err != nil || d.Outcome != store.Closed || d.Producer != nil {
+	if d, err := DecideAppend(closedBy(&closer), closeOnly(nil)); err != nil || d.Outcome != Closed || d.Producer != nil {
 		t.Errorf("plain close of a closed stream: %+v, %v", d, err)
 	}
 	if _, err := DecideAppend(closedBy(nil), withData(nil)); !errors.As(err, &ce) {
@@ -73,9 +73,9 @@ func TestDecideAppendMatchesMediaType(t *testing.T) {
 	} {
 		d, err := DecideAppend(AppendState{ContentType: c.stream}, AppendRequest{ContentType: c.req, HasData: true})
 		switch {
-		case c.ok && (err != nil || d.Outcome != store.Appended):
+		case c.ok && (err != nil || d.Outcome != Appended):
 			t.Errorf("append of %q to a %q stream: %+v, %v", c.req, c.stream, d, err)
-		case !c.ok && !errors.Is(err, store.ErrContentTypeMismatch):
+		case !c.ok && !errors.Is(err, ErrContentTypeMismatch):
 			t.Errorf("append of %q to a %q stream: %v, want ErrContentTypeMismatch", c.req, c.stream, err)
 		}
 	}
