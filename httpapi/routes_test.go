@@ -169,21 +169,3 @@ func TestMountRefusesBadRoutes(t *testing.T) {
 		}()
 	}
 }
-
-// TestErrorTableHasOneCodePerCondition: the error table names each
-// sentinel error once, and a code has one status wherever it is used.
-func TestErrorTableHasOneCodePerCondition(t *testing.T) {
-	t.Parallel()
-	status := map[string]int{}
-	for i, e := range errorTable {
-		for _, other := range errorTable[:i] {
-			if other.err == e.err {
-				t.Errorf("%v is in the error table twice", e.err)
-			}
-		}
-		if s, ok := status[e.code]; ok && s != e.status {
-			t.Errorf("code %s has status %d and %d", e.code, s, e.status)
-		}
-		status[e.code] = e.status
-	}
-}
