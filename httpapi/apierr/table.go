@@ -137,47 +137,44 @@ var Table = []Row{
 	{Err: store.ErrClosedStore, Status: http.StatusServiceUnavailable, Code: "UNAVAILABLE"},
 }
 
-func headerTooLong(err error) (string, func(http.Header), bool) {
-	var e *protocol.HeaderTooLongError
-	if !errors.As(err, &e) {
-		return "", nil, false
+// typed is the As of a row for the typed error E, whose message and
+// headers describe says.
+func typed[E error](describe func(E) (string, func(http.Header))) func(error) (string, func(http.Header), bool) {
+	return func(err error) (string, func(http.Header), bool) {
+		var e E
+		if !errors.As(err, &e) {
+			return "", nil, false
+		}
+		msg, header := describe(e)
+		return msg, header, true
 	}
-	return PublicMessage(e), nil, true
 }
 
-func streamClosed(err error) (string, func(http.Header), bool) {
-	var e *store.ClosedError
-	if !errors.As(err, &e) {
-		return "", nil, false
-	}
+var headerTooLong = typed(func(e *protocol.HeaderTooLongError) (string, func(http.Header)) {
+	return PublicMessage(e), nil
+})
+
+var streamClosed = typed(func(e *store.ClosedError) (string, func(http.Header)) {
 	return "the stream is closed", func(h http.Header) {
 		h["Stream-Closed"] = valTrue
 		h.Set("Stream-Next-Offset", protocol.FormatOffset(e.Tail))
-	}, true
-}
-
-func producerEpochStale(err error) (string, func(http.Header), bool) {
-	var e *store.ProducerEpochStaleError
-	if !errors.As(err, &e) {
-		return "", nil, false
 	}
+})
+
+var producerEpochStale = typed(func(e *store.ProducerEpochStaleError) (string, func(http.Header)) {
 	return "the producer epoch is older than the stream's", func(h http.Header) {
 		h.Set("Producer-Epoch", strconv.FormatInt(e.Current, 10))
-	}, true
-}
-
-func producerSeqGap(err error) (string, func(http.Header), bool) {
-	var e *store.ProducerSeqGapError
-	if !errors.As(err, &e) {
-		return "", nil, false
 	}
+})
+
+var producerSeqGap = typed(func(e *store.ProducerSeqGapError) (string, func(http.Header)) {
 	expected, received := strconv.FormatInt(e.Expected, 10), strconv.FormatInt(e.Received, 10)
 	return "sequence conflict: the producer skipped a sequence number (expected " + expected + ", received " + received + ")",
 		func(h http.Header) {
 			h.Set("Producer-Expected-Seq", expected)
 			h.Set("Producer-Received-Seq", received)
-		}, true
-}
+		}
+})
 
 // valTrue is a shared header value; net/http never modifies it.
 var valTrue = []string{"true"}
