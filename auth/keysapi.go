@@ -45,8 +45,9 @@ type KeysAPIConfig struct {
 	// token in the fragment (#key=). None: the answer has no url.
 	PortalURL string
 	// Fail answers a failed request: Herald's one error table
-	// (apierr.Failer), which knows the store's errors. When nil, an
-	// *Error is answered as itself and anything else is a logged 500.
+	// (apierr.Failer), which knows the store's errors; required. It is
+	// given rather than imported because the table names the engines'
+	// errors, and the engines build on this package.
 	Fail func(http.ResponseWriter, *http.Request, error)
 }
 
@@ -75,7 +76,8 @@ func NewKeysAPI(cfg KeysAPIConfig) *KeysAPI {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	if cfg.Fail == nil {
-		cfg.Fail = writeKnownError(cfg.Logger)
+		// Without the table a missing key would be a 500.
+		panic("auth: KeysAPIConfig.Fail is required: the one error table's writer (apierr.Failer)") // a programming error
 	}
 	return &KeysAPI{cfg: cfg}
 }
@@ -132,19 +134,6 @@ func badRequest(code, field, format string, args ...any) *Error {
 }
 
 func (k *KeysAPI) fail(w http.ResponseWriter, r *http.Request, err error) { k.cfg.Fail(w, r, err) }
-
-// writeKnownError is the error writer of a key API configured without
-// one: an *Error as itself, anything else a logged 500.
-func writeKnownError(log *slog.Logger) func(http.ResponseWriter, *http.Request, error) {
-	return func(w http.ResponseWriter, r *http.Request, err error) {
-		var ae *Error
-		if !errors.As(err, &ae) {
-			log.ErrorContext(r.Context(), "request failed", "method", r.Method, "path", r.URL.Path, "err", err)
-			ae = httpjson.Internal
-		}
-		ae.Write(w, r)
-	}
-}
 
 func writeJSON(w http.ResponseWriter, status int, v any) { httpjson.Write(w, status, v) }
 

@@ -338,3 +338,15 @@ func TestKeysOfATenantHavePathsInItsNamespace(t *testing.T) {
 		t.Errorf("portal token of '.': %d %s", status, body)
 	}
 }
+
+// TestKeysAPINeedsTheErrorTable: a key API made without its error writer
+// is refused at once, rather than answering a missing key with a 500.
+func TestKeysAPINeedsTheErrorTable(t *testing.T) {
+	t.Parallel()
+	defer func() {
+		if recover() == nil {
+			t.Error("NewKeysAPI without Fail did not panic")
+		}
+	}()
+	auth.NewKeysAPI(auth.KeysAPIConfig{Auth: auth.Off()})
+}
