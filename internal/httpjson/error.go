@@ -28,12 +28,29 @@ func (e *Error) Error() string { return e.Message }
 // Detail is what the error body says.
 func (e *Error) Detail() Detail { return Detail{Code: e.Code, Message: e.Message, Field: e.Field} }
 
-// Write writes e as the response: its headers, status and error body.
+// Write writes e as the response: the headers of its condition, its
+// status and its error body. It is the one writer of error answers.
+// Headers that described a body the handler meant to send
+// (Content-Length, ETag) are dropped: an error body is never cut short
+// nor cached as that body. A HEAD response has the headers and no body.
 func (e *Error) Write(w http.ResponseWriter, r *http.Request) {
+	h := w.Header()
 	if e.Header != nil {
-		e.Header(w.Header())
+		e.Header(h)
 	}
-	WriteError(w, r, e.Status, e.Detail())
+	h["Content-Type"] = valJSON
+	h["Cache-Control"] = valNoStore
+	h.Del("Content-Length")
+	h.Del("Etag")
+	w.WriteHeader(e.Status)
+	if r.Method == http.MethodHead {
+		return
+	}
+	body, err := Encode(Body{Error: e.Detail()})
+	if err != nil {
+		return // strings always encode
+	}
+	_, _ = w.Write(body) // a failed write means the client is gone
 }
 
 // BadRequest is a 400 with code about field (none: ""), its message
