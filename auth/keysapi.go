@@ -44,6 +44,11 @@ type KeysAPIConfig struct {
 	// public URL and /_herald/ui/): a portal token's url is it with the
 	// token in the fragment (#key=). None: the answer has no url.
 	PortalURL string
+	// Fail answers a failed request: Herald's one error table
+	// (apierr.Failer), which knows the store's errors; required. It is
+	// given rather than imported because the table names the engines'
+	// errors, and the engines build on this package.
+	Fail func(http.ResponseWriter, *http.Request, error)
 }
 
 // KeysAPI serves the key API, every route of it behind the admin scope:
@@ -69,6 +74,10 @@ func NewKeysAPI(cfg KeysAPIConfig) *KeysAPI {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Fail == nil {
+		// Without the table a missing key would be a 500.
+		panic("auth: KeysAPIConfig.Fail is required: the one error table's writer (apierr.Failer)") // a programming error
 	}
 	return &KeysAPI{cfg: cfg}
 }
@@ -119,37 +128,12 @@ type createRequest struct {
 	Description string     `json:"description"`
 }
 
-// apiError is a key API failure of the request.
-type apiError struct {
-	status int
-	d      errorDetail
+// badRequest is a 400 of the key API.
+func badRequest(code, field, format string, args ...any) *Error {
+	return httpjson.BadRequest(code, field, format, args...)
 }
 
-func (e *apiError) Error() string { return e.d.Message }
-
-func badRequest(code, field, format string, args ...any) *apiError {
-	return &apiError{http.StatusBadRequest, errorDetail{Code: code, Field: field, Message: fmt.Sprintf(format, args...)}}
-}
-
-var errKeyNotFound = &apiError{http.StatusNotFound, errorDetail{Code: "KEY_NOT_FOUND", Message: "no key with this id"}}
-
-func (k *KeysAPI) fail(w http.ResponseWriter, r *http.Request, err error) {
-	var ae *apiError
-	var authErr *Error
-	switch {
-	case errors.As(err, &ae):
-		writeError(w, r, ae.status, ae.d)
-	case errors.As(err, &authErr):
-		WriteError(w, r, err)
-	case errors.Is(err, store.ErrKeyNotFound):
-		writeError(w, r, errKeyNotFound.status, errKeyNotFound.d)
-	case errors.Is(err, store.ErrClosedStore):
-		writeError(w, r, http.StatusServiceUnavailable, errorDetail{Code: "UNAVAILABLE", Message: "the store is closed"})
-	default:
-		k.cfg.Logger.ErrorContext(r.Context(), "key API request failed", "method", r.Method, "path", r.URL.Path, "err", err)
-		writeError(w, r, http.StatusInternalServerError, errorDetail{Code: "INTERNAL", Message: "internal error"})
-	}
-}
+func (k *KeysAPI) fail(w http.ResponseWriter, r *http.Request, err error) { k.cfg.Fail(w, r, err) }
 
 func writeJSON(w http.ResponseWriter, status int, v any) { httpjson.Write(w, status, v) }
 
@@ -279,7 +263,7 @@ func decodeBody(w http.ResponseWriter, r *http.Request, out any) error {
 	if err != nil {
 		var mb *http.MaxBytesError
 		if errors.As(err, &mb) {
-			return &apiError{http.StatusRequestEntityTooLarge, errorDetail{Code: "PAYLOAD_TOO_LARGE", Message: fmt.Sprintf("the body is over %d bytes", maxKeysBody)}}
+			return &Error{Status: http.StatusRequestEntityTooLarge, Code: "PAYLOAD_TOO_LARGE", Message: fmt.Sprintf("the body is over %d bytes", maxKeysBody)}
 		}
 		return badRequest("INVALID_JSON", "", "the body could not be read")
 	}
@@ -449,7 +433,7 @@ func (k *KeysAPI) lookup(ctx context.Context, r *http.Request) (*store.Key, erro
 		return nil, err
 	}
 	if caller.Tenant != "" && key.Tenant != caller.Tenant {
-		return nil, errKeyNotFound
+		return nil, store.ErrKeyNotFound
 	}
 	return key, nil
 }

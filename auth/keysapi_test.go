@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/heraldstreams/herald/auth"
+	"github.com/heraldstreams/herald/httpapi/apierr"
 	"github.com/heraldstreams/herald/internal/routetest"
 	"github.com/heraldstreams/herald/store/sqlite"
 )
@@ -46,7 +48,7 @@ func keysServerWith(t *testing.T, jwtv *auth.JWTVerifier) *httptest.Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mux := routetest.Handler(a, auth.NewKeysAPI(auth.KeysAPIConfig{Auth: a, Store: st, PortalURL: testPortalURL}).Routes())
+	mux := routetest.Handler(a, auth.NewKeysAPI(auth.KeysAPIConfig{Auth: a, Store: st, PortalURL: testPortalURL, Fail: apierr.Failer(slog.New(slog.DiscardHandler))}).Routes())
 	who := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p, _ := auth.FromContext(r.Context())
 		_, _ = io.WriteString(w, p.ID)
@@ -335,4 +337,16 @@ func TestKeysOfATenantHavePathsInItsNamespace(t *testing.T) {
 	if status, body := call(t, srv, "POST", "/_herald/v1/portal-tokens", adminKey, `{"tenant":"."}`); status != 400 {
 		t.Errorf("portal token of '.': %d %s", status, body)
 	}
+}
+
+// TestKeysAPINeedsTheErrorTable: a key API made without its error writer
+// is refused at once, rather than answering a missing key with a 500.
+func TestKeysAPINeedsTheErrorTable(t *testing.T) {
+	t.Parallel()
+	defer func() {
+		if recover() == nil {
+			t.Error("NewKeysAPI without Fail did not panic")
+		}
+	}()
+	auth.NewKeysAPI(auth.KeysAPIConfig{Auth: auth.Off()})
 }

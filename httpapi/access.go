@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/heraldstreams/herald/auth"
+	"github.com/heraldstreams/herald/internal/httpjson"
 )
 
 // authorize checks r's credential against rule; on failure it answers
@@ -75,9 +76,9 @@ func (w *statusWriter) status() int {
 
 // Errors of the browser checks.
 var (
-	errHostNotAllowed   = &apiError{http.StatusMisdirectedRequest, "HOST_NOT_ALLOWED", "this Host is not one Herald serves (see --allowed-hosts)"}
-	errOriginNotAllowed = &apiError{http.StatusForbidden, "ORIGIN_NOT_ALLOWED", "this browser origin may not call Herald (see --cors-origins)"}
-	errNotJSON          = &apiError{http.StatusUnsupportedMediaType, "UNSUPPORTED_MEDIA_TYPE", "the request body must be JSON: Content-Type: application/json"}
+	errHostNotAllowed   = &httpjson.Error{Status: http.StatusMisdirectedRequest, Code: "HOST_NOT_ALLOWED", Message: "this Host is not one Herald serves (see --allowed-hosts)"}
+	errOriginNotAllowed = &httpjson.Error{Status: http.StatusForbidden, Code: "ORIGIN_NOT_ALLOWED", Message: "this browser origin may not call Herald (see --cors-origins)"}
+	errNotJSON          = &httpjson.Error{Status: http.StatusUnsupportedMediaType, Code: "UNSUPPORTED_MEDIA_TYPE", Message: "the request body must be JSON: Content-Type: application/json"}
 )
 
 // hostAllowed reports whether the request's Host names this server: any
@@ -117,7 +118,7 @@ func isJSON(contentType string) bool {
 
 // errTenantForbidden: a credential of one tenant wrote a JSON message that
 // names another.
-var errTenantForbidden = &apiError{http.StatusForbidden, "TENANT_FORBIDDEN", "a credential of a tenant cannot write a message whose \"tenant\" names another tenant"}
+var errTenantForbidden = &httpjson.Error{Status: http.StatusForbidden, Code: "TENANT_FORBIDDEN", Message: "a credential of a tenant cannot write a message whose \"tenant\" names another tenant"}
 
 // checkTenant enforces the tenant boundary on stream writes. The delivery
 // engine takes an event's tenant from the "tenant" member of its JSON

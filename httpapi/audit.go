@@ -6,6 +6,7 @@ import (
 
 	"github.com/heraldstreams/herald/auth"
 	"github.com/heraldstreams/herald/internal/audit"
+	"github.com/heraldstreams/herald/internal/httpjson"
 )
 
 // The audit log: one record (message "audit") for every change made
@@ -49,8 +50,8 @@ func (s *Server) auditRefusal(r *http.Request, principal string, status int, cod
 
 // refuse answers a request refused before its credential is looked at
 // (its origin) and audits it.
-func (s *Server) refuse(w http.ResponseWriter, r *http.Request, err *apiError) {
-	s.auditRefusal(r, "", err.status, err.code)
+func (s *Server) refuse(w http.ResponseWriter, r *http.Request, err *httpjson.Error) {
+	s.auditRefusal(r, "", err.Status, err.Code)
 	s.fail(w, r, err)
 }
 

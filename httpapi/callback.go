@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 
+	"github.com/heraldstreams/herald/httpapi/apierr"
 	"github.com/heraldstreams/herald/subscription"
 	"github.com/heraldstreams/herald/subscription/wake"
 )
@@ -21,14 +22,13 @@ func serveCallback(w http.ResponseWriter, r *http.Request, svc SubscriptionServi
 		if errors.As(err, &ce) {
 			token = ce.Token
 		}
-		status, body, ok := subscription.NewErrorResponse(err, token)
-		if !ok {
+		e, known := apierr.Callback(r, err)
+		if !known {
 			log.logError(r, err)
-			writeJSON(w, http.StatusInternalServerError, callbackInternal)
-			return
+			token = "" // a server fault's answer renews nothing
 		}
-		body.Error.Message = trimPackage(body.Error.Message)
-		writeJSON(w, status, body)
+		// The callback protocol's own body shape, with the table's code.
+		writeJSON(w, e.Status, subscription.ErrorResponse{Error: subscription.ErrorDetail{Code: e.Code, Message: e.Message}, Token: token})
 	}
 	id, err := callbackConsumerID(r)
 	if err != nil {

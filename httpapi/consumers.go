@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/heraldstreams/herald/internal/httpjson"
 	"github.com/heraldstreams/herald/store"
 	"github.com/heraldstreams/herald/subscription"
 	"github.com/heraldstreams/herald/subscription/wake"
@@ -98,7 +99,7 @@ func (s *Server) consumerDetail(ctx context.Context, svc ConsumerService, id str
 }
 
 // errConsumerQuery refuses a consumer list query it does not know.
-var errConsumerQuery = &apiError{http.StatusBadRequest, "INVALID_REQUEST", "the consumer list takes only ?limit= (1 to 1000) and ?cursor="}
+var errConsumerQuery = &httpjson.Error{Status: http.StatusBadRequest, Code: "INVALID_REQUEST", Message: "the consumer list takes only ?limit= (1 to 1000) and ?cursor="}
 
 func (s *Server) listConsumers(svc ConsumerService) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) { s.serveConsumerList(w, r, svc) }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/heraldstreams/herald/api"
 	"github.com/heraldstreams/herald/auth"
+	"github.com/heraldstreams/herald/httpapi/apierr"
 	"github.com/heraldstreams/herald/store"
 	"github.com/heraldstreams/herald/ui"
 )
@@ -154,7 +155,7 @@ func (s *Server) subscriptionRoutes(svc SubscriptionEngine) []Route {
 // errStreamUnseen is what a tenant's credential gets for a stream
 // outside its namespace: the answer of an absent stream, word for word,
 // so it learns nothing of another owner's streams.
-var errStreamUnseen = &auth.Error{Status: http.StatusNotFound, Code: "STREAM_NOT_FOUND", Message: publicMessage(store.ErrNotFound)}
+var errStreamUnseen = &auth.Error{Status: http.StatusNotFound, Code: "STREAM_NOT_FOUND", Message: apierr.PublicMessage(store.ErrNotFound)}
 
 // requestPath is the stream a stream route names: its path.
 func requestPath(r *http.Request) string { return r.URL.Path }

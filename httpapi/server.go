@@ -22,6 +22,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/heraldstreams/herald/auth"
+	"github.com/heraldstreams/herald/internal/httpjson"
 	"github.com/heraldstreams/herald/internal/telemetry"
 	"github.com/heraldstreams/herald/store"
 )
@@ -448,7 +449,7 @@ func (s *Server) serveReserved(w http.ResponseWriter, r *http.Request) {
 	}
 	if allow := s.allowedMethods(r); allow != "" {
 		w.Header().Set("Allow", allow)
-		s.fail(w, r, &apiError{http.StatusMethodNotAllowed, errMethodNotAllowed.code, "this route accepts " + allow})
+		s.fail(w, r, &httpjson.Error{Status: http.StatusMethodNotAllowed, Code: errMethodNotAllowed.Code, Message: "this route accepts " + allow})
 		return
 	}
 	if r.Method == http.MethodPut {

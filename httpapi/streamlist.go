@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/heraldstreams/herald/auth"
+	"github.com/heraldstreams/herald/internal/httpjson"
 	"github.com/heraldstreams/herald/protocol"
 	"github.com/heraldstreams/herald/store"
 )
@@ -33,10 +34,8 @@ type streamListPage struct {
 }
 
 var (
-	errStreamListParam = &apiError{http.StatusBadRequest, "INVALID_PARAMETER",
-		"prefix must be a path starting with /, cursor a stream path, limit a whole number from 1 to 1000"}
-	errStreamListUnknown = &apiError{http.StatusBadRequest, "UNKNOWN_PARAMETER",
-		"the streams list takes prefix, cursor and limit only"}
+	errStreamListParam   = &httpjson.Error{Status: http.StatusBadRequest, Code: "INVALID_PARAMETER", Message: "prefix must be a path starting with /, cursor a stream path, limit a whole number from 1 to 1000"}
+	errStreamListUnknown = &httpjson.Error{Status: http.StatusBadRequest, Code: "UNKNOWN_PARAMETER", Message: "the streams list takes prefix, cursor and limit only"}
 )
 
 // listStreams answers GET /_herald/v1/streams: the live streams whose path

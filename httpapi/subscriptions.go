@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/heraldstreams/herald/auth"
+	"github.com/heraldstreams/herald/internal/httpjson"
 	"github.com/heraldstreams/herald/subscription"
 	"github.com/heraldstreams/herald/subscription/wake"
 )
@@ -28,9 +29,9 @@ const maxSubscriptionBody = 1 << 20
 
 // Errors of the subscription API.
 var (
-	errSubscriptionMethod = &apiError{http.StatusMethodNotAllowed, "METHOD_NOT_ALLOWED", "subscriptions accept PUT, GET and DELETE with ?subscription={id}, and GET with ?subscriptions"}
-	errSubscriptionQuery  = &apiError{http.StatusBadRequest, "INVALID_REQUEST", "give exactly one of ?subscription={id} and ?subscriptions"}
-	errNotAStream         = &apiError{http.StatusNotFound, "NOT_FOUND", "no such resource"}
+	errSubscriptionMethod = &httpjson.Error{Status: http.StatusMethodNotAllowed, Code: "METHOD_NOT_ALLOWED", Message: "subscriptions accept PUT, GET and DELETE with ?subscription={id}, and GET with ?subscriptions"}
+	errSubscriptionQuery  = &httpjson.Error{Status: http.StatusBadRequest, Code: "INVALID_REQUEST", Message: "give exactly one of ?subscription={id} and ?subscriptions"}
+	errNotAStream         = &httpjson.Error{Status: http.StatusNotFound, Code: "NOT_FOUND", Message: "no such resource"}
 )
 
 // subscriptionRoute is the subscription route a request names: the
@@ -139,17 +140,6 @@ func readError(err error) error {
 	}
 	return errBodyRead
 }
-
-// trimPackage drops the package prefixes of a wrapped error message.
-func trimPackage(msg string) string {
-	for _, prefix := range []string{"subscription: ", "webhook: ", "glob: "} {
-		msg = strings.ReplaceAll(msg, prefix, "")
-	}
-	return msg
-}
-
-// callbackInternal is the body of a callback that failed on the server.
-var callbackInternal = subscription.ErrorResponse{Error: subscription.ErrorDetail{Code: "INTERNAL", Message: "internal error"}}
 
 // errorLogger is where callback server faults are logged.
 type errorLogger interface {

@@ -205,12 +205,19 @@ func (r *Recorder) Snapshot() Snapshot {
 	return out
 }
 
+// The server faults of the stats route: the logs say what failed, the
+// answer which part did.
+var (
+	errSampling = &httpjson.Error{Status: http.StatusInternalServerError, Code: httpjson.Internal.Code, Message: "reading the counters failed"}
+	errBacklog  = &httpjson.Error{Status: http.StatusInternalServerError, Code: httpjson.Internal.Code, Message: "counting the delivery backlog failed"}
+)
+
 // ServeHTTP answers GET with the Snapshot as JSON, after a fresh sample
 // so that the current minute is up to date.
 func (r *Recorder) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	if err := r.Sample(); err != nil {
 		r.cfg.Logger.ErrorContext(req.Context(), "sampling the stats failed", "err", err)
-		httpjson.WriteError(w, req, http.StatusInternalServerError, httpjson.Detail{Code: "INTERNAL", Message: "reading the counters failed"})
+		errSampling.Write(w, req)
 		return
 	}
 	snap := r.Snapshot()
@@ -218,7 +225,7 @@ func (r *Recorder) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		n, err := r.cfg.Backlog(req.Context())
 		if err != nil {
 			r.cfg.Logger.ErrorContext(req.Context(), "counting the delivery backlog failed", "err", err)
-			httpjson.WriteError(w, req, http.StatusInternalServerError, httpjson.Detail{Code: "INTERNAL", Message: "counting the delivery backlog failed"})
+			errBacklog.Write(w, req)
 			return
 		}
 		snap.Backlog = &n

@@ -50,8 +50,11 @@ const (
 	CodeBodyTooLarge   = "PAYLOAD_TOO_LARGE"
 )
 
-// callbackErrors is the callback error table, in one place, and the 413 of
-// an oversized body.
+// callbackErrors are the errors of the callback protocol, with the status
+// and code the protocol gives each, and the 413 of an oversized body. The
+// engine uses it to tell a callback error from a server fault; the HTTP
+// answer comes from Herald's one error table (httpapi/apierr), whose
+// tests check that it agrees with this list.
 var callbackErrors = []struct {
 	err    error
 	status int

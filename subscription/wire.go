@@ -113,17 +113,6 @@ type ErrorDetail struct {
 	Message string `json:"message"`
 }
 
-// NewErrorResponse returns the HTTP status and body for a callback error.
-// ok is false when err is not a callback error (a server fault, which the
-// caller reports as a 500 without details).
-func NewErrorResponse(err error, token string) (status int, resp ErrorResponse, ok bool) {
-	status, code, ok := CallbackErrorStatus(err)
-	if !ok {
-		return 0, ErrorResponse{}, false
-	}
-	return status, ErrorResponse{Error: ErrorDetail{Code: code, Message: err.Error()}, Token: token}, true
-}
-
 // Subscription is the subscription resource of the HTTP API
 // (docs/subscriptions.md, Subscriptions). WebhookSecret is set only in the
 // response to the request that created the subscription.

@@ -5,12 +5,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 
 	"github.com/heraldstreams/herald/auth"
+	"github.com/heraldstreams/herald/httpapi/apierr"
 	"github.com/heraldstreams/herald/internal/routetest"
 	"github.com/heraldstreams/herald/store/sqlite"
 )
@@ -34,7 +36,7 @@ func keysHerald(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mux := routetest.Handler(a, auth.NewKeysAPI(auth.KeysAPIConfig{Auth: a, Store: st}).Routes())
+	mux := routetest.Handler(a, auth.NewKeysAPI(auth.KeysAPIConfig{Auth: a, Store: st, Fail: apierr.Failer(slog.New(slog.DiscardHandler))}).Routes())
 	mux.Handle("GET /probe", a.Require(auth.Rule{Scope: auth.ScopeStreamsRead}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {})))
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)

@@ -24,6 +24,7 @@ import (
 	"github.com/heraldstreams/herald/delivery/deliveryapi"
 	"github.com/heraldstreams/herald/delivery/dispatch"
 	"github.com/heraldstreams/herald/httpapi"
+	"github.com/heraldstreams/herald/httpapi/apierr"
 	"github.com/heraldstreams/herald/internal/secretbox"
 	"github.com/heraldstreams/herald/reaper"
 	"github.com/heraldstreams/herald/stats"
@@ -139,7 +140,7 @@ func newApp(ctx context.Context, cfg *serveConfig, log *slog.Logger, tp trace.Tr
 	}
 	api.Mount(httpapi.APIs{
 		Subscriptions: subs,
-		Keys: auth.NewKeysAPI(auth.KeysAPIConfig{Auth: authn, Store: st, Logger: log.With("part", "keys"),
+		Keys: auth.NewKeysAPI(auth.KeysAPIConfig{Auth: authn, Store: st, Logger: log.With("part", "keys"), Fail: apierr.Failer(log.With("part", "keys")),
 			PortalURL: publicURL(cfg.PublicURL, cfg.TLS.scheme(), ln.Addr()) + ui.Prefix}).Routes(),
 		Delivery:      deliveryapi.NewAPI(deliv).Routes(),
 		Metrics:       promhttp.HandlerFor(metrics, promhttp.HandlerOpts{}),

@@ -17,8 +17,8 @@ import (
 	"github.com/heraldstreams/herald/auth"
 	"github.com/heraldstreams/herald/delivery"
 	"github.com/heraldstreams/herald/delivery/dispatch"
+	"github.com/heraldstreams/herald/httpapi/apierr"
 	"github.com/heraldstreams/herald/internal/httpjson"
-	"github.com/heraldstreams/herald/store"
 )
 
 // APIPrefix is where the delivery API lives.
@@ -88,92 +88,24 @@ func (a *API) Routes() []auth.Route {
 	return routes
 }
 
-// Error codes of the API besides the validation codes (see Code).
+// Error codes the API's handlers give besides the validation codes (see
+// delivery.Code); the codes of the store's and the engine's errors are
+// the one error table's (package apierr).
 const (
-	CodeInvalidJSON        delivery.Code = "INVALID_JSON"
-	CodeBodyTooLarge       delivery.Code = "PAYLOAD_TOO_LARGE"
-	CodeUnknownParameter   delivery.Code = "UNKNOWN_PARAMETER"
-	CodeEndpointNotFound   delivery.Code = "ENDPOINT_NOT_FOUND"
-	CodeDeliveryNotFound   delivery.Code = "DELIVERY_NOT_FOUND"
-	CodeReplayNotFound     delivery.Code = "REPLAY_NOT_FOUND"
-	CodeConflict           delivery.Code = "CONFLICT"
-	CodeVerificationFailed delivery.Code = "VERIFICATION_FAILED"
-	CodeStreamNotSourced   delivery.Code = "STREAM_NOT_SOURCED"
-	CodeStreamNotJSON      delivery.Code = "STREAM_NOT_JSON"
-	CodeStreamClosed       delivery.Code = "STREAM_CLOSED"
-	CodeStreamGone         delivery.Code = "STREAM_GONE"
-	CodeUnavailable        delivery.Code = "UNAVAILABLE"
-	CodeInternal           delivery.Code = "INTERNAL"
+	CodeInvalidJSON      delivery.Code = "INVALID_JSON"
+	CodeBodyTooLarge     delivery.Code = "PAYLOAD_TOO_LARGE"
+	CodeUnknownParameter delivery.Code = "UNKNOWN_PARAMETER"
 )
-
-type apiError struct {
-	status  int
-	code    delivery.Code
-	field   string
-	message string
-}
-
-func (e *apiError) Error() string { return e.message }
 
 // errBadCursor: a list's cursor is not a next_cursor value it gave.
 var errBadCursor = badRequest(delivery.CodeInvalidParameter, "cursor", "cursor must be a next_cursor value of a previous page")
 
-func badRequest(code delivery.Code, field, format string, args ...any) *apiError {
-	return &apiError{http.StatusBadRequest, code, field, fmt.Sprintf(format, args...)}
+func badRequest(code delivery.Code, field, format string, args ...any) *httpjson.Error {
+	return httpjson.BadRequest(string(code), field, format, args...)
 }
 
-// errorTable maps sentinel errors to a status and code.
-var errorTable = []struct {
-	err    error
-	status int
-	code   delivery.Code
-}{
-	{store.ErrEndpointNotFound, http.StatusNotFound, CodeEndpointNotFound},
-	{store.ErrDeliveryNotFound, http.StatusNotFound, CodeDeliveryNotFound},
-	{store.ErrReplayJobNotFound, http.StatusNotFound, CodeReplayNotFound},
-	{store.ErrEndpointConflict, http.StatusConflict, CodeConflict},
-	{store.ErrEventTypeNotFound, http.StatusNotFound, CodeEventTypeNotFound},
-	{store.ErrEventTypeExists, http.StatusConflict, CodeEventTypeExists},
-	{store.ErrEventTypeConflict, http.StatusConflict, CodeConflict},
-	{dispatch.ErrVerificationFailed, http.StatusUnprocessableEntity, CodeVerificationFailed},
-	{dispatch.ErrStreamNotSourced, http.StatusBadRequest, CodeStreamNotSourced},
-	{store.ErrContentTypeMismatch, http.StatusConflict, CodeStreamNotJSON},
-	{store.ErrStreamGone, http.StatusConflict, CodeStreamGone},
-	{store.ErrNotFound, http.StatusConflict, CodeStreamGone},
-	{store.ErrClosedStore, http.StatusServiceUnavailable, CodeUnavailable},
-}
-
-func (a *API) fail(w http.ResponseWriter, r *http.Request, err error) {
-	d := httpjson.Detail{Code: string(CodeInternal), Message: "internal error"}
-	status := http.StatusInternalServerError
-	var ae *apiError
-	var ve *delivery.ValidationError
-	var closed *store.ClosedError
-	switch {
-	case errors.As(err, &ae):
-		status, d = ae.status, httpjson.Detail{Code: string(ae.code), Message: ae.message, Field: ae.field}
-	case errors.As(err, &ve):
-		status, d = http.StatusBadRequest, httpjson.Detail{Code: string(ve.Code), Message: ve.Message, Field: ve.Field}
-		if ve.Code == delivery.CodeEventTooLarge || ve.Code == dispatch.CodeSchemaTooLarge {
-			status = http.StatusRequestEntityTooLarge
-		}
-	case errors.As(err, &closed):
-		status, d = http.StatusConflict, httpjson.Detail{Code: string(CodeStreamClosed), Message: "the stream is closed"}
-	default:
-		matched := false
-		for _, e := range errorTable {
-			if errors.Is(err, e.err) {
-				status, d = e.status, httpjson.Detail{Code: string(e.code), Message: strings.TrimPrefix(strings.TrimPrefix(err.Error(), "store: "), "delivery: ")}
-				matched = true
-				break
-			}
-		}
-		if !matched {
-			a.log.ErrorContext(r.Context(), "delivery API request failed", "method", r.Method, "path", r.URL.Path, "err", err)
-		}
-	}
-	httpjson.WriteError(w, r, status, d)
-}
+// fail answers err from the one error table, and logs a server fault.
+func (a *API) fail(w http.ResponseWriter, r *http.Request, err error) { apierr.Fail(w, r, a.log, err) }
 
 func writeJSON(w http.ResponseWriter, status int, v any) { httpjson.Write(w, status, v) }
 
@@ -186,7 +118,7 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64, emptyOK bool)
 	if err != nil {
 		var mb *http.MaxBytesError
 		if errors.As(err, &mb) {
-			return nil, &apiError{http.StatusRequestEntityTooLarge, CodeBodyTooLarge, "", fmt.Sprintf("the body is over %d bytes", limit)}
+			return nil, &httpjson.Error{Status: http.StatusRequestEntityTooLarge, Code: string(CodeBodyTooLarge), Message: fmt.Sprintf("the body is over %d bytes", limit)}
 		}
 		return nil, badRequest(CodeInvalidJSON, "", "the body could not be read")
 	}

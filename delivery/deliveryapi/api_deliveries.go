@@ -3,11 +3,13 @@ package deliveryapi
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"time"
 
 	"github.com/heraldstreams/herald/delivery"
 	"github.com/heraldstreams/herald/delivery/dispatch"
+	"github.com/heraldstreams/herald/httpapi/apierr"
 	"github.com/heraldstreams/herald/protocol"
 	"github.com/heraldstreams/herald/store"
 )
@@ -228,7 +230,7 @@ func (a *API) publish(w http.ResponseWriter, r *http.Request) {
 	}
 	res, err := a.e.Publish(r.Context(), &dispatch.PublishParams{Event: ev, Stream: stream, Tenant: tenant})
 	if err != nil {
-		a.fail(w, r, err)
+		a.fail(w, r, publishError(err))
 		return
 	}
 	status := http.StatusAccepted
@@ -249,4 +251,19 @@ func parseOffset(s string) (int64, error) {
 		return 0, nil
 	}
 	return o.Position, nil
+}
+
+// publishError names the stream conditions a publish meets as the
+// publisher's, not a stream route's: a missing or deleted stream is 409
+// STREAM_GONE (not 404 STREAM_NOT_FOUND), a stream of another content
+// type 409 STREAM_NOT_JSON (not CONTENT_TYPE_MISMATCH). The store's
+// words stay in the message.
+func publishError(err error) error {
+	switch {
+	case errors.Is(err, store.ErrNotFound), errors.Is(err, store.ErrStreamGone):
+		return fmt.Errorf("%w: %s", apierr.ErrPublishStreamGone, apierr.PublicMessage(err))
+	case errors.Is(err, store.ErrContentTypeMismatch):
+		return fmt.Errorf("%w: %s", apierr.ErrPublishStreamNotJSON, apierr.PublicMessage(err))
+	}
+	return err
 }

@@ -7,13 +7,8 @@ import (
 
 	"github.com/heraldstreams/herald/delivery"
 	"github.com/heraldstreams/herald/delivery/dispatch"
+	"github.com/heraldstreams/herald/internal/httpjson"
 	"github.com/heraldstreams/herald/store"
-)
-
-// Error codes of the catalogue routes.
-const (
-	CodeEventTypeNotFound delivery.Code = "EVENT_TYPE_NOT_FOUND"
-	CodeEventTypeExists   delivery.Code = "EVENT_TYPE_EXISTS"
 )
 
 // maxEventTypeBody bounds a catalogue request body: room for a schema of
@@ -54,8 +49,7 @@ func (a *API) installationWide(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		tenant, err := tenantOf(r.Context())
 		if err == nil && tenant != "" {
-			err = &apiError{http.StatusForbidden, CodeTenantForbidden, "",
-				"the event type catalogue is installation-wide: only a credential without a tenant changes it"}
+			err = &httpjson.Error{Status: http.StatusForbidden, Code: string(CodeTenantForbidden), Message: "the event type catalogue is installation-wide: only a credential without a tenant changes it"}
 		}
 		if err != nil {
 			a.fail(w, r, err)

@@ -8,6 +8,7 @@ import (
 	"github.com/heraldstreams/herald/delivery"
 	"github.com/heraldstreams/herald/delivery/dispatch"
 	"github.com/heraldstreams/herald/glob"
+	"github.com/heraldstreams/herald/internal/httpjson"
 )
 
 // Stream paths are a limit of the delivery API too. A credential limited
@@ -37,8 +38,7 @@ const CodeForbidden delivery.Code = "FORBIDDEN"
 const TenantEventsStream = "events"
 
 func errOutsidePaths(field string) error {
-	return &apiError{http.StatusForbidden, CodeForbidden, field,
-		"this credential is limited to stream paths (or its tenant's stream namespace) that do not include all of " + field}
+	return &httpjson.Error{Status: http.StatusForbidden, Code: string(CodeForbidden), Field: field, Message: "this credential is limited to stream paths (or its tenant's stream namespace) that do not include all of " + field}
 }
 
 // principalOf returns the request's principal.
@@ -173,6 +173,5 @@ func streamTenant(prefix, stream, tenant string) (string, error) {
 	case tenant == "" || tenant == owner:
 		return owner, nil
 	}
-	return "", &apiError{http.StatusForbidden, CodeTenantForbidden, "tenant",
-		"the stream lies in the stream namespace of another tenant than the one named"}
+	return "", &httpjson.Error{Status: http.StatusForbidden, Code: string(CodeTenantForbidden), Field: "tenant", Message: "the stream lies in the stream namespace of another tenant than the one named"}
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/heraldstreams/herald/auth"
 	"github.com/heraldstreams/herald/delivery"
+	"github.com/heraldstreams/herald/internal/httpjson"
 	"github.com/heraldstreams/herald/store"
 )
 
@@ -70,8 +71,7 @@ func stampTenant(ctx context.Context, given string) (string, error) {
 	case given == "" || given == tenant:
 		return tenant, nil
 	}
-	return "", &apiError{http.StatusForbidden, CodeTenantForbidden, "tenant",
-		"this credential is limited to its own tenant and cannot name another"}
+	return "", &httpjson.Error{Status: http.StatusForbidden, Code: string(CodeTenantForbidden), Field: "tenant", Message: "this credential is limited to its own tenant and cannot name another"}
 }
 
 // visibleEndpoint returns the endpoint id when the request's credential

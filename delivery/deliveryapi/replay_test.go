@@ -90,7 +90,7 @@ func TestReplayAPIRefusals(t *testing.T) {
 		var out struct {
 			Error struct{ Code string } `json:"error"`
 		}
-		if code := r.call("GET", "/_herald/v1/replays/rpl_nope", "", &out); code != http.StatusNotFound || out.Error.Code != string(CodeReplayNotFound) {
+		if code := r.call("GET", "/_herald/v1/replays/rpl_nope", "", &out); code != http.StatusNotFound || out.Error.Code != "REPLAY_NOT_FOUND" {
 			t.Fatalf("unknown replay: %d %+v", code, out)
 		}
 	})

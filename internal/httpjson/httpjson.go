@@ -6,8 +6,10 @@
 //
 // where code is the stable, machine-readable JSON code of the condition,
 // message says what was wrong in words, and field, present only when the
-// error is about one input, names it. (The callback API's answers are the
-// Durable Streams subscription protocol's own shape, written with Write.)
+// error is about one input, names it. Error is the one error type of
+// every route, and its Write the one writer of error answers. (The
+// callback API's answers are the Durable Streams subscription protocol's
+// own shape, written with Write.)
 package httpjson
 
 import (
@@ -64,25 +66,4 @@ func Encode(v any) ([]byte, error) {
 		return nil, err
 	}
 	return bytes.TrimSuffix(buf.Bytes(), []byte{'\n'}), nil
-}
-
-// WriteError writes the error body of d with status. Headers that
-// described a body the handler meant to send (Content-Length, ETag) are
-// dropped: an error body is never cut short nor cached as that body. A
-// HEAD response has the headers and no body.
-func WriteError(w http.ResponseWriter, r *http.Request, status int, d Detail) {
-	h := w.Header()
-	h["Content-Type"] = valJSON
-	h["Cache-Control"] = valNoStore
-	h.Del("Content-Length")
-	h.Del("Etag")
-	w.WriteHeader(status)
-	if r.Method == http.MethodHead {
-		return
-	}
-	body, err := Encode(Body{Error: d})
-	if err != nil {
-		return // strings always encode
-	}
-	_, _ = w.Write(body) // a failed write means the client is gone
 }

@@ -7,8 +7,9 @@ import (
 )
 
 // An error body has one shape: code and message, and field only when the
-// error names an input; HEAD gets the headers alone.
-func TestWriteError(t *testing.T) {
+// error names an input; HEAD gets the headers alone, the condition's
+// headers included.
+func TestErrorWrite(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct {
 		method string
@@ -22,10 +23,12 @@ func TestWriteError(t *testing.T) {
 		w := httptest.NewRecorder()
 		w.Header().Set("Content-Length", "12")
 		w.Header().Set("ETag", `"x"`)
-		WriteError(w, httptest.NewRequest(c.method, "/", nil), http.StatusNotFound, c.d)
+		e := &Error{Status: http.StatusNotFound, Code: c.d.Code, Message: c.d.Message, Field: c.d.Field,
+			Header: func(h http.Header) { h.Set("Retry-After", "1") }}
+		e.Write(w, httptest.NewRequest(c.method, "/", nil))
 		h := w.Header()
 		if w.Code != http.StatusNotFound || w.Body.String() != c.want || h.Get("Content-Type") != "application/json" ||
-			h.Get("Cache-Control") != "no-store" || h.Get("Content-Length") != "" || h.Get("ETag") != "" {
+			h.Get("Cache-Control") != "no-store" || h.Get("Content-Length") != "" || h.Get("ETag") != "" || h.Get("Retry-After") != "1" {
 			t.Errorf("%s %+v: %d %v %q, want %q", c.method, c.d, w.Code, h, w.Body, c.want)
 		}
 	}
