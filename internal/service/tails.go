@@ -1,0 +1,49 @@
+package service
+
+import (
+	"context"
+
+	"github.com/heraldstreams/herald/store"
+)
+
+// TailListener is one subscription to the store's tail-change feed.
+// The feed is lossy: when its buffer is full the store drops the oldest
+// change. The listener does nothing but hand changes on (to a Queue), so
+// it keeps up; and it says when changes may have been dropped, so its
+// owner can reconcile from the store instead of missing them.
+type TailListener struct {
+	feed <-chan store.TailChange
+	stop func()
+}
+
+// ListenTails subscribes to n's tail changes now (take it before reading
+// the state the changes update, so none falls between), with a buffer
+// of buffer changes.
+func ListenTails(n store.Notifier, buffer int) *TailListener {
+	feed, stop := n.Listen(buffer)
+	return &TailListener{feed: feed, stop: stop}
+}
+
+// Run calls handle with each change until ctx ends, then unsubscribes.
+// lost is called when changes may have been dropped: the store drops
+// only from a full buffer, which stays full until this listener takes a
+// change, so a buffer found (nearly) full at a take is the one sign of
+// a drop. It may also be called when none was dropped (the buffer
+// filled but did not overflow).
+func (l *TailListener) Run(ctx context.Context, handle func(store.TailChange), lost func()) {
+	defer l.stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case c := <-l.feed:
+			if len(l.feed) >= cap(l.feed)-1 {
+				lost()
+			}
+			handle(c)
+		}
+	}
+}
+
+// Close unsubscribes a listener that is not run.
+func (l *TailListener) Close() { l.stop() }
