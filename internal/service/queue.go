@@ -23,6 +23,7 @@ type Queue[V any] struct {
 	again   map[string]V    // pushed while running; guarded by mu
 	closed  bool            // guarded by mu
 	signal  chan struct{}
+	popped  chan struct{} // closed and replaced at each Pop; guarded by mu
 	done    chan struct{} // closed by Close
 }
 
@@ -33,7 +34,7 @@ func NewQueue[V any](merge func(old, pushed V) V) *Queue[V] {
 		merge = func(old, _ V) V { return old }
 	}
 	return &Queue[V]{merge: merge, queued: map[string]V{}, running: map[string]bool{}, again: map[string]V{},
-		signal: make(chan struct{}, 1), done: make(chan struct{})}
+		signal: make(chan struct{}, 1), popped: make(chan struct{}), done: make(chan struct{})}
 }
 
 // Push queues key with v, or merges v into the key's waiting value.
@@ -92,6 +93,8 @@ func (q *Queue[V]) Pop(ctx context.Context) (key string, v V, ok bool) {
 			v = q.queued[key]
 			delete(q.queued, key)
 			q.running[key] = true
+			close(q.popped)
+			q.popped = make(chan struct{})
 			if q.head < len(q.order) {
 				q.notify() // another worker may take the next one
 			}
@@ -126,6 +129,28 @@ func (q *Queue[V]) Len() int {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	return len(q.order) - q.head
+}
+
+// WaitBelow waits until fewer than n keys wait, ctx ends or the queue
+// is closed: a producer of many keys (a reconciliation) uses it to queue
+// no faster than the workers take them.
+func (q *Queue[V]) WaitBelow(ctx context.Context, n int) {
+	for {
+		q.mu.Lock()
+		if q.closed || len(q.order)-q.head < n {
+			q.mu.Unlock()
+			return
+		}
+		popped := q.popped
+		q.mu.Unlock()
+		select {
+		case <-popped:
+		case <-q.done:
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
 }
 
 // Close drops what waits and ends every Pop; later pushes are ignored.

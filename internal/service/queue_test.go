@@ -93,3 +93,25 @@ func TestQueuePopWaits(t *testing.T) {
 		t.Fatalf("popped %q", k)
 	}
 }
+
+func TestQueueWaitBelow(t *testing.T) {
+	t.Parallel()
+	q := NewQueue[int](nil)
+	q.Push("/a", 1)
+	q.Push("/b", 1)
+	q.WaitBelow(context.Background(), 3) // 2 < 3: returns at once
+	waited := make(chan struct{})
+	go func() {
+		q.WaitBelow(context.Background(), 2)
+		close(waited)
+	}()
+	k, _, _ := q.Pop(context.Background())
+	q.Done(k)
+	<-waited // one key left
+	if n := q.Len(); n != 1 {
+		t.Fatalf("len %d", n)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	q.WaitBelow(ctx, 1) // an ended context returns
+}
