@@ -22,7 +22,7 @@ type countingStore struct {
 	failList bool
 	// failStreamLists fails this many StreamList calls first.
 	failStreamLists atomic.Int64
-	feed     chan store.TailChange // when set, the engine's tail-change feed
+	feed            chan store.TailChange // when set, the engine's tail-change feed
 }
 
 func (s *countingStore) StreamList(ctx context.Context, p *store.StreamListParams) ([]store.Stream, error) {
