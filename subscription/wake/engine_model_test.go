@@ -123,7 +123,7 @@ func runModel(t *testing.T, seed uint64) {
 			steps := []time.Duration{100 * time.Millisecond, time.Second, subscription.WakingTimeout, subscription.LivenessTimeout, 5 * time.Minute}
 			time.Sleep(steps[m.r.IntN(len(steps))])
 		default:
-			m.eng.Stop()
+			m.eng.Stop(context.Background())
 			if m.r.IntN(2) == 0 {
 				// An append no engine hears of: the reconciliation at
 				// start must find it.
@@ -154,7 +154,7 @@ func runModel(t *testing.T, seed uint64) {
 			t.Errorf("%s is %s after settling", c.ID, c.State)
 		}
 	}
-	m.eng.Stop()
+	m.eng.Stop(context.Background())
 }
 
 // currentMode returns the webhook behaviour, and whether a done answer

@@ -219,7 +219,7 @@ func tenantOfPath(path string) (string, bool) {
 
 // close stops the engine and closes the store (a clean shutdown).
 func (r *rig) close() {
-	r.eng.Stop()
+	r.eng.Stop(context.Background())
 	if err := r.st.Close(); err != nil {
 		r.t.Fatal(err)
 	}
@@ -252,7 +252,7 @@ func (r *rig) appendData(path, data string) string {
 // returns the new tail.
 func (r *rig) appendWithoutEngine(path, data string) string {
 	r.t.Helper()
-	r.eng.Stop()
+	r.eng.Stop(context.Background())
 	tail := r.appendData(path, data)
 	if err := r.st.Close(); err != nil {
 		r.t.Fatal(err)
