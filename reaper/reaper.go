@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/heraldstreams/herald/internal/service"
 	"github.com/heraldstreams/herald/store"
 )
 
@@ -26,6 +27,8 @@ type Config struct {
 	Lease  time.Duration
 	Now    func() time.Time
 	Logger *slog.Logger
+	// Clock times the sweeps; the system clock when nil.
+	Clock service.Clock
 }
 
 // Service sweeps expired streams.
@@ -55,18 +58,12 @@ func New(cfg Config) *Service {
 
 // Run sweeps every Interval until ctx ends.
 func (s *Service) Run(ctx context.Context) {
-	t := time.NewTicker(s.cfg.Interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			if _, _, err := s.Sweep(ctx); err != nil && ctx.Err() == nil {
-				s.cfg.Logger.Warn("removing expired streams failed", "err", err)
-			}
+	p := &service.Periodic{Interval: s.cfg.Interval, Clock: s.cfg.Clock, Run: func(ctx context.Context) {
+		if _, _, err := s.Sweep(ctx); err != nil && ctx.Err() == nil {
+			s.cfg.Logger.Warn("removing expired streams failed", "err", err)
 		}
-	}
+	}}
+	p.Loop(ctx)
 }
 
 // LeaseName is the store lease the sweeper holds.

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/heraldstreams/herald/internal/service"
 	"github.com/heraldstreams/herald/reaper"
 	"github.com/heraldstreams/herald/store"
 	"github.com/heraldstreams/herald/store/sqlite"
@@ -114,4 +115,61 @@ func TestOneSweeperAtATime(t *testing.T) {
 	if !sweep(b) {
 		t.Fatal("b did not take the sweeps over")
 	}
+}
+
+// manualClock is a service.Clock whose timers fire when the test says.
+type manualClock struct{ timers chan chan time.Time }
+
+func (c manualClock) Now() time.Time { return time.Unix(0, 0) }
+func (c manualClock) NewTimer(time.Duration) service.Timer {
+	t := manualTimer(make(chan time.Time, 1))
+	c.timers <- t
+	return t
+}
+
+type manualTimer chan time.Time
+
+func (t manualTimer) C() <-chan time.Time { return t }
+func (t manualTimer) Stop() bool          { return true }
+
+// countingStore counts the sweeps that reach the store.
+type countingStore struct {
+	store.Store
+	sweeps chan struct{}
+}
+
+func (s *countingStore) StreamDeleteExpired(ctx context.Context, p *store.StreamDeleteExpiredParams) (int, error) {
+	s.sweeps <- struct{}{}
+	return s.Store.StreamDeleteExpired(ctx, p)
+}
+
+// Run sweeps at each interval's end, and not before; it ends with ctx.
+func TestRunSweepsEachInterval(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithCancel(context.Background())
+	st, err := sqlite.Open(ctx, sqlite.Config{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	cs := &countingStore{Store: st, sweeps: make(chan struct{})}
+	clock := manualClock{timers: make(chan chan time.Time)}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		reaper.New(reaper.Config{Store: cs, Clock: clock}).Run(ctx)
+	}()
+	for range 3 {
+		timer := <-clock.timers // waiting for the interval: no sweep yet
+		select {
+		case <-cs.sweeps:
+			t.Fatal("swept before the interval ended")
+		default:
+		}
+		timer <- time.Unix(0, 0)
+		<-cs.sweeps
+	}
+	<-clock.timers
+	cancel()
+	<-done
 }
