@@ -58,9 +58,10 @@ type model struct {
 	hook    *receiver
 	eng     *Engine
 	secret  string
-	mode    int  // guarded by hook.mu
-	answers int  // guarded by hook.mu
-	calm    bool // guarded by hook.mu
+	mu      sync.Mutex
+	mode    int  // guarded by mu
+	answers int  // guarded by mu
+	calm    bool // guarded by mu
 	seen    int  // wakes checked so far
 	epochOf map[string]int64
 	wakeOf  map[string]string // consumer epoch key → wake id
@@ -141,9 +142,9 @@ func runModel(t *testing.T, seed uint64) {
 	// Settle: a webhook that answers done, time for every retry; then
 	// nothing may be pending anywhere.
 	m.setMode(hookDone)
-	m.hook.mu.Lock()
+	m.mu.Lock()
 	m.calm = true // no racing appends from here: let it settle
-	m.hook.mu.Unlock()
+	m.mu.Unlock()
 	for range 20 {
 		time.Sleep(subscription.LivenessTimeout)
 		synctest.Wait()
@@ -160,16 +161,16 @@ func runModel(t *testing.T, seed uint64) {
 // currentMode returns the webhook behaviour, and whether a done answer
 // races an append this time.
 func (m *model) currentMode() (int, bool) {
-	m.hook.mu.Lock()
-	defer m.hook.mu.Unlock()
+	m.mu.Lock()
+	defer m.mu.Unlock()
 	m.answers++
 	return m.mode, !m.calm && m.answers%3 == 0
 }
 
 func (m *model) setMode(mode int) {
-	m.hook.mu.Lock()
+	m.mu.Lock()
 	m.mode = mode
-	m.hook.mu.Unlock()
+	m.mu.Unlock()
 }
 
 func (m *model) snapshot() map[string]store.Consumer {
