@@ -118,12 +118,17 @@ func TestOneSweeperAtATime(t *testing.T) {
 }
 
 // manualClock is a service.Clock whose timers fire when the test says.
-type manualClock struct{ timers chan chan time.Time }
+type manualClock struct{ timers chan manualTimerAt }
+
+type manualTimerAt struct {
+	d time.Duration
+	t manualTimer
+}
 
 func (c manualClock) Now() time.Time { return time.Unix(0, 0) }
-func (c manualClock) NewTimer(time.Duration) service.Timer {
+func (c manualClock) NewTimer(d time.Duration) service.Timer {
 	t := manualTimer(make(chan time.Time, 1))
-	c.timers <- t
+	c.timers <- manualTimerAt{d, t}
 	return t
 }
 
@@ -143,8 +148,10 @@ func (s *countingStore) StreamDeleteExpired(ctx context.Context, p *store.Stream
 	return s.Store.StreamDeleteExpired(ctx, p)
 }
 
-// Run sweeps at each interval's end, and not before; it ends with ctx.
-func TestRunSweepsEachInterval(t *testing.T) {
+// Run sweeps at each wait's end, and not before: every Interval while
+// sweeps remove streams, a wait that doubles up to MaxInterval while they
+// find none. It ends with ctx.
+func TestRunBacksOffWhileNothingExpires(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithCancel(context.Background())
 	st, err := sqlite.Open(ctx, sqlite.Config{Dir: t.TempDir()})
@@ -152,23 +159,37 @@ func TestRunSweepsEachInterval(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
+	now := time.Now()
 	cs := &countingStore{Store: st, sweeps: make(chan struct{})}
-	clock := manualClock{timers: make(chan chan time.Time)}
+	clock := manualClock{timers: make(chan manualTimerAt)}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		reaper.New(reaper.Config{Store: cs, Clock: clock}).Run(ctx)
+		reaper.New(reaper.Config{Store: cs, Clock: clock, Interval: time.Second, MaxInterval: 4 * time.Second,
+			Now: func() time.Time { return now }}).Run(ctx)
 	}()
-	for range 3 {
-		timer := <-clock.timers // waiting for the interval: no sweep yet
+	step := func(want time.Duration) {
+		t.Helper()
+		tm := <-clock.timers
+		if tm.d != want {
+			t.Fatalf("waits %v, want %v", tm.d, want)
+		}
 		select {
 		case <-cs.sweeps:
-			t.Fatal("swept before the interval ended")
+			t.Fatal("swept before the wait ended")
 		default:
 		}
-		timer <- time.Unix(0, 0)
+		tm.t <- now
 		<-cs.sweeps
 	}
+	step(time.Second)
+	step(2 * time.Second) // nothing expired: twice as long
+	step(4 * time.Second)
+	if _, err := st.StreamCreate(ctx, &store.StreamCreateParams{Path: "/short", ContentType: "text/plain", TTL: time.Second, Now: now.Add(-time.Minute)}); err != nil {
+		t.Fatal(err)
+	}
+	step(4 * time.Second) // MaxInterval; this sweep removes /short
+	step(time.Second)     // back to Interval
 	<-clock.timers
 	cancel()
 	<-done
