@@ -206,7 +206,7 @@ type Engine struct {
 	// (in-flight sends are cancelled).
 	life *service.Lifecycle
 	// reconcileKick asks for a reconciliation of the streams.
-	reconcileKick chan struct{}
+	reconcileKick service.Kick
 	failedMu      sync.Mutex
 	failed        map[string]struct{} // streams whose match failed, matched again at the next sweep; guarded by failedMu
 }
@@ -308,7 +308,7 @@ func NewEngine(cfg EngineConfig) (*Engine, error) {
 		queue:     service.NewQueue(firstTrace),
 		life:      service.NewLifecycle(),
 
-		reconcileKick: make(chan struct{}, 1),
+		reconcileKick: service.NewKick(),
 		failed:        make(map[string]struct{}),
 		global:        make(chan struct{}, cfg.GlobalMaxInFlight),
 		freed:         make(chan struct{}),

@@ -144,7 +144,7 @@ func (e *Engine) watchInvalidations(feed *store.InvalidationFeed, stop func()) {
 				return err
 			}
 			e.wakeRunners()
-			e.reconcileSoon()
+			e.reconcileKick.Signal()
 			return nil
 		},
 		Retry: invalidationRetry,

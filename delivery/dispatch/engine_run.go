@@ -41,29 +41,26 @@ func (e *Engine) Start(ctx context.Context) error {
 		if !e.life.Go(func() { e.watchInvalidations(invalidations, stopInvalidations) }) {
 			stopInvalidations()
 		}
-		if !e.life.Go(func() { tails.Run(run, e.tailChanged, e.reconcileSoon) }) {
+		if !e.life.Go(func() { tails.Run(run, e.tailChanged, e.reconcileKick.Signal) }) {
 			tails.Close()
 		}
-		loops := []*service.Periodic{
+		e.life.GoLoops(
 			// Runners wake on their own deadlines and results; this wakes
 			// them for what other replicas queued or left (an expired
 			// lease), matches again the streams whose match failed, and
 			// resumes the replay jobs whose engine is gone.
-			{Interval: e.cfg.SweepInterval, Immediately: true, Run: func(ctx context.Context) {
+			&service.Periodic{Interval: e.cfg.SweepInterval, Immediately: true, Run: func(ctx context.Context) {
 				e.wakeRunners()
 				e.retryFailed()
 				e.claimReplays(ctx)
 			}},
-			{Interval: e.cfg.PruneInterval, Run: func(ctx context.Context) {
+			&service.Periodic{Interval: e.cfg.PruneInterval, Run: func(ctx context.Context) {
 				if _, err := e.PruneOnce(ctx); err != nil && ctx.Err() == nil {
 					e.log.Warn("pruning deliveries failed", "err", err)
 				}
 			}},
-			{Kick: e.reconcileKick, Immediately: true, Run: e.reconcile},
-		}
-		for _, p := range loops {
-			e.life.Go(func() { p.Loop(run) })
-		}
+			&service.Periodic{Kick: e.reconcileKick, Immediately: true, Run: e.reconcile},
+		)
 		for range e.cfg.MatchWorkers {
 			e.life.Go(e.matchWorker)
 		}
@@ -148,15 +145,6 @@ func (e *Engine) wakeRunners() {
 	defer e.mu.RUnlock()
 	for _, r := range e.runners {
 		r.wake()
-	}
-}
-
-// reconcileSoon asks for a reconciliation: the tail-change feed may have
-// dropped changes, or the invalidation feed was lost.
-func (e *Engine) reconcileSoon() {
-	select {
-	case e.reconcileKick <- struct{}{}:
-	default:
 	}
 }
 

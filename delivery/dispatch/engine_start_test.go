@@ -65,6 +65,21 @@ func newStartEngine(t *testing.T, st EngineStore, rc *deliverytest.Receiver) *En
 	return e
 }
 
+// runEngine starts e, and stops it when the test ends, and waits for
+// its start to settle.
+func runEngine(t *testing.T, e *Engine) {
+	t.Helper()
+	if err := e.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := e.Stop(context.Background()); err != nil {
+			t.Error(err)
+		}
+	})
+	synctest.Wait()
+}
+
 func appendEvent(t *testing.T, st store.Store, path, body string) {
 	t.Helper()
 	ctx := context.Background()
@@ -98,12 +113,7 @@ func TestEngineReconcilesAtStart(t *testing.T) {
 		appendEvent(t, sq, "/other/1", `{"id":"x-1","type":"order.paid"}`)
 		st := &countingStore{EngineStore: sq}
 		rc := &deliverytest.Receiver{}
-		e := newStartEngine(t, st, rc)
-		if err := e.Start(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-		defer e.Stop(context.Background())
-		synctest.Wait()
+		runEngine(t, newStartEngine(t, st, rc))
 		got := rc.Requests()
 		if len(got) != 1 || got[0].Event.ID != "o-1" {
 			t.Fatalf("%d requests after a start, want o-1 once", len(got))
@@ -135,12 +145,7 @@ func TestEngineReconcilesWhenChangesDropped(t *testing.T) {
 			st.feed <- store.TailChange{Path: "/unrelated", Deleted: true}
 		}
 		rc := &deliverytest.Receiver{}
-		e := newStartEngine(t, st, rc)
-		if err := e.Start(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-		defer e.Stop(context.Background())
-		synctest.Wait()
+		runEngine(t, newStartEngine(t, st, rc))
 		if n := st.lists.Load(); n != 2 {
 			t.Fatalf("%d stream lists, want the failed one at start and one for the full feed", n)
 		}

@@ -115,6 +115,14 @@ func (l *Lifecycle) Go(fn func()) bool {
 	return true
 }
 
+// GoLoops runs each loop in a goroutine Stop waits for, until the
+// service stops.
+func (l *Lifecycle) GoLoops(loops ...*Periodic) {
+	for _, p := range loops {
+		l.Go(func() { p.Loop(l.run) })
+	}
+}
+
 // Stopped reports whether the service has stopped (or is stopping).
 func (l *Lifecycle) Stopped() bool {
 	l.mu.Lock()

@@ -87,3 +87,18 @@ func (p *Periodic) Loop(ctx context.Context) {
 		p.Run(ctx)
 	}
 }
+
+// Kick is a coalescing signal for a Periodic's Kick: signals sent while
+// one waits make one run.
+type Kick chan struct{}
+
+// NewKick returns a Kick.
+func NewKick() Kick { return make(Kick, 1) }
+
+// Signal asks for a run, without waiting.
+func (k Kick) Signal() {
+	select {
+	case k <- struct{}{}:
+	default:
+	}
+}

@@ -126,3 +126,29 @@ func TestPeriodicKickOnly(t *testing.T) {
 	cancel()
 	<-done
 }
+
+// Signals sent before the loop takes them make one run.
+func TestKickCoalesces(t *testing.T) {
+	t.Parallel()
+	k := NewKick()
+	k.Signal()
+	k.Signal()
+	if len(k) != 1 {
+		t.Fatalf("%d signals pending, want 1", len(k))
+	}
+	l := NewLifecycle()
+	runs := make(chan struct{})
+	if err := l.Start(context.Background(), func() error {
+		l.GoLoops(&Periodic{Kick: k, Clock: newFakeClock(), Run: func(context.Context) { runs <- struct{}{} }})
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	<-runs
+	if err := l.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if len(k) != 0 {
+		t.Fatal("the run did not take the signal")
+	}
+}

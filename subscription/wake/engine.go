@@ -175,7 +175,7 @@ type Engine struct {
 	// Stop's context ends (wakes in flight are cancelled).
 	life *service.Lifecycle
 	// reconcileKick asks for a reconciliation of the consumers' streams.
-	reconcileKick chan struct{}
+	reconcileKick service.Kick
 }
 
 // NewEngine returns an Engine for cfg. Start runs it.
@@ -202,7 +202,7 @@ func NewEngine(cfg EngineConfig) (*Engine, error) {
 		queue:       service.NewQueue(mergeQueued),
 		life:        service.NewLifecycle(),
 
-		reconcileKick: make(chan struct{}, 1),
+		reconcileKick: service.NewKick(),
 		timers:        newDeadlines(),
 		members:       newMemberCache(cfg.ExclusiveStore),
 	}

@@ -32,27 +32,24 @@ func (e *Engine) Start(ctx context.Context) error {
 		if !e.life.Go(func() { e.watchInvalidations(stopFeed) }) {
 			stopFeed()
 		}
-		if !e.life.Go(func() { tails.Run(run, e.tailChanged, e.reconcileSoon) }) {
+		if !e.life.Go(func() { tails.Run(run, e.tailChanged, e.reconcileKick.Signal) }) {
 			tails.Close()
 		}
 		for range e.workers {
 			e.life.Go(e.work)
 		}
-		loops := []*service.Periodic{
+		e.life.GoLoops(
 			// The due timers: when the earliest known deadline is due, and
 			// at least every SweepInterval (deadlines armed elsewhere).
-			{Interval: e.sweep, Kick: e.timers.signal, Immediately: true, Next: e.untilDeadline, Run: e.sweepDue},
+			&service.Periodic{Interval: e.sweep, Kick: e.timers.signal, Immediately: true, Next: e.untilDeadline, Run: e.sweepDue},
 			// A safety net under the invalidation feed.
-			{Interval: e.refresh, Run: func(ctx context.Context) {
+			&service.Periodic{Interval: e.refresh, Run: func(ctx context.Context) {
 				if err := e.refreshSubscriptions(ctx); err != nil && ctx.Err() == nil {
 					e.log.Warn("refreshing subscriptions", "err", err)
 				}
 			}},
-			{Kick: e.reconcileKick, Immediately: true, Run: e.reconcile},
-		}
-		for _, p := range loops {
-			e.life.Go(func() { p.Loop(run) })
-		}
+			&service.Periodic{Kick: e.reconcileKick, Immediately: true, Run: e.reconcile},
+		)
 		return nil
 	})
 }
@@ -75,15 +72,6 @@ func (e *Engine) tailChanged(ch store.TailChange) {
 		f = flagDeleted
 	}
 	e.queue.Push(ch.Path, queuedPath{flags: f, trace: ch.Trace})
-}
-
-// reconcileSoon asks for a reconciliation: stream changes may have been
-// missed.
-func (e *Engine) reconcileSoon() {
-	select {
-	case e.reconcileKick <- struct{}{}:
-	default:
-	}
 }
 
 // work processes queued stream changes until the engine stops.

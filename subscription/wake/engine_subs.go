@@ -68,7 +68,7 @@ func (e *Engine) watchInvalidations(stop func()) {
 		LoadAll: e.refreshSubscriptions,
 		Taken: func(_ context.Context, all bool) {
 			if all {
-				e.reconcileSoon()
+				e.reconcileKick.Signal()
 				e.timers.wake()
 			}
 		},
