@@ -59,6 +59,11 @@ var (
 const (
 	DefaultEngineWorkers = 64
 	DefaultSweepInterval = time.Second
+	// DefaultExclusiveSweepInterval is the SweepInterval of an engine
+	// with an ExclusiveStore: every deadline is armed by this process or
+	// found by the sweep at start, so the periodic sweep is only a
+	// safety net.
+	DefaultExclusiveSweepInterval = time.Minute
 	// DefaultRefreshInterval is how often the subscriptions are read
 	// again in full, a safety net under the invalidation feed.
 	DefaultRefreshInterval = time.Minute
@@ -105,7 +110,8 @@ type EngineConfig struct {
 	// SweepInterval is how often the store is asked for due consumers
 	// even when no deadline is known to this process (deadlines armed by
 	// another replica, or before a restart). Deadlines this process sets
-	// fire on time regardless.
+	// fire on time regardless. DefaultSweepInterval when 0, or
+	// DefaultExclusiveSweepInterval with an ExclusiveStore.
 	SweepInterval time.Duration
 	// RefreshInterval is how often every subscription is read again from
 	// the store. The store's invalidation feed keeps the cache current
@@ -217,6 +223,9 @@ func NewEngine(cfg EngineConfig) (*Engine, error) {
 	}
 	if e.sweep <= 0 {
 		e.sweep = DefaultSweepInterval
+		if cfg.ExclusiveStore {
+			e.sweep = DefaultExclusiveSweepInterval
+		}
 	}
 	if e.refresh <= 0 {
 		e.refresh = DefaultRefreshInterval
