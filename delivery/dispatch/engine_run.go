@@ -16,8 +16,11 @@ import (
 	"github.com/heraldstreams/herald/store"
 )
 
-// reconcilePage is how many streams one page of a reconciliation reads.
-const reconcilePage = 1000
+// reconcilePage is how many streams one page of a reconciliation reads:
+// large, since a store may scan every stream for each page (the embedded
+// store does), yet bounded, so that a reconciliation never holds every
+// stream at once.
+const reconcilePage = 50_000
 
 // Start loads the endpoints and starts the matcher, the runners, the
 // pruner, the replay jobs whose engine is gone, and a reconciliation of
