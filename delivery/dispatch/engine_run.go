@@ -40,13 +40,10 @@ func (e *Engine) Start(ctx context.Context) error {
 			tails.Close()
 			return err
 		}
-		run := e.life.Context()
 		if !e.life.Go(func() { e.watchInvalidations(invalidations, stopInvalidations) }) {
 			stopInvalidations()
 		}
-		if !e.life.Go(func() { tails.Run(run, e.tailChanged, e.reconcileKick.Signal) }) {
-			tails.Close()
-		}
+		tails.Go(e.life, e.tailChanged, e.reconcileKick.Signal)
 		e.life.GoLoops(
 			// Runners wake on their own deadlines and results; this wakes
 			// them for what other replicas queued or left (an expired

@@ -30,14 +30,14 @@ func ListenTails(n store.Notifier, buffer int) *TailListener {
 // change, so a buffer found (nearly) full at a take is the one sign of
 // a drop. It may also be called when none was dropped (the buffer
 // filled but did not overflow).
-func (l *TailListener) Run(ctx context.Context, handle func(store.TailChange), lost func()) {
-	defer l.stop()
+func (t *TailListener) Run(ctx context.Context, handle func(store.TailChange), lost func()) {
+	defer t.stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case c := <-l.feed:
-			if len(l.feed) >= cap(l.feed)-1 {
+		case c := <-t.feed:
+			if len(t.feed) >= cap(t.feed)-1 {
 				lost()
 			}
 			handle(c)
@@ -45,5 +45,13 @@ func (l *TailListener) Run(ctx context.Context, handle func(store.TailChange), l
 	}
 }
 
+// Go runs the listener (Run) in a goroutine of l, until l stops; when l
+// has stopped already, it unsubscribes.
+func (t *TailListener) Go(l *Lifecycle, handle func(store.TailChange), lost func()) {
+	if !l.Go(func() { t.Run(l.Context(), handle, lost) }) {
+		t.Close()
+	}
+}
+
 // Close unsubscribes a listener that is not run.
-func (l *TailListener) Close() { l.stop() }
+func (t *TailListener) Close() { t.stop() }

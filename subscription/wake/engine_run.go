@@ -28,13 +28,10 @@ func (e *Engine) Start(ctx context.Context) error {
 			return err
 		}
 		e.invalidations = feed
-		run := e.life.Context()
 		if !e.life.Go(func() { e.watchInvalidations(stopFeed) }) {
 			stopFeed()
 		}
-		if !e.life.Go(func() { tails.Run(run, e.tailChanged, e.reconcileKick.Signal) }) {
-			tails.Close()
-		}
+		tails.Go(e.life, e.tailChanged, e.reconcileKick.Signal)
 		for range e.workers {
 			e.life.Go(e.work)
 		}
