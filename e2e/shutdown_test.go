@@ -1,7 +1,10 @@
 package e2e
 
 import (
+	"fmt"
+	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/http/httptrace"
 	"strings"
 	"testing"
@@ -88,5 +91,59 @@ func waitForMetric(t *testing.T, base, want string) {
 			t.Fatalf("metric %q never appeared", want)
 		}
 		time.Sleep(10 * time.Millisecond) // polling another process: no signal to wait on
+	}
+}
+
+// TestShutdownHasOneDeadline: --shutdown-timeout bounds the whole
+// shutdown, not each step of it. A request body that never ends holds the
+// HTTP drain for the whole deadline, and a delivery in flight to an
+// endpoint that never answers is then cancelled at once (it is sent again
+// after a restart): herald exits within the deadline, not after it twice.
+func TestShutdownHasOneDeadline(t *testing.T) {
+	hung := make(chan struct{}, 1)
+	release := make(chan struct{})
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case hung <- struct{}{}:
+		default:
+		}
+		select {
+		case <-r.Context().Done():
+		case <-release:
+		}
+	}))
+	defer hook.Close()
+	defer close(release)
+	const deadline = 3 * time.Second
+	srv := startHerald(t, t.TempDir(), "--webhook-allow-cidrs", "127.0.0.0/8", "--delivery-timeout", "60s",
+		"--body-read-timeout", "5m", "--shutdown-timeout", deadline.String())
+	createEndpoint(t, srv.base, fmt.Sprintf(`{"url":%q,"event_types":["*"]}`, hook.URL+"/hook"))
+	if resp, body := do(t, "POST", srv.base+"/_herald/v1/events", map[string]string{"Content-Type": "application/json"},
+		`{"type":"order.paid","data":{}}`); resp.StatusCode/100 != 2 {
+		t.Fatalf("publish: %d %s", resp.StatusCode, body)
+	}
+	<-hung // the delivery is in flight
+	if resp, body := do(t, "PUT", srv.base+"/slow", map[string]string{"Content-Type": "text/plain"}, ""); resp.StatusCode != http.StatusCreated {
+		t.Fatalf("create: %d %s", resp.StatusCode, body)
+	}
+	conn, err := net.Dial("tcp", strings.TrimPrefix(srv.base, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := fmt.Fprintf(conn, "POST /slow HTTP/1.1\r\nHost: %s\r\nContent-Type: text/plain\r\nContent-Length: 1000\r\n\r\nx",
+		strings.TrimPrefix(srv.base, "http://")); err != nil {
+		t.Fatal(err)
+	}
+	waitForMetric(t, srv.base, "herald_http_body_buffered_bytes 1000") // the append is reading its body
+
+	start := time.Now()
+	// The body never ends, so the drain runs out of time: herald says so
+	// and exits with an error.
+	if err := srv.terminate(4 * deadline); err == nil || !strings.Contains(srv.logs.String(), "http shutdown: context deadline exceeded") {
+		t.Fatalf("herald exited with %v\n%s", err, srv.logs)
+	}
+	if took := time.Since(start); took > deadline+time.Second+deadline/2 {
+		t.Fatalf("shutdown took %v with --shutdown-timeout %v\n%s", took, deadline, srv.logs)
 	}
 }

@@ -10,14 +10,20 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/heraldstreams/herald/internal/service"
 	"github.com/heraldstreams/herald/store"
 )
 
 // Config configures a Service.
 type Config struct {
 	Store store.Store
-	// Interval between sweeps (default 1s).
-	Interval time.Duration
+	// Interval between sweeps (default 1s) while sweeps find expired
+	// streams. A sweep that finds none doubles the wait, up to
+	// MaxInterval (default 1 min): a store where nothing expires is
+	// swept once a minute, however many streams it holds (expired
+	// streams are invisible already; the sweep only frees storage).
+	Interval    time.Duration
+	MaxInterval time.Duration
 	// Batch bounds how many streams one sweep removes (default 1000).
 	Batch int
 	// Lease is how long the sweeper's lease runs without a renewal: a
@@ -26,6 +32,8 @@ type Config struct {
 	Lease  time.Duration
 	Now    func() time.Time
 	Logger *slog.Logger
+	// Clock times the sweeps; the system clock when nil.
+	Clock service.Clock
 }
 
 // Service sweeps expired streams.
@@ -37,6 +45,9 @@ type Service struct {
 func New(cfg Config) *Service {
 	if cfg.Interval <= 0 {
 		cfg.Interval = time.Second
+	}
+	if cfg.MaxInterval < cfg.Interval {
+		cfg.MaxInterval = max(cfg.Interval, time.Minute)
 	}
 	if cfg.Batch <= 0 {
 		cfg.Batch = 1000
@@ -53,20 +64,28 @@ func New(cfg Config) *Service {
 	return &Service{cfg: cfg}
 }
 
-// Run sweeps every Interval until ctx ends.
+// Run sweeps until ctx ends: every Interval while sweeps remove streams
+// (at once again after a full batch), backing off to MaxInterval while
+// they find none.
 func (s *Service) Run(ctx context.Context) {
-	t := time.NewTicker(s.cfg.Interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			if _, _, err := s.Sweep(ctx); err != nil && ctx.Err() == nil {
+	wait := s.cfg.Interval
+	p := &service.Periodic{Clock: s.cfg.Clock, Next: func() (time.Duration, bool) { return wait, true }, Run: func(ctx context.Context) {
+		n, _, err := s.Sweep(ctx)
+		switch {
+		case err != nil:
+			if ctx.Err() == nil {
 				s.cfg.Logger.Warn("removing expired streams failed", "err", err)
 			}
+			wait = s.cfg.Interval
+		case n >= s.cfg.Batch:
+			wait = 0
+		case n > 0:
+			wait = s.cfg.Interval
+		default:
+			wait = min(2*wait, s.cfg.MaxInterval)
 		}
-	}
+	}}
+	p.Loop(ctx)
 }
 
 // LeaseName is the store lease the sweeper holds.

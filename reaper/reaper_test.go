@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/heraldstreams/herald/internal/service"
 	"github.com/heraldstreams/herald/reaper"
 	"github.com/heraldstreams/herald/store"
 	"github.com/heraldstreams/herald/store/sqlite"
@@ -116,4 +117,82 @@ func TestOneSweeperAtATime(t *testing.T) {
 	if !sweep(b) {
 		t.Fatal("b did not take the sweeps over")
 	}
+}
+
+// manualClock is a service.Clock whose timers fire when the test says.
+type manualClock struct{ timers chan manualTimerAt }
+
+type manualTimerAt struct {
+	d time.Duration
+	t manualTimer
+}
+
+func (c manualClock) Now() time.Time { return time.Unix(0, 0) }
+func (c manualClock) NewTimer(d time.Duration) service.Timer {
+	t := manualTimer(make(chan time.Time, 1))
+	c.timers <- manualTimerAt{d, t}
+	return t
+}
+
+type manualTimer chan time.Time
+
+func (t manualTimer) C() <-chan time.Time { return t }
+func (t manualTimer) Stop() bool          { return true }
+
+// countingStore counts the sweeps that reach the store.
+type countingStore struct {
+	store.Store
+	sweeps chan struct{}
+}
+
+func (s *countingStore) StreamDeleteExpired(ctx context.Context, p *store.StreamDeleteExpiredParams) (int, error) {
+	s.sweeps <- struct{}{}
+	return s.Store.StreamDeleteExpired(ctx, p)
+}
+
+// Run sweeps at each wait's end, and not before: every Interval while
+// sweeps remove streams, a wait that doubles up to MaxInterval while they
+// find none. It ends with ctx.
+func TestRunBacksOffWhileNothingExpires(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithCancel(context.Background())
+	st, err := sqlite.Open(ctx, sqlite.Config{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	now := time.Now()
+	cs := &countingStore{Store: st, sweeps: make(chan struct{})}
+	clock := manualClock{timers: make(chan manualTimerAt)}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		reaper.New(reaper.Config{Store: cs, Clock: clock, Interval: time.Second, MaxInterval: 4 * time.Second,
+			Now: func() time.Time { return now }}).Run(ctx)
+	}()
+	step := func(want time.Duration) {
+		t.Helper()
+		tm := <-clock.timers
+		if tm.d != want {
+			t.Fatalf("waits %v, want %v", tm.d, want)
+		}
+		select {
+		case <-cs.sweeps:
+			t.Fatal("swept before the wait ended")
+		default:
+		}
+		tm.t <- now
+		<-cs.sweeps
+	}
+	step(time.Second)
+	step(2 * time.Second) // nothing expired: twice as long
+	step(4 * time.Second)
+	if _, err := st.StreamCreate(ctx, &store.StreamCreateParams{Path: "/short", ContentType: "text/plain", TTL: time.Second, Now: now.Add(-time.Minute)}); err != nil {
+		t.Fatal(err)
+	}
+	step(4 * time.Second) // MaxInterval; this sweep removes /short
+	step(time.Second)     // back to Interval
+	<-clock.timers
+	cancel()
+	<-done
 }

@@ -84,7 +84,7 @@ func serveFlags(cfg *serveConfig) *flag.FlagSet {
 	fs.Int64Var(&cfg.MaxBodyBytes, "max-body-bytes", 16<<20, "largest create or append body accepted (larger: 413)")
 	fs.IntVar(&cfg.MaxReadBytes, "max-read-bytes", 4<<20, "most data returned by one catch-up read or SSE event")
 	fs.DurationVar(&cfg.SSEMaxDuration, "sse-max-duration", 60*time.Second, "how long an SSE response stays open before the client is asked to reconnect")
-	fs.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "how long a graceful shutdown waits for in-flight requests")
+	fs.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "how long a graceful shutdown may take in total: draining in-flight requests, finishing the wakes and deliveries in flight (those still running then are cancelled and sent again after a restart), and closing the store")
 	fs.Int64Var(&cfg.MaxBufferedBytes, "max-buffered-bytes", httpapi.DefaultMaxBufferedBytes, "most bytes of request bodies held in memory at once, all requests together (beyond: 503 SERVER_BUSY); at least --max-body-bytes")
 	fs.DurationVar(&cfg.BodyReadTimeout, "body-read-timeout", httpapi.DefaultBodyReadTimeout, "how long a request body may take beyond the time its size needs at --min-body-rate (beyond: 408 BODY_TIMEOUT)")
 	fs.Int64Var(&cfg.MinBodyRate, "min-body-rate", httpapi.DefaultMinBodyRate, "slowest average rate, in bytes a second, a request body may arrive at")

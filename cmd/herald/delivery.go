@@ -15,6 +15,7 @@ import (
 	"github.com/heraldstreams/herald/delivery"
 	"github.com/heraldstreams/herald/delivery/dispatch"
 	"github.com/heraldstreams/herald/httpapi"
+	"github.com/heraldstreams/herald/subscription"
 	"github.com/heraldstreams/herald/webhook"
 )
 
@@ -129,8 +130,10 @@ func (c *deliveryConfig) schedule() (delivery.Schedule, error) {
 
 // deliveryParams are the inputs of startDelivery.
 type deliveryParams struct {
-	Config  *serveConfig
-	Store   dispatch.EngineStore
+	Config *serveConfig
+	Store  dispatch.EngineStore
+	// Sender is the process's one webhook sender (newWebhookSender).
+	Sender  *webhook.Sender
 	Metrics prometheus.Registerer
 	// Tracing traces matches, attempts and their POSTs; nil: off.
 	Tracing trace.TracerProvider
@@ -142,10 +145,6 @@ type deliveryParams struct {
 // and before the store.
 func startDelivery(ctx context.Context, p deliveryParams) (*dispatch.Engine, error) {
 	c := &p.Config.Delivery
-	allow, err := webhook.ParseCIDRList(p.Config.WebhookAllowCIDRs)
-	if err != nil {
-		return nil, err
-	}
 	schedule, err := c.schedule()
 	if err != nil {
 		return nil, err
@@ -155,13 +154,8 @@ func startDelivery(ctx context.Context, p deliveryParams) (*dispatch.Engine, err
 		return nil, err
 	}
 	eng, err := dispatch.NewEngine(dispatch.EngineConfig{
-		Store: p.Store,
-		// The engine bounds each endpoint; the sender's per-host bound
-		// must not throttle many endpoints on one host below that.
-		Sender: webhook.New(webhook.Config{
-			AllowCIDRs: allow, Timeout: c.Timeout, MaxConcurrent: c.MaxInFlight, MaxPerHost: c.MaxInFlight,
-			TracerProvider: p.Tracing,
-		}),
+		Store:               p.Store,
+		Sender:              p.Sender,
 		Logger:              p.Logger,
 		Registerer:          p.Metrics,
 		TracerProvider:      p.Tracing,
@@ -191,4 +185,25 @@ func startDelivery(ctx context.Context, p deliveryParams) (*dispatch.Engine, err
 		return nil, fmt.Errorf("event delivery: %w", err)
 	}
 	return eng, nil
+}
+
+// newWebhookSender returns the process's one webhook sender, which wakes
+// and deliveries share, so its bounds (in flight, per host) hold for the
+// process. Its bounds add the wakes' to the deliveries': the delivery
+// engine bounds each endpoint itself, so the per-host bound must not
+// throttle many endpoints on one host below --delivery-max-in-flight.
+// Each request carries its own timeout (a wake's, an endpoint's); the
+// sender's is the longest.
+func newWebhookSender(cfg *serveConfig, tp trace.TracerProvider) (*webhook.Sender, error) {
+	allow, err := webhook.ParseCIDRList(cfg.WebhookAllowCIDRs)
+	if err != nil {
+		return nil, err
+	}
+	return webhook.New(webhook.Config{
+		AllowCIDRs:     allow,
+		Timeout:        max(cfg.Delivery.Timeout, subscription.WebhookRequestTimeout),
+		MaxConcurrent:  wakeMaxConcurrent + cfg.Delivery.MaxInFlight,
+		MaxPerHost:     max(wakeMaxPerHost, cfg.Delivery.MaxInFlight),
+		TracerProvider: tp,
+	}), nil
 }

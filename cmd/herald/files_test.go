@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"io"
 	"log/slog"
@@ -9,7 +10,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 )
 
 // TestSecretFilesOthersMayReadAreRefused: an admin key file or a JWT
@@ -40,7 +40,7 @@ func TestSecretFilesOthersMayReadAreRefused(t *testing.T) {
 	a, err := newApp(t.Context(), cfg, slog.New(slog.DiscardHandler), nil)
 	if err == nil {
 		a.api.Shutdown()
-		t.Fatalf("a 0644 JWT secret file was accepted (stop: %v)", errors.Join(a.ln.Close(), a.stop(10*time.Second)))
+		t.Fatalf("a 0644 JWT secret file was accepted (stop: %v)", errors.Join(a.ln.Close(), a.stop(context.Background())))
 	}
 	wantRefusal(t, err, "--jwt-hs256-secret-file", secretFile)
 

@@ -118,7 +118,7 @@ func startApp(t *testing.T, cfg *serveConfig, log *slog.Logger, tp trace.TracerP
 			t.Error(err)
 		}
 		cancel()
-		if err := a.stop(10 * time.Second); err != nil {
+		if err := a.stop(context.Background()); err != nil {
 			t.Error(err)
 		}
 	})

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -86,7 +87,7 @@ func TestJWKSOverPlainHTTP(t *testing.T) {
 			return err
 		}
 		a.api.Shutdown()
-		return errors.Join(a.ln.Close(), a.stop(10*time.Second))
+		return errors.Join(a.ln.Close(), a.stop(context.Background()))
 	}
 	for _, flags := range [][]string{
 		{"--jwt-jwks-url", "http://127.0.0.1:1/jwks"},

@@ -126,17 +126,25 @@ func newApp(ctx context.Context, cfg *serveConfig, log *slog.Logger, tp trace.Tr
 		return fail(err)
 	}
 	rec := newStatsRecorder(metrics, st, log.With("part", "stats"))
-	subs, err := startSubscriptions(ctx, subscriptionsParams{
-		Config: cfg, Store: st, TokenKeys: st, Metrics: metrics, Tracing: tp,
+	sender, err := newWebhookSender(cfg, tp)
+	if err != nil {
+		return fail(err)
+	}
+	// The engines run until app.stop stops them, not until ctx (a
+	// signal's) ends: their work in flight finishes within the shutdown
+	// deadline.
+	engineCtx := context.WithoutCancel(ctx)
+	subs, err := startSubscriptions(engineCtx, subscriptionsParams{
+		Config: cfg, Store: st, Sender: sender, TokenKeys: st, Metrics: metrics, Tracing: tp,
 		Logger: log.With("part", "subscriptions"), Listener: ln.Addr(),
 	})
 	if err != nil {
 		return fail(fmt.Errorf("webhook subscriptions: %w", err))
 	}
-	deliv, err := startDelivery(ctx, deliveryParams{Config: cfg, Store: st, Metrics: metrics, Tracing: tp, Logger: log.With("part", "delivery")})
+	deliv, err := startDelivery(engineCtx, deliveryParams{Config: cfg, Store: st, Sender: sender, Metrics: metrics, Tracing: tp,
+		Logger: log.With("part", "delivery")})
 	if err != nil {
-		subs.Stop()
-		return fail(err)
+		return fail(errors.Join(err, subs.Stop(context.Background())))
 	}
 	api.Mount(httpapi.APIs{
 		Subscriptions: subs,
@@ -204,15 +212,21 @@ func newStatsRecorder(metrics prometheus.Gatherer, st store.DeliveryStore, log *
 }
 
 // stop stops the engines and closes the store, once the HTTP server has
-// stopped serving: callbacks in flight have finished, and in-flight
-// deliveries finish and are recorded within timeout.
-func (a *app) stop(timeout time.Duration) error {
+// stopped serving: callbacks in flight have finished, and the wakes and
+// deliveries in flight finish and are recorded until ctx ends (the
+// shutdown deadline), when they are cancelled (sent again after a
+// restart). The engines stop together, so they share the deadline.
+func (a *app) stop(ctx context.Context) error {
 	a.stopStats()
 	a.stopAuth()
-	a.subs.Stop()
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	a.deliv.Stop(ctx)
-	cancel()
+	var wg sync.WaitGroup
+	var subsErr, delivErr error
+	wg.Go(func() { subsErr = a.subs.Stop(ctx) })
+	wg.Go(func() { delivErr = a.deliv.Stop(ctx) })
+	wg.Wait()
+	if subsErr != nil || delivErr != nil {
+		a.log.Warn("the shutdown deadline cancelled wakes or deliveries in flight; they are sent again after a restart")
+	}
 	if a.jwtv != nil {
 		a.jwtv.Close()
 	}
@@ -230,11 +244,14 @@ func serve(ctx context.Context, cfg *serveConfig, log *slog.Logger, env func(str
 	if err != nil {
 		return err
 	}
+	// One deadline bounds the whole shutdown: the HTTP drain, the
+	// engines' work in flight, the store's close and the export of the
+	// last spans. It is set when the shutdown begins.
+	shutdown := &shutdownDeadline{timeout: cfg.ShutdownTimeout}
+	defer shutdown.cancel()
 	// Stopped last, so the spans of the shutdown are exported too.
 	defer func() {
-		tctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
-		defer cancel()
-		err = errors.Join(err, tr.stop(tctx))
+		err = errors.Join(err, tr.stop(shutdown.begin()))
 	}()
 	if tr.provider != nil {
 		log.Info("tracing on: exporting spans with OTLP over HTTP")
@@ -303,29 +320,51 @@ func serve(ctx context.Context, cfg *serveConfig, log *slog.Logger, env func(str
 	var errs []error
 	select {
 	case err := <-serveErr:
+		shutdown.begin()
 		errs = append(errs, fmt.Errorf("serve: %w", err))
 	case <-ctx.Done():
-		log.Info("shutting down")
+		log.Info("shutting down", "deadline", cfg.ShutdownTimeout)
+		shutCtx := shutdown.begin()
 		api.SetReady(false)
 		api.Shutdown() // live readers answer now instead of at their timeout
-		shutCtx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
 		if err := srv.Shutdown(shutCtx); err != nil {
 			errs = append(errs, fmt.Errorf("http shutdown: %w", err))
 		}
-		cancel()
 		if err := <-serveErr; err != nil && !errors.Is(err, http.ErrServerClosed) {
 			errs = append(errs, fmt.Errorf("serve: %w", err))
 		}
 	}
 	stopServices()
 	services.Wait()
-	if err := a.stop(cfg.ShutdownTimeout); err != nil {
+	if err := a.stop(shutdown.begin()); err != nil {
 		errs = append(errs, err)
 	}
 	if len(errs) == 0 {
 		log.Info("stopped")
 	}
 	return errors.Join(errs...)
+}
+
+// shutdownDeadline is the one deadline of a shutdown (--shutdown-timeout),
+// set when the shutdown begins and shared by every step of it.
+type shutdownDeadline struct {
+	timeout time.Duration
+	ctx     context.Context
+	stop    context.CancelFunc
+}
+
+// begin starts the deadline (at the first call) and returns its context.
+func (d *shutdownDeadline) begin() context.Context {
+	if d.ctx == nil {
+		d.ctx, d.stop = context.WithTimeout(context.Background(), d.timeout)
+	}
+	return d.ctx
+}
+
+func (d *shutdownDeadline) cancel() {
+	if d.stop != nil {
+		d.stop()
+	}
 }
 
 func newLogger(cfg *serveConfig, out io.Writer) *slog.Logger {

@@ -29,9 +29,9 @@ import (
 // (encrypted) at the first start that finds it, and the file is removed.
 const legacyTokenKeyFile = "token-keys"
 
-// Outbound limits of the wake sender: one consumer's webhook host often
-// serves many consumers (a serverless platform), so the per-host bound is
-// well above the sender's default.
+// Outbound limits of wakes in the process's webhook sender: one
+// consumer's webhook host often serves many consumers (a serverless
+// platform), so the per-host bound is well above the sender's default.
 const (
 	wakeMaxConcurrent = 512
 	wakeMaxPerHost    = 128
@@ -41,6 +41,8 @@ const (
 type subscriptionsParams struct {
 	Config *serveConfig
 	Store  wake.EngineStore
+	// Sender is the process's one webhook sender (newWebhookSender).
+	Sender *webhook.Sender
 	// TokenKeys keeps the token keys Herald makes (none configured).
 	TokenKeys store.TokenKeyStore
 	Metrics   prometheus.Registerer
@@ -55,11 +57,8 @@ type subscriptionsParams struct {
 // stops it (Engine.Stop) after the HTTP server and before the store.
 func startSubscriptions(ctx context.Context, p subscriptionsParams) (*wake.Engine, error) {
 	cfg := p.Config
-	allow, err := webhook.ParseCIDRList(cfg.WebhookAllowCIDRs)
-	if err != nil {
-		return nil, err
-	}
 	var keys []subscription.Key
+	var err error
 	if cfg.TokenKeys != "" {
 		keys, err = subscription.ParseKeys(cfg.TokenKeys)
 	} else {
@@ -73,14 +72,8 @@ func startSubscriptions(ctx context.Context, p subscriptionsParams) (*wake.Engin
 		return nil, err
 	}
 	eng, err := wake.NewEngine(wake.EngineConfig{
-		Store: p.Store,
-		Sender: webhook.New(webhook.Config{
-			AllowCIDRs:     allow,
-			Timeout:        subscription.WebhookRequestTimeout,
-			MaxConcurrent:  wakeMaxConcurrent,
-			MaxPerHost:     wakeMaxPerHost,
-			TracerProvider: p.Tracing,
-		}),
+		Store:           p.Store,
+		Sender:          p.Sender,
 		Keyring:         keyring,
 		CallbackBaseURL: publicURL(cfg.PublicURL, cfg.TLS.scheme(), p.Listener),
 		Logger:          p.Logger,

@@ -13,6 +13,7 @@ import (
 	"github.com/heraldstreams/herald/delivery"
 	"github.com/heraldstreams/herald/delivery/dispatch"
 	"github.com/heraldstreams/herald/delivery/internal/deliverytest"
+	"github.com/heraldstreams/herald/internal/testhttp"
 	"github.com/heraldstreams/herald/store"
 	"github.com/heraldstreams/herald/webhook"
 )
@@ -116,7 +117,7 @@ func TestEndpointVerificationLifecycle(t *testing.T) {
 			t.Fatalf("pending again, got %d events, want still 1", n)
 		}
 
-		r.sender.Client.Transport = deliverytest.HandlerTransport{H: echoChallenges(r.rc)}
+		r.sender.Client.Transport = testhttp.Transport{Handler: echoChallenges(r.rc)}
 		var again endpointJSON
 		if code := r.call("POST", "/_herald/v1/endpoints/"+ep.ID+"/verify", ``, &again); code != 200 || again.Status != store.EndpointActive || again.VerificationError != "" {
 			t.Fatalf("re-run challenge: %d %+v", code, again)

@@ -17,6 +17,7 @@ import (
 	"github.com/heraldstreams/herald/delivery/dispatch"
 	"github.com/heraldstreams/herald/delivery/internal/deliverytest"
 	"github.com/heraldstreams/herald/internal/routetest"
+	"github.com/heraldstreams/herald/internal/testhttp"
 	"github.com/heraldstreams/herald/store"
 	"github.com/heraldstreams/herald/store/sqlite"
 )
@@ -34,7 +35,7 @@ type rig struct {
 	st     *sqlite.Store
 	e      *dispatch.Engine
 	rc     *deliverytest.Receiver
-	sender *deliverytest.TransportSender
+	sender *testhttp.Sender
 	reg    *prometheus.Registry
 	api    http.Handler
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/heraldstreams/herald/auth"
 	"github.com/heraldstreams/herald/delivery"
 	"github.com/heraldstreams/herald/glob"
+	"github.com/heraldstreams/herald/internal/service"
 	"github.com/heraldstreams/herald/internal/telemetry"
 	"github.com/heraldstreams/herald/store"
 	"github.com/heraldstreams/herald/webhook"
@@ -47,7 +48,6 @@ const (
 	DefaultSweepInterval       = 5 * time.Second
 	DefaultRetention           = 30 * 24 * time.Hour
 	DefaultPruneInterval       = time.Minute
-	DefaultRefreshInterval     = time.Minute
 	DefaultMatchWorkers        = 4
 	// EndpointShareDivisor sets an endpoint's share of the global pool:
 	// whatever its max_in_flight, one endpoint holds at most
@@ -60,8 +60,8 @@ const (
 	DefaultStream = "/events"
 	// matchPage bounds the bytes read per enqueue transaction.
 	matchPage = 64 << 10
-	// listenBuffer is the tail-change feed's buffer (a lossy hint; the
-	// sweep catches what it drops).
+	// listenBuffer is the tail-change feed's buffer (a lossy hint: when
+	// it may have dropped changes, the streams are reconciled).
 	listenBuffer = 1 << 14
 	// casAttempts bounds the compare-and-set retries of one stream.
 	casAttempts = 16
@@ -108,17 +108,12 @@ type EngineConfig struct {
 	// EndpointMaxInFlight is the max_in_flight of endpoints that set none
 	// (capped by the share as any other).
 	EndpointMaxInFlight int
-	// SweepInterval is how often every stream and endpoint is checked even
-	// without a notification (stream changes dropped by a lagging feed,
-	// deliveries whose lease or retry time came).
+	// SweepInterval is how often every runner claims even without a
+	// wake (deliveries that another replica queued, or whose lease ended
+	// with its sender), and replay jobs whose engine is gone are resumed.
+	// No stream is listed then: streams are matched when they change, and
+	// reconciled at start and when changes may have been missed.
 	SweepInterval time.Duration
-	// RefreshInterval is how often every endpoint is read again from the
-	// store. The store's invalidation feed keeps the endpoint cache
-	// current (an endpoint created, changed, deleted or disabled by
-	// another replica is read again as soon as its notification arrives,
-	// and every endpoint when the feed was lost); this is only a safety
-	// net.
-	RefreshInterval time.Duration
 	// Retention is how long finished deliveries and their attempts are
 	// kept; PruneInterval how often they are pruned.
 	Retention     time.Duration
@@ -168,8 +163,9 @@ type EngineConfig struct {
 // Engine delivers events: it matches stream messages to endpoints and
 // stores deliveries (matcher), sends them signed with retries and a
 // breaker (one runner per endpoint), and prunes old ones. Appends never
-// wait for it: it learns of them from the store's tail-change feed, and a
-// periodic sweep catches what the feed drops.
+// wait for it: it learns of them from the store's tail-change feed, and
+// reconciles the streams from the store at start and whenever that feed
+// may have dropped changes.
 type Engine struct {
 	cfg     EngineConfig
 	st      EngineStore
@@ -193,7 +189,7 @@ type Engine struct {
 	replayMu sync.Mutex
 	replays  map[string]chan struct{} // replay jobs running here, closed when their run ends; guarded by replayMu
 
-	queue  *pathQueue
+	queue  *service.Queue[trace.SpanContext]
 	global chan struct{} // global in-flight slots
 	freeMu sync.Mutex
 	freed  chan struct{} // closed and replaced when a slot frees; guarded by freeMu
@@ -205,14 +201,14 @@ type Engine struct {
 	run    string
 	runKey [32]byte
 
-	ctx        context.Context // cancelled by Stop: no new claim or match
-	cancel     context.CancelFunc
-	sendCtx    context.Context // cancelled when Stop's context ends
-	cancelSend context.CancelFunc
-	wg         sync.WaitGroup
-	startOnce  sync.Once
-	stopMu     sync.Mutex
-	stopped    bool // guarded by stopMu
+	// life owns the engine's goroutines: its context ends at Stop (no
+	// new claim or match), its work context when Stop's context ends
+	// (in-flight sends are cancelled).
+	life *service.Lifecycle
+	// reconcileKick asks for a reconciliation of the streams.
+	reconcileKick service.Kick
+	failedMu      sync.Mutex
+	failed        map[string]struct{} // streams whose match failed, matched again at the next sweep; guarded by failedMu
 }
 
 // liveEndpoint is an endpoint as the engine runs it.
@@ -267,9 +263,6 @@ func NewEngine(cfg EngineConfig) (*Engine, error) {
 	if cfg.PruneInterval <= 0 {
 		cfg.PruneInterval = DefaultPruneInterval
 	}
-	if cfg.RefreshInterval <= 0 {
-		cfg.RefreshInterval = DefaultRefreshInterval
-	}
 	if cfg.MatchWorkers <= 0 {
 		cfg.MatchWorkers = DefaultMatchWorkers
 	}
@@ -312,10 +305,14 @@ func NewEngine(cfg EngineConfig) (*Engine, error) {
 		endpoints: make(map[string]*liveEndpoint),
 		runners:   make(map[string]*runner),
 		replays:   make(map[string]chan struct{}),
-		queue:     newPathQueue(),
-		global:    make(chan struct{}, cfg.GlobalMaxInFlight),
-		freed:     make(chan struct{}),
-		rand:      cfg.Rand,
+		queue:     service.NewQueue(firstTrace),
+		life:      service.NewLifecycle(),
+
+		reconcileKick: service.NewKick(),
+		failed:        make(map[string]struct{}),
+		global:        make(chan struct{}, cfg.GlobalMaxInFlight),
+		freed:         make(chan struct{}),
+		rand:          cfg.Rand,
 	}
 	run, err := e.newID("")
 	if err != nil {
@@ -330,78 +327,7 @@ func NewEngine(cfg EngineConfig) (*Engine, error) {
 		return nil, fmt.Errorf("delivery: metrics: %w", err)
 	}
 	e.metrics = m
-	e.ctx, e.cancel = context.WithCancel(context.Background())
-	e.sendCtx, e.cancelSend = context.WithCancel(context.Background())
 	return e, nil
-}
-
-// Start loads the endpoints and starts the matcher, the runners, the
-// pruner and the replay jobs whose engine is gone. It returns at once; Stop ends them.
-func (e *Engine) Start(ctx context.Context) error {
-	var err error
-	e.startOnce.Do(func() {
-		// The invalidation feed is taken before the endpoints are read,
-		// so that a change committed meanwhile is applied after the read.
-		invalidations, stopInvalidations := e.st.Notifier().Invalidations()
-		if err = e.loadEndpoints(ctx); err != nil {
-			stopInvalidations()
-			return
-		}
-		if !e.goOwned(func() { e.watchInvalidations(invalidations, stopInvalidations) }) {
-			stopInvalidations()
-		}
-		feed, stopFeed := e.st.Notifier().Listen(listenBuffer)
-		if !e.goOwned(func() { e.listenLoop(feed, stopFeed) }) {
-			stopFeed()
-		}
-		e.goOwned(e.sweepLoop)
-		e.goOwned(e.pruneLoop)
-		for range e.cfg.MatchWorkers {
-			e.goOwned(e.matchWorker)
-		}
-		e.sweepStreams(e.ctx)
-		e.claimReplays(e.ctx)
-	})
-	return err
-}
-
-// Stop stops matching and claiming, lets in-flight deliveries finish and
-// record their outcome, and returns when every goroutine has ended. When
-// ctx ends first, in-flight sends are cancelled (their deliveries are sent
-// again after the lease).
-func (e *Engine) Stop(ctx context.Context) {
-	e.stopMu.Lock()
-	e.stopped = true
-	e.stopMu.Unlock()
-	e.cancel()
-	e.queue.close()
-	done := make(chan struct{})
-	go func() {
-		e.wg.Wait()
-		close(done)
-	}()
-	select {
-	case <-done:
-	case <-ctx.Done():
-		e.cancelSend()
-		<-done
-	}
-	e.cancelSend()
-}
-
-// goOwned runs fn in a goroutine counted in wg, unless the engine stopped.
-func (e *Engine) goOwned(fn func()) bool {
-	e.stopMu.Lock()
-	defer e.stopMu.Unlock()
-	if e.stopped {
-		return false
-	}
-	e.wg.Add(1)
-	go func() {
-		defer e.wg.Done()
-		fn()
-	}()
-	return true
 }
 
 // newID returns prefix + 24 random hex digits.
@@ -503,229 +429,6 @@ func (e *Engine) maxInFlight(le *liveEndpoint) int {
 // one endpoint may hold: a quarter of it, at least one.
 func EndpointShare(global int) int {
 	return max(1, global/EndpointShareDivisor)
-}
-
-// loadEndpoints replaces the endpoint cache with the store's endpoints,
-// starting and stopping runners to match.
-func (e *Engine) loadEndpoints(ctx context.Context) error {
-	e.loadMu.Lock()
-	defer e.loadMu.Unlock()
-	eps, err := e.st.EndpointList(ctx, &store.EndpointListParams{})
-	if err != nil {
-		return fmt.Errorf("delivery: load endpoints: %w", err)
-	}
-	seen := make(map[string]bool, len(eps))
-	for i := range eps {
-		seen[eps[i].ID] = true
-		e.install(&eps[i])
-	}
-	e.mu.Lock()
-	var gone []string
-	for id := range e.endpoints {
-		if !seen[id] {
-			gone = append(gone, id)
-		}
-	}
-	e.mu.Unlock()
-	for _, id := range gone {
-		e.uninstall(id)
-	}
-	return nil
-}
-
-// install caches an endpoint read from the store (unless the cache holds
-// a newer read) and makes sure its runner runs.
-func (e *Engine) install(ep *store.Endpoint) {
-	le, err := e.compile(ep)
-	if err != nil {
-		e.log.Error("stored endpoint does not compile; it is not served", "endpoint", ep.ID, "err", err)
-		return
-	}
-	e.mu.Lock()
-	if cur, ok := e.endpoints[ep.ID]; ok && (cur.ep.Version > ep.Version || cur.ep.HealthVersion > ep.HealthVersion) {
-		le = nil // keep the newer
-	}
-	if le != nil {
-		e.endpoints[ep.ID] = le
-	}
-	r, ok := e.runners[ep.ID]
-	if !ok {
-		r = newRunner(e, ep.ID)
-		e.runners[ep.ID] = r
-	}
-	e.mu.Unlock()
-	if !ok && !e.goOwned(r.loop) {
-		return
-	}
-	r.wake()
-}
-
-// uninstall forgets an endpoint and stops its runner.
-func (e *Engine) uninstall(id string) {
-	e.mu.Lock()
-	delete(e.endpoints, id)
-	r := e.runners[id]
-	delete(e.runners, id)
-	e.mu.Unlock()
-	if r != nil {
-		r.cancel()
-	}
-}
-
-func (e *Engine) endpoint(id string) *liveEndpoint {
-	e.mu.RLock()
-	defer e.mu.RUnlock()
-	return e.endpoints[id]
-}
-
-// setHealth updates the cached breaker state after the runner stored it.
-func (e *Engine) setHealth(id string, h store.EndpointHealth, version int64) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if le, ok := e.endpoints[id]; ok && le.ep.HealthVersion < version {
-		c := *le
-		c.ep.Health, c.ep.HealthVersion = h, version
-		e.endpoints[id] = &c
-	}
-}
-
-// EndpointChanged reloads one endpoint from the store (after the API
-// created, changed or deleted it) and wakes its runner.
-func (e *Engine) EndpointChanged(ctx context.Context, id string) error {
-	e.loadMu.Lock()
-	defer e.loadMu.Unlock()
-	ep, err := e.st.EndpointGet(ctx, id)
-	if errors.Is(err, store.ErrEndpointNotFound) {
-		e.uninstall(id)
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	e.install(ep)
-	return nil
-}
-
-func (e *Engine) kick(ids map[string]bool) {
-	e.mu.RLock()
-	defer e.mu.RUnlock()
-	for id := range ids {
-		if r := e.runners[id]; r != nil {
-			r.wake()
-		}
-	}
-}
-
-// sweepLoop re-checks every stream and wakes every runner every
-// SweepInterval, and reads every endpoint again every RefreshInterval.
-func (e *Engine) sweepLoop() {
-	sweep := time.NewTicker(e.cfg.SweepInterval)
-	defer sweep.Stop()
-	refresh := time.NewTicker(e.cfg.RefreshInterval)
-	defer refresh.Stop()
-	for {
-		select {
-		case <-e.ctx.Done():
-			return
-		case <-refresh.C:
-			if err := e.loadEndpoints(e.ctx); err != nil && e.ctx.Err() == nil {
-				e.log.Warn("endpoint refresh failed", "err", err)
-			}
-		case <-sweep.C:
-			e.sweepAll(e.ctx)
-			e.claimReplays(e.ctx)
-		}
-	}
-}
-
-// sweepAll queues every stream some endpoint sources from and wakes every
-// runner.
-func (e *Engine) sweepAll(ctx context.Context) {
-	e.sweepStreams(ctx)
-	e.mu.RLock()
-	defer e.mu.RUnlock()
-	for _, r := range e.runners {
-		r.wake()
-	}
-}
-
-// invalidationRetry is how long the engine waits before reading every
-// endpoint again after it failed to apply the invalidation feed.
-const invalidationRetry = time.Second
-
-// watchInvalidations applies the store's invalidation feed to the
-// endpoint cache until the engine stops: an endpoint changed elsewhere
-// (another replica, or the breaker of another runner) is read again, and
-// when the feed says that everything is invalid (it was lost and is
-// back, so stream changes may have been missed too) every endpoint is
-// read again and every stream and runner swept.
-func (e *Engine) watchInvalidations(feed *store.InvalidationFeed, stop func()) {
-	defer stop()
-	feed.Apply(e.ctx, &store.CacheLoader{
-		Kind: store.CacheEndpoint,
-		Load: e.EndpointChanged,
-		LoadAll: func(ctx context.Context) error {
-			if err := e.loadEndpoints(ctx); err != nil {
-				return err
-			}
-			e.sweepAll(ctx)
-			return nil
-		},
-		Retry: invalidationRetry,
-		Log:   e.log,
-	})
-}
-
-// sweepStreams queues every stream some endpoint sources from.
-func (e *Engine) sweepStreams(ctx context.Context) {
-	e.mu.RLock()
-	none := len(e.endpoints) == 0
-	e.mu.RUnlock()
-	if none {
-		return // nothing to match: do not list every stream
-	}
-	streams, err := e.st.StreamList(ctx, &store.StreamListParams{Now: e.now()})
-	if err != nil {
-		if ctx.Err() == nil {
-			e.log.Warn("stream sweep failed", "err", err)
-		}
-		return
-	}
-	for _, s := range streams {
-		if len(e.endpointsFor(s.Path)) > 0 {
-			e.queue.add(s.Path, trace.SpanContext{})
-		}
-	}
-}
-
-// pruneLoop removes finished deliveries older than the retention.
-func (e *Engine) pruneLoop() {
-	t := time.NewTicker(e.cfg.PruneInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-e.ctx.Done():
-			return
-		case <-t.C:
-			if _, err := e.PruneOnce(e.ctx); err != nil && e.ctx.Err() == nil {
-				e.log.Warn("pruning deliveries failed", "err", err)
-			}
-		}
-	}
-}
-
-// PruneOnce removes the finished deliveries (and their attempts) that
-// finished more than Retention ago, and returns how many.
-func (e *Engine) PruneOnce(ctx context.Context) (int, error) {
-	before := e.now().Add(-e.cfg.Retention)
-	total := 0
-	for {
-		n, err := e.st.DeliveryPrune(ctx, &store.DeliveryPruneParams{Before: before, Limit: pruneBatch})
-		total += n
-		if err != nil || n < pruneBatch {
-			return total, err
-		}
-	}
 }
 
 // acquireGlobal takes up to n global in-flight slots without waiting.

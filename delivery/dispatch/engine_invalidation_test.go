@@ -13,10 +13,10 @@ import (
 // TestEngineEndpointsOfAnotherReplica: an endpoint created, changed,
 // disabled by its breaker and deleted through the store by someone else
 // (another replica) reaches the engine's cache through the invalidation
-// feed, with no sweep or refresh.
+// feed, with no sweep.
 func TestEngineEndpointsOfAnotherReplica(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		r := newRig(t, func(c *EngineConfig) { c.RefreshInterval = 24 * time.Hour })
+		r := newRig(t, nil)
 		ctx := context.Background()
 		cached := func() *store.Endpoint {
 			synctest.Wait()
@@ -63,7 +63,7 @@ func TestEngineEndpointsOfAnotherReplica(t *testing.T) {
 // engine reads every endpoint again.
 func TestEngineResetReloadsEndpoints(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		r := newRig(t, func(c *EngineConfig) { c.RefreshInterval = 24 * time.Hour })
+		r := newRig(t, nil)
 		// The engine's own cache loses an endpoint, as if its change
 		// had been missed.
 		ep := r.endpoint(&CreateEndpointParams{})

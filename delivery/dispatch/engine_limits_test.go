@@ -439,7 +439,7 @@ func TestEngineFreshSendWaitsForItsMatch(t *testing.T) {
 		ep := r.endpoint(&CreateEndpointParams{Active: true})
 		synctest.Wait()
 		pub := r.publish("a.b", "", `{"n":1}`)
-		time.Sleep(time.Hour) // past a sweep, which matches every stream again
+		time.Sleep(time.Hour) // past a sweep, which matches the failed stream again
 		synctest.Wait()
 		if !fail.failed.Load() {
 			t.Fatal("the match did not fail")

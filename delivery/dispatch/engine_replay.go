@@ -127,7 +127,7 @@ func (e *Engine) startReplay(job store.ReplayJob) <-chan struct{} {
 		e.replayMu.Unlock()
 		close(done)
 	}
-	if !e.goOwned(func() {
+	if !e.life.Go(func() {
 		defer end()
 		e.runReplay(&job)
 	}) {
@@ -158,12 +158,12 @@ func (e *Engine) claimReplays(ctx context.Context) {
 // (or deleted with its endpoint), or handed back when the engine stops.
 func (e *Engine) runReplay(job *store.ReplayJob) {
 	r := &replayRun{e: e, job: job}
-	err := r.run(e.ctx)
+	err := r.run(e.life.Context())
 	switch {
 	case err == nil || errors.Is(err, store.ErrReplayJobLost):
 		return
-	case e.ctx.Err() != nil:
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(e.ctx), replayHandBack)
+	case e.life.Context().Err() != nil:
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(e.life.Context()), replayHandBack)
 		defer cancel()
 		if err := r.save(ctx, store.ReplayRunning, time.Time{}); err != nil && !errors.Is(err, store.ErrReplayJobLost) {
 			e.log.Warn("handing a replay job back failed; it resumes once its lease ends", "replay", job.ID, "err", err)
@@ -171,7 +171,7 @@ func (e *Engine) runReplay(job *store.ReplayJob) {
 	default:
 		e.log.Error("replay job failed", "replay", job.ID, "endpoint", job.EndpointID, "err", err)
 		r.failure = err.Error()
-		if err := r.save(e.ctx, store.ReplayFailed, time.Time{}); err != nil && !errors.Is(err, store.ErrReplayJobLost) {
+		if err := r.save(e.life.Context(), store.ReplayFailed, time.Time{}); err != nil && !errors.Is(err, store.ErrReplayJobLost) {
 			e.log.Warn("recording a failed replay job failed", "replay", job.ID, "err", err)
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/heraldstreams/herald/internal/service"
 	"github.com/heraldstreams/herald/internal/telemetry"
 	"github.com/heraldstreams/herald/protocol"
 	"github.com/heraldstreams/herald/store"
@@ -58,6 +59,11 @@ var (
 const (
 	DefaultEngineWorkers = 64
 	DefaultSweepInterval = time.Second
+	// DefaultExclusiveSweepInterval is the SweepInterval of an engine
+	// with an ExclusiveStore: every deadline is armed by this process or
+	// found by the sweep at start, so the periodic sweep is only a
+	// safety net.
+	DefaultExclusiveSweepInterval = time.Minute
 	// DefaultRefreshInterval is how often the subscriptions are read
 	// again in full, a safety net under the invalidation feed.
 	DefaultRefreshInterval = time.Minute
@@ -104,7 +110,8 @@ type EngineConfig struct {
 	// SweepInterval is how often the store is asked for due consumers
 	// even when no deadline is known to this process (deadlines armed by
 	// another replica, or before a restart). Deadlines this process sets
-	// fire on time regardless.
+	// fire on time regardless. DefaultSweepInterval when 0, or
+	// DefaultExclusiveSweepInterval with an ExclusiveStore.
 	SweepInterval time.Duration
 	// RefreshInterval is how often every subscription is read again from
 	// the store. The store's invalidation feed keeps the cache current
@@ -164,19 +171,17 @@ type Engine struct {
 	// creating holds the subscriptions being created (engine_subs.go).
 	creating map[*creation]struct{} // guarded by subsMu
 
-	queue    *pathQueue
+	queue    *service.Queue[queuedPath]
 	timers   *deadlines
 	members  *memberCache
 	inflight chan struct{}
 
-	// ctx is the engine's lifetime: Stop cancels it. Sends and loops run
-	// under it and are counted in wg.
-	ctx     context.Context
-	cancel  context.CancelFunc
-	wg      sync.WaitGroup
-	start   sync.Once
-	mu      sync.Mutex
-	stopped bool // guarded by mu; no goroutine starts once set
+	// life owns the engine's goroutines: its context ends at Stop (no
+	// new stream change or timer is processed), its work context when
+	// Stop's context ends (wakes in flight are cancelled).
+	life *service.Lifecycle
+	// reconcileKick asks for a reconciliation of the consumers' streams.
+	reconcileKick service.Kick
 }
 
 // NewEngine returns an Engine for cfg. Start runs it.
@@ -200,9 +205,12 @@ func NewEngine(cfg EngineConfig) (*Engine, error) {
 		streamOwner: cfg.StreamOwner,
 		subs:        map[string]*cachedSub{},
 		creating:    map[*creation]struct{}{},
-		queue:       newPathQueue(),
-		timers:      newDeadlines(),
-		members:     newMemberCache(cfg.ExclusiveStore),
+		queue:       service.NewQueue(mergeQueued),
+		life:        service.NewLifecycle(),
+
+		reconcileKick: service.NewKick(),
+		timers:        newDeadlines(),
+		members:       newMemberCache(cfg.ExclusiveStore),
 	}
 	if e.now == nil {
 		e.now = time.Now
@@ -215,6 +223,9 @@ func NewEngine(cfg EngineConfig) (*Engine, error) {
 	}
 	if e.sweep <= 0 {
 		e.sweep = DefaultSweepInterval
+		if cfg.ExclusiveStore {
+			e.sweep = DefaultExclusiveSweepInterval
+		}
 	}
 	if e.refresh <= 0 {
 		e.refresh = DefaultRefreshInterval
@@ -228,57 +239,7 @@ func NewEngine(cfg EngineConfig) (*Engine, error) {
 		return nil, err
 	}
 	e.metrics = m
-	e.ctx, e.cancel = context.WithCancel(context.Background())
 	return e, nil
-}
-
-// Start loads the subscriptions and starts the engine's goroutines: the
-// tail-change listener, the invalidation watcher, the workers, the timer
-// sweep, and a reconciliation of every stream some consumer is subscribed
-// to (a wake whose tail change was not processed before a crash is found
-// there). It returns after the subscriptions are loaded; Stop ends
-// everything it started.
-func (e *Engine) Start(ctx context.Context) error {
-	// The feed is taken before the subscriptions are read, so that a
-	// change committed meanwhile is applied after the read.
-	feed, stopFeed := e.st.Notifier().Invalidations()
-	if err := e.refreshSubscriptions(ctx); err != nil {
-		stopFeed()
-		return err
-	}
-	started := false
-	e.start.Do(func() {
-		started = true
-		e.invalidations = feed
-		if !e.goOwned(func() { e.watchInvalidations(stopFeed) }) {
-			stopFeed()
-		}
-		changes, stopListen := e.st.Notifier().Listen(listenBuffer)
-		if !e.goOwned(func() { e.listen(changes, stopListen) }) {
-			stopListen()
-		}
-		for range e.workers {
-			e.goOwned(e.work)
-		}
-		e.goOwned(e.sweepLoop)
-		e.goOwned(e.reconcile)
-	})
-	if !started {
-		stopFeed()
-		return errors.New("subscription: engine already started")
-	}
-	return nil
-}
-
-// Stop ends the engine's goroutines and waits for them. Webhook requests
-// in flight are cancelled; their consumers stay WAKING in the store, and
-// their waking deadlines retry them after a restart.
-func (e *Engine) Stop() {
-	e.mu.Lock()
-	e.stopped = true
-	e.mu.Unlock()
-	e.cancel()
-	e.wg.Wait()
 }
 
 // random is the engine's source of randomness.
@@ -287,22 +248,6 @@ func (e *Engine) random() io.Reader {
 		return rand.Reader
 	}
 	return e.rand
-}
-
-// goOwned runs f in a goroutine that Stop waits for, unless the engine is
-// stopping, in which case it reports false and f does not run.
-func (e *Engine) goOwned(f func()) bool {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.stopped {
-		return false
-	}
-	e.wg.Add(1)
-	go func() {
-		defer e.wg.Done()
-		f()
-	}()
-	return true
 }
 
 // lock takes the lock of a consumer: events of one consumer are applied

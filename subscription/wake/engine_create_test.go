@@ -36,7 +36,7 @@ func TestEngineCreateSubscriptionWindow(t *testing.T) {
 		st := &createHookStore{memStore: newMemStore()}
 		st.appendData("/agents/old", 3)
 		eng := startEngine(t, st, hook, rigKeyring(t), 0, true)
-		defer eng.Stop()
+		defer eng.Stop(context.Background())
 		synctest.Wait()
 		st.afterCommit = func() {
 			st.appendData("/agents/new", 5)

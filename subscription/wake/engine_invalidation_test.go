@@ -22,13 +22,13 @@ func TestEngineSubscriptionOfAnotherReplica(t *testing.T) {
 		st := newMemStore()
 		keys := rigKeyring(t)
 		b := startEngine(t, st, hook, keys, 0, false)
-		defer b.Stop()
+		defer b.Stop(context.Background())
 		a := startEngine(t, st, hook, keys, 0, false)
 		synctest.Wait()
 		if _, err := a.CreateSubscription(context.Background(), &CreateSubscriptionParams{ID: "sub", Pattern: "/agents/*", Webhook: hookURL}); err != nil {
 			t.Fatal(err)
 		}
-		a.Stop() // only b runs from now on
+		a.Stop(context.Background()) // only b runs from now on
 		st.appendData("/agents/new", 5)
 		synctest.Wait()
 		w := hook.wakes()
@@ -54,7 +54,7 @@ func TestEngineFreshSubscriptionsBeforeSpawn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer e.Stop()
+	defer e.Stop(context.Background())
 	// A subscription the engine has not applied: stored, and announced
 	// in the feed, which nothing applies.
 	feed, stop := st.hub.Invalidations()
@@ -81,7 +81,7 @@ func TestEngineResetReloads(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		st := newMemStore()
 		e := startEngine(t, st, &receiver{}, rigKeyring(t), 0, false)
-		defer e.Stop()
+		defer e.Stop(context.Background())
 		synctest.Wait()
 		st.putSilently("silent", "/a/*")
 		synctest.Wait()

@@ -4,13 +4,11 @@ import (
 	"container/heap"
 	"context"
 	"errors"
-	"slices"
 	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/heraldstreams/herald/internal/telemetry"
 	"github.com/heraldstreams/herald/store"
 	"github.com/heraldstreams/herald/subscription"
 )
@@ -28,19 +26,6 @@ const (
 	flagDeleted
 )
 
-// pathQueue is a FIFO of stream paths that coalesces: a path queued again
-// before a worker takes it is queued once, with the union of its flags
-// and the span context of its first traced change. A path a worker is
-// processing can be queued again, so a change that lands during the
-// processing is processed after it.
-type pathQueue struct {
-	mu     sync.Mutex
-	queued map[string]queuedPath // guarded by mu
-	order  []string              // guarded by mu
-	head   int                   // guarded by mu
-	signal chan struct{}
-}
-
 // queuedPath is what is queued for one path.
 type queuedPath struct {
 	flags uint8
@@ -50,67 +35,14 @@ type queuedPath struct {
 	trace trace.SpanContext
 }
 
-func newPathQueue() *pathQueue {
-	return &pathQueue{queued: map[string]queuedPath{}, signal: make(chan struct{}, 1)}
-}
-
-func (q *pathQueue) push(path string, f uint8, sc trace.SpanContext) {
-	q.mu.Lock()
-	old, queued := q.queued[path]
-	old.flags |= f
+// mergeQueued merges what is queued again for a path: the union of the
+// flags, the span context of the first traced change.
+func mergeQueued(old, pushed queuedPath) queuedPath {
+	old.flags |= pushed.flags
 	if !old.trace.IsValid() {
-		old.trace = sc
+		old.trace = pushed.trace
 	}
-	q.queued[path] = old
-	if !queued {
-		q.order = append(q.order, path)
-	}
-	q.mu.Unlock()
-	q.notify()
-}
-
-func (q *pathQueue) notify() {
-	select {
-	case q.signal <- struct{}{}:
-	default:
-	}
-}
-
-// pop takes the oldest path, waiting for one until ctx ends.
-func (q *pathQueue) pop(ctx context.Context) (string, queuedPath, bool) {
-	for {
-		q.mu.Lock()
-		if q.head < len(q.order) {
-			p := q.order[q.head]
-			q.order[q.head] = ""
-			q.head++
-			if q.head > 1024 && 2*q.head > len(q.order) {
-				q.order = slices.Clone(q.order[q.head:])
-				q.head = 0
-			}
-			f := q.queued[p]
-			delete(q.queued, p)
-			more := q.head < len(q.order)
-			q.mu.Unlock()
-			if more {
-				q.notify() // another worker may take the next one
-			}
-			return p, f, true
-		}
-		q.mu.Unlock()
-		select {
-		case <-q.signal:
-		case <-ctx.Done():
-			return "", queuedPath{}, false
-		}
-	}
-}
-
-// len returns how many paths are queued.
-func (q *pathQueue) len() int {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	return len(q.order) - q.head
+	return old
 }
 
 // deadlineResolution is the granularity of the in-memory timer set:
@@ -192,37 +124,6 @@ func (h *int64Heap) Pop() any {
 	x := old[len(old)-1]
 	*h = old[:len(old)-1]
 	return x
-}
-
-// listen moves tail changes from the store's feed into the queue. It does
-// nothing else, so it keeps up with the feed.
-func (e *Engine) listen(changes <-chan store.TailChange, stop func()) {
-	defer stop()
-	for {
-		select {
-		case <-e.ctx.Done():
-			return
-		case ch := <-changes:
-			f := flagChanged | flagSpawn
-			if ch.Deleted {
-				f = flagDeleted
-			}
-			e.queue.push(ch.Path, f, ch.Trace)
-		}
-	}
-}
-
-// work processes queued stream changes until the engine stops.
-func (e *Engine) work() {
-	for {
-		path, q, ok := e.queue.pop(e.ctx)
-		if !ok {
-			return
-		}
-		if err := e.processStream(telemetry.Follow(e.ctx, q.trace), path, q.flags); err != nil && e.ctx.Err() == nil {
-			e.log.Warn("processing a stream change", "stream", path, "err", err)
-		}
-	}
 }
 
 // processStream applies one change of a stream to its consumers: a
@@ -362,40 +263,6 @@ func (e *Engine) streamDeleted(ctx context.Context, path string) error {
 	return errors.Join(errs...)
 }
 
-// sweepLoop runs Sweep when the earliest known deadline is due, and at
-// least every SweepInterval; every RefreshInterval it also reads every
-// subscription again (a safety net: the invalidation feed keeps them
-// current).
-func (e *Engine) sweepLoop() {
-	timer := time.NewTimer(0)
-	defer timer.Stop()
-	lastRefresh := e.now()
-	for {
-		select {
-		case <-e.ctx.Done():
-			return
-		case <-timer.C:
-		case <-e.timers.signal:
-		}
-		now := e.now()
-		e.timers.popDue(now)
-		if err := e.Sweep(e.ctx); err != nil && e.ctx.Err() == nil {
-			e.log.Warn("sweeping due consumers", "err", err)
-		}
-		if now.Sub(lastRefresh) >= e.refresh {
-			lastRefresh = now
-			if err := e.refreshSubscriptions(e.ctx); err != nil && e.ctx.Err() == nil {
-				e.log.Warn("refreshing subscriptions", "err", err)
-			}
-		}
-		wait := e.sweep
-		if t, ok := e.timers.next(); ok {
-			wait = min(wait, max(t.Sub(e.now()), 0))
-		}
-		timer.Reset(wait)
-	}
-}
-
 // TimerLease is how long a due timer claimed by one replica is its own:
 // a replica that dies between the claim and the update that sets the
 // next deadline leaves the timer to the others when the lease ends.
@@ -464,16 +331,18 @@ const reconcilePage = 512
 // lost (a crash between an append and its wake) still wakes. It does not
 // spawn consumers: a matching stream without one may be one whose
 // consumer unsubscribed from everything. The paths are read a page at a
-// time, so a store with many consumers is never listed at once.
-func (e *Engine) reconcile() {
+// time, so a store with many consumers is never listed at once. It runs
+// again when stream changes may have been missed (the tail-change feed
+// was full, or the invalidation feed was lost).
+func (e *Engine) reconcile(ctx context.Context) {
 	sem := make(chan struct{}, reconcileWorkers)
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	after := ""
 	for {
-		paths, err := e.st.ConsumerPathList(e.ctx, &store.ConsumerPathListParams{After: after, Limit: reconcilePage})
+		paths, err := e.st.ConsumerPathList(ctx, &store.ConsumerPathListParams{After: after, Limit: reconcilePage})
 		if err != nil {
-			if e.ctx.Err() == nil {
+			if ctx.Err() == nil {
 				e.log.Warn("reconciling consumers", "err", err)
 			}
 			return
@@ -481,14 +350,14 @@ func (e *Engine) reconcile() {
 		for _, path := range paths {
 			select {
 			case sem <- struct{}{}:
-			case <-e.ctx.Done():
+			case <-ctx.Done():
 				return
 			}
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
 				defer func() { <-sem }()
-				if err := e.streamChanged(e.ctx, path, false); err != nil && e.ctx.Err() == nil {
+				if err := e.streamChanged(ctx, path, false); err != nil && ctx.Err() == nil {
 					e.log.Warn("reconciling a stream", "stream", path, "err", err)
 				}
 			}()

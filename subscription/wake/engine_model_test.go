@@ -58,9 +58,10 @@ type model struct {
 	hook    *receiver
 	eng     *Engine
 	secret  string
-	mode    int  // guarded by hook.mu
-	answers int  // guarded by hook.mu
-	calm    bool // guarded by hook.mu
+	mu      sync.Mutex
+	mode    int  // guarded by mu
+	answers int  // guarded by mu
+	calm    bool // guarded by mu
 	seen    int  // wakes checked so far
 	epochOf map[string]int64
 	wakeOf  map[string]string // consumer epoch key → wake id
@@ -123,7 +124,7 @@ func runModel(t *testing.T, seed uint64) {
 			steps := []time.Duration{100 * time.Millisecond, time.Second, subscription.WakingTimeout, subscription.LivenessTimeout, 5 * time.Minute}
 			time.Sleep(steps[m.r.IntN(len(steps))])
 		default:
-			m.eng.Stop()
+			m.eng.Stop(context.Background())
 			if m.r.IntN(2) == 0 {
 				// An append no engine hears of: the reconciliation at
 				// start must find it.
@@ -141,9 +142,9 @@ func runModel(t *testing.T, seed uint64) {
 	// Settle: a webhook that answers done, time for every retry; then
 	// nothing may be pending anywhere.
 	m.setMode(hookDone)
-	m.hook.mu.Lock()
+	m.mu.Lock()
 	m.calm = true // no racing appends from here: let it settle
-	m.hook.mu.Unlock()
+	m.mu.Unlock()
 	for range 20 {
 		time.Sleep(subscription.LivenessTimeout)
 		synctest.Wait()
@@ -154,22 +155,22 @@ func runModel(t *testing.T, seed uint64) {
 			t.Errorf("%s is %s after settling", c.ID, c.State)
 		}
 	}
-	m.eng.Stop()
+	m.eng.Stop(context.Background())
 }
 
 // currentMode returns the webhook behaviour, and whether a done answer
 // races an append this time.
 func (m *model) currentMode() (int, bool) {
-	m.hook.mu.Lock()
-	defer m.hook.mu.Unlock()
+	m.mu.Lock()
+	defer m.mu.Unlock()
 	m.answers++
 	return m.mode, !m.calm && m.answers%3 == 0
 }
 
 func (m *model) setMode(mode int) {
-	m.hook.mu.Lock()
+	m.mu.Lock()
 	m.mode = mode
-	m.hook.mu.Unlock()
+	m.mu.Unlock()
 }
 
 func (m *model) snapshot() map[string]store.Consumer {

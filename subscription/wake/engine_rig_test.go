@@ -8,81 +8,26 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"io"
 	"net/http"
-	"net/http/httptest"
-	"net/netip"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/heraldstreams/herald/internal/testhttp"
 	"github.com/heraldstreams/herald/protocol"
 	"github.com/heraldstreams/herald/store"
 	"github.com/heraldstreams/herald/store/sqlite"
 	"github.com/heraldstreams/herald/subscription"
-	"github.com/heraldstreams/herald/webhook"
 )
 
 // The engine tests run the real engine on the real embedded store, inside
 // testing/synctest bubbles: time is fake, so the 10 s, 45 s, backoff and
 // 3-day timers pass in milliseconds, and synctest.Wait returns once every
 // goroutine (engine, store, webhook receiver) is idle. Webhooks are served
-// in process by a RoundTripper that calls an http.Handler.
+// in process by internal/testhttp, as in the delivery engine's tests.
 
-const hookURL = "http://127.0.0.1:9/hook"
-
-// handlerTransport is an http.RoundTripper that serves requests with an
-// http.Handler in process.
-type handlerTransport struct{ h http.Handler }
-
-func (t handlerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	rec := httptest.NewRecorder()
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		t.h.ServeHTTP(rec, r)
-	}()
-	select {
-	case <-done:
-		return rec.Result(), nil
-	case <-r.Context().Done():
-		<-done // handlers return when the request's context ends
-		return nil, r.Context().Err()
-	}
-}
-
-// transportSender is a WebhookSender over an in-process transport, with
-// the real SSRF policy for ValidateURL and the request timeout of
-// webhook.Sender.
-type transportSender struct {
-	client *http.Client
-	policy webhook.Policy
-}
-
-func (s *transportSender) ValidateURL(_ context.Context, raw string) error {
-	_, err := s.policy.CheckURL(raw)
-	return err
-}
-
-func (s *transportSender) Send(ctx context.Context, req *webhook.Request) (*webhook.Response, error) {
-	ctx, cancel := context.WithTimeout(ctx, req.Timeout)
-	defer cancel()
-	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, req.URL, bytes.NewReader(req.Body))
-	if err != nil {
-		return nil, err
-	}
-	hreq.Header = req.Header.Clone()
-	start := time.Now()
-	resp, err := s.client.Do(hreq)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	return &webhook.Response{StatusCode: resp.StatusCode, Header: resp.Header, Body: body, BodyErr: err, Latency: time.Since(start)}, nil
-}
+const hookURL = testhttp.HookURL
 
 // received is one webhook request the receiver got.
 type received struct {
@@ -92,49 +37,31 @@ type received struct {
 	Sig     string
 }
 
-// receiver is the webhook endpoint of the tests. reply decides each
-// answer; nil answers 200 with an empty object.
+// receiver is the webhook endpoint of the tests (testhttp.Receiver). Its
+// reply decides each answer; none answers 200.
 type receiver struct {
-	mu    sync.Mutex
-	got   []received
-	reply func(p subscription.WakePayload, r *http.Request) (int, string)
-}
-
-func (h *receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	body, err := io.ReadAll(r.Body)
-	if err != nil {
-		w.WriteHeader(http.StatusBadRequest)
-		return
-	}
-	var p subscription.WakePayload
-	if err := json.Unmarshal(body, &p); err != nil {
-		w.WriteHeader(http.StatusBadRequest)
-		return
-	}
-	h.mu.Lock()
-	h.got = append(h.got, received{At: time.Now(), Payload: p, Body: body, Sig: r.Header.Get(subscription.SignatureHeader)})
-	reply := h.reply
-	h.mu.Unlock()
-	status, out := http.StatusOK, "{}"
-	if reply != nil {
-		status, out = reply(p, r)
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	io.WriteString(w, out)
+	testhttp.Receiver[subscription.WakePayload]
 }
 
 func (h *receiver) setReply(f func(p subscription.WakePayload, r *http.Request) (int, string)) {
-	h.mu.Lock()
-	h.reply = f
-	h.mu.Unlock()
+	if f == nil {
+		h.SetReply(nil)
+		return
+	}
+	h.SetReply(func(_ int, p subscription.WakePayload, r *http.Request) (int, map[string]string, string) {
+		status, body := f(p, r)
+		return status, nil, body
+	})
 }
 
 // wakes returns every request received so far.
 func (h *receiver) wakes() []received {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return append([]received(nil), h.got...)
+	got := h.Requests()
+	out := make([]received, len(got))
+	for i, q := range got {
+		out[i] = received{At: q.At, Payload: q.Value, Body: q.Body, Sig: q.Header.Get(subscription.SignatureHeader)}
+	}
+	return out
 }
 
 // rig is an engine on a store in a temporary directory.
@@ -176,11 +103,8 @@ func newRigSweep(t *testing.T, dir string, hook *receiver, sweep time.Duration) 
 }
 
 // newSender is a sender that delivers wakes to hook.
-func newSender(hook *receiver) *transportSender {
-	return &transportSender{
-		client: &http.Client{Transport: handlerTransport{h: hook}},
-		policy: webhook.Policy{AllowCIDRs: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}},
-	}
+func newSender(hook *receiver) *testhttp.Sender {
+	return testhttp.NewSender(hook)
 }
 
 // startEngine starts an engine on st that delivers wakes to hook.
@@ -219,7 +143,7 @@ func tenantOfPath(path string) (string, bool) {
 
 // close stops the engine and closes the store (a clean shutdown).
 func (r *rig) close() {
-	r.eng.Stop()
+	r.eng.Stop(context.Background())
 	if err := r.st.Close(); err != nil {
 		r.t.Fatal(err)
 	}
@@ -252,7 +176,7 @@ func (r *rig) appendData(path, data string) string {
 // returns the new tail.
 func (r *rig) appendWithoutEngine(path, data string) string {
 	r.t.Helper()
-	r.eng.Stop()
+	r.eng.Stop(context.Background())
 	tail := r.appendData(path, data)
 	if err := r.st.Close(); err != nil {
 		r.t.Fatal(err)

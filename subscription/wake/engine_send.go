@@ -28,10 +28,10 @@ const (
 func (e *Engine) startSend(parent trace.SpanContext, a applied, w subscription.SendWake) {
 	select {
 	case e.inflight <- struct{}{}:
-	case <-e.ctx.Done():
+	case <-e.life.Context().Done():
 		return
 	}
-	if !e.goOwned(func() {
+	if !e.life.Go(func() {
 		defer func() { <-e.inflight }()
 		e.deliver(parent, a, w)
 	}) {
@@ -50,7 +50,7 @@ func (e *Engine) startSend(parent trace.SpanContext, a applied, w subscription.S
 // that was traced; its POST carries the span's traceparent.
 func (e *Engine) deliver(parent trace.SpanContext, a applied, w subscription.SendWake) {
 	c := &a.Consumer
-	ctx, span := e.tracer.Start(telemetry.Follow(e.ctx, parent), "subscription.wake", trace.WithAttributes(
+	ctx, span := e.tracer.Start(telemetry.Follow(e.life.WorkContext(), parent), "subscription.wake", trace.WithAttributes(
 		attribute.String("herald.consumer_id", c.ID), attribute.String("herald.subscription_id", c.SubscriptionID),
 		attribute.Int64("herald.epoch", w.Wake.Epoch), attribute.String("herald.wake_id", w.Wake.WakeID),
 		attribute.Int("herald.attempt", w.Attempt)))
@@ -125,7 +125,7 @@ func (e *Engine) deliver(parent trace.SpanContext, a applied, w subscription.Sen
 }
 
 func (e *Engine) logSendError(id string, err error) {
-	if e.ctx.Err() == nil {
+	if e.life.WorkContext().Err() == nil {
 		e.log.Warn("sending a wake", "consumer", id, "err", err)
 	}
 }

@@ -7,8 +7,6 @@ import (
 	"sync"
 	"time"
 
-	"go.opentelemetry.io/otel/trace"
-
 	"github.com/heraldstreams/herald/glob"
 	"github.com/heraldstreams/herald/store"
 )
@@ -64,13 +62,13 @@ const invalidationRetry = time.Second
 // the consumers of every stream are reconciled and the due timers swept.
 func (e *Engine) watchInvalidations(stop func()) {
 	defer stop()
-	e.invalidations.Apply(e.ctx, &store.CacheLoader{
+	e.invalidations.Apply(e.life.Context(), &store.CacheLoader{
 		Kind:    store.CacheSubscription,
 		Load:    e.reloadSubscription,
 		LoadAll: e.refreshSubscriptions,
 		Taken: func(_ context.Context, all bool) {
 			if all {
-				e.goOwned(e.reconcile)
+				e.reconcileKick.Signal()
 				e.timers.wake()
 			}
 		},
@@ -214,7 +212,7 @@ func (e *Engine) endCreation(c *creation, created bool, res *store.SubscriptionC
 	defer c.mu.Unlock()
 	for path := range c.paths {
 		if pat.Match(path) {
-			e.queue.push(path, flagChanged|flagSpawn, trace.SpanContext{})
+			e.queue.Push(path, queuedPath{flags: flagChanged | flagSpawn})
 		}
 	}
 }

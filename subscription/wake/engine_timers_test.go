@@ -112,7 +112,7 @@ func TestEngineGCAfterThreeDays(t *testing.T) {
 		// Deadlines this engine sets fire on time whatever the sweep
 		// interval; a long one keeps 3 days of fake time cheap.
 		eng := startEngine(t, st, hook, keys, 10*time.Minute, true)
-		defer eng.Stop()
+		defer eng.Stop(context.Background())
 		ctx := context.Background()
 		if _, err := eng.CreateSubscription(ctx, &CreateSubscriptionParams{ID: "sub", Pattern: "/agents/*", Webhook: hookURL}); err != nil {
 			t.Fatal(err)

@@ -1,23 +1,17 @@
 // Package deliverytest holds what the delivery engine and API tests share:
-// an in-process receiver of deliveries, a sender over an in-process
-// transport with the real URL policy, and a metric reader.
+// a receiver of deliveries and a sender on the engines' shared in-process
+// transport (internal/testhttp), a store opener and a metric reader.
 package deliverytest
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"io"
 	"net/http"
-	"net/http/httptest"
-	"net/netip"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/heraldstreams/herald/delivery"
+	"github.com/heraldstreams/herald/internal/testhttp"
 	"github.com/heraldstreams/herald/store/sqlite"
-	"github.com/heraldstreams/herald/webhook"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -28,53 +22,7 @@ import (
 // http.RoundTripper that calls an http.Handler.
 
 // HookURL is the URL of the in-process receiver.
-const HookURL = "http://127.0.0.1:9/hook"
-
-// HandlerTransport serves requests with an http.Handler in process.
-type HandlerTransport struct{ H http.Handler }
-
-// RoundTrip serves r with the handler.
-func (t HandlerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	rec := httptest.NewRecorder()
-	body, err := io.ReadAll(r.Body)
-	if err != nil {
-		return nil, err
-	}
-	r2 := r.Clone(r.Context())
-	r2.Body = io.NopCloser(bytes.NewReader(body))
-	t.H.ServeHTTP(rec, r2)
-	return rec.Result(), nil
-}
-
-// TransportSender is a sender over an in-process transport, with the real
-// URL policy of webhook.Sender for ValidateURL.
-type TransportSender struct {
-	Client *http.Client
-	Policy webhook.Policy
-}
-
-// ValidateURL checks raw with the policy, without DNS.
-func (s *TransportSender) ValidateURL(_ context.Context, raw string) error {
-	_, err := s.Policy.CheckURL(raw)
-	return err
-}
-
-// Send POSTs req over the client.
-func (s *TransportSender) Send(ctx context.Context, req *webhook.Request) (*webhook.Response, error) {
-	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, req.URL, bytes.NewReader(req.Body))
-	if err != nil {
-		return nil, err
-	}
-	hreq.Header = req.Header.Clone()
-	start := time.Now()
-	resp, err := s.Client.Do(hreq)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, webhook.DefaultMaxResponseBody))
-	return &webhook.Response{StatusCode: resp.StatusCode, Header: resp.Header, Body: body, BodyErr: err, Latency: time.Since(start)}, nil
-}
+const HookURL = testhttp.HookURL
 
 // Received is one request the receiver got.
 type Received struct {
@@ -84,50 +32,33 @@ type Received struct {
 	Event  delivery.Event
 }
 
-// Receiver records requests and answers with respond.
+// Receiver records the deliveries it is sent (testhttp.Receiver) and
+// answers 200 unless SetRespond says otherwise, with the body
+// testhttp.DefaultBody.
 type Receiver struct {
-	mu      sync.Mutex
-	got     []Received
-	respond func(n int, ev delivery.Event) (status int, header map[string]string)
-}
-
-// ServeHTTP records the event and answers as respond says (200 when nil).
-func (rc *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	body, _ := io.ReadAll(r.Body) // in process: cannot fail
-	var ev delivery.Event
-	if err := json.Unmarshal(body, &ev); err != nil {
-		http.Error(w, "not an event", http.StatusBadRequest)
-		return
-	}
-	rc.mu.Lock()
-	n := len(rc.got)
-	rc.got = append(rc.got, Received{At: time.Now(), Header: r.Header.Clone(), Body: body, Event: ev})
-	respond := rc.respond
-	rc.mu.Unlock()
-	status := http.StatusOK
-	if respond != nil {
-		var hdr map[string]string
-		status, hdr = respond(n, ev)
-		for k, v := range hdr {
-			w.Header().Set(k, v)
-		}
-	}
-	w.WriteHeader(status)
-	_, _ = w.Write([]byte(`{"received":true}`))
+	testhttp.Receiver[delivery.Event]
 }
 
 // Requests returns the requests so far.
 func (rc *Receiver) Requests() []Received {
-	rc.mu.Lock()
-	defer rc.mu.Unlock()
-	return append([]Received(nil), rc.got...)
+	got := rc.Receiver.Requests()
+	out := make([]Received, len(got))
+	for i, q := range got {
+		out[i] = Received{At: q.At, Header: q.Header, Body: q.Body, Event: q.Value}
+	}
+	return out
 }
 
-// SetRespond sets how the receiver answers the next requests.
+// SetRespond sets how the receiver answers the next requests (nil: 200).
 func (rc *Receiver) SetRespond(f func(n int, ev delivery.Event) (int, map[string]string)) {
-	rc.mu.Lock()
-	rc.respond = f
-	rc.mu.Unlock()
+	if f == nil {
+		rc.SetReply(nil)
+		return
+	}
+	rc.SetReply(func(n int, ev delivery.Event, _ *http.Request) (int, map[string]string, string) {
+		status, hdr := f(n, ev)
+		return status, hdr, testhttp.DefaultBody
+	})
 }
 
 // Metric returns the value of a counter or gauge of the registry whose
@@ -187,7 +118,6 @@ func OpenStore(t testing.TB) *sqlite.Store {
 
 // NewSender returns a sender that delivers to h in process, with the
 // real URL policy allowing loopback addresses (HookURL).
-func NewSender(h http.Handler) *TransportSender {
-	return &TransportSender{Client: &http.Client{Transport: HandlerTransport{H: h}},
-		Policy: webhook.Policy{AllowCIDRs: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}}
+func NewSender(h http.Handler) *testhttp.Sender {
+	return testhttp.NewSender(h)
 }

@@ -1,0 +1,224 @@
+package dispatch
+
+import (
+	"context"
+	"sort"
+	"strings"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/heraldstreams/herald/delivery"
+	"github.com/heraldstreams/herald/glob"
+	"github.com/heraldstreams/herald/internal/service"
+	"github.com/heraldstreams/herald/internal/telemetry"
+	"github.com/heraldstreams/herald/store"
+)
+
+// reconcilePage is how many streams one page of a reconciliation reads:
+// large, since a store may scan every stream for each page (the embedded
+// store does), yet bounded, so that a reconciliation never holds every
+// stream at once.
+const reconcilePage = 50_000
+
+// Start loads the endpoints and starts the matcher, the runners, the
+// pruner, the replay jobs whose engine is gone, and a reconciliation of
+// the streams the endpoints source from (what a crash left unmatched).
+// It returns once the endpoints are loaded: an error then, or a second
+// Start, is returned. The engine runs until Stop, or until ctx ends:
+// give it a context that lives as long as the engine should.
+func (e *Engine) Start(ctx context.Context) error {
+	return e.life.Start(ctx, func() error {
+		// The invalidation feed and the tail changes are taken before
+		// the endpoints are read, so that a change committed meanwhile
+		// is applied after the read.
+		invalidations, stopInvalidations := e.st.Notifier().Invalidations()
+		tails := service.ListenTails(e.st.Notifier(), listenBuffer)
+		if err := e.loadEndpoints(ctx); err != nil {
+			stopInvalidations()
+			tails.Close()
+			return err
+		}
+		if !e.life.Go(func() { e.watchInvalidations(invalidations, stopInvalidations) }) {
+			stopInvalidations()
+		}
+		tails.Go(e.life, e.tailChanged, e.reconcileKick.Signal)
+		e.life.GoLoops(
+			// Runners wake on their own deadlines and results; this wakes
+			// them for what other replicas queued or left (an expired
+			// lease), matches again the streams whose match failed, and
+			// resumes the replay jobs whose engine is gone.
+			&service.Periodic{Interval: e.cfg.SweepInterval, Immediately: true, Run: func(ctx context.Context) {
+				e.wakeRunners()
+				e.retryFailed()
+				e.claimReplays(ctx)
+			}},
+			&service.Periodic{Interval: e.cfg.PruneInterval, Run: func(ctx context.Context) {
+				if _, err := e.PruneOnce(ctx); err != nil && ctx.Err() == nil {
+					e.log.Warn("pruning deliveries failed", "err", err)
+				}
+			}},
+			&service.Periodic{Kick: e.reconcileKick, Immediately: true, Run: e.reconcile},
+		)
+		for range e.cfg.MatchWorkers {
+			e.life.Go(e.matchWorker)
+		}
+		return nil
+	})
+}
+
+// Stop stops matching and claiming and lets in-flight deliveries finish
+// and record their outcome while ctx lasts; when ctx ends first, they are
+// cancelled (and sent again after their lease) and ctx's error is
+// returned. It returns when every goroutine of the engine has ended.
+func (e *Engine) Stop(ctx context.Context) error {
+	err := e.life.Stop(ctx)
+	e.queue.Close()
+	return err
+}
+
+// tailChanged queues a stream that changed, if some endpoint sources
+// from it.
+func (e *Engine) tailChanged(c store.TailChange) {
+	if !c.Deleted && len(e.endpointsFor(c.Path)) > 0 {
+		e.queue.Push(c.Path, c.Trace)
+	}
+}
+
+// firstTrace keeps the span context of a stream's first traced change
+// since its last match, so the match joins that request's trace.
+func firstTrace(old, pushed trace.SpanContext) trace.SpanContext {
+	if old.IsValid() {
+		return old
+	}
+	return pushed
+}
+
+func (e *Engine) matchWorker() {
+	for {
+		path, parent, ok := e.queue.Pop(e.life.Context())
+		if !ok {
+			return
+		}
+		e.matchTraced(parent, path)
+		e.queue.Done(path)
+	}
+}
+
+// matchTraced matches a stream; when a traced request caused it, as a
+// span that is that request's child (a reconciliation's matches are not
+// traced: they would be a root span per stream).
+func (e *Engine) matchTraced(parent trace.SpanContext, path string) {
+	ctx := e.life.Context()
+	var span trace.Span
+	if parent.IsValid() {
+		ctx, span = e.tracer.Start(telemetry.Follow(ctx, parent), "delivery.match",
+			trace.WithAttributes(attribute.String("herald.stream", path)))
+		defer span.End()
+	}
+	if err := e.MatchStream(ctx, path); err != nil && ctx.Err() == nil {
+		e.log.Warn("matching a stream failed; the sweep matches it again", "stream", path, "err", err)
+		e.failedMu.Lock()
+		e.failed[path] = struct{}{}
+		e.failedMu.Unlock()
+		if span != nil {
+			span.SetStatus(codes.Error, err.Error())
+		}
+	}
+}
+
+// retryFailed queues again the streams whose match failed.
+func (e *Engine) retryFailed() {
+	e.failedMu.Lock()
+	failed := e.failed
+	e.failed = make(map[string]struct{})
+	e.failedMu.Unlock()
+	for path := range failed {
+		e.queue.Push(path, trace.SpanContext{})
+	}
+}
+
+// wakeRunners makes every runner claim again.
+func (e *Engine) wakeRunners() {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	for _, r := range e.runners {
+		r.wake()
+	}
+}
+
+// reconcile queues the streams some endpoint sources from that hold
+// messages of their own, reading them a page at a time under the
+// literal prefixes of the endpoints' patterns; the matcher skips those
+// whose cursors are at their tail. It runs at start (a crash may have
+// left appends unmatched) and when changes may have been missed, never
+// on a timer: with no endpoint it reads nothing. The queue applies
+// backpressure: a page is read once the previous one has been taken.
+func (e *Engine) reconcile(ctx context.Context) {
+	for _, prefix := range e.sourcePrefixes() {
+		after := ""
+		for ctx.Err() == nil {
+			streams, err := e.st.StreamList(ctx, &store.StreamListParams{Prefix: prefix, After: after, Limit: reconcilePage, Now: e.now()})
+			if err != nil {
+				if ctx.Err() == nil {
+					e.log.Warn("reconciling streams failed; it runs again when changes are missed", "err", err)
+				}
+				return
+			}
+			for _, s := range streams {
+				if s.Tail > s.ForkPosition && len(e.endpointsFor(s.Path)) > 0 {
+					e.queue.Push(s.Path, trace.SpanContext{})
+				}
+			}
+			if len(streams) < reconcilePage {
+				break
+			}
+			after = streams[len(streams)-1].Path
+			e.queue.WaitBelow(ctx, reconcilePage)
+		}
+	}
+}
+
+// sourcePrefixes returns the literal prefixes of every endpoint's stream
+// patterns, none of them under another.
+func (e *Engine) sourcePrefixes() []string {
+	e.mu.RLock()
+	var all []string
+	for _, le := range e.endpoints {
+		if le.streams == nil {
+			all = append(all, "/")
+			continue
+		}
+		for _, p := range le.ep.Streams {
+			if p == delivery.DefaultStreamPattern {
+				all = append(all, "/")
+			} else if g, err := glob.Compile(p); err == nil {
+				all = append(all, g.Prefix())
+			}
+		}
+	}
+	e.mu.RUnlock()
+	sort.Strings(all)
+	var out []string
+	for _, p := range all {
+		if len(out) == 0 || !strings.HasPrefix(p, out[len(out)-1]) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// PruneOnce removes the finished deliveries (and their attempts) that
+// finished more than Retention ago, and returns how many.
+func (e *Engine) PruneOnce(ctx context.Context) (int, error) {
+	before := e.now().Add(-e.cfg.Retention)
+	total := 0
+	for {
+		n, err := e.st.DeliveryPrune(ctx, &store.DeliveryPruneParams{Before: before, Limit: pruneBatch})
+		total += n
+		if err != nil || n < pruneBatch {
+			return total, err
+		}
+	}
+}

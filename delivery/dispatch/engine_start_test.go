@@ -1,0 +1,207 @@
+package dispatch
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/heraldstreams/herald/delivery/internal/deliverytest"
+	"github.com/heraldstreams/herald/internal/service"
+	"github.com/heraldstreams/herald/store"
+)
+
+// countingStore counts StreamList calls, and can fail EndpointList or
+// hand the engine a tail-change feed the test fills.
+type countingStore struct {
+	EngineStore
+	lists    atomic.Int64
+	failList bool
+	// failStreamLists fails this many StreamList calls first.
+	failStreamLists atomic.Int64
+	feed            chan store.TailChange // when set, the engine's tail-change feed
+}
+
+func (s *countingStore) StreamList(ctx context.Context, p *store.StreamListParams) ([]store.Stream, error) {
+	s.lists.Add(1)
+	if s.failStreamLists.Add(-1) >= 0 {
+		return nil, errors.New("database is locked")
+	}
+	return s.EngineStore.StreamList(ctx, p)
+}
+
+func (s *countingStore) EndpointList(ctx context.Context, p *store.EndpointListParams) ([]store.Endpoint, error) {
+	if s.failList {
+		return nil, errors.New("database is locked")
+	}
+	return s.EngineStore.EndpointList(ctx, p)
+}
+
+func (s *countingStore) Notifier() store.Notifier {
+	if s.feed == nil {
+		return s.EngineStore.Notifier()
+	}
+	return feedNotifier{s.EngineStore.Notifier(), s.feed}
+}
+
+type feedNotifier struct {
+	store.Notifier
+	feed chan store.TailChange
+}
+
+func (n feedNotifier) Listen(int) (<-chan store.TailChange, func()) { return n.feed, func() {} }
+
+// newStartEngine returns an engine (not started) on st, delivering to rc.
+func newStartEngine(t *testing.T, st EngineStore, rc *deliverytest.Receiver) *Engine {
+	t.Helper()
+	e, err := NewEngine(EngineConfig{Store: st, Sender: deliverytest.NewSender(rc), Logger: slog.New(slog.DiscardHandler),
+		SweepInterval: 5 * time.Second, PruneInterval: 24 * time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// runEngine starts e, and stops it when the test ends, and waits for
+// its start to settle.
+func runEngine(t *testing.T, e *Engine) {
+	t.Helper()
+	if err := e.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := e.Stop(context.Background()); err != nil {
+			t.Error(err)
+		}
+	})
+	synctest.Wait()
+}
+
+func appendEvent(t *testing.T, st store.Store, path, body string) {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := st.StreamCreate(ctx, &store.StreamCreateParams{Path: path, ContentType: "application/json", Now: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.StreamAppend(ctx, &store.StreamAppendParams{Path: path, ContentType: "application/json", Data: []byte(body + "\n"),
+		Messages: 1, Now: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func createStoredEndpoint(t *testing.T, st store.Store, streams ...string) {
+	t.Helper()
+	if _, err := st.EndpointCreate(context.Background(), &store.EndpointCreateParams{Endpoint: store.Endpoint{
+		ID: "ep_start", URL: deliverytest.HookURL, EventTypes: []string{"*"}, Streams: streams, Active: true, Ordering: "none", Secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+	}, Now: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestEngineReconcilesAtStart: an event appended while no engine ran (a
+// crash between the append and its match) is delivered after a start,
+// and streams are listed at start only, under the endpoints' prefixes:
+// never again on a timer.
+func TestEngineReconcilesAtStart(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sq := deliverytest.OpenStore(t)
+		createStoredEndpoint(t, sq, "/orders/*")
+		appendEvent(t, sq, "/orders/1", `{"id":"o-1","type":"order.paid"}`)
+		appendEvent(t, sq, "/other/1", `{"id":"x-1","type":"order.paid"}`)
+		st := &countingStore{EngineStore: sq}
+		rc := &deliverytest.Receiver{}
+		runEngine(t, newStartEngine(t, st, rc))
+		got := rc.Requests()
+		if len(got) != 1 || got[0].Event.ID != "o-1" {
+			t.Fatalf("%d requests after a start, want o-1 once", len(got))
+		}
+		if n := st.lists.Load(); n != 1 {
+			t.Fatalf("%d stream lists at start, want 1 (one prefix, one page)", n)
+		}
+		time.Sleep(time.Hour) // 720 sweeps
+		synctest.Wait()
+		if n := st.lists.Load(); n != 1 {
+			t.Fatalf("%d stream lists after an hour idle, want none since the start", n-1)
+		}
+	})
+}
+
+// TestEngineReconcilesWhenChangesDropped: when the tail-change feed may
+// have dropped changes (its buffer was found full), the streams are
+// reconciled, so an append whose change was dropped is delivered. Here
+// the reconciliation at start fails, and the feed the engine is given
+// never hears of the append but is full.
+func TestEngineReconcilesWhenChangesDropped(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sq := deliverytest.OpenStore(t)
+		createStoredEndpoint(t, sq, "/**")
+		appendEvent(t, sq, "/orders/1", `{"id":"o-1","type":"order.paid"}`)
+		st := &countingStore{EngineStore: sq, feed: make(chan store.TailChange, listenBuffer)}
+		st.failStreamLists.Store(1)
+		for range listenBuffer {
+			st.feed <- store.TailChange{Path: "/unrelated", Deleted: true}
+		}
+		rc := &deliverytest.Receiver{}
+		runEngine(t, newStartEngine(t, st, rc))
+		if n := st.lists.Load(); n != 2 {
+			t.Fatalf("%d stream lists, want the failed one at start and one for the full feed", n)
+		}
+		if got := rc.Requests(); len(got) != 1 || got[0].Event.ID != "o-1" {
+			t.Fatalf("%d requests after the feed overflowed, want o-1 once", len(got))
+		}
+	})
+}
+
+// TestEngineStartErrors: a failed load is returned and the engine does
+// not run; a second Start is an error too.
+func TestEngineStartErrors(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sq := deliverytest.OpenStore(t)
+		bad := newStartEngine(t, &countingStore{EngineStore: sq, failList: true}, &deliverytest.Receiver{})
+		if err := bad.Start(context.Background()); err == nil {
+			t.Fatal("a start whose endpoints could not be read succeeded")
+		}
+		if err := bad.Start(context.Background()); !errors.Is(err, service.ErrStopped) {
+			t.Fatalf("a start after a failed one returned %v", err)
+		}
+		e := newStartEngine(t, sq, &deliverytest.Receiver{})
+		if err := e.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.Start(context.Background()); !errors.Is(err, service.ErrStarted) {
+			t.Fatalf("a second start returned %v", err)
+		}
+		if err := e.Stop(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// TestEngineStopsWithStartContext: cancelling Start's context stops the
+// engine: an append after it is not delivered.
+func TestEngineStopsWithStartContext(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sq := deliverytest.OpenStore(t)
+		createStoredEndpoint(t, sq, "/**")
+		rc := &deliverytest.Receiver{}
+		e := newStartEngine(t, sq, rc)
+		ctx, cancel := context.WithCancel(context.Background())
+		if err := e.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		cancel()
+		synctest.Wait()
+		appendEvent(t, sq, "/orders/1", `{"id":"o-1","type":"order.paid"}`)
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		if n := len(rc.Requests()); n != 0 {
+			t.Fatalf("%d requests after Start's context ended", n)
+		}
+		if err := e.Stop(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	})
+}

@@ -1,0 +1,104 @@
+package wake
+
+import (
+	"context"
+	"time"
+
+	"github.com/heraldstreams/herald/internal/service"
+	"github.com/heraldstreams/herald/internal/telemetry"
+	"github.com/heraldstreams/herald/store"
+)
+
+// Start loads the subscriptions and starts the engine's goroutines: the
+// tail-change listener, the invalidation watcher, the workers, the timer
+// sweep, and a reconciliation of every stream some consumer is subscribed
+// to (a wake whose tail change was not processed before a crash is found
+// there). It returns after the subscriptions are loaded: an error then,
+// or a second Start, is returned. The engine runs until Stop, or until
+// ctx ends: give it a context that lives as long as the engine should.
+func (e *Engine) Start(ctx context.Context) error {
+	return e.life.Start(ctx, func() error {
+		// The feeds are taken before the subscriptions are read, so that
+		// a change committed meanwhile is applied after the read.
+		feed, stopFeed := e.st.Notifier().Invalidations()
+		tails := service.ListenTails(e.st.Notifier(), listenBuffer)
+		if err := e.refreshSubscriptions(ctx); err != nil {
+			stopFeed()
+			tails.Close()
+			return err
+		}
+		e.invalidations = feed
+		if !e.life.Go(func() { e.watchInvalidations(stopFeed) }) {
+			stopFeed()
+		}
+		tails.Go(e.life, e.tailChanged, e.reconcileKick.Signal)
+		for range e.workers {
+			e.life.Go(e.work)
+		}
+		e.life.GoLoops(
+			// The due timers: when the earliest known deadline is due, and
+			// at least every SweepInterval (deadlines armed elsewhere).
+			&service.Periodic{Interval: e.sweep, Kick: e.timers.signal, Immediately: true, Next: e.untilDeadline, Run: e.sweepDue},
+			// A safety net under the invalidation feed.
+			&service.Periodic{Interval: e.refresh, Run: func(ctx context.Context) {
+				if err := e.refreshSubscriptions(ctx); err != nil && ctx.Err() == nil {
+					e.log.Warn("refreshing subscriptions", "err", err)
+				}
+			}},
+			&service.Periodic{Kick: e.reconcileKick, Immediately: true, Run: e.reconcile},
+		)
+		return nil
+	})
+}
+
+// Stop stops processing stream changes, callbacks and timers, and lets
+// the wakes in flight finish and record their outcome while ctx lasts;
+// when ctx ends first they are cancelled (their consumers stay WAKING in
+// the store, and their waking deadlines retry them) and ctx's error is
+// returned. It returns when every goroutine of the engine has ended.
+func (e *Engine) Stop(ctx context.Context) error {
+	err := e.life.Stop(ctx)
+	e.queue.Close()
+	return err
+}
+
+// tailChanged queues a stream change for the workers.
+func (e *Engine) tailChanged(ch store.TailChange) {
+	f := flagChanged | flagSpawn
+	if ch.Deleted {
+		f = flagDeleted
+	}
+	e.queue.Push(ch.Path, queuedPath{flags: f, trace: ch.Trace})
+}
+
+// work processes queued stream changes until the engine stops.
+func (e *Engine) work() {
+	run := e.life.Context()
+	for {
+		path, q, ok := e.queue.Pop(run)
+		if !ok {
+			return
+		}
+		if err := e.processStream(telemetry.Follow(run, q.trace), path, q.flags); err != nil && run.Err() == nil {
+			e.log.Warn("processing a stream change", "stream", path, "err", err)
+		}
+		e.queue.Done(path)
+	}
+}
+
+// sweepDue fires the deadlines due now (Sweep).
+func (e *Engine) sweepDue(ctx context.Context) {
+	e.timers.popDue(e.now())
+	if err := e.Sweep(ctx); err != nil && ctx.Err() == nil {
+		e.log.Warn("sweeping due consumers", "err", err)
+	}
+}
+
+// untilDeadline is how long until the earliest deadline known here.
+func (e *Engine) untilDeadline() (time.Duration, bool) {
+	t, ok := e.timers.next()
+	if !ok {
+		return 0, false
+	}
+	return max(t.Sub(e.now()), 0), true
+}
