@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/heraldstreams/herald/store"
 	"github.com/heraldstreams/herald/store/internal/codec"
@@ -14,89 +13,15 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// row is one stream's row: the contract's Stream and what only the
-// backend needs.
-type row struct {
-	store.Stream
-	sourceID    int64 // 0 when not a fork
-	closedBy    *store.Producer
-	softDeleted bool
+// getRow reads the stream at path in tx (nil when none); lock takes its
+// row lock for the transaction.
+func (s *Store) getRow(ctx context.Context, tx *wtx, path string, lock bool) (*sqlstore.StreamRow, error) {
+	return s.LoadStream(pgTx{ctx, tx, s}, path, lock)
 }
 
-// querier is a pool or a transaction.
-type querier interface {
-	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
-	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
-}
-
-func scanRow(r codec.Row) (*row, error) {
-	var (
-		st                         row
-		closedByID                 sql.NullString
-		closedByEpoch, closedBySeq sql.NullInt64
-		sourceID                   sql.NullInt64
-		ttl, expires, acc, created int64
-	)
-	err := r.Scan(&st.ID, &st.Path, &st.ContentType, &st.Tail, &st.Closed, &closedByID, &closedByEpoch, &closedBySeq,
-		&ttl, &expires, &acc, &created, &sourceID, &st.ForkSource, &st.ForkPosition,
-		&st.ForkOffset, &st.ForkSubOffset, &st.LastSeq, &st.softDeleted)
-	if err != nil {
-		return nil, err
-	}
-	st.TTL = time.Duration(ttl) * time.Second
-	st.ExpiresAt, st.AccessedAt, st.CreatedAt = codec.FromNanos(expires), codec.FromNanos(acc), codec.FromNanos(created)
-	st.sourceID = sourceID.Int64
-	if closedByID.Valid {
-		st.closedBy = &store.Producer{ID: closedByID.String, Epoch: closedByEpoch.Int64, Seq: closedBySeq.Int64}
-	}
-	return &st, nil
-}
-
-// getRow reads the stream at path (nil when none); lock takes its row
-// lock for the transaction.
-func getRow(ctx context.Context, q querier, path string, lock bool) (*row, error) {
-	query := `SELECT ` + codec.StreamColumns + ` FROM streams WHERE path = $1`
-	if lock {
-		query += ` FOR UPDATE`
-	}
-	r, err := scanRow(q.QueryRow(ctx, query, path))
-	if isNoRows(err) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("read stream: %w", err)
-	}
-	return r, nil
-}
-
-// getRowID reads the stream with an id (nil when none).
-func getRowID(ctx context.Context, q querier, id int64, lock bool) (*row, error) {
-	query := `SELECT ` + codec.StreamColumns + ` FROM streams WHERE id = $1`
-	if lock {
-		query += ` FOR UPDATE`
-	}
-	r, err := scanRow(q.QueryRow(ctx, query, id))
-	if isNoRows(err) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("read stream: %w", err)
-	}
-	return r, nil
-}
-
-// view returns the stream as clients see it at now, or the error of a
-// missing, soft-deleted or expired one.
-func view(r *row, now time.Time) (store.Stream, error) {
-	switch {
-	case r == nil:
-		return store.Stream{}, store.ErrNotFound
-	case r.softDeleted:
-		return store.Stream{}, store.ErrStreamGone
-	case r.Expired(now):
-		return store.Stream{}, store.ErrNotFound
-	}
-	return r.Stream, nil
+// getRowID reads the stream with an id in tx (nil when none).
+func (s *Store) getRowID(ctx context.Context, tx *wtx, id int64, lock bool) (*sqlstore.StreamRow, error) {
+	return s.LoadStreamID(pgTx{ctx, tx, s}, id, lock)
 }
 
 // StreamCreate implements store.Store.
@@ -115,12 +40,12 @@ func (s *Store) StreamCreate(ctx context.Context, params *store.StreamCreatePara
 
 // create creates a stream in tx (see StreamCreate).
 func (s *Store) create(ctx context.Context, tx *wtx, p *store.StreamCreateParams) (*store.StreamCreateResult, error) {
-	cur, err := getRow(ctx, tx, p.Path, true)
+	cur, err := s.getRow(ctx, tx, p.Path, true)
 	if err != nil {
 		return nil, err
 	}
 	if cur != nil {
-		st, err := view(cur, p.Now)
+		st, err := cur.View(p.Now)
 		switch {
 		case errors.Is(err, store.ErrNotFound):
 			// Expired: clear it away, then create afresh (unless forks
@@ -142,16 +67,16 @@ func (s *Store) create(ctx context.Context, tx *wtx, p *store.StreamCreateParams
 		AccessedAt: p.Now, CreatedAt: p.Now, Closed: p.Closed}
 	var sourceID sql.NullInt64
 	if p.ForkSource != "" {
-		src, err := getRow(ctx, tx, p.ForkSource, true)
+		src, err := s.getRow(ctx, tx, p.ForkSource, true)
 		if err != nil {
 			return nil, err
 		}
-		srcStream, err := view(src, p.Now)
+		srcStream, err := src.View(p.Now)
 		if err != nil {
 			return nil, store.ForkSourceError(err)
 		}
 		d, err := streamrules.DecideFork(srcStream.Config(), srcStream.Tail, p.Config(), func(anchor int64) ([]byte, error) {
-			return chunkRest(ctx, tx, src, anchor)
+			return s.chunkRest(ctx, tx, src, anchor)
 		})
 		if err != nil {
 			return nil, err
@@ -193,14 +118,14 @@ func insertChunk(ctx context.Context, tx pgx.Tx, id, start int64, data []byte) e
 
 // chunkRest returns the stored data of r from pos to the end of the chunk
 // holding it (descending into fork sources), nil when none holds it.
-func chunkRest(ctx context.Context, q querier, r *row, pos int64) ([]byte, error) {
-	for r.sourceID != 0 && pos < r.ForkPosition {
-		src, err := getRowID(ctx, q, r.sourceID, false)
+func (s *Store) chunkRest(ctx context.Context, q *wtx, r *sqlstore.StreamRow, pos int64) ([]byte, error) {
+	for r.SourceID != 0 && pos < r.ForkPosition {
+		src, err := s.getRowID(ctx, q, r.SourceID, false)
 		if err != nil {
 			return nil, err
 		}
 		if src == nil {
-			return nil, fmt.Errorf("fork source %d of %s is missing", r.sourceID, r.Path)
+			return nil, fmt.Errorf("fork source %d of %s is missing", r.SourceID, r.Path)
 		}
 		r = src
 	}
@@ -234,11 +159,11 @@ func (s *Store) StreamAppend(ctx context.Context, params *store.StreamAppendPara
 
 // append appends in tx (see StreamAppend).
 func (s *Store) append(ctx context.Context, tx *wtx, p *store.StreamAppendParams) (*store.StreamAppendResult, error) {
-	r, err := getRow(ctx, tx, p.Path, true)
+	r, err := s.getRow(ctx, tx, p.Path, true)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := view(r, p.Now); err != nil {
+	if _, err := r.View(p.Now); err != nil {
 		return nil, err
 	}
 	var cur *streamrules.ProducerState
@@ -257,7 +182,7 @@ func (s *Store) append(ctx context.Context, tx *wtx, p *store.StreamAppendParams
 		ContentType: r.ContentType,
 		Closed:      r.Closed,
 		LastSeq:     r.LastSeq,
-		ClosedBy:    r.closedBy,
+		ClosedBy:    r.ClosedBy,
 		Producer:    cur,
 	}, p.AppendRequest())
 	if err != nil {
@@ -283,7 +208,7 @@ func (s *Store) append(ctx context.Context, tx *wtx, p *store.StreamAppendParams
 		}
 		st.Tail += int64(len(p.Data))
 	}
-	closedBy := r.closedBy
+	closedBy := r.ClosedBy
 	if d.Close {
 		st.Closed = true
 		if p.Producer != nil {
@@ -320,18 +245,7 @@ func (s *Store) append(ctx context.Context, tx *wtx, p *store.StreamAppendParams
 
 // StreamGet implements store.Store.
 func (s *Store) StreamGet(ctx context.Context, params *store.StreamGetParams) (*store.Stream, error) {
-	if err := s.usable(); err != nil {
-		return nil, err
-	}
-	r, err := getRow(ctx, s.pool, params.Path, false)
-	if err != nil {
-		return nil, fmt.Errorf("postgres: %w", err)
-	}
-	st, err := view(r, params.Now)
-	if err != nil {
-		return nil, err
-	}
-	return &st, nil
+	return s.GetStream(ctx, params)
 }
 
 // StreamRead implements store.Store. The metadata and the data are read
@@ -341,12 +255,13 @@ func (s *Store) StreamRead(ctx context.Context, params *store.StreamReadParams) 
 		return nil, err
 	}
 	var res *store.StreamReadResult
-	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
-		r, err := getRow(ctx, tx, params.Path, false)
+	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(ptx pgx.Tx) error {
+		tx := &wtx{Tx: ptx}
+		r, err := s.getRow(ctx, tx, params.Path, false)
 		if err != nil {
 			return err
 		}
-		st, err := view(r, params.Now)
+		st, err := r.View(params.Now)
 		if err != nil {
 			return err
 		}
@@ -355,7 +270,7 @@ func (s *Store) StreamRead(ctx context.Context, params *store.StreamReadParams) 
 			return store.ErrPositionBeyondTail
 		}
 		rg := &sqlstore.Range{Max: params.MaxBytes}
-		if err := sqlstore.ReadRange(chunkSource{ctx, tx}, rg, r, from, st.Tail); err != nil {
+		if err := sqlstore.ReadRange(chunkSource{s, ctx, tx}, rg, r, from, st.Tail); err != nil {
 			return err
 		}
 		res = &store.StreamReadResult{Stream: st, Data: rg.Out, Next: from + int64(len(rg.Out))}
@@ -364,11 +279,8 @@ func (s *Store) StreamRead(ctx context.Context, params *store.StreamReadParams) 
 	if err != nil {
 		return nil, err
 	}
-	if !params.Internal && res.Stream.TTL > 0 {
-		if _, err := s.pool.Exec(ctx, `UPDATE streams SET accessed_at = $2 WHERE id = $1 AND accessed_at < $2`,
-			res.Stream.ID, codec.Nanos(params.Now)); err != nil {
-			return nil, fmt.Errorf("postgres: renew TTL: %w", err)
-		}
+	if err := s.TouchStream(ctx, &res.Stream, params.Internal, params.Now); err != nil {
+		return nil, err
 	}
 	return res, nil
 }
@@ -376,24 +288,27 @@ func (s *Store) StreamRead(ctx context.Context, params *store.StreamReadParams) 
 // chunkSource reads a stream's chunks for sqlstore.ReadRange, in the
 // read's snapshot.
 type chunkSource struct {
+	s   *Store
 	ctx context.Context
-	q   querier
+	q   *wtx
 }
 
-func (c chunkSource) Fork(r *row) (int64, bool) { return r.ForkPosition, r.sourceID != 0 }
+func (c chunkSource) Fork(r *sqlstore.StreamRow) (int64, bool) {
+	return r.ForkPosition, r.SourceID != 0
+}
 
-func (c chunkSource) Source(r *row) (*row, error) {
-	src, err := getRowID(c.ctx, c.q, r.sourceID, false)
+func (c chunkSource) Source(r *sqlstore.StreamRow) (*sqlstore.StreamRow, error) {
+	src, err := c.s.getRowID(c.ctx, c.q, r.SourceID, false)
 	if err != nil {
 		return nil, err
 	}
 	if src == nil {
-		return nil, fmt.Errorf("postgres: fork source %d of %s is missing", r.sourceID, r.Path)
+		return nil, fmt.Errorf("postgres: fork source %d of %s is missing", r.SourceID, r.Path)
 	}
 	return src, nil
 }
 
-func (c chunkSource) Chunks(r *row, rg *sqlstore.Range) error {
+func (c chunkSource) Chunks(r *sqlstore.StreamRow, rg *sqlstore.Range) error {
 	from, end := rg.Window()
 	rows, err := c.q.Query(c.ctx, sqlstore.ChunksFromSQL, r.ID, from, end)
 	if err != nil {
@@ -416,11 +331,11 @@ func (c chunkSource) Chunks(r *row, rg *sqlstore.Range) error {
 // StreamDelete implements store.Store.
 func (s *Store) StreamDelete(ctx context.Context, params *store.StreamDeleteParams) error {
 	return s.tx(ctx, func(tx *wtx) error {
-		r, err := getRow(ctx, tx, params.Path, true)
+		r, err := s.getRow(ctx, tx, params.Path, true)
 		if err != nil {
 			return err
 		}
-		if _, err := view(r, params.Now); err != nil {
+		if _, err := r.View(params.Now); err != nil {
 			return err
 		}
 		_, err = s.deleteStream(ctx, tx, r)
@@ -430,7 +345,7 @@ func (s *Store) StreamDelete(ctx context.Context, params *store.StreamDeletePara
 
 // deleteStream deletes r (locked by the caller) by the rule of forks
 // (sqlstore.DeleteStream). gone reports whether r's row was removed.
-func (s *Store) deleteStream(ctx context.Context, tx *wtx, r *row) (gone bool, err error) {
+func (s *Store) deleteStream(ctx context.Context, tx *wtx, r *sqlstore.StreamRow) (gone bool, err error) {
 	return sqlstore.DeleteStream(txDeleter{s, ctx, tx}, r)
 }
 
@@ -441,49 +356,44 @@ type txDeleter struct {
 	tx  *wtx
 }
 
-func (d txDeleter) Forks(r *row) (int, error) {
+func (d txDeleter) Forks(r *sqlstore.StreamRow) (int, error) {
 	var forks int
 	err := d.tx.QueryRow(d.ctx, sqlstore.CountForksSQL, r.ID).Scan(&forks)
 	return forks, err
 }
 
-func (d txDeleter) SoftDeleted(r *row) bool { return r.softDeleted }
+func (d txDeleter) SoftDeleted(r *sqlstore.StreamRow) bool { return r.SoftDeleted }
 
-func (d txDeleter) deleted(r *row) store.TailChange {
+func (d txDeleter) deleted(r *sqlstore.StreamRow) store.TailChange {
 	return store.TailChange{StreamID: r.ID, Path: r.Path, Tail: r.Tail, Closed: r.Closed, Deleted: true}
 }
 
-func (d txDeleter) SoftDelete(r *row) error {
+func (d txDeleter) SoftDelete(r *sqlstore.StreamRow) error {
 	if _, err := d.tx.Exec(d.ctx, `UPDATE streams SET soft_deleted = true WHERE id = $1`, r.ID); err != nil {
 		return fmt.Errorf("soft-delete stream: %w", err)
 	}
 	return d.s.notify(d.ctx, d.tx, d.deleted(r))
 }
 
-func (d txDeleter) Remove(r *row) error {
+func (d txDeleter) Remove(r *sqlstore.StreamRow) error {
 	for _, q := range sqlstore.DeleteStreamSQL {
 		if _, err := d.tx.Exec(d.ctx, q, r.ID); err != nil {
 			return fmt.Errorf("delete stream: %w", err)
 		}
 	}
-	if r.softDeleted {
+	if r.SoftDeleted {
 		return nil
 	}
 	return d.s.notify(d.ctx, d.tx, d.deleted(r))
 }
 
-func (d txDeleter) Source(r *row) (*row, bool, error) {
-	if r.sourceID == 0 {
+func (d txDeleter) Source(r *sqlstore.StreamRow) (*sqlstore.StreamRow, bool, error) {
+	if r.SourceID == 0 {
 		return nil, false, nil
 	}
-	src, err := getRowID(d.ctx, d.tx, r.sourceID, true)
+	src, err := d.s.getRowID(d.ctx, d.tx, r.SourceID, true)
 	return src, src != nil, err
 }
-
-// expiredSQL is the condition of a stream that expired at $1.
-const expiredSQL = `CASE WHEN expires_at > 0 THEN expires_at <= $1
-	WHEN ttl_seconds > 0 THEN accessed_at::numeric + ttl_seconds::numeric * 1000000000 <= $1
-	ELSE false END`
 
 // StreamDeleteExpired implements store.Store. Each stream is removed in
 // its own transaction, which checks again that it expired.
@@ -491,26 +401,17 @@ func (s *Store) StreamDeleteExpired(ctx context.Context, params *store.StreamDel
 	if err := s.usable(); err != nil {
 		return 0, err
 	}
-	limit := params.Limit
-	if limit <= 0 {
-		limit = 1000
-	}
-	rows, err := s.pool.Query(ctx, `SELECT path FROM streams WHERE NOT soft_deleted AND (expires_at > 0 OR ttl_seconds > 0)
-		AND `+expiredSQL+` ORDER BY id LIMIT $2`, codec.Nanos(params.Now), limit)
+	paths, err := s.ExpiredStreams(ctx, params.Now, params.Limit)
 	if err != nil {
-		return 0, fmt.Errorf("postgres: find expired streams: %w", err)
-	}
-	paths, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		return 0, fmt.Errorf("postgres: find expired streams: %w", err)
+		return 0, err
 	}
 	n := 0
 	for _, p := range paths {
 		var deleted bool
 		err := s.tx(ctx, func(tx *wtx) error {
 			deleted = false
-			r, err := getRow(ctx, tx, p, true)
-			if err != nil || r == nil || r.softDeleted || !r.Expired(params.Now) {
+			r, err := s.getRow(ctx, tx, p, true)
+			if err != nil || r == nil || r.SoftDeleted || !r.Expired(params.Now) {
 				return err
 			}
 			if _, err := s.deleteStream(ctx, tx, r); err != nil {
