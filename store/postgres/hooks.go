@@ -32,20 +32,5 @@ func (k backend) EachStream(tx sqlstore.Tx, prefix string, now time.Time, fn fun
 // PublishAppend implements sqlstore.Backend: the create, when the stream
 // is missing, and the append, in the transaction.
 func (k backend) PublishAppend(ctx context.Context, tx sqlstore.Tx, params *store.EventPublishParams) (int64, error) {
-	w := tx.(pgTx)
-	r, err := k.s.getRow(ctx, w.tx, params.Stream, false)
-	if err != nil {
-		return 0, err
-	}
-	if r == nil {
-		if _, err := k.s.create(ctx, w.tx, &store.StreamCreateParams{Path: params.Stream, ContentType: "application/json", Now: params.Now}); err != nil {
-			return 0, err
-		}
-	}
-	a, err := k.s.append(ctx, w.tx, &store.StreamAppendParams{Path: params.Stream, ContentType: "application/json",
-		Data: params.Data, Messages: 1, Now: params.Now})
-	if err != nil {
-		return 0, err
-	}
-	return a.Start, nil
+	return sqlstore.PublishStream(k.s.streamsOf(tx), params)
 }

@@ -41,17 +41,7 @@ type backend struct{ s *Store }
 // own changes (its savepoint) and leaves the rest of the batch.
 func (k backend) Write(ctx context.Context, mode sqlstore.WriteMode, fn func(sqlstore.Tx) error) error {
 	o := &funcOp{done: make(chan struct{}), checksFirst: mode == sqlstore.ChecksFirst, relaxed: mode == sqlstore.Relaxed,
-		fn: func(b *batch) error {
-			err := fn(txOf(b))
-			if err == nil {
-				return nil
-			}
-			var r *sqlstore.RuleError
-			if errors.As(err, &r) {
-				return ruleError{r}
-			}
-			return err
-		}}
+		fn: func(b *batch) error { return fn(txOf(b)) }}
 	return k.s.submitFunc(ctx, o)
 }
 

@@ -223,3 +223,37 @@ func (s *Store) ExpiredStreams(ctx context.Context, now time.Time, limit int) ([
 			return p, r.Scan(&p)
 		})
 }
+
+// WriteStreams runs fn in a durable write with the backend's state of
+// the streams in it (state), for a backend that writes a stream's rows in
+// the write's own transaction; a RuleError comes back as the contract's
+// error it carries.
+func WriteStreams[S any, T StreamState[S]](ctx context.Context, s *Store, state func(Tx) T, fn func(T) error) error {
+	return s.write(ctx, Durable, func(tx Tx) error { return fn(state(tx)) })
+}
+
+// ExpireStreams implements store.Store.StreamDeleteExpired for a backend
+// whose streams are rows: it selects them (ExpiredStreams), then deletes
+// each in a write of its own (ExpireStream checks again that it expired).
+func ExpireStreams[S any, T StreamState[S]](ctx context.Context, s *Store, params *store.StreamDeleteExpiredParams, state func(Tx) T) (int, error) {
+	paths, err := s.ExpiredStreams(ctx, params.Now, params.Limit)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, p := range paths {
+		var deleted bool
+		err := WriteStreams(ctx, s, state, func(t T) error {
+			var err error
+			deleted, err = ExpireStream(t, p, params.Now)
+			return err
+		})
+		if err != nil {
+			return n, s.errorf("delete expired stream", err)
+		}
+		if deleted {
+			n++
+		}
+	}
+	return n, nil
+}
