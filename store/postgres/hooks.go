@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/heraldstreams/herald/store"
-	"github.com/heraldstreams/herald/store/internal/codec"
 	"github.com/heraldstreams/herald/store/sqlstore"
 )
 
@@ -18,7 +17,7 @@ var _ store.DeliveryStore = (*Store)(nil)
 func (k backend) SnapshotCursors(tx sqlstore.Tx, endpointID string, now time.Time) error {
 	_, err := tx.Exec(`INSERT INTO delivery_cursors (endpoint_id, stream, stream_id, position)
 		SELECT $2, path, id, tail FROM streams WHERE NOT soft_deleted AND NOT (`+sqlstore.ExpiredSQL+`)
-		ON CONFLICT (stream, endpoint_id) DO NOTHING`, codec.Nanos(now), endpointID)
+		ON CONFLICT (stream, endpoint_id) DO NOTHING`, sqlstore.Nanos(now), endpointID)
 	return err
 }
 

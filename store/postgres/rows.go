@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/heraldstreams/herald/store"
-	"github.com/heraldstreams/herald/store/internal/codec"
 	"github.com/heraldstreams/herald/store/sqlstore"
 	"github.com/heraldstreams/herald/streamrules"
 )
@@ -77,8 +76,8 @@ func (w *rows) Insert(st store.Stream, src *sqlstore.StreamRow, data []byte) (st
 	start := st.Tail
 	st.Tail += int64(len(data))
 	err := w.tx.QueryRow(w.ctx, sqlstore.InsertStreamSQL+` RETURNING id`,
-		st.Path, st.ContentType, st.Tail, st.Closed, int64(st.TTL.Seconds()), codec.Nanos(st.ExpiresAt),
-		codec.Nanos(st.AccessedAt), codec.Nanos(st.CreatedAt), sourceID, st.ForkSource, st.ForkPosition,
+		st.Path, st.ContentType, st.Tail, st.Closed, int64(st.TTL.Seconds()), sqlstore.Nanos(st.ExpiresAt),
+		sqlstore.Nanos(st.AccessedAt), sqlstore.Nanos(st.CreatedAt), sourceID, st.ForkSource, st.ForkPosition,
 		st.ForkOffset, st.ForkSubOffset).Scan(&st.ID)
 	if err != nil {
 		return st, fmt.Errorf("insert stream: %w", err)
@@ -125,7 +124,7 @@ func (w *rows) Apply(r *sqlstore.StreamRow, c sqlstore.StreamChange) (store.Stre
 	}
 	if _, err := w.tx.Exec(w.ctx, `UPDATE streams SET tail = $2, closed = $3, closed_by_id = $4, closed_by_epoch = $5, closed_by_seq = $6,
 		accessed_at = $7, last_seq = $8 WHERE id = $1`,
-		st.ID, st.Tail, st.Closed, byID, byEpoch, bySeq, codec.Nanos(st.AccessedAt), st.LastSeq); err != nil {
+		st.ID, st.Tail, st.Closed, byID, byEpoch, bySeq, sqlstore.Nanos(st.AccessedAt), st.LastSeq); err != nil {
 		return st, fmt.Errorf("write stream: %w", err)
 	}
 	if d := c.Decision; d.ProducerChanged {

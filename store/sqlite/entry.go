@@ -10,7 +10,6 @@ import (
 	"unique"
 
 	"github.com/heraldstreams/herald/store"
-	"github.com/heraldstreams/herald/store/internal/codec"
 	"github.com/heraldstreams/herald/store/sqlstore"
 )
 
@@ -110,8 +109,8 @@ func (e *entry) stream() store.Stream {
 		Tail:        e.tail,
 		Closed:      e.closed,
 		TTL:         e.ttl,
-		AccessedAt:  codec.FromNanos(e.accessedAt),
-		CreatedAt:   codec.FromNanos(e.createdAt),
+		AccessedAt:  sqlstore.FromNanos(e.accessedAt),
+		CreatedAt:   sqlstore.FromNanos(e.createdAt),
 		LastSeq:     e.lastSeq,
 	}
 	if r := e.rare; r != nil {
@@ -142,8 +141,8 @@ func newEntry(r *sqlstore.StreamRow) *entry {
 		contentType: internContentType(r.ContentType),
 		tail:        r.Tail,
 		ttl:         r.TTL,
-		accessedAt:  codec.Nanos(r.AccessedAt),
-		createdAt:   codec.Nanos(r.CreatedAt),
+		accessedAt:  sqlstore.Nanos(r.AccessedAt),
+		createdAt:   sqlstore.Nanos(r.CreatedAt),
 		lastSeq:     r.LastSeq,
 		closed:      r.Closed,
 		softDeleted: r.SoftDeleted,
@@ -213,7 +212,7 @@ func (s *Store) view(e *entry, now time.Time) (store.Stream, error) {
 		return store.Stream{}, err
 	}
 	st := e.stream()
-	st.AccessedAt = codec.FromNanos(s.accessedAt(e))
+	st.AccessedAt = sqlstore.FromNanos(s.accessedAt(e))
 	return st, nil
 }
 
@@ -226,7 +225,7 @@ func (s *Store) expired(e *entry, now time.Time) bool {
 	if e.ttl <= 0 {
 		return false
 	}
-	return !now.Before(codec.FromNanos(s.accessedAt(e)).Add(e.ttl))
+	return !now.Before(sqlstore.FromNanos(s.accessedAt(e)).Add(e.ttl))
 }
 
 // touch records a read-driven TTL renewal; the touch loop writes it.

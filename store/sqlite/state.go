@@ -7,7 +7,6 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/heraldstreams/herald/store"
-	"github.com/heraldstreams/herald/store/internal/codec"
 	"github.com/heraldstreams/herald/store/sqlstore"
 	"github.com/heraldstreams/herald/streamrules"
 )
@@ -54,8 +53,8 @@ func (t *batchStreams) Insert(st store.Stream, src *entry, data []byte) (store.S
 		contentType: internContentType(st.ContentType),
 		tail:        st.Tail,
 		ttl:         st.TTL,
-		accessedAt:  codec.Nanos(st.AccessedAt),
-		createdAt:   codec.Nanos(st.CreatedAt),
+		accessedAt:  sqlstore.Nanos(st.AccessedAt),
+		createdAt:   sqlstore.Nanos(st.CreatedAt),
 		closed:      st.Closed,
 	}
 	if !st.ExpiresAt.IsZero() || src != nil {
@@ -68,7 +67,7 @@ func (t *batchStreams) Insert(st store.Stream, src *entry, data []byte) (store.S
 		})
 	}
 	res, err := b.s.stmts.insertStream.ExecContext(b.ctx, e.path, e.contentType, e.tail, e.closed,
-		int64(e.ttl.Seconds()), codec.Nanos(st.ExpiresAt), e.accessedAt, e.createdAt,
+		int64(e.ttl.Seconds()), sqlstore.Nanos(st.ExpiresAt), e.accessedAt, e.createdAt,
 		nullID(e.sourceID()), st.ForkSource, st.ForkPosition, st.ForkOffset, st.ForkSubOffset)
 	if err != nil {
 		return st, fmt.Errorf("insert stream: %w", err)
@@ -106,7 +105,7 @@ func (t *batchStreams) Apply(e *entry, c sqlstore.StreamChange) (store.Stream, e
 	if c.Seq != "" {
 		ne.lastSeq = c.Seq
 	}
-	ne.accessedAt = codec.Nanos(c.Now)
+	ne.accessedAt = sqlstore.Nanos(c.Now)
 	if d := c.Decision; d.ProducerChanged {
 		if err := b.setProducer(ne, c.Producer.ID, *d.Producer); err != nil {
 			return store.Stream{}, fmt.Errorf("write producer: %w", err)

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/heraldstreams/herald/store"
-	"github.com/heraldstreams/herald/store/internal/codec"
 )
 
 // The streams read from their rows, written once: the row shape and its
@@ -16,9 +15,6 @@ import (
 // backend that keeps its streams in memory (SQLite) fills its cache with
 // ScanStream and decides with ViewError; one that reads its rows in each
 // transaction (PostgreSQL) uses the rest.
-
-// StreamColumns are the columns of a stream's row, in ScanStream's order.
-const StreamColumns = codec.StreamColumns
 
 // StreamRow is one stream's row: the contract's Stream and what only the
 // store needs.
@@ -47,7 +43,7 @@ func ScanStream(r Row, dst *StreamRow) error {
 		return err
 	}
 	st.TTL = time.Duration(ttl) * time.Second
-	st.ExpiresAt, st.AccessedAt, st.CreatedAt = codec.FromNanos(expires), codec.FromNanos(acc), codec.FromNanos(created)
+	st.ExpiresAt, st.AccessedAt, st.CreatedAt = FromNanos(expires), FromNanos(acc), FromNanos(created)
 	dst.SourceID = sourceID.Int64
 	if closedByID.Valid {
 		dst.ClosedBy = &store.Producer{ID: closedByID.String, Epoch: closedByEpoch.Int64, Seq: closedBySeq.Int64}
@@ -197,7 +193,7 @@ func (s *Store) TouchStream(ctx context.Context, st *store.Stream, internal bool
 		return nil
 	}
 	return s.b.Read(ctx, func(x Executor) error {
-		if _, err := x.Exec(TouchStreamSQL, st.ID, codec.Nanos(now)); err != nil {
+		if _, err := x.Exec(TouchStreamSQL, st.ID, Nanos(now)); err != nil {
 			return s.errorf("renew TTL", err)
 		}
 		return nil
@@ -217,7 +213,7 @@ func (s *Store) ExpiredStreams(ctx context.Context, now time.Time, limit int) ([
 		limit = 1000
 	}
 	return list(ctx, s, &query{sql: `SELECT path FROM streams WHERE NOT soft_deleted AND (expires_at > 0 OR ttl_seconds > 0)
-		AND ` + ExpiredSQL + ` ORDER BY id LIMIT $2`, args: []any{codec.Nanos(now), limit}}, "find expired streams",
+		AND ` + ExpiredSQL + ` ORDER BY id LIMIT $2`, args: []any{Nanos(now), limit}}, "find expired streams",
 		func(r Row) (string, error) {
 			var p string
 			return p, r.Scan(&p)
