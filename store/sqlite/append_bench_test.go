@@ -3,7 +3,6 @@ package sqlite_test
 import (
 	"context"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
@@ -26,38 +25,13 @@ func BenchmarkStreamAppend(b *testing.B) {
 		}
 	}
 	data := make([]byte, 100)
-	var next sync.Mutex
-	i := 0
-	take := func() bool {
-		next.Lock()
-		defer next.Unlock()
-		i++
-		return i <= b.N
+	ps := make([]*store.StreamAppendParams, writers)
+	for w := range ps {
+		ps[w] = &store.StreamAppendParams{Path: fmt.Sprintf("/bench/s%d", w), ContentType: "application/octet-stream",
+			Data: data, Messages: 1, Now: now}
 	}
-	b.ReportAllocs()
-	b.ResetTimer()
-	cpu0 := cpuTime(b)
-	var wg sync.WaitGroup
-	errs := make(chan error, writers)
-	for w := range writers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			p := &store.StreamAppendParams{Path: fmt.Sprintf("/bench/s%d", w), ContentType: "application/octet-stream",
-				Data: data, Messages: 1, Now: now}
-			for take() {
-				if _, err := s.StreamAppend(ctx, p); err != nil {
-					errs <- err
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	b.StopTimer()
-	close(errs)
-	for err := range errs {
-		b.Fatal(err)
-	}
-	b.ReportMetric(float64(cpuTime(b)-cpu0)/float64(time.Microsecond)/float64(b.N), "cpu-µs/op")
+	runOps(b, writers, func(w, _ int) error {
+		_, err := s.StreamAppend(ctx, ps[w])
+		return err
+	})
 }
