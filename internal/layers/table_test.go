@@ -38,7 +38,6 @@ var layerOf = map[string]int{
 	// 1: the storage contract.
 	"store": 1,
 	// 2: the storage implementations and their suite.
-	"store/internal/codec":         2,
 	"store/internal/commitmetrics": 2,
 	"store/sqlstore":               2,
 	"store/sqlite":                 2,

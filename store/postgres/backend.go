@@ -4,7 +4,6 @@ import (
 	"context"
 
 	"github.com/heraldstreams/herald/store"
-	"github.com/heraldstreams/herald/store/internal/codec"
 	"github.com/heraldstreams/herald/store/sqlstore"
 	"github.com/jackc/pgx/v5"
 )
@@ -19,7 +18,7 @@ var dialect = sqlstore.Dialect{
 	LockTable: func(table string) string { return `LOCK TABLE ` + table + ` IN EXCLUSIVE MODE` },
 	// Handles claiming at once take different rows instead of waiting;
 	// the claims of one endpoint run one at a time on its bucket row (see
-	// codec.Claims).
+	// sqlstore.Claims).
 	SkipLocked:   `FOR UPDATE SKIP LOCKED`,
 	DeliveryLock: `FOR UPDATE OF d SKIP LOCKED`,
 	LeaseToken:   `SELECT nextval('delivery_lease_tokens')`,
@@ -62,9 +61,11 @@ type pgTx struct {
 	s   *Store
 }
 
-func (t pgTx) QueryRow(sql string, args ...any) codec.Row { return t.tx.QueryRow(t.ctx, sql, args...) }
+func (t pgTx) QueryRow(sql string, args ...any) sqlstore.Row {
+	return t.tx.QueryRow(t.ctx, sql, args...)
+}
 
-func (t pgTx) Query(sql string, args []any, each func(codec.Row) error) error {
+func (t pgTx) Query(sql string, args []any, each func(sqlstore.Row) error) error {
 	rows, err := t.tx.Query(t.ctx, sql, args...)
 	return eachRow(rows, err, each)
 }
@@ -94,11 +95,11 @@ type poolExec struct {
 	s   *Store
 }
 
-func (x poolExec) QueryRow(sql string, args ...any) codec.Row {
+func (x poolExec) QueryRow(sql string, args ...any) sqlstore.Row {
 	return x.s.pool.QueryRow(x.ctx, sql, args...)
 }
 
-func (x poolExec) Query(sql string, args []any, each func(codec.Row) error) error {
+func (x poolExec) Query(sql string, args []any, each func(sqlstore.Row) error) error {
 	rows, err := x.s.pool.Query(x.ctx, sql, args...)
 	return eachRow(rows, err, each)
 }
@@ -109,7 +110,7 @@ func (x poolExec) Exec(sql string, args ...any) (int64, error) {
 }
 
 // eachRow calls each for every row of a query that returned rows, err.
-func eachRow(rows pgx.Rows, err error, each func(codec.Row) error) error {
+func eachRow(rows pgx.Rows, err error, each func(sqlstore.Row) error) error {
 	if err != nil {
 		return err
 	}

@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/heraldstreams/herald/store"
-	"github.com/heraldstreams/herald/store/internal/codec"
 	"github.com/heraldstreams/herald/store/sqlstore"
 )
 
@@ -17,53 +16,20 @@ var _ store.DeliveryStore = (*Store)(nil)
 // SnapshotCursors implements sqlstore.Backend from the streams' rows.
 func (k backend) SnapshotCursors(tx sqlstore.Tx, endpointID string, now time.Time) error {
 	_, err := tx.Exec(`INSERT INTO delivery_cursors (endpoint_id, stream, stream_id, position)
-		SELECT $2, path, id, tail FROM streams WHERE NOT soft_deleted AND NOT (`+expiredSQL+`)
-		ON CONFLICT (stream, endpoint_id) DO NOTHING`, codec.Nanos(now), endpointID)
+		SELECT $2, path, id, tail FROM streams WHERE NOT soft_deleted AND NOT (`+sqlstore.ExpiredSQL+`)
+		ON CONFLICT (stream, endpoint_id) DO NOTHING`, sqlstore.Nanos(now), endpointID)
 	return err
 }
 
 // EachStream implements sqlstore.Backend, a page of streams at a time.
 func (k backend) EachStream(tx sqlstore.Tx, prefix string, now time.Time, fn func(*store.Stream) error) error {
-	w := tx.(pgTx)
-	after := ""
-	for {
-		page, err := streamPage(w.ctx, w.tx, prefix, after, spawnPage)
-		if err != nil {
-			return err
-		}
-		for _, r := range page {
-			st, err := view(r, now)
-			if err != nil {
-				continue // soft-deleted or expired
-			}
-			if err := fn(&st); err != nil {
-				return err
-			}
-		}
-		if len(page) < spawnPage {
-			return nil
-		}
-		after = page[len(page)-1].Path
-	}
+	return sqlstore.EachStreamRow(tx, prefix, "", now, func(st *store.Stream) (bool, error) {
+		return true, fn(st)
+	})
 }
 
 // PublishAppend implements sqlstore.Backend: the create, when the stream
 // is missing, and the append, in the transaction.
 func (k backend) PublishAppend(ctx context.Context, tx sqlstore.Tx, params *store.EventPublishParams) (int64, error) {
-	w := tx.(pgTx)
-	r, err := getRow(ctx, w.tx, params.Stream, false)
-	if err != nil {
-		return 0, err
-	}
-	if r == nil {
-		if _, err := k.s.create(ctx, w.tx, &store.StreamCreateParams{Path: params.Stream, ContentType: "application/json", Now: params.Now}); err != nil {
-			return 0, err
-		}
-	}
-	a, err := k.s.append(ctx, w.tx, &store.StreamAppendParams{Path: params.Stream, ContentType: "application/json",
-		Data: params.Data, Messages: 1, Now: params.Now})
-	if err != nil {
-		return 0, err
-	}
-	return a.Start, nil
+	return sqlstore.PublishStream(k.s.streamsOf(tx), params)
 }

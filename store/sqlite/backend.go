@@ -7,7 +7,6 @@ import (
 	"errors"
 
 	"github.com/heraldstreams/herald/store"
-	"github.com/heraldstreams/herald/store/internal/codec"
 	"github.com/heraldstreams/herald/store/sqlstore"
 )
 
@@ -41,17 +40,7 @@ type backend struct{ s *Store }
 // own changes (its savepoint) and leaves the rest of the batch.
 func (k backend) Write(ctx context.Context, mode sqlstore.WriteMode, fn func(sqlstore.Tx) error) error {
 	o := &funcOp{done: make(chan struct{}), checksFirst: mode == sqlstore.ChecksFirst, relaxed: mode == sqlstore.Relaxed,
-		fn: func(b *batch) error {
-			err := fn(txOf(b))
-			if err == nil {
-				return nil
-			}
-			var r *sqlstore.RuleError
-			if errors.As(err, &r) {
-				return ruleError{r}
-			}
-			return err
-		}}
+		fn: func(b *batch) error { return fn(txOf(b)) }}
 	return k.s.submitFunc(ctx, o)
 }
 
@@ -72,7 +61,7 @@ type stmtExec struct {
 // writerExec is the executor of the writer connection.
 func (s *Store) writerExec(ctx context.Context) stmtExec { return stmtExec{ctx, s.writerStmt} }
 
-func (x stmtExec) QueryRow(sql string, args ...any) codec.Row {
+func (x stmtExec) QueryRow(sql string, args ...any) sqlstore.Row {
 	stmt, err := x.prepare(x.ctx, sql)
 	if err != nil {
 		return errRow{err}
@@ -80,7 +69,7 @@ func (x stmtExec) QueryRow(sql string, args ...any) codec.Row {
 	return stmt.QueryRowContext(x.ctx, args...)
 }
 
-func (x stmtExec) Query(sql string, args []any, each func(codec.Row) error) error {
+func (x stmtExec) Query(sql string, args []any, each func(sqlstore.Row) error) error {
 	stmt, err := x.prepare(x.ctx, sql)
 	if err != nil {
 		return err
@@ -154,17 +143,17 @@ type connExec struct {
 	conn *sql.Conn
 }
 
-func (x connExec) QueryRow(q string, args ...any) codec.Row {
-	return x.conn.QueryRowContext(x.ctx, codec.Numbered(q), args...)
+func (x connExec) QueryRow(q string, args ...any) sqlstore.Row {
+	return x.conn.QueryRowContext(x.ctx, sqlstore.Numbered(q), args...)
 }
 
-func (x connExec) Query(q string, args []any, each func(codec.Row) error) error {
-	rows, err := x.conn.QueryContext(x.ctx, codec.Numbered(q), args...)
+func (x connExec) Query(q string, args []any, each func(sqlstore.Row) error) error {
+	rows, err := x.conn.QueryContext(x.ctx, sqlstore.Numbered(q), args...)
 	return eachRow(rows, err, each)
 }
 
 func (x connExec) Exec(q string, args ...any) (int64, error) {
-	res, err := x.conn.ExecContext(x.ctx, codec.Numbered(q), args...)
+	res, err := x.conn.ExecContext(x.ctx, sqlstore.Numbered(q), args...)
 	if err != nil {
 		return 0, err
 	}
@@ -172,7 +161,7 @@ func (x connExec) Exec(q string, args ...any) (int64, error) {
 }
 
 // eachRow calls each for every row of a query that returned rows, err.
-func eachRow(rows *sql.Rows, err error, each func(codec.Row) error) error {
+func eachRow(rows *sql.Rows, err error, each func(sqlstore.Row) error) error {
 	if err != nil {
 		return err
 	}

@@ -6,7 +6,7 @@ import (
 )
 
 // Leases are in the rows, as in the PostgreSQL backend (the statements
-// are codec's): a delivery's lease, a consumer timer's, and named leases.
+// are sqlstore's): a delivery's lease, a consumer timer's, and named leases.
 // One process owns the database (the lock file), so claims need no row
 // locks: the writer runs one batch at a time. The lock also proves that
 // the process which took the leases found in the rows at Open is gone, so

@@ -9,6 +9,7 @@ import (
 
 	"github.com/heraldstreams/herald/store"
 	"github.com/heraldstreams/herald/streamrules"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // op is one write submitted to the committer. apply runs inside the batch
@@ -36,6 +37,9 @@ type batch struct {
 	afterRun []func() // run after a successful commit
 	onAbort  []func() // run when the batch fails: nothing in it was stored
 	tx       *batchTx // the core's executor of the batch (see txOf)
+	// streams is the core's state of the streams in the batch, one for
+	// all its ops (see streamsFor).
+	streams batchStreams
 }
 
 type prodKey struct {
@@ -44,7 +48,7 @@ type prodKey struct {
 }
 
 func (s *Store) newBatch() *batch {
-	return &batch{
+	b := &batch{
 		s:       s,
 		ctx:     context.Background(),
 		overlay: make(map[string]*entry),
@@ -53,6 +57,15 @@ func (s *Store) newBatch() *batch {
 		dirty:   make(map[int64]*entry),
 		prod:    make(map[prodKey]streamrules.ProducerState),
 	}
+	b.streams.b = b
+	return b
+}
+
+// streamsFor returns the batch's state of the streams for an op whose
+// changes carry the trace sc (ops apply one at a time).
+func (b *batch) streamsFor(sc trace.SpanContext) *batchStreams {
+	b.streams.trace = sc
+	return &b.streams
 }
 
 // get returns the stream at path as of this batch, or nil.

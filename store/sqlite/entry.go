@@ -10,7 +10,7 @@ import (
 	"unique"
 
 	"github.com/heraldstreams/herald/store"
-	"github.com/heraldstreams/herald/store/internal/codec"
+	"github.com/heraldstreams/herald/store/sqlstore"
 )
 
 // entry is the in-memory metadata of one stream. Once published in the
@@ -109,8 +109,8 @@ func (e *entry) stream() store.Stream {
 		Tail:        e.tail,
 		Closed:      e.closed,
 		TTL:         e.ttl,
-		AccessedAt:  codec.FromNanos(e.accessedAt),
-		CreatedAt:   codec.FromNanos(e.createdAt),
+		AccessedAt:  sqlstore.FromNanos(e.accessedAt),
+		CreatedAt:   sqlstore.FromNanos(e.createdAt),
 		LastSeq:     e.lastSeq,
 	}
 	if r := e.rare; r != nil {
@@ -133,47 +133,40 @@ func internContentType(ct string) string {
 // string it came from (a request line, which is larger).
 func ownPath(p string) string { return strings.Clone(p) }
 
-const streamColumns = codec.StreamColumns
-
-func scanEntry(row interface{ Scan(...any) error }) (*entry, error) {
-	var (
-		e                          entry
-		contentType                string
-		closedByID                 sql.NullString
-		closedByEpoch, closedBySeq sql.NullInt64
-		sourceID                   sql.NullInt64
-		ttl, expires               int64
-		r                          entryRare
-	)
-	err := row.Scan(&e.id, &e.path, &contentType, &e.tail, &e.closed, &closedByID, &closedByEpoch, &closedBySeq,
-		&ttl, &expires, &e.accessedAt, &e.createdAt, &sourceID, &r.forkSource, &r.forkPosition,
-		&r.forkOffset, &r.forkSubOffset, &e.lastSeq, &e.softDeleted)
-	if err != nil {
-		return nil, err
+// newEntry returns the cache entry of a stream's row.
+func newEntry(r *sqlstore.StreamRow) *entry {
+	e := &entry{
+		id:          r.ID,
+		path:        r.Path,
+		contentType: internContentType(r.ContentType),
+		tail:        r.Tail,
+		ttl:         r.TTL,
+		accessedAt:  sqlstore.Nanos(r.AccessedAt),
+		createdAt:   sqlstore.Nanos(r.CreatedAt),
+		lastSeq:     r.LastSeq,
+		closed:      r.Closed,
+		softDeleted: r.SoftDeleted,
 	}
-	e.contentType = internContentType(contentType)
-	e.ttl = time.Duration(ttl) * time.Second
-	r.expiresAt = codec.FromNanos(expires)
-	r.sourceID = sourceID.Int64
-	if closedByID.Valid {
-		r.closedBy = &store.Producer{ID: closedByID.String, Epoch: closedByEpoch.Int64, Seq: closedBySeq.Int64}
-	}
-	e.setRare(func(dst *entryRare) { *dst = r })
-	return &e, nil
+	e.setRare(func(dst *entryRare) {
+		*dst = entryRare{sourceID: r.SourceID, forkSource: r.ForkSource, forkPosition: r.ForkPosition,
+			forkOffset: r.ForkOffset, forkSubOffset: r.ForkSubOffset, closedBy: r.ClosedBy, expiresAt: r.ExpiresAt}
+	})
+	return e
 }
 
 // loadStreams fills the cache from the database at start.
 func (s *Store) loadStreams(ctx context.Context) error {
-	rows, err := s.wconn.QueryContext(ctx, `SELECT `+streamColumns+` FROM streams`)
+	rows, err := s.wconn.QueryContext(ctx, `SELECT `+sqlstore.StreamColumns+` FROM streams`)
 	if err != nil {
 		return fmt.Errorf("sqlite: load streams: %w", err)
 	}
 	defer rows.Close()
+	var r sqlstore.StreamRow // one for every row: only the entry is kept
 	for rows.Next() {
-		e, err := scanEntry(rows)
-		if err != nil {
+		if err := sqlstore.ScanStream(rows, &r); err != nil {
 			return fmt.Errorf("sqlite: load streams: %w", err)
 		}
+		e := newEntry(&r)
 		s.byPath[e.path] = e
 		s.byID[e.id] = e
 	}
@@ -215,17 +208,11 @@ func (s *Store) accessedAt(e *entry) int64 {
 // effective access time, or an error when it is missing, soft-deleted or
 // expired.
 func (s *Store) view(e *entry, now time.Time) (store.Stream, error) {
-	if e == nil {
-		return store.Stream{}, store.ErrNotFound
-	}
-	if e.softDeleted {
-		return store.Stream{}, store.ErrStreamGone
-	}
-	if s.expired(e, now) {
-		return store.Stream{}, store.ErrNotFound
+	if err := sqlstore.ViewError(e != nil, e != nil && e.softDeleted, e != nil && s.expired(e, now)); err != nil {
+		return store.Stream{}, err
 	}
 	st := e.stream()
-	st.AccessedAt = codec.FromNanos(s.accessedAt(e))
+	st.AccessedAt = sqlstore.FromNanos(s.accessedAt(e))
 	return st, nil
 }
 
@@ -238,7 +225,7 @@ func (s *Store) expired(e *entry, now time.Time) bool {
 	if e.ttl <= 0 {
 		return false
 	}
-	return !now.Before(codec.FromNanos(s.accessedAt(e)).Add(e.ttl))
+	return !now.Before(sqlstore.FromNanos(s.accessedAt(e)).Add(e.ttl))
 }
 
 // touch records a read-driven TTL renewal; the touch loop writes it.

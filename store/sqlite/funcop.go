@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+
+	"github.com/heraldstreams/herald/store/sqlstore"
 )
 
 // funcOp runs a function inside the committer's batch, within its own
-// savepoint: a rule violation (ruleError) rolls back only this op's writes
+// savepoint: a rule violation (sqlstore.RuleError) rolls back only this op's writes
 // and becomes its error; any other error aborts the batch.
 type funcOp struct {
 	fn      func(b *batch) error
@@ -30,9 +32,9 @@ func (o *funcOp) relaxedOK() bool { return o.relaxed }
 func (o *funcOp) apply(b *batch) error {
 	if o.checksFirst {
 		err := o.fn(b)
-		var rule ruleError
+		var rule *sqlstore.RuleError
 		if errors.As(err, &rule) {
-			o.err = rule.err // nothing was changed
+			o.err = rule // nothing was changed
 			return nil
 		}
 		return err
@@ -41,9 +43,9 @@ func (o *funcOp) apply(b *batch) error {
 		return fmt.Errorf("savepoint: %w", err)
 	}
 	err := o.fn(b)
-	var rule ruleError
+	var rule *sqlstore.RuleError
 	if errors.As(err, &rule) {
-		o.err = rule.err
+		o.err = rule
 		if _, err := b.exec(`ROLLBACK TO op`); err != nil {
 			return fmt.Errorf("rollback to savepoint: %w", err)
 		}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/heraldstreams/herald/store"
+	"github.com/heraldstreams/herald/store/sqlstore"
 )
 
 // A batch made only of relaxed writes commits without fsync; a batch with
@@ -115,7 +116,7 @@ func TestCheckedWriteRuleErrorKeepsTheBatch(t *testing.T) {
 	ctx := context.Background()
 	s := openStore(t, Config{Dir: t.TempDir()})
 	errs := inOneBatch(t, s,
-		&funcOp{fn: func(*batch) error { return ruleError{store.ErrConsumerConflict} }, done: make(chan struct{}), checksFirst: true},
+		&funcOp{fn: func(*batch) error { return sqlstore.Rule(store.ErrConsumerConflict) }, done: make(chan struct{}), checksFirst: true},
 		&funcOp{fn: func(b *batch) error {
 			_, err := b.exec(`INSERT INTO schema_migrations (version, applied_at) VALUES ('test', 0)`)
 			return err

@@ -95,27 +95,10 @@ func (k backend) EachStream(tx sqlstore.Tx, prefix string, now time.Time, fn fun
 	return nil
 }
 
-// PublishAppend implements sqlstore.Backend with the committer's create
-// and append, in the batch (the id is recorded in the same savepoint).
+// PublishAppend implements sqlstore.Backend with the core's create and
+// append on the batch's streams (the id is recorded in the same
+// savepoint).
 func (k backend) PublishAppend(ctx context.Context, tx sqlstore.Tx, params *store.EventPublishParams) (int64, error) {
-	b := tx.(*batchTx).b
-	sc := trace.SpanContextFromContext(ctx) // the publish's: its match joins its trace
-	if b.get(params.Stream) == nil {
-		c := &createOp{p: &store.StreamCreateParams{Path: params.Stream, ContentType: "application/json", Now: params.Now}, trace: sc}
-		if err := c.apply(b); err != nil {
-			return 0, err
-		}
-		if c.err != nil {
-			return 0, sqlstore.Rule(c.err)
-		}
-	}
-	a := &appendOp{p: &store.StreamAppendParams{Path: params.Stream, ContentType: "application/json",
-		Data: params.Data, Messages: 1, Now: params.Now}, trace: sc}
-	if err := a.apply(b); err != nil {
-		return 0, err
-	}
-	if a.err != nil {
-		return 0, sqlstore.Rule(a.err)
-	}
-	return a.res.Start, nil
+	// The publish's trace: its match joins its trace.
+	return sqlstore.PublishStream(tx.(*batchTx).b.streamsFor(trace.SpanContextFromContext(ctx)), params)
 }

@@ -37,8 +37,8 @@ func (s *Store) StreamRead(ctx context.Context, params *store.StreamReadParams) 
 	if err := sqlstore.ReadRange(chunkSource{s, ctx}, r, e, from, st.Tail); err != nil {
 		return nil, err
 	}
-	if !params.Internal {
-		s.touch(e, params.Now)
+	if sqlstore.Touched(&st, params.Internal) {
+		s.touch(e, params.Now) // written later, by the touch loop
 	}
 	next := from + int64(len(r.Out))
 	return &store.StreamReadResult{Stream: st, Data: r.Out, Next: next}, nil

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/heraldstreams/herald/store/internal/codec"
 	"github.com/heraldstreams/herald/store/sqlstore"
 )
 
@@ -26,7 +25,7 @@ type statements struct {
 }
 
 // chunksFromSQL is sqlstore.ChunksFromSQL in SQLite's placeholders.
-var chunksFromSQL = codec.Numbered(sqlstore.ChunksFromSQL)
+var chunksFromSQL = sqlstore.Numbered(sqlstore.ChunksFromSQL)
 
 func prepare(ctx context.Context, conn *sql.Conn) (*statements, error) {
 	st := &statements{}
@@ -46,7 +45,7 @@ func prepare(ctx context.Context, conn *sql.Conn) (*statements, error) {
 		{&st.deleteStream, sqlstore.DeleteStreamSQL[2]},
 		{&st.chunksFrom, sqlstore.ChunksFromSQL},
 	} {
-		stmt, err := conn.PrepareContext(ctx, codec.Numbered(p.sql))
+		stmt, err := conn.PrepareContext(ctx, sqlstore.Numbered(p.sql))
 		if err != nil {
 			return nil, errors.Join(fmt.Errorf("sqlite: prepare: %w", err), st.close())
 		}
@@ -100,7 +99,7 @@ func (s *Store) writerStmt(ctx context.Context, query string) (*sql.Stmt, error)
 	if st, ok := s.wprepared[query]; ok {
 		return st, nil
 	}
-	st, err := s.wconn.PrepareContext(ctx, codec.Numbered(query))
+	st, err := s.wconn.PrepareContext(ctx, sqlstore.Numbered(query))
 	if err != nil {
 		return nil, fmt.Errorf("prepare: %w", err)
 	}
@@ -120,7 +119,7 @@ func (s *Store) readerStmt(ctx context.Context, query string) (*sql.Stmt, error)
 	}
 	// Prepared without the lock: preparing takes a pooled connection,
 	// and nobody may wait for a connection while holding the lock.
-	st, err := s.reader.PrepareContext(ctx, codec.Numbered(query))
+	st, err := s.reader.PrepareContext(ctx, sqlstore.Numbered(query))
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: prepare read: %w", err)
 	}

@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/heraldstreams/herald/store"
-	"github.com/heraldstreams/herald/store/internal/codec"
 )
 
 // DeliveryCursors implements store.DeliveryStore.
@@ -82,7 +81,7 @@ func (s *Store) DeliveryEnqueue(ctx context.Context, params *store.DeliveryEnque
 				return err
 			}
 		}
-		now := codec.Nanos(params.Now)
+		now := Nanos(params.Now)
 		grants, token, err := s.claims.Grants(tx, params)
 		if err != nil {
 			return s.errorf("lease deliveries", err)
@@ -98,7 +97,7 @@ func (s *Store) DeliveryEnqueue(ctx context.Context, params *store.DeliveryEnque
 				if leased {
 					grants[d.EndpointID]--
 					d.Seq, d.ID, d.Status, d.LeaseToken = seq, s.ids.ID(seq), store.DeliveryPending, token
-					d.CreatedAt, d.UpdatedAt = codec.FromNanos(now), codec.FromNanos(now)
+					d.CreatedAt, d.UpdatedAt = FromNanos(now), FromNanos(now)
 					res.Leased = append(res.Leased, d)
 				}
 				continue
@@ -108,7 +107,7 @@ func (s *Store) DeliveryEnqueue(ctx context.Context, params *store.DeliveryEnque
 			}
 			n, err := tx.Exec(`UPDATE deliveries SET status = 'pending', round_attempts = 0, next_attempt_at = $1, finished_at = 0,
 				updated_at = $2 WHERE endpoint_id = $3 AND event_tenant = $4 AND event_id = $5 AND status IN ('delivered', 'exhausted')`,
-				codec.Nanos(d.NextAttemptAt), now, d.EndpointID, d.EventTenant, d.EventID)
+				Nanos(d.NextAttemptAt), now, d.EndpointID, d.EventTenant, d.EventID)
 			if err != nil {
 				return s.errorf("replay delivery", err)
 			}
@@ -157,7 +156,7 @@ func (s *Store) advanceCursor(tx Tx, stream string, c *store.CursorAdvance) erro
 // tenant, event id) exists, leased with token when asked, and returns its
 // seq (0 when it existed).
 func (s *Store) insertDelivery(tx Tx, d *store.Delivery, leased bool, token, now int64) (int64, error) {
-	owner, until := s.owner, codec.Nanos(d.LeaseUntil)
+	owner, until := s.owner, Nanos(d.LeaseUntil)
 	if !leased {
 		owner, until, token = "", 0, 0
 	}
@@ -165,7 +164,7 @@ func (s *Store) insertDelivery(tx Tx, d *store.Delivery, leased bool, token, now
 		next_attempt_at, created_at, updated_at, lease_until, lease_token, lease_owner, trace_parent, event_tenant)
 		VALUES ($1, $2, $3, $4, $5, $6, 'pending', $7, $8, $8, $9, $10, $11, $12, $13)
 		ON CONFLICT (endpoint_id, event_tenant, event_id) DO NOTHING`, "seq",
-		d.EndpointID, d.EventID, d.EventType, d.Stream, d.Position, d.Body, codec.Nanos(d.NextAttemptAt), now,
+		d.EndpointID, d.EventID, d.EventType, d.Stream, d.Position, d.Body, Nanos(d.NextAttemptAt), now,
 		until, token, owner, d.TraceParent, d.EventTenant)
 	if err != nil {
 		return 0, s.errorf("insert delivery", err)
@@ -173,7 +172,7 @@ func (s *Store) insertDelivery(tx Tx, d *store.Delivery, leased bool, token, now
 	return seq, nil
 }
 
-// DeliveryClaim implements store.DeliveryStore: codec's claim, in the
+// DeliveryClaim implements store.DeliveryStore: the claim (Claims), in the
 // rows. It is relaxed: a lost claim only sends again.
 func (s *Store) DeliveryClaim(ctx context.Context, params *store.DeliveryClaimParams) (*store.DeliveryClaimResult, error) {
 	var res *store.DeliveryClaimResult
@@ -194,13 +193,13 @@ func (s *Store) DeliveryClaim(ctx context.Context, params *store.DeliveryClaimPa
 // while its lease token is the delivery's current one, and ends its lease.
 func (s *Store) DeliveryComplete(ctx context.Context, params *store.DeliveryCompleteParams) (*store.DeliveryCompleteResult, error) {
 	res := &store.DeliveryCompleteResult{}
-	now := codec.Nanos(params.Now)
+	now := Nanos(params.Now)
 	h := params.Health
 	err := s.write(ctx, Relaxed, func(tx Tx) error {
 		res.Applied = 0
 		n, err := tx.Exec(`UPDATE endpoints SET consecutive_failures = $1, last_success_at = $2, last_failure_at = $3, last_error = $4,
 			disabled_at = $5, disabled_reason = $6, health_version = health_version + 1 WHERE id = $7 AND health_version = $8`,
-			h.ConsecutiveFailures, codec.Nanos(h.LastSuccessAt), codec.Nanos(h.LastFailureAt), h.LastError, codec.Nanos(h.DisabledAt),
+			h.ConsecutiveFailures, Nanos(h.LastSuccessAt), Nanos(h.LastFailureAt), h.LastError, Nanos(h.DisabledAt),
 			h.DisabledReason, params.EndpointID, params.ExpectHealthVersion)
 		if err != nil {
 			return s.errorf("update endpoint health", err)
@@ -221,15 +220,15 @@ func (s *Store) DeliveryComplete(ctx context.Context, params *store.DeliveryComp
 			if !ok {
 				continue
 			}
-			complete, attempt := codec.CompleteArgs(dr, seq, params.EndpointID, now)
-			n, err := tx.Exec(codec.CompleteSQL, complete...)
+			complete, attempt := CompleteArgs(dr, seq, params.EndpointID, now)
+			n, err := tx.Exec(CompleteSQL, complete...)
 			if err != nil {
 				return s.errorf("complete delivery", err)
 			}
 			if n == 0 {
 				continue // the lease ended and another claim holds it, or it finished meanwhile
 			}
-			if _, err := tx.Exec(codec.AttemptSQL, attempt...); err != nil {
+			if _, err := tx.Exec(AttemptSQL, attempt...); err != nil {
 				return s.errorf("insert attempt", err)
 			}
 			res.Applied++
@@ -248,21 +247,21 @@ func (s *Store) DeliveryGet(ctx context.Context, id string) (*store.Delivery, er
 	if !ok {
 		return nil, store.ErrDeliveryNotFound
 	}
-	return get(ctx, s, &query{sql: `SELECT ` + codec.DeliveryLeaseColumns + ` FROM deliveries WHERE seq = $1`, args: []any{seq}},
+	return get(ctx, s, &query{sql: `SELECT ` + DeliveryLeaseColumns + ` FROM deliveries WHERE seq = $1`, args: []any{seq}},
 		"read delivery", store.ErrDeliveryNotFound, s.claims.ScanLeased)
 }
 
 // scanListed scans a delivery of DeliveryColumns and its lease.
 func (s *Store) scanListed(r Row) (store.Delivery, error) {
 	var until, token int64
-	d, err := codec.ScanDelivery(s.ids, r, &until, &token)
-	d.LeaseUntil, d.LeaseToken = codec.FromNanos(until), token
+	d, err := ScanDelivery(s.ids, r, &until, &token)
+	d.LeaseUntil, d.LeaseToken = FromNanos(until), token
 	return d, err
 }
 
 // DeliveryList implements store.DeliveryStore.
 func (s *Store) DeliveryList(ctx context.Context, params *store.DeliveryListParams) ([]store.Delivery, error) {
-	q := deliveryFilter(`SELECT `+codec.DeliveryColumns+`, lease_until, lease_token FROM deliveries`, params)
+	q := deliveryFilter(`SELECT `+DeliveryColumns+`, lease_until, lease_token FROM deliveries`, params)
 	if params.Before != "" {
 		seq, ok := s.ids.Seq(params.Before)
 		if !ok {
@@ -303,10 +302,10 @@ func deliveryFilter(sel string, params *store.DeliveryListParams) *query {
 		q.add(` AND event_type = `, params.EventType)
 	}
 	if !params.Since.IsZero() {
-		q.add(` AND created_at >= `, codec.Nanos(params.Since))
+		q.add(` AND created_at >= `, Nanos(params.Since))
 	}
 	if !params.Until.IsZero() {
-		q.add(` AND created_at < `, codec.Nanos(params.Until))
+		q.add(` AND created_at < `, Nanos(params.Until))
 	}
 	return q
 }
@@ -323,7 +322,7 @@ func (s *Store) DeliveryAttempts(ctx context.Context, deliveryID string) ([]stor
 			a := store.DeliveryAttempt{DeliveryID: deliveryID}
 			var at, latency int64
 			err := r.Scan(&a.ID, &at, &a.StatusCode, &a.ResponseBody, &latency, &a.Error, &a.BatchID)
-			a.At, a.Latency = codec.FromNanos(at), time.Duration(latency)
+			a.At, a.Latency = FromNanos(at), time.Duration(latency)
 			return a, err
 		})
 }
@@ -338,7 +337,7 @@ func (s *Store) DeliveryRecentAttempts(ctx context.Context, params *store.Recent
 			var a store.DeliveryAttempt
 			var seq, at, latency int64
 			err := r.Scan(&a.ID, &seq, &at, &a.StatusCode, &latency, &a.Error)
-			a.DeliveryID, a.At, a.Latency = s.ids.ID(seq), codec.FromNanos(at), time.Duration(latency)
+			a.DeliveryID, a.At, a.Latency = s.ids.ID(seq), FromNanos(at), time.Duration(latency)
 			return a, err
 		})
 }
@@ -354,7 +353,7 @@ func (s *Store) DeliveryRetry(ctx context.Context, params *store.DeliveryRetryPa
 		var err error
 		out, err = s.scanListed(tx.QueryRow(`UPDATE deliveries SET status = 'pending', round_attempts = 0,
 			next_attempt_at = $1, finished_at = 0, updated_at = $1 WHERE seq = $2
-			RETURNING `+codec.DeliveryColumns+`, lease_until, lease_token`, codec.Nanos(params.Now), seq))
+			RETURNING `+DeliveryColumns+`, lease_until, lease_token`, Nanos(params.Now), seq))
 		if s.d.IsNoRows(err) {
 			return rule(store.ErrDeliveryNotFound)
 		}
@@ -379,7 +378,7 @@ func (s *Store) DeliveryPrune(ctx context.Context, params *store.DeliveryPrunePa
 	}
 	var removed int
 	err := s.write(ctx, Durable, func(tx Tx) error {
-		before := codec.Nanos(params.Before)
+		before := Nanos(params.Before)
 		var seqs []int64
 		err := tx.Query(`SELECT seq FROM deliveries WHERE finished_at > 0 AND finished_at < $1 ORDER BY finished_at LIMIT $2 `+s.d.ForUpdate,
 			[]any{before, limit}, func(r Row) error {

@@ -4,18 +4,17 @@ import (
 	"context"
 
 	"github.com/heraldstreams/herald/store"
-	"github.com/heraldstreams/herald/store/internal/codec"
 )
 
 // sealEndpoint encodes an endpoint's columns and seals its secrets.
-func (s *Store) sealEndpoint(ep *store.Endpoint) (codec.EndpointRow, error) {
-	return codec.SealEndpoint(ep, s.SealSecret)
+func (s *Store) sealEndpoint(ep *store.Endpoint) (EndpointRow, error) {
+	return SealEndpoint(ep, s.SealSecret)
 }
 
-// ScanEndpoint scans an endpoint row of codec.EndpointColumns and opens
+// ScanEndpoint scans an endpoint row of EndpointColumns and opens
 // its secrets.
 func (s *Store) ScanEndpoint(row Row) (store.Endpoint, error) {
-	return codec.OpenEndpoint(row, s.OpenSecret)
+	return OpenEndpoint(row, s.OpenSecret)
 }
 
 // EndpointCreate implements store.DeliveryStore: the endpoint starts at
@@ -30,15 +29,15 @@ func (s *Store) EndpointCreate(ctx context.Context, params *store.EndpointCreate
 		return nil, err
 	}
 	err = s.write(ctx, ChecksFirst, func(tx Tx) error {
-		n, err := tx.Exec(`INSERT INTO endpoints (`+codec.EndpointColumns+`) VALUES
+		n, err := tx.Exec(`INSERT INTO endpoints (`+EndpointColumns+`) VALUES
 			($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, 0, 0, 0, '', 0, '', $17, $18, 1, 1,
 			$19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29)
 			ON CONFLICT (id) DO NOTHING`,
 			ep.ID, ep.URL, r.Types, r.Streams, ep.Filter, ep.Description, ep.Tenant, ep.Active, ep.RateLimit, ep.MaxInFlight,
-			ep.Ordering, r.Schedule, r.Headers, r.Secret, r.PreviousSecret, codec.Nanos(ep.PreviousSecretUntil),
-			codec.Nanos(ep.CreatedAt), codec.Nanos(ep.UpdatedAt), ep.Name, ep.Profile, ep.FailurePolicy, ep.Timeout.Milliseconds(),
-			ep.Verification.Required, codec.Nanos(ep.Verification.VerifiedAt), ep.Verification.CodeHash,
-			codec.Nanos(ep.Verification.SentAt), ep.Verification.Error, ep.BatchMaxEvents, ep.BatchMaxWait.Milliseconds())
+			ep.Ordering, r.Schedule, r.Headers, r.Secret, r.PreviousSecret, Nanos(ep.PreviousSecretUntil),
+			Nanos(ep.CreatedAt), Nanos(ep.UpdatedAt), ep.Name, ep.Profile, ep.FailurePolicy, ep.Timeout.Milliseconds(),
+			ep.Verification.Required, Nanos(ep.Verification.VerifiedAt), ep.Verification.CodeHash,
+			Nanos(ep.Verification.SentAt), ep.Verification.Error, ep.BatchMaxEvents, ep.BatchMaxWait.Milliseconds())
 		if err != nil {
 			return s.errorf("insert endpoint", err)
 		}
@@ -58,18 +57,18 @@ func (s *Store) EndpointCreate(ctx context.Context, params *store.EndpointCreate
 
 // EndpointGet implements store.DeliveryStore.
 func (s *Store) EndpointGet(ctx context.Context, id string) (*store.Endpoint, error) {
-	return get(ctx, s, &query{sql: `SELECT ` + codec.EndpointColumns + ` FROM endpoints WHERE id = $1`, args: []any{id}},
+	return get(ctx, s, &query{sql: `SELECT ` + EndpointColumns + ` FROM endpoints WHERE id = $1`, args: []any{id}},
 		"read endpoint", store.ErrEndpointNotFound, s.ScanEndpoint)
 }
 
 // EndpointList implements store.DeliveryStore.
 func (s *Store) EndpointList(ctx context.Context, params *store.EndpointListParams) ([]store.Endpoint, error) {
-	q := &query{sql: `SELECT ` + codec.EndpointColumns + ` FROM endpoints WHERE id > $1`, args: []any{params.After}}
+	q := &query{sql: `SELECT ` + EndpointColumns + ` FROM endpoints WHERE id > $1`, args: []any{params.After}}
 	if params.Tenant != "" {
 		q.add(` AND tenant = `, params.Tenant)
 	}
 	if params.Status != "" {
-		q.add(` AND (`+codec.EndpointStatusSQL+`) = `, params.Status)
+		q.add(` AND (`+EndpointStatusSQL+`) = `, params.Status)
 	}
 	q.sql += ` ORDER BY id`
 	if params.Limit > 0 {
@@ -96,9 +95,9 @@ func (s *Store) EndpointUpdate(ctx context.Context, params *store.EndpointUpdate
 			batch_max_events = $28, batch_max_wait_ms = $29
 			WHERE id = $17 AND version = $18`,
 			ep.URL, r.Types, r.Streams, ep.Filter, ep.Description, ep.Tenant, ep.Active, ep.RateLimit, ep.MaxInFlight,
-			ep.Ordering, r.Schedule, r.Headers, r.Secret, r.PreviousSecret, codec.Nanos(ep.PreviousSecretUntil), codec.Nanos(params.Now),
+			ep.Ordering, r.Schedule, r.Headers, r.Secret, r.PreviousSecret, Nanos(ep.PreviousSecretUntil), Nanos(params.Now),
 			ep.ID, params.ExpectVersion, ep.Name, ep.Profile, ep.FailurePolicy, ep.Timeout.Milliseconds(), ep.Verification.Required,
-			codec.Nanos(ep.Verification.VerifiedAt), ep.Verification.CodeHash, codec.Nanos(ep.Verification.SentAt), ep.Verification.Error,
+			Nanos(ep.Verification.VerifiedAt), ep.Verification.CodeHash, Nanos(ep.Verification.SentAt), ep.Verification.Error,
 			ep.BatchMaxEvents, ep.BatchMaxWait.Milliseconds())
 		if err != nil {
 			return s.errorf("update endpoint", err)
@@ -115,7 +114,7 @@ func (s *Store) EndpointUpdate(ctx context.Context, params *store.EndpointUpdate
 		if err := s.b.SnapshotCursors(tx, ep.ID, params.Now); err != nil {
 			return s.errorf("insert cursors", err)
 		}
-		out, err = s.ScanEndpoint(tx.QueryRow(`SELECT `+codec.EndpointColumns+` FROM endpoints WHERE id = $1`, ep.ID))
+		out, err = s.ScanEndpoint(tx.QueryRow(`SELECT `+EndpointColumns+` FROM endpoints WHERE id = $1`, ep.ID))
 		if err != nil {
 			return s.errorf("read endpoint", err)
 		}
@@ -167,6 +166,6 @@ func (s *Store) EndpointDelete(ctx context.Context, id string) error {
 
 // EndpointCount implements store.DeliveryStore.
 func (s *Store) EndpointCount(ctx context.Context) (map[string]int, error) {
-	return s.countBy(ctx, `SELECT `+codec.EndpointStatusSQL+`, count(*) FROM endpoints GROUP BY 1`, "count endpoints",
+	return s.countBy(ctx, `SELECT `+EndpointStatusSQL+`, count(*) FROM endpoints GROUP BY 1`, "count endpoints",
 		map[string]int{store.EndpointActive: 0, store.EndpointPaused: 0, store.EndpointPending: 0, store.EndpointDisabled: 0})
 }

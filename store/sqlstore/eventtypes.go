@@ -4,7 +4,6 @@ import (
 	"context"
 
 	"github.com/heraldstreams/herald/store"
-	"github.com/heraldstreams/herald/store/internal/codec"
 )
 
 var _ store.EventTypeStore = (*Store)(nil)
@@ -14,9 +13,9 @@ func (s *Store) EventTypeCreate(ctx context.Context, params *store.EventTypeCrea
 	et := params.EventType
 	et.CreatedAt, et.UpdatedAt, et.Version = params.Now, params.Now, 1
 	err := s.write(ctx, ChecksFirst, func(tx Tx) error {
-		n, err := tx.Exec(`INSERT INTO event_types (`+codec.EventTypeColumns+`) VALUES ($1, $2, $3, $4, $5, $6, 1)
+		n, err := tx.Exec(`INSERT INTO event_types (`+EventTypeColumns+`) VALUES ($1, $2, $3, $4, $5, $6, 1)
 			ON CONFLICT (name) DO NOTHING`,
-			et.Name, et.Description, et.Schema, et.Deprecated, codec.Nanos(et.CreatedAt), codec.Nanos(et.UpdatedAt))
+			et.Name, et.Description, et.Schema, et.Deprecated, Nanos(et.CreatedAt), Nanos(et.UpdatedAt))
 		if err != nil {
 			return s.errorf("insert event type", err)
 		}
@@ -33,17 +32,17 @@ func (s *Store) EventTypeCreate(ctx context.Context, params *store.EventTypeCrea
 
 // EventTypeGet implements store.EventTypeStore.
 func (s *Store) EventTypeGet(ctx context.Context, name string) (*store.EventType, error) {
-	return get(ctx, s, &query{sql: `SELECT ` + codec.EventTypeColumns + ` FROM event_types WHERE name = $1`, args: []any{name}},
-		"read event type", store.ErrEventTypeNotFound, codec.ScanEventType)
+	return get(ctx, s, &query{sql: `SELECT ` + EventTypeColumns + ` FROM event_types WHERE name = $1`, args: []any{name}},
+		"read event type", store.ErrEventTypeNotFound, ScanEventType)
 }
 
 // EventTypeList implements store.EventTypeStore.
 func (s *Store) EventTypeList(ctx context.Context, params *store.EventTypeListParams) ([]store.EventType, error) {
-	q := &query{sql: `SELECT ` + codec.EventTypeColumns + ` FROM event_types WHERE name > $1 ORDER BY name`, args: []any{params.After}}
+	q := &query{sql: `SELECT ` + EventTypeColumns + ` FROM event_types WHERE name > $1 ORDER BY name`, args: []any{params.After}}
 	if params.Limit > 0 {
 		q.add(` LIMIT `, params.Limit)
 	}
-	return list(ctx, s, q, "list event types", codec.ScanEventType)
+	return list(ctx, s, q, "list event types", ScanEventType)
 }
 
 // EventTypeUpdate implements store.EventTypeStore: a compare-and-set on
@@ -53,9 +52,9 @@ func (s *Store) EventTypeUpdate(ctx context.Context, params *store.EventTypeUpda
 	var out store.EventType
 	err := s.write(ctx, ChecksFirst, func(tx Tx) error {
 		var err error
-		out, err = codec.ScanEventType(tx.QueryRow(`UPDATE event_types SET description = $1, schema = $2, deprecated = $3,
-			updated_at = $4, version = version + 1 WHERE name = $5 AND version = $6 RETURNING `+codec.EventTypeColumns,
-			et.Description, et.Schema, et.Deprecated, codec.Nanos(params.Now), et.Name, params.ExpectVersion))
+		out, err = ScanEventType(tx.QueryRow(`UPDATE event_types SET description = $1, schema = $2, deprecated = $3,
+			updated_at = $4, version = version + 1 WHERE name = $5 AND version = $6 RETURNING `+EventTypeColumns,
+			et.Description, et.Schema, et.Deprecated, Nanos(params.Now), et.Name, params.ExpectVersion))
 		if !s.d.IsNoRows(err) {
 			if err != nil {
 				return s.errorf("update event type", err)

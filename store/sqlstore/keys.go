@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"github.com/heraldstreams/herald/store"
-	"github.com/heraldstreams/herald/store/internal/codec"
 )
 
 var _ store.KeyStore = (*Store)(nil)
@@ -16,12 +15,12 @@ func (s *Store) KeyCreate(ctx context.Context, params *store.KeyCreateParams) (*
 	k := params.Key
 	k.CreatedAt = params.Now
 	k.Hash = append([]byte(nil), k.Hash...)
-	values, err := codec.KeyValues(&k)
+	values, err := KeyValues(&k)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", s.d.Name, err)
 	}
 	err = s.write(ctx, ChecksFirst, func(tx Tx) error {
-		n, err := tx.Exec(`INSERT INTO api_keys (`+codec.KeyColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+		n, err := tx.Exec(`INSERT INTO api_keys (`+KeyColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
 			ON CONFLICT (id) DO NOTHING`, values...)
 		if err != nil {
 			return s.errorf("insert key", err)
@@ -39,13 +38,13 @@ func (s *Store) KeyCreate(ctx context.Context, params *store.KeyCreateParams) (*
 
 // KeyGet implements store.KeyStore.
 func (s *Store) KeyGet(ctx context.Context, params *store.KeyGetParams) (*store.Key, error) {
-	return get(ctx, s, &query{sql: `SELECT ` + codec.KeyColumns + ` FROM api_keys WHERE id = $1`, args: []any{params.ID}},
-		"read key", store.ErrKeyNotFound, codec.ScanKey)
+	return get(ctx, s, &query{sql: `SELECT ` + KeyColumns + ` FROM api_keys WHERE id = $1`, args: []any{params.ID}},
+		"read key", store.ErrKeyNotFound, ScanKey)
 }
 
 // KeyList implements store.KeyStore.
 func (s *Store) KeyList(ctx context.Context, params *store.KeyListParams) ([]store.Key, error) {
-	q := &query{sql: `SELECT ` + codec.KeyColumns + ` FROM api_keys WHERE id > $1`, args: []any{params.After}}
+	q := &query{sql: `SELECT ` + KeyColumns + ` FROM api_keys WHERE id > $1`, args: []any{params.After}}
 	if params.Tenant != "" {
 		q.add(` AND tenant = `, params.Tenant)
 	}
@@ -53,7 +52,7 @@ func (s *Store) KeyList(ctx context.Context, params *store.KeyListParams) ([]sto
 	if params.Limit > 0 {
 		q.add(` LIMIT `, params.Limit)
 	}
-	return list(ctx, s, q, "list keys", codec.ScanKey)
+	return list(ctx, s, q, "list keys", ScanKey)
 }
 
 // KeyDelete implements store.KeyStore.

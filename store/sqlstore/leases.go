@@ -4,11 +4,10 @@ import (
 	"context"
 
 	"github.com/heraldstreams/herald/store"
-	"github.com/heraldstreams/herald/store/internal/codec"
 )
 
 // Leases are in the rows, in every backend: a delivery's lease, a
-// consumer timer's and named leases, taken with codec's statements. A
+// consumer timer's and named leases, taken with the claim statements (claims.go). A
 // backend whose handles write at once locks the rows a claim selects
 // (Dialect.SkipLocked); one whose writer runs alone needs no lock.
 
@@ -18,7 +17,7 @@ func (s *Store) LeaseAcquire(ctx context.Context, params *store.LeaseAcquirePara
 	var held bool
 	err := s.write(ctx, Relaxed, func(tx Tx) error {
 		var err error
-		if held, err = codec.AcquireLease(tx, params, s.owner, s.d.IsNoRows); err != nil {
+		if held, err = AcquireLease(tx, params, s.owner, s.d.IsNoRows); err != nil {
 			return s.errorf("take lease", err)
 		}
 		return nil
@@ -32,7 +31,7 @@ func (s *Store) ConsumerClaimDue(ctx context.Context, params *store.ConsumerClai
 	var res *store.ConsumerClaimDueResult
 	err := s.write(ctx, Relaxed, func(tx Tx) error {
 		var err error
-		if res, err = codec.ClaimConsumers(tx, params, s.owner, s.d.SkipLocked); err != nil {
+		if res, err = ClaimConsumers(tx, params, s.owner, s.d.SkipLocked); err != nil {
 			return s.errorf("claim consumers", err)
 		}
 		return nil

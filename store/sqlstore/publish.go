@@ -4,7 +4,6 @@ import (
 	"context"
 
 	"github.com/heraldstreams/herald/store"
-	"github.com/heraldstreams/herald/store/internal/codec"
 )
 
 // EventPublish implements store.DeliveryStore: the append and the id are
@@ -15,7 +14,7 @@ func (s *Store) EventPublish(ctx context.Context, params *store.EventPublishPara
 	var res *store.EventPublishResult
 	err := s.write(ctx, Durable, func(tx Tx) error {
 		res = &store.EventPublishResult{Stream: params.Stream}
-		err := tx.QueryRow(codec.EventIDGet, params.Tenant, params.EventID).Scan(&res.Stream, &res.Position)
+		err := tx.QueryRow(EventIDGet, params.Tenant, params.EventID).Scan(&res.Stream, &res.Position)
 		switch {
 		case err == nil:
 			res.Duplicate = true
@@ -28,7 +27,7 @@ func (s *Store) EventPublish(ctx context.Context, params *store.EventPublishPara
 			return err
 		}
 		res.Position = start
-		if _, err := tx.Exec(codec.EventIDInsert, params.Tenant, params.EventID, params.Stream, start, codec.Nanos(params.Now)); err != nil {
+		if _, err := tx.Exec(EventIDInsert, params.Tenant, params.EventID, params.Stream, start, Nanos(params.Now)); err != nil {
 			return s.errorf("record event id", err)
 		}
 		return nil

@@ -6,14 +6,13 @@ import (
 	"time"
 
 	"github.com/heraldstreams/herald/store"
-	"github.com/heraldstreams/herald/store/internal/codec"
 )
 
 // ReplayJobCreate implements store.ReplayStore.
 func (s *Store) ReplayJobCreate(ctx context.Context, job *store.ReplayJob) error {
 	return s.write(ctx, ChecksFirst, func(tx Tx) error {
 		n, err := tx.Exec(`INSERT INTO replay_jobs (id, endpoint_id, tenant, request, state, progress, owner, lease_until, created_at, updated_at)
-			VALUES ($1, $2, $3, $4, 'running', $5, $6, $7, $8, $8) ON CONFLICT (id) DO NOTHING`, codec.ReplayJobInsertArgs(job)...)
+			VALUES ($1, $2, $3, $4, 'running', $5, $6, $7, $8, $8) ON CONFLICT (id) DO NOTHING`, ReplayJobInsertArgs(job)...)
 		if err != nil {
 			return s.errorf("create replay job", err)
 		}
@@ -26,13 +25,13 @@ func (s *Store) ReplayJobCreate(ctx context.Context, job *store.ReplayJob) error
 
 // ReplayJobGet implements store.ReplayStore.
 func (s *Store) ReplayJobGet(ctx context.Context, id string) (*store.ReplayJob, error) {
-	return get(ctx, s, &query{sql: `SELECT ` + codec.ReplayJobColumns + ` FROM replay_jobs WHERE id = $1`, args: []any{id}},
-		"read replay job", store.ErrReplayJobNotFound, codec.ScanReplayJob)
+	return get(ctx, s, &query{sql: `SELECT ` + ReplayJobColumns + ` FROM replay_jobs WHERE id = $1`, args: []any{id}},
+		"read replay job", store.ErrReplayJobNotFound, ScanReplayJob)
 }
 
 // stepJob applies a job step in tx, with what tx queued.
 func (s *Store) stepJob(tx Tx, step *store.ReplayJobStep, queued int, now time.Time) error {
-	n, err := tx.Exec(codec.ReplayStepSQL("$"), codec.ReplayStepArgs(step, queued, now)...)
+	n, err := tx.Exec(ReplayStepSQL("$"), ReplayStepArgs(step, queued, now)...)
 	if err != nil {
 		return s.errorf("step replay job", err)
 	}
@@ -56,9 +55,9 @@ func (s *Store) ReplayJobClaim(ctx context.Context, params *store.ReplayJobClaim
 		err := tx.Query(`UPDATE replay_jobs SET owner = $1, lease_until = $2, updated_at = $3
 			WHERE id IN (SELECT id FROM replay_jobs WHERE state = 'running' AND lease_until <= $3
 				ORDER BY created_at, id LIMIT $4 `+s.d.SkipLocked+`)
-			RETURNING `+codec.ReplayJobColumns, []any{params.Owner, codec.Nanos(params.LeaseUntil), codec.Nanos(params.Now), params.Limit},
+			RETURNING `+ReplayJobColumns, []any{params.Owner, Nanos(params.LeaseUntil), Nanos(params.Now), params.Limit},
 			func(r Row) error {
-				j, err := codec.ScanReplayJob(r)
+				j, err := ScanReplayJob(r)
 				out = append(out, j)
 				return err
 			})
@@ -80,7 +79,7 @@ func (s *Store) DeliveryRequeue(ctx context.Context, params *store.DeliveryReque
 	err := s.write(ctx, Durable, func(tx Tx) error {
 		n, err := tx.Exec(`UPDATE deliveries SET status = 'pending', round_attempts = 0, next_attempt_at = $1, finished_at = 0,
 			updated_at = $1 WHERE seq IN (`+in+`) AND endpoint_id = $3 AND status = $4`,
-			codec.Nanos(params.Now), arg, params.EndpointID, params.Status)
+			Nanos(params.Now), arg, params.EndpointID, params.Status)
 		if err != nil {
 			return s.errorf("requeue deliveries", err)
 		}
@@ -100,7 +99,7 @@ func (s *Store) DeliveryRequeue(ctx context.Context, params *store.DeliveryReque
 // stream, unless it was seen there before in that tenant; seen
 // elsewhere, it is ErrCursorConflict.
 func (s *Store) writeSighting(tx Tx, stream string, sg *store.EventSighting, now int64) error {
-	n, err := tx.Exec(codec.EventIDInsertNew, sg.Tenant, sg.EventID, stream, sg.Position, now)
+	n, err := tx.Exec(EventIDInsertNew, sg.Tenant, sg.EventID, stream, sg.Position, now)
 	if err != nil {
 		return s.errorf("record event id", err)
 	}
@@ -108,7 +107,7 @@ func (s *Store) writeSighting(tx Tx, stream string, sg *store.EventSighting, now
 		return nil
 	}
 	var at store.EventPlace
-	if err := tx.QueryRow(codec.EventIDGet, sg.Tenant, sg.EventID).Scan(&at.Stream, &at.Position); err != nil {
+	if err := tx.QueryRow(EventIDGet, sg.Tenant, sg.EventID).Scan(&at.Stream, &at.Position); err != nil {
 		return s.errorf("read event id", err)
 	}
 	if at.Stream != stream || at.Position != sg.Position {

@@ -7,7 +7,6 @@ import (
 
 	"github.com/heraldstreams/herald/internal/secretbox"
 	"github.com/heraldstreams/herald/store"
-	"github.com/heraldstreams/herald/store/internal/codec"
 )
 
 // SecretColumns are the columns that hold secrets. Each value is sealed
@@ -178,7 +177,7 @@ func (s *Store) TokenKeyInit(ctx context.Context, params *store.TokenKeyInitPara
 		if n == 0 {
 			for i, k := range params.Keys {
 				if _, err := tx.Exec(`INSERT INTO token_keys (id, secret, ord, created_at) VALUES ($1, $2, $3, $4)`,
-					k.ID, sealed[i], i, codec.Nanos(params.Now)); err != nil {
+					k.ID, sealed[i], i, Nanos(params.Now)); err != nil {
 					return s.errorf("insert token key", err)
 				}
 			}
@@ -210,6 +209,6 @@ func (s *Store) scanTokenKey(r Row) (store.TokenKey, error) {
 	if k.Secret, err = base64.RawURLEncoding.DecodeString(plain); err != nil {
 		return k, fmt.Errorf("%s: token key %s: %w", s.d.Name, k.ID, err)
 	}
-	k.CreatedAt = codec.FromNanos(created)
+	k.CreatedAt = FromNanos(created)
 	return k, nil
 }

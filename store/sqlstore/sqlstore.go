@@ -8,7 +8,7 @@
 // sqlite its group-commit writer, caches and WAL settings; package
 // postgres its row and advisory locks and LISTEN/NOTIFY. Statements are
 // written with PostgreSQL's $1-style placeholders; the SQLite executor
-// rewrites them (codec.Numbered). The shared suite, package storetest,
+// rewrites them (Numbered). The shared suite, package storetest,
 // runs on every backend: it is what proves a backend right.
 package sqlstore
 
@@ -22,14 +22,7 @@ import (
 
 	"github.com/heraldstreams/herald/internal/secretbox"
 	"github.com/heraldstreams/herald/store"
-	"github.com/heraldstreams/herald/store/internal/codec"
 )
-
-// Row is a row to scan.
-type Row = codec.Row
-
-// Executor runs the statements of one transaction, or of a read.
-type Executor = codec.Executor
 
 // Tx is the executor of a write transaction.
 type Tx interface {
@@ -136,8 +129,8 @@ type Store struct {
 	stats store.SecretStats
 	owner string
 	// ids names deliveries, claims leases them (see LoadDeliveryIDs).
-	ids    *codec.DeliveryIDs
-	claims *codec.Claims
+	ids    *DeliveryIDs
+	claims *Claims
 }
 
 // New returns the core over cfg's backend.
@@ -152,30 +145,30 @@ func New(cfg Config) *Store {
 func (s *Store) Owner() string { return s.owner }
 
 // DeliveryIDs names deliveries (set by LoadDeliveryIDs).
-func (s *Store) DeliveryIDs() *codec.DeliveryIDs { return s.ids }
+func (s *Store) DeliveryIDs() *DeliveryIDs { return s.ids }
 
 // LoadDeliveryIDs runs when a store opens, in a transaction tx of the
 // backend: it reads the delivery id key, making it at the first start
 // that finds none (handles starting together agree on the first key
 // written), and readies the delivery claims.
 func (s *Store) LoadDeliveryIDs(tx Executor) error {
-	key := make([]byte, codec.DeliveryIDKeySize)
+	key := make([]byte, DeliveryIDKeySize)
 	if _, err := rand.Read(key); err != nil {
 		return s.errorf("delivery id key", err)
 	}
 	if _, err := tx.Exec(`INSERT INTO id_keys (name, key) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING`,
-		codec.DeliveryIDKeyName, key); err != nil {
+		DeliveryIDKeyName, key); err != nil {
 		return s.errorf("delivery id key", err)
 	}
-	if err := tx.QueryRow(`SELECT key FROM id_keys WHERE name = $1`, codec.DeliveryIDKeyName).Scan(&key); err != nil {
+	if err := tx.QueryRow(`SELECT key FROM id_keys WHERE name = $1`, DeliveryIDKeyName).Scan(&key); err != nil {
 		return s.errorf("delivery id key", err)
 	}
-	ids, err := codec.NewDeliveryIDs(key)
+	ids, err := NewDeliveryIDs(key)
 	if err != nil {
 		return fmt.Errorf("%s: %w", s.d.Name, err)
 	}
 	s.ids = ids
-	s.claims = &codec.Claims{IDs: ids, Owner: s.owner, Lock: s.d.DeliveryLock, Token: func(tx codec.ClaimTx) (int64, error) {
+	s.claims = &Claims{IDs: ids, Owner: s.owner, Lock: s.d.DeliveryLock, Token: func(tx ClaimTx) (int64, error) {
 		var token int64
 		err := tx.QueryRow(s.d.LeaseToken).Scan(&token)
 		return token, err

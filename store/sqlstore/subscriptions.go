@@ -5,12 +5,11 @@ import (
 	"slices"
 
 	"github.com/heraldstreams/herald/store"
-	"github.com/heraldstreams/herald/store/internal/codec"
 )
 
 // scanSubscription scans a subscription row and opens its secret.
 func (s *Store) scanSubscription(row Row) (store.Subscription, error) {
-	sub, err := codec.ScanSubscription(row)
+	sub, err := ScanSubscription(row)
 	if err != nil {
 		return sub, err
 	}
@@ -29,7 +28,7 @@ func (s *Store) SubscriptionCreate(ctx context.Context, params *store.Subscripti
 	var res *store.SubscriptionCreateResult
 	err = s.write(ctx, ChecksFirst, func(tx Tx) error {
 		in := params.Subscription
-		existing, err := s.scanSubscription(tx.QueryRow(`SELECT `+codec.SubscriptionColumns+` FROM subscriptions WHERE id = $1`, in.ID))
+		existing, err := s.scanSubscription(tx.QueryRow(`SELECT `+SubscriptionColumns+` FROM subscriptions WHERE id = $1`, in.ID))
 		switch {
 		case err == nil:
 			if !store.SameSubscription(&existing, &in) {
@@ -41,8 +40,8 @@ func (s *Store) SubscriptionCreate(ctx context.Context, params *store.Subscripti
 			return s.errorf("read subscription", err)
 		}
 		in.CreatedAt = params.Now
-		if _, err := tx.Exec(`INSERT INTO subscriptions (`+codec.SubscriptionColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
-			in.ID, in.Pattern, in.Webhook, sealed, in.Description, codec.Nanos(in.CreatedAt), in.Tenant); err != nil {
+		if _, err := tx.Exec(`INSERT INTO subscriptions (`+SubscriptionColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+			in.ID, in.Pattern, in.Webhook, sealed, in.Description, Nanos(in.CreatedAt), in.Tenant); err != nil {
 			return s.errorf("insert subscription", err)
 		}
 		if params.Spawn != nil {
@@ -69,13 +68,13 @@ func (s *Store) SubscriptionCreate(ctx context.Context, params *store.Subscripti
 
 // SubscriptionGet implements store.SubscriptionStore.
 func (s *Store) SubscriptionGet(ctx context.Context, id string) (*store.Subscription, error) {
-	return get(ctx, s, &query{sql: `SELECT ` + codec.SubscriptionColumns + ` FROM subscriptions WHERE id = $1`, args: []any{id}},
+	return get(ctx, s, &query{sql: `SELECT ` + SubscriptionColumns + ` FROM subscriptions WHERE id = $1`, args: []any{id}},
 		"read subscription", store.ErrSubscriptionNotFound, s.scanSubscription)
 }
 
 // SubscriptionList implements store.SubscriptionStore.
 func (s *Store) SubscriptionList(ctx context.Context, params *store.SubscriptionListParams) ([]store.Subscription, error) {
-	q := &query{sql: `SELECT ` + codec.SubscriptionColumns + ` FROM subscriptions WHERE true`}
+	q := &query{sql: `SELECT ` + SubscriptionColumns + ` FROM subscriptions WHERE true`}
 	if params.Pattern != "" {
 		q.add(` AND pattern = `, params.Pattern)
 	}
@@ -136,7 +135,7 @@ func (s *Store) ConsumerInsert(ctx context.Context, params *store.ConsumerInsert
 
 // insertConsumer inserts c with its memberships unless its id exists.
 func (s *Store) insertConsumer(tx Tx, c *store.Consumer) (bool, error) {
-	args := codec.AppendConsumerValues(append(make([]any, 0, 17), c.ID, c.SubscriptionID, c.Incarnation, c.PrimaryStream), c)
+	args := AppendConsumerValues(append(make([]any, 0, 17), c.ID, c.SubscriptionID, c.Incarnation, c.PrimaryStream), c)
 	n, err := tx.Exec(`INSERT INTO consumers (id, subscription_id, incarnation, primary_stream, state, epoch, wake_id, attempts,
 		waking_deadline, next_retry_at, liveness_deadline, failing_since, due_at, paths, cursors, stalled_wakes, stalled_since, version)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, 1) ON CONFLICT (id) DO NOTHING`, args...)
@@ -177,7 +176,7 @@ func (s *Store) writePaths(tx Tx, id string, was, now []store.ConsumerStream) er
 }
 
 // consumerUpdateSQL writes a consumer's state ($1 to $13, in
-// codec.ConsumerValues order) by id ($14) and ends its timer lease.
+// ConsumerValues order) by id ($14) and ends its timer lease.
 const consumerUpdateSQL = `UPDATE consumers SET state = $1, epoch = $2, wake_id = $3, attempts = $4, waking_deadline = $5,
 	next_retry_at = $6, liveness_deadline = $7, failing_since = $8, due_at = $9, paths = $10, cursors = $11,
 	stalled_wakes = $12, stalled_since = $13, version = version + 1,
@@ -192,7 +191,7 @@ func (s *Store) ConsumerUpdate(ctx context.Context, params *store.ConsumerUpdate
 	c := params.Consumer
 	// Room for the compare-and-set arguments, so appending them does
 	// not copy the list.
-	args := append(codec.AppendConsumerValues(make([]any, 0, 16), &c), c.ID)
+	args := append(AppendConsumerValues(make([]any, 0, 16), &c), c.ID)
 	paths := args[9]
 	err := s.write(ctx, ChecksFirst, func(tx Tx) error {
 		n, err := tx.Exec(consumerUpdateSQL+` AND version = $15 AND paths = $16`, append(args, params.ExpectVersion, paths)...)
@@ -231,7 +230,7 @@ func (s *Store) storedMemberships(tx Tx, id string, version int64) ([]store.Cons
 	case version != 0 && stored != version:
 		return nil, rule(store.ErrConsumerConflict)
 	}
-	return codec.DecodeMemberships(paths, cursors)
+	return DecodeMemberships(paths, cursors)
 }
 
 // ConsumerDelete implements store.SubscriptionStore.
@@ -250,18 +249,18 @@ func (s *Store) ConsumerDelete(ctx context.Context, params *store.ConsumerDelete
 
 // ConsumerGet implements store.SubscriptionStore.
 func (s *Store) ConsumerGet(ctx context.Context, id string) (*store.Consumer, error) {
-	return get(ctx, s, consumersWhere(`c.id = $1`, id), "read consumer", store.ErrConsumerNotFound, codec.ScanConsumer)
+	return get(ctx, s, consumersWhere(`c.id = $1`, id), "read consumer", store.ErrConsumerNotFound, ScanConsumer)
 }
 
 // ConsumerListByStream implements store.SubscriptionStore.
 func (s *Store) ConsumerListByStream(ctx context.Context, params *store.ConsumerListByStreamParams) ([]store.Consumer, error) {
 	return list(ctx, s, consumersWhere(`c.id IN (SELECT consumer_id FROM consumer_paths WHERE path = $1)`, params.Path),
-		"read consumers", codec.ScanConsumer)
+		"read consumers", ScanConsumer)
 }
 
 // ConsumerListByPrimary implements store.SubscriptionStore.
 func (s *Store) ConsumerListByPrimary(ctx context.Context, params *store.ConsumerListByStreamParams) ([]store.Consumer, error) {
-	return list(ctx, s, consumersWhere(`c.primary_stream = $1`, params.Path), "read consumers", codec.ScanConsumer)
+	return list(ctx, s, consumersWhere(`c.primary_stream = $1`, params.Path), "read consumers", ScanConsumer)
 }
 
 // ConsumerListBySubscription implements store.SubscriptionStore. The
@@ -274,12 +273,12 @@ func (s *Store) ConsumerListBySubscription(ctx context.Context, params *store.Co
 	if params.Limit > 0 {
 		sel.add(` LIMIT `, params.Limit)
 	}
-	return list(ctx, s, consumersWhere(`c.id IN (`+sel.sql+`)`, sel.args...), "read consumers", codec.ScanConsumer)
+	return list(ctx, s, consumersWhere(`c.id IN (`+sel.sql+`)`, sel.args...), "read consumers", ScanConsumer)
 }
 
 // consumersWhere is the query of the consumers that match where, by id.
 func consumersWhere(where string, args ...any) *query {
-	return &query{sql: `SELECT ` + codec.ConsumerColumns + ` FROM consumers c WHERE ` + where + ` ORDER BY c.id`, args: args}
+	return &query{sql: `SELECT ` + ConsumerColumns + ` FROM consumers c WHERE ` + where + ` ORDER BY c.id`, args: args}
 }
 
 // ConsumerPathList implements store.SubscriptionStore.
@@ -301,7 +300,7 @@ func (s *Store) ConsumerCount(ctx context.Context) (map[string]int, error) {
 
 // ConsumerCountStalled implements store.SubscriptionStore.
 func (s *Store) ConsumerCountStalled(ctx context.Context, atLeast int) (int, error) {
-	n, err := get(ctx, s, &query{sql: codec.ConsumerCountStalled, args: []any{atLeast}}, "count stalled consumers", nil,
+	n, err := get(ctx, s, &query{sql: ConsumerCountStalled, args: []any{atLeast}}, "count stalled consumers", nil,
 		func(r Row) (int, error) {
 			var n int
 			return n, r.Scan(&n)

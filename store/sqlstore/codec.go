@@ -1,9 +1,8 @@
-// Package codec is the row shape that Herald's SQL backends share: the
-// column lists of their common tables, how values are encoded in them
-// (times as Unix nanoseconds, lists as JSON text) and the scanning of rows
-// whose columns are the same in every backend. A backend keeps its own
-// queries, transactions and sealing of secrets.
-package codec
+package sqlstore
+
+// The row shape of the store: the column lists of its tables, how values
+// are encoded in them (times as Unix nanoseconds, lists as JSON text) and
+// the scanning of rows.
 
 import (
 	"encoding/json"

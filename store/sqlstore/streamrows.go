@@ -1,0 +1,255 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"time"
+
+	"github.com/heraldstreams/herald/store"
+)
+
+// The streams read from their rows, written once: the row shape and its
+// mapping to the contract's Stream, the rule of what clients see, and
+// the statements that get, list, renew and find expired streams. A
+// backend that keeps its streams in memory (SQLite) fills its cache with
+// ScanStream and decides with ViewError; one that reads its rows in each
+// transaction (PostgreSQL) uses the rest.
+
+// StreamRow is one stream's row: the contract's Stream and what only the
+// store needs.
+type StreamRow struct {
+	store.Stream
+	// SourceID is the fork source's id, 0 when the stream is not a fork.
+	SourceID    int64
+	ClosedBy    *store.Producer
+	SoftDeleted bool
+}
+
+// ScanStream scans a row of StreamColumns into dst.
+func ScanStream(r Row, dst *StreamRow) error {
+	var (
+		closedByID                 sql.NullString
+		closedByEpoch, closedBySeq sql.NullInt64
+		sourceID                   sql.NullInt64
+		ttl, expires, acc, created int64
+	)
+	*dst = StreamRow{}
+	st := &dst.Stream
+	err := r.Scan(&st.ID, &st.Path, &st.ContentType, &st.Tail, &st.Closed, &closedByID, &closedByEpoch, &closedBySeq,
+		&ttl, &expires, &acc, &created, &sourceID, &st.ForkSource, &st.ForkPosition,
+		&st.ForkOffset, &st.ForkSubOffset, &st.LastSeq, &dst.SoftDeleted)
+	if err != nil {
+		return err
+	}
+	st.TTL = time.Duration(ttl) * time.Second
+	st.ExpiresAt, st.AccessedAt, st.CreatedAt = FromNanos(expires), FromNanos(acc), FromNanos(created)
+	dst.SourceID = sourceID.Int64
+	if closedByID.Valid {
+		dst.ClosedBy = &store.Producer{ID: closedByID.String, Epoch: closedByEpoch.Int64, Seq: closedBySeq.Int64}
+	}
+	return nil
+}
+
+// ViewError is the rule of what clients see of a stream: a missing or
+// expired one is not found, a soft-deleted one (kept for its forks) is
+// gone; nil when it is live.
+func ViewError(found, softDeleted, expired bool) error {
+	switch {
+	case !found:
+		return store.ErrNotFound
+	case softDeleted:
+		return store.ErrStreamGone
+	case expired:
+		return store.ErrNotFound
+	}
+	return nil
+}
+
+// View returns the stream as clients see it at now (r may be nil), or
+// ViewError's error.
+func (r *StreamRow) View(now time.Time) (store.Stream, error) {
+	if err := ViewError(r != nil, r != nil && r.SoftDeleted, r != nil && r.Expired(now)); err != nil {
+		return store.Stream{}, err
+	}
+	return r.Stream, nil
+}
+
+// LoadStream reads the stream at path (nil when none); lock ends the
+// SELECT with the dialect's ForUpdate, for a write that changes it.
+func (s *Store) LoadStream(x Executor, path string, lock bool) (*StreamRow, error) {
+	return s.loadStream(x, `path`, path, lock)
+}
+
+// LoadStreamID reads the stream with an id (nil when none), as
+// LoadStream.
+func (s *Store) LoadStreamID(x Executor, id int64, lock bool) (*StreamRow, error) {
+	return s.loadStream(x, `id`, id, lock)
+}
+
+func (s *Store) loadStream(x Executor, col string, key any, lock bool) (*StreamRow, error) {
+	q := `SELECT ` + StreamColumns + ` FROM streams WHERE ` + col + ` = $1`
+	if lock && s.d.ForUpdate != "" {
+		q += ` ` + s.d.ForUpdate
+	}
+	var r StreamRow
+	err := ScanStream(x.QueryRow(q, key), &r)
+	if s.d.IsNoRows(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read stream: %w", err)
+	}
+	return &r, nil
+}
+
+// StreamPageSize is how many streams EachStreamRow and ListStreams read
+// at a time.
+const StreamPageSize = 500
+
+// streamPage reads up to limit streams whose path starts with prefix and
+// comes after after, in path order.
+func streamPage(x Executor, prefix, after string, limit int) ([]*StreamRow, error) {
+	q := &query{sql: `SELECT ` + StreamColumns + ` FROM streams WHERE substr(path, 1, length($1)) = $1 AND path > $2
+		ORDER BY path LIMIT $3`, args: []any{prefix, after, limit}}
+	return collect(x, q, func(r Row) (*StreamRow, error) {
+		var row StreamRow
+		return &row, ScanStream(r, &row)
+	})
+}
+
+// EachStreamRow calls fn for every live stream at now whose path starts
+// with prefix and comes after after, in path order, a page at a time;
+// fn returns false to stop.
+func EachStreamRow(x Executor, prefix, after string, now time.Time, fn func(*store.Stream) (bool, error)) error {
+	for {
+		page, err := streamPage(x, prefix, after, StreamPageSize)
+		if err != nil {
+			return fmt.Errorf("list streams: %w", err)
+		}
+		for _, r := range page {
+			st, err := r.View(now)
+			if err != nil {
+				continue // soft-deleted or expired
+			}
+			if more, err := fn(&st); err != nil || !more {
+				return err
+			}
+		}
+		if len(page) < StreamPageSize {
+			return nil
+		}
+		after = page[len(page)-1].Path
+	}
+}
+
+// GetStream implements store.Store.StreamGet from the stream's row.
+func (s *Store) GetStream(ctx context.Context, params *store.StreamGetParams) (*store.Stream, error) {
+	var r *StreamRow
+	err := s.b.Read(ctx, func(x Executor) error {
+		var err error
+		r, err = s.LoadStream(x, params.Path, false)
+		return err
+	})
+	if err != nil {
+		return nil, s.errorf("get stream", err)
+	}
+	st, err := r.View(params.Now)
+	if err != nil {
+		return nil, err
+	}
+	return &st, nil
+}
+
+// ListStreams implements store.SubscriptionStore.StreamList from the
+// streams' rows.
+func (s *Store) ListStreams(ctx context.Context, params *store.StreamListParams) ([]store.Stream, error) {
+	var out []store.Stream
+	err := s.b.Read(ctx, func(x Executor) error {
+		return EachStreamRow(x, params.Prefix, params.After, params.Now, func(st *store.Stream) (bool, error) {
+			out = append(out, *st)
+			return params.Limit <= 0 || len(out) < params.Limit, nil
+		})
+	})
+	if err != nil {
+		return nil, s.errorf("list streams", err)
+	}
+	return out, nil
+}
+
+// Touched reports whether a read of st is an access that renews its TTL:
+// a read by a client (not Herald's own, internal) of a stream with a
+// sliding TTL.
+func Touched(st *store.Stream, internal bool) bool { return !internal && st.TTL > 0 }
+
+// TouchStreamSQL renews the sliding TTL of stream $1 to an access at $2
+// (Unix ns), never moving it back.
+const TouchStreamSQL = `UPDATE streams SET accessed_at = $2 WHERE id = $1 AND accessed_at < $2`
+
+// TouchStream renews the sliding TTL of a stream read at now, when the
+// read is an access (Touched).
+func (s *Store) TouchStream(ctx context.Context, st *store.Stream, internal bool, now time.Time) error {
+	if !Touched(st, internal) {
+		return nil
+	}
+	return s.b.Read(ctx, func(x Executor) error {
+		if _, err := x.Exec(TouchStreamSQL, st.ID, Nanos(now)); err != nil {
+			return s.errorf("renew TTL", err)
+		}
+		return nil
+	})
+}
+
+// ExpiredSQL is the condition of a stream's row that expired at $1 (Unix
+// ns): at its absolute expiry, else a sliding TTL after its last access.
+const ExpiredSQL = `CASE WHEN expires_at > 0 THEN expires_at <= $1
+	WHEN ttl_seconds > 0 THEN CAST(accessed_at AS numeric) + CAST(ttl_seconds AS numeric) * 1000000000 <= $1
+	ELSE false END`
+
+// ExpiredStreams returns the paths of up to limit (1000 when 0) live
+// streams expired at now, oldest first.
+func (s *Store) ExpiredStreams(ctx context.Context, now time.Time, limit int) ([]string, error) {
+	if limit <= 0 {
+		limit = 1000
+	}
+	return list(ctx, s, &query{sql: `SELECT path FROM streams WHERE NOT soft_deleted AND (expires_at > 0 OR ttl_seconds > 0)
+		AND ` + ExpiredSQL + ` ORDER BY id LIMIT $2`, args: []any{Nanos(now), limit}}, "find expired streams",
+		func(r Row) (string, error) {
+			var p string
+			return p, r.Scan(&p)
+		})
+}
+
+// WriteStreams runs fn in a durable write with the backend's state of
+// the streams in it (state), for a backend that writes a stream's rows in
+// the write's own transaction; a RuleError comes back as the contract's
+// error it carries.
+func WriteStreams[S any, T StreamState[S]](ctx context.Context, s *Store, state func(Tx) T, fn func(T) error) error {
+	return s.write(ctx, Durable, func(tx Tx) error { return fn(state(tx)) })
+}
+
+// ExpireStreams implements store.Store.StreamDeleteExpired for a backend
+// whose streams are rows: it selects them (ExpiredStreams), then deletes
+// each in a write of its own (ExpireStream checks again that it expired).
+func ExpireStreams[S any, T StreamState[S]](ctx context.Context, s *Store, params *store.StreamDeleteExpiredParams, state func(Tx) T) (int, error) {
+	paths, err := s.ExpiredStreams(ctx, params.Now, params.Limit)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, p := range paths {
+		var deleted bool
+		err := WriteStreams(ctx, s, state, func(t T) error {
+			var err error
+			deleted, err = ExpireStream(t, p, params.Now)
+			return err
+		})
+		if err != nil {
+			return n, s.errorf("delete expired stream", err)
+		}
+		if deleted {
+			n++
+		}
+	}
+	return n, nil
+}
