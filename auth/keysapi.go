@@ -355,18 +355,7 @@ func tenantNameProblem(t string) string {
 }
 
 // checkQuery refuses query parameters the route does not know.
-func checkQuery(r *http.Request, known ...string) error {
-	for name := range r.URL.Query() {
-		found := false
-		for _, k := range known {
-			found = found || name == k
-		}
-		if !found {
-			return badRequest("UNKNOWN_PARAMETER", name, "unknown query parameter %q", name)
-		}
-	}
-	return nil
-}
+func checkQuery(r *http.Request, known ...string) error { return httpjson.CheckQuery(r, known...) }
 
 func (k *KeysAPI) list(w http.ResponseWriter, r *http.Request) {
 	caller, _ := FromContext(r.Context())

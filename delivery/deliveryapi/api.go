@@ -92,9 +92,8 @@ func (a *API) Routes() []auth.Route {
 // delivery.Code); the codes of the store's and the engine's errors are
 // the one error table's (package apierr).
 const (
-	CodeInvalidJSON      delivery.Code = "INVALID_JSON"
-	CodeBodyTooLarge     delivery.Code = "PAYLOAD_TOO_LARGE"
-	CodeUnknownParameter delivery.Code = "UNKNOWN_PARAMETER"
+	CodeInvalidJSON  delivery.Code = "INVALID_JSON"
+	CodeBodyTooLarge delivery.Code = "PAYLOAD_TOO_LARGE"
 )
 
 // errBadCursor: a list's cursor is not a next_cursor value it gave.
@@ -286,18 +285,7 @@ func pageOf[T, V any](items []T, limit int, key func(*T) string, view func(*T) V
 }
 
 // checkQuery refuses query parameters the route does not know.
-func checkQuery(r *http.Request, known ...string) error {
-	for k := range r.URL.Query() {
-		ok := false
-		for _, n := range known {
-			ok = ok || k == n
-		}
-		if !ok {
-			return badRequest(CodeUnknownParameter, k, "unknown query parameter %q", k)
-		}
-	}
-	return nil
-}
+func checkQuery(r *http.Request, known ...string) error { return httpjson.CheckQuery(r, known...) }
 
 func formatTime(t time.Time) *string {
 	if t.IsZero() {

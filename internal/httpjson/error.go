@@ -3,6 +3,7 @@ package httpjson
 import (
 	"fmt"
 	"net/http"
+	"slices"
 )
 
 // Error is a condition of Herald's API with its HTTP status and JSON code:
@@ -62,3 +63,14 @@ func BadRequest(code, field, format string, args ...any) *Error {
 // Internal is the answer to a server fault: the client learns nothing of
 // it (the server logs it).
 var Internal = &Error{Status: http.StatusInternalServerError, Code: "INTERNAL", Message: "internal error"}
+
+// CheckQuery refuses a query parameter the route does not know, so a
+// misspelt filter is an error and not a silently wider answer.
+func CheckQuery(r *http.Request, known ...string) error {
+	for name := range r.URL.Query() {
+		if !slices.Contains(known, name) {
+			return BadRequest("UNKNOWN_PARAMETER", name, "unknown query parameter %q", name)
+		}
+	}
+	return nil
+}

@@ -1,6 +1,7 @@
 package httpjson
 
 import (
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -46,5 +47,19 @@ func TestWrite(t *testing.T) {
 	Write(w, http.StatusOK, func() {})
 	if w.Code != http.StatusInternalServerError || w.Body.String() != `{"error":{"code":"INTERNAL","message":"internal error"}}` {
 		t.Errorf("Write of a func: %d %q", w.Code, w.Body)
+	}
+}
+
+func TestCheckQuery(t *testing.T) {
+	t.Parallel()
+	ok := httptest.NewRequest(http.MethodGet, "/x?limit=5&cursor=c", nil)
+	if err := CheckQuery(ok, "limit", "cursor"); err != nil {
+		t.Fatalf("known parameters refused: %v", err)
+	}
+	bad := httptest.NewRequest(http.MethodGet, "/x?limit=5&limt=6", nil)
+	err := CheckQuery(bad, "limit")
+	var he *Error
+	if !errors.As(err, &he) || he.Status != http.StatusBadRequest || he.Code != "UNKNOWN_PARAMETER" || he.Field != "limt" {
+		t.Fatalf("misspelt parameter: %#v", err)
 	}
 }
