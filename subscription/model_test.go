@@ -32,6 +32,7 @@ func FuzzDecide(f *testing.F) {
 // TestRandomScripts runs FuzzDecide's checks on reproducible random
 // scripts, so every test run explores the state space too.
 func TestRandomScripts(t *testing.T) {
+	t.Parallel()
 	r := rand.New(rand.NewPCG(1, 2))
 	for range 2000 {
 		script := make([]byte, 2*(1+r.IntN(60)))

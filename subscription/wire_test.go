@@ -10,6 +10,7 @@ import (
 
 // The JSON field names of docs/subscriptions.md, exactly.
 func TestWireFieldNames(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		v    any
@@ -80,6 +81,7 @@ func TestWireFieldNames(t *testing.T) {
 }
 
 func TestParseCallbackRequest(t *testing.T) {
+	t.Parallel()
 	// The example of docs/subscriptions.md.
 	req, err := ParseCallbackRequest([]byte(`{
 		"epoch": 7,
@@ -145,6 +147,7 @@ func TestParseCallbackRequest(t *testing.T) {
 }
 
 func TestParseCreateRequest(t *testing.T) {
+	t.Parallel()
 	req, err := ParseCreateRequest([]byte(`{ "webhook": "https://my-agent.workers.dev/handler", "description": "..." }`))
 	if err != nil || req != (CreateRequest{Webhook: "https://my-agent.workers.dev/handler", Description: "..."}) {
 		t.Errorf("got %+v, %v", req, err)
@@ -157,6 +160,7 @@ func TestParseCreateRequest(t *testing.T) {
 }
 
 func TestParseWebhookResponse(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		body string
 		done bool
@@ -180,6 +184,7 @@ func TestParseWebhookResponse(t *testing.T) {
 
 // The callback error table, exactly.
 func TestCallbackErrorStatus(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		err    error
 		status int

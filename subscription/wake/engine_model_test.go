@@ -35,8 +35,10 @@ import (
 // and at the end, with a webhook that answers {"done": true}, that every
 // event was acked and every consumer is asleep.
 func TestEngineModel(t *testing.T) {
+	t.Parallel()
 	for seed := range uint64(8) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			t.Parallel()
 			synctest.Test(t, func(t *testing.T) { runModel(t, seed) })
 		})
 	}
