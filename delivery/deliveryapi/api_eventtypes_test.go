@@ -81,7 +81,7 @@ func TestAPIEventTypeBadInput(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRig(t, nil)
 		r.call("POST", "/_herald/v1/event-types", `{"name":"order.paid"}`, nil)
-		hugeSchema := `{"description":"` + strings.Repeat("x", dispatch.MaxSchemaBytes) + `"}`
+		hugeSchema := `{"description":"` + strings.Repeat("x", delivery.MaxSchemaBytes) + `"}`
 		hugeBody := `{"name":"a.b","description":"` + strings.Repeat(" ", maxEventTypeBody) + `"}`
 		for _, c := range []struct {
 			name, method, path, body string
