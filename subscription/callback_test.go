@@ -338,7 +338,7 @@ func TestCheckCallbackOrder(t *testing.T) {
 		if tt.want == nil && err != nil || tt.want != nil && !errors.Is(err, tt.want) {
 			t.Errorf("%s: %v, want %v", tt.name, err, tt.want)
 		}
-		if _, _, ok := CallbackErrorStatus(err); err != nil && !ok {
+		if _, ok := CallbackErrorCode(err); err != nil && !ok {
 			t.Errorf("%s: %v is not a callback error", tt.name, err)
 		}
 	}

@@ -103,7 +103,7 @@ func runScript(t *testing.T, script []byte) {
 			if _, ok := ev.(Callback); !ok {
 				t.Fatalf("step %d: %T failed: %v", i/2, ev, err)
 			}
-			if _, _, ok := CallbackErrorStatus(err); !ok {
+			if _, ok := CallbackErrorCode(err); !ok {
 				t.Fatalf("step %d: callback error %v is not a callback error", i/2, err)
 			}
 			if legit {

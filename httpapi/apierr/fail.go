@@ -82,7 +82,7 @@ func Failer(log *slog.Logger) func(http.ResponseWriter, *http.Request, error) {
 // Errors): its status, code and message from the table; known is false
 // for any error the callback protocol does not name, a server fault.
 func Callback(r *http.Request, err error) (e *httpjson.Error, known bool) {
-	if _, _, ok := subscription.CallbackErrorStatus(err); !ok {
+	if _, ok := subscription.CallbackErrorCode(err); !ok {
 		return httpjson.Internal, false
 	}
 	return Classify(r, err)

@@ -225,7 +225,7 @@ func (m *model) callback() {
 	req.Done = m.r.IntN(3) == 0
 	resp, err := m.eng.Callback(context.Background(), &CallbackParams{ConsumerID: w.ConsumerID, Token: w.Token, Body: []byte(body(req))})
 	after, stillStored := m.snapshot()[w.ConsumerID]
-	_, code, isCallbackErr := subscription.CallbackErrorStatus(err)
+	code, isCallbackErr := subscription.CallbackErrorCode(err)
 	switch {
 	case err == nil:
 		if resp.Token == "" || resp.Streams == nil {

@@ -151,7 +151,7 @@ func TestEngineGCAfterThreeDays(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, err = eng.Callback(ctx, &CallbackParams{ConsumerID: id, Token: tok, Body: []byte(`{"epoch": 1}`)})
-		if _, code, _ := subscription.CallbackErrorStatus(err); code != subscription.CodeConsumerGone {
+		if code, _ := subscription.CallbackErrorCode(err); code != subscription.CodeConsumerGone {
 			t.Fatalf("callback after removal: %v", err)
 		}
 	})
