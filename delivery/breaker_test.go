@@ -8,6 +8,7 @@ import (
 )
 
 func TestBreakerTripsAtThreshold(t *testing.T) {
+	t.Parallel()
 	b := Breaker{}
 	var h Health
 	at := time.Date(2026, 2, 1, 0, 0, 0, 0, time.UTC)
@@ -51,6 +52,7 @@ func TestBreakerTripsAtThreshold(t *testing.T) {
 }
 
 func TestBreakerSuccessResets(t *testing.T) {
+	t.Parallel()
 	b := Breaker{Threshold: 3}
 	at := time.Date(2026, 2, 1, 0, 0, 0, 0, time.UTC)
 	var h Health
@@ -78,6 +80,7 @@ func TestBreakerSuccessResets(t *testing.T) {
 }
 
 func TestBreakerCapsStoredError(t *testing.T) {
+	t.Parallel()
 	long := strings.Repeat("é", 1000) // 2000 bytes
 	h, _ := Breaker{}.Observe(Health{}, Observation{At: time.Unix(0, 0), Error: long})
 	if len(h.LastError) > maxHealthErrorLen || !strings.HasPrefix(long, h.LastError) {

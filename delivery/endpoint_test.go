@@ -37,6 +37,7 @@ func validate(cfg *EndpointConfig) (*EndpointConfig, error) {
 }
 
 func TestValidateEndpointFillsDefaults(t *testing.T) {
+	t.Parallel()
 	got, err := validate(&EndpointConfig{URL: "https://hooks.example.com/in"})
 	if err != nil {
 		t.Fatal(err)
@@ -50,6 +51,7 @@ func TestValidateEndpointFillsDefaults(t *testing.T) {
 }
 
 func TestValidateEndpointKeepsValidSettings(t *testing.T) {
+	t.Parallel()
 	in := &EndpointConfig{
 		URL:           "https://hooks.example.com/in",
 		EventTypes:    []string{"scenario.*", "tool.execution.completed"},
@@ -84,6 +86,7 @@ func TestValidateEndpointKeepsValidSettings(t *testing.T) {
 }
 
 func TestValidateEndpointRefuses(t *testing.T) {
+	t.Parallel()
 	ok := func() *EndpointConfig { return &EndpointConfig{URL: "https://hooks.example.com/in"} }
 	with := func(f func(*EndpointConfig)) *EndpointConfig { c := ok(); f(c); return c }
 	cases := []struct {
@@ -121,6 +124,7 @@ func TestValidateEndpointRefuses(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			_, err := validate(tc.cfg)
 			var ve *ValidationError
 			if !errors.As(err, &ve) {
@@ -142,6 +146,7 @@ func TestValidateEndpointRefuses(t *testing.T) {
 }
 
 func TestValidateEndpointPassesOtherURLErrors(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	_, err := ValidateEndpoint(ctx, &ValidateEndpointParams{
@@ -157,6 +162,7 @@ func TestValidateEndpointPassesOtherURLErrors(t *testing.T) {
 }
 
 func TestEndpointConfigJSON(t *testing.T) {
+	t.Parallel()
 	var cfg EndpointConfig
 	raw := `{"url":"https://hooks.example.com/in","event_types":["a.*"],"retry_schedule":["0","10s",60],
 		"ordering":"stream","rate_limit":2,"headers":{"X-A":"1"},"filter":{"data.k":{"in":[1,2]}}}`
@@ -180,6 +186,7 @@ func TestEndpointConfigJSON(t *testing.T) {
 }
 
 func TestFinalStatus(t *testing.T) {
+	t.Parallel()
 	for status, final := range map[int]bool{
 		400: true, 401: true, 403: true, 404: true, 410: true, 422: true, 499: true,
 		408: false, 409: false, 425: false, 429: false, 500: false, 503: false, 302: false, 200: false,

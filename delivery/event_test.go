@@ -11,6 +11,7 @@ import (
 var testNow = time.Date(2026, 4, 5, 6, 7, 8, 0, time.UTC)
 
 func TestParseEventAccepts(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name string
 		in   string
@@ -27,6 +28,7 @@ func TestParseEventAccepts(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			ev, err := ParseEvent([]byte(tc.in), &ParseEventParams{Now: testNow})
 			if err != nil {
 				t.Fatalf("ParseEvent: %v", err)
@@ -39,6 +41,7 @@ func TestParseEventAccepts(t *testing.T) {
 }
 
 func TestParseEventRefuses(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name  string
 		in    string
@@ -69,6 +72,7 @@ func TestParseEventRefuses(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			_, err := ParseEvent([]byte(tc.in), &ParseEventParams{Now: testNow})
 			var ve *ValidationError
 			if !errors.As(err, &ve) {
@@ -85,6 +89,7 @@ func TestParseEventRefuses(t *testing.T) {
 }
 
 func TestParseEventSizeCap(t *testing.T) {
+	t.Parallel()
 	raw := []byte(`{"type":"a","data":"` + strings.Repeat("x", 100) + `"}`)
 	if _, err := ParseEvent(raw, &ParseEventParams{Now: testNow, MaxBytes: len(raw)}); err != nil {
 		t.Fatalf("event exactly at the cap: %v", err)
@@ -101,6 +106,7 @@ func TestParseEventSizeCap(t *testing.T) {
 }
 
 func TestEventMarshalsAsEnvelope(t *testing.T) {
+	t.Parallel()
 	ev, err := ParseEvent([]byte(`{"id":"e1","type":"a.b","timestamp":"2026-01-02T03:04:05Z","data":{"k":"<v>"}}`), &ParseEventParams{Now: testNow})
 	if err != nil {
 		t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 )
 
 func TestEventTypePatternValidation(t *testing.T) {
+	t.Parallel()
 	valid := []string{"*", "scenario.*", "infra.turn.*", "tool.execution.completed", "a", "a:b.c-d_e.*"}
 	for _, p := range valid {
 		if err := ValidateEventTypePattern(p); err != nil {
@@ -24,6 +25,7 @@ func TestEventTypePatternValidation(t *testing.T) {
 }
 
 func TestCompileTypeFilterNamesTheBadEntry(t *testing.T) {
+	t.Parallel()
 	_, err := CompileTypeFilter([]string{"a.*", "b", "c*"})
 	var ve *ValidationError
 	if !errors.As(err, &ve) || ve.Field != "event_types[2]" {
@@ -42,6 +44,7 @@ func TestCompileTypeFilterNamesTheBadEntry(t *testing.T) {
 }
 
 func TestTypeFilterMatch(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		patterns []string
 		typ      string

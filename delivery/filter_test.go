@@ -16,6 +16,7 @@ func docOf(t *testing.T, data string) map[string]any {
 }
 
 func TestFieldFilterMatch(t *testing.T) {
+	t.Parallel()
 	data := `{"agent_id":"a1","status":"open","priority":2,"ratio":0.5,"flag":true,"none":null,
 		"tags":["x","y"],"items":[{"sku":"s1"},{"sku":"s2"}],"meta":{"region":"eu","n":{"k":1}}}`
 	cases := []struct {
@@ -106,6 +107,7 @@ func TestFieldFilterMatch(t *testing.T) {
 }
 
 func TestFieldFilterOnScalarOrMissingData(t *testing.T) {
+	t.Parallel()
 	f, err := ParseFieldFilter([]byte(`{"data.agent_id": "a1"}`))
 	if err != nil {
 		t.Fatal(err)
@@ -125,6 +127,7 @@ func TestFieldFilterOnScalarOrMissingData(t *testing.T) {
 }
 
 func TestFieldFilterRefuses(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		filter string
 		field  string
@@ -192,6 +195,7 @@ func TestFieldFilterRefuses(t *testing.T) {
 }
 
 func TestFieldFilterCanonicalForm(t *testing.T) {
+	t.Parallel()
 	f, err := ParseFieldFilter([]byte(`{"data.b": {"nin": [1], "exists": true}, "data.a": "x"}`))
 	if err != nil {
 		t.Fatal(err)
@@ -218,6 +222,7 @@ func TestFieldFilterCanonicalForm(t *testing.T) {
 // TestFieldFilterConditionsCountAcrossNesting: the condition limit holds
 // for the whole filter, so nesting cannot multiply the work of a match.
 func TestFieldFilterConditionsCountAcrossNesting(t *testing.T) {
+	t.Parallel()
 	var subs []string
 	for i := range MaxFilterConditions + 1 {
 		subs = append(subs, `{"data.k`+strings.Repeat("x", i)+`": 1}`)

@@ -26,6 +26,7 @@ func compilePrefixGlob(p string) (StreamMatcher, error) {
 }
 
 func TestFiltersMatch(t *testing.T) {
+	t.Parallel()
 	f, err := CompileFilters(&FiltersParams{
 		EventTypes:    []string{"scenario.*", "tool.execution.completed"},
 		Streams:       []string{"/tenants/t1/**", "/audit"},
@@ -59,6 +60,7 @@ func TestFiltersMatch(t *testing.T) {
 }
 
 func TestFiltersDefaultsMatchEverything(t *testing.T) {
+	t.Parallel()
 	f, err := CompileFilters(&FiltersParams{})
 	if err != nil {
 		t.Fatal(err)
@@ -83,6 +85,7 @@ func TestFiltersDefaultsMatchEverything(t *testing.T) {
 }
 
 func TestTargetDecodesOnce(t *testing.T) {
+	t.Parallel()
 	tg := NewTarget(&Event{ID: "e", Type: "a", Timestamp: testNow, Data: json.RawMessage(`{"k":"v"}`)}, "/s")
 	d1 := tg.Doc()
 	d1["marker"] = true
@@ -95,6 +98,7 @@ func TestTargetDecodesOnce(t *testing.T) {
 }
 
 func TestCompileFiltersRefuses(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		p     *FiltersParams
 		code  Code

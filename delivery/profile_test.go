@@ -17,6 +17,7 @@ var acmeProfiles = func() string {
 
 // A profiles file is checked field by field, with errors that say which.
 func TestParseProfilesErrors(t *testing.T) {
+	t.Parallel()
 	valid := func(edit string) string {
 		return strings.Replace(acmeProfiles, `"encoding": "base64"`, edit, 1)
 	}

@@ -10,6 +10,7 @@ import (
 )
 
 func TestParseSchedule(t *testing.T) {
+	t.Parallel()
 	got, err := ParseSchedule([]string{"0", "5s", "5m", "30m", "2h", "8h", "24h"})
 	if err != nil {
 		t.Fatal(err)
@@ -53,6 +54,7 @@ func TestParseSchedule(t *testing.T) {
 }
 
 func TestScheduleJSON(t *testing.T) {
+	t.Parallel()
 	var s Schedule
 	if err := json.Unmarshal([]byte(`["0", "5s", 300, "1h30m", 0]`), &s); err != nil {
 		t.Fatal(err)
@@ -84,6 +86,7 @@ func TestScheduleJSON(t *testing.T) {
 }
 
 func TestNextAttempt(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	def := DefaultSchedule()
 	cases := []struct {
@@ -122,6 +125,7 @@ func TestNextAttempt(t *testing.T) {
 }
 
 func TestNextAttemptWalksTheWholeSchedule(t *testing.T) {
+	t.Parallel()
 	// The default: seven attempts over about 34.5 hours, then exhausted.
 	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	start := at
@@ -143,6 +147,7 @@ func TestNextAttemptWalksTheWholeSchedule(t *testing.T) {
 }
 
 func TestParseRetryAfter(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 	cases := []struct {
 		in   string

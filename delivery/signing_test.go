@@ -39,6 +39,7 @@ func officialVerify(t *testing.T, secret string, h *SignedHeaders, body []byte, 
 }
 
 func TestSignVerifiesWithReferenceLibrary(t *testing.T) {
+	t.Parallel()
 	secret := mustSecret(t)
 	body := []byte(`{"id":"evt_1","type":"scenario.activated","timestamp":"2026-01-02T03:04:05Z","data":{"n":1}}`)
 	// The reference Verify checks the timestamp against the real clock, so
@@ -69,6 +70,7 @@ func TestSignVerifiesWithReferenceLibrary(t *testing.T) {
 }
 
 func TestSignIsDeterministicForPinnedTime(t *testing.T) {
+	t.Parallel()
 	// A fixed vector: the same inputs sign the same way across runs and
 	// replicas (no randomness, time injected).
 	secret := "whsec_" + "MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
@@ -90,6 +92,7 @@ func TestSignIsDeterministicForPinnedTime(t *testing.T) {
 }
 
 func TestSignDuringRotationSignsWithBothSecrets(t *testing.T) {
+	t.Parallel()
 	oldSecret, newSecret := mustSecret(t), mustSecret(t)
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	set := SecretSet{Current: oldSecret}.Rotate(newSecret, now, 0)
@@ -137,6 +140,7 @@ func TestSignDuringRotationSignsWithBothSecrets(t *testing.T) {
 }
 
 func TestGenerateAndParseSecret(t *testing.T) {
+	t.Parallel()
 	s := mustSecret(t)
 	key, err := ParseSecret(s)
 	if err != nil {
@@ -166,6 +170,7 @@ func TestGenerateAndParseSecret(t *testing.T) {
 }
 
 func TestSignRefusesBadInput(t *testing.T) {
+	t.Parallel()
 	secret := mustSecret(t)
 	cases := []*SignParams{
 		{MessageID: "", Timestamp: time.Unix(1, 0), Secrets: []string{secret}},
@@ -181,6 +186,7 @@ func TestSignRefusesBadInput(t *testing.T) {
 }
 
 func TestSignedHeadersApplyReplaces(t *testing.T) {
+	t.Parallel()
 	h := http.Header{}
 	h.Set("Webhook-Signature", "v1,forged")
 	(&SignedHeaders{ID: "a", Timestamp: "1", Signature: "v1,x"}).Apply(h)
@@ -223,6 +229,7 @@ func FuzzParseSecret(f *testing.F) {
 // An owner's secret is taken only in canonical form: the base64 decoder
 // would skip line breaks, which must never be stored or shown back.
 func TestValidateSecret(t *testing.T) {
+	t.Parallel()
 	good, err := GenerateSecret(rand.Reader)
 	if err != nil {
 		t.Fatal(err)

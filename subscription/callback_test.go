@@ -13,6 +13,7 @@ func cb(req CallbackRequest, t Tails) Callback {
 }
 
 func TestCallbackTransitions(t *testing.T) {
+	t.Parallel()
 	t1 := t0.Add(5 * time.Second)
 	liveAt := func(at time.Time) Consumer {
 		return with(live(), func(c *Consumer) { c.LivenessDeadline = at.Add(LivenessTimeout) })
@@ -184,6 +185,7 @@ func TestCallbackTransitions(t *testing.T) {
 }
 
 func TestCallbackErrors(t *testing.T) {
+	t.Parallel()
 	t1 := t0.Add(5 * time.Second)
 	tooMany := with(live(), func(c *Consumer) {
 		for i := len(c.Streams); i < MaxConsumerStreams; i++ {
@@ -301,6 +303,7 @@ func TestCallbackErrors(t *testing.T) {
 // TestCheckCallbackOrder pins the order of CheckCallback's rules: each row
 // breaks its rule and every later one, so only the order picks the error.
 func TestCheckCallbackOrder(t *testing.T) {
+	t.Parallel()
 	cur := live() // epoch 4, wake w_cur
 	reborn := with(live(), func(c *Consumer) { c.Incarnation = "i_new" })
 	never := with(idle(), func(c *Consumer) { c.Epoch, c.WakeID = 0, "" })
@@ -335,7 +338,7 @@ func TestCheckCallbackOrder(t *testing.T) {
 		if tt.want == nil && err != nil || tt.want != nil && !errors.Is(err, tt.want) {
 			t.Errorf("%s: %v, want %v", tt.name, err, tt.want)
 		}
-		if _, _, ok := CallbackErrorStatus(err); err != nil && !ok {
+		if _, ok := CallbackErrorCode(err); err != nil && !ok {
 			t.Errorf("%s: %v is not a callback error", tt.name, err)
 		}
 	}

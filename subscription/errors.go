@@ -2,12 +2,11 @@ package subscription
 
 import (
 	"errors"
-	"net/http"
 )
 
 // Callback errors (docs/subscriptions.md, Errors). Decide, ParseCallbackRequest
 // and Keyring.Verify return them wrapped with a message that says what was
-// wrong; CallbackErrorStatus maps each to its HTTP status and code.
+// wrong; CallbackErrorCode tells them from a server fault.
 var (
 	// ErrInvalidRequest: malformed JSON, a missing or mistyped field, an
 	// unknown field.
@@ -50,36 +49,45 @@ const (
 	CodeBodyTooLarge   = "PAYLOAD_TOO_LARGE"
 )
 
-// callbackErrors are the errors of the callback protocol, with the status
-// and code the protocol gives each, and the 413 of an oversized body. The
-// engine uses it to tell a callback error from a server fault; the HTTP
-// answer comes from Herald's one error table (httpapi/apierr), whose
-// tests check that it agrees with this list.
+// callbackErrors are the errors of the callback protocol, and the 413 of
+// an oversized body, each with its code: a callback that fails with one of
+// them is the client's mistake, any other error a server fault. The code
+// names the outcome in the engine's metrics; the HTTP status and answer
+// come from Herald's one error table (httpapi/apierr), whose test checks
+// that it has a row for each of these with the same code.
 var callbackErrors = []struct {
-	err    error
-	status int
-	code   string
+	err  error
+	code string
 }{
-	{ErrInvalidRequest, http.StatusBadRequest, CodeInvalidRequest},
-	{ErrTokenExpired, http.StatusUnauthorized, CodeTokenExpired},
-	{ErrTokenInvalid, http.StatusUnauthorized, CodeTokenInvalid},
-	{ErrAlreadyClaimed, http.StatusConflict, CodeAlreadyClaimed},
-	{ErrInvalidOffset, http.StatusConflict, CodeInvalidOffset},
-	{ErrStaleEpoch, http.StatusConflict, CodeStaleEpoch},
-	{ErrConsumerGone, http.StatusGone, CodeConsumerGone},
-	{ErrStreamForbidden, http.StatusForbidden, CodeForbidden},
-	{ErrBodyTooLarge, http.StatusRequestEntityTooLarge, CodeBodyTooLarge},
+	{ErrInvalidRequest, CodeInvalidRequest},
+	{ErrTokenExpired, CodeTokenExpired},
+	{ErrTokenInvalid, CodeTokenInvalid},
+	{ErrAlreadyClaimed, CodeAlreadyClaimed},
+	{ErrInvalidOffset, CodeInvalidOffset},
+	{ErrStaleEpoch, CodeStaleEpoch},
+	{ErrConsumerGone, CodeConsumerGone},
+	{ErrStreamForbidden, CodeForbidden},
+	{ErrBodyTooLarge, CodeBodyTooLarge},
 }
 
-// CallbackErrorStatus returns the HTTP status and error code of a callback
-// error, and ok false for any other error (a server fault).
-func CallbackErrorStatus(err error) (status int, code string, ok bool) {
+// CallbackErrors returns the errors of the callback protocol.
+func CallbackErrors() []error {
+	errs := make([]error, len(callbackErrors))
+	for i, e := range callbackErrors {
+		errs[i] = e.err
+	}
+	return errs
+}
+
+// CallbackErrorCode returns the code of a callback error, and ok false
+// for any other error (a server fault).
+func CallbackErrorCode(err error) (code string, ok bool) {
 	for _, e := range callbackErrors {
 		if errors.Is(err, e.err) {
-			return e.status, e.code, true
+			return e.code, true
 		}
 	}
-	return 0, "", false
+	return "", false
 }
 
 // Errors of identifiers and configuration.

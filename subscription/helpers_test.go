@@ -122,6 +122,7 @@ func runDecideCases(t *testing.T, cases []decideCase) {
 	t.Helper()
 	for _, tt := range cases {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			orig := tt.c.Clone()
 			got, effects, err := machine().Decide(tt.c, tt.ev, tt.now)
 			if !reflect.DeepEqual(tt.c, orig) {

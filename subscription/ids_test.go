@@ -9,6 +9,7 @@ import (
 )
 
 func TestConsumerID(t *testing.T) {
+	t.Parallel()
 	tests := []struct{ sub, path, want string }{
 		// The example of docs/subscriptions.md.
 		{"my-sub", "/agents/task-123", "my-sub:%2Fagents%2Ftask-123"},
@@ -53,6 +54,7 @@ func TestConsumerID(t *testing.T) {
 }
 
 func TestValidateSubscriptionID(t *testing.T) {
+	t.Parallel()
 	for _, id := range []string{"agent-handler", "a", "A.b_c~d-9", strings.Repeat("x", MaxSubscriptionIDLength)} {
 		if err := ValidateSubscriptionID(id); err != nil {
 			t.Errorf("%q: %v", id, err)
@@ -66,6 +68,7 @@ func TestValidateSubscriptionID(t *testing.T) {
 }
 
 func TestValidateStreamPath(t *testing.T) {
+	t.Parallel()
 	for _, p := range []string{"/", "/a", "/a b/ü", "/a/../b"} {
 		if err := ValidateStreamPath(p); err != nil {
 			t.Errorf("%q: %v", p, err)
@@ -79,6 +82,7 @@ func TestValidateStreamPath(t *testing.T) {
 }
 
 func TestNewWakeID(t *testing.T) {
+	t.Parallel()
 	seen := map[string]bool{}
 	for range 1000 {
 		id, err := NewWakeID(rand.Reader)
@@ -99,6 +103,7 @@ func TestNewWakeID(t *testing.T) {
 }
 
 func TestNewWebhookSecret(t *testing.T) {
+	t.Parallel()
 	a, err := NewWebhookSecret(rand.Reader)
 	if err != nil {
 		t.Fatal(err)

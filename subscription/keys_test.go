@@ -11,6 +11,7 @@ import (
 )
 
 func TestParseKeys(t *testing.T) {
+	t.Parallel()
 	a, b := testKey("k1", 1), testKey("k2", 2)
 	for name, text := range map[string]string{
 		"one per line": FormatKey(a) + "\n" + FormatKey(b) + "\n",
@@ -43,6 +44,7 @@ func TestParseKeys(t *testing.T) {
 }
 
 func TestKeyStringHidesSecret(t *testing.T) {
+	t.Parallel()
 	k := testKey("k1", 'A')
 	for _, s := range []string{k.String(), fmt.Sprint(k), fmt.Sprintf("%v", []Key{k})} {
 		if strings.Contains(s, "AAAA") || !strings.Contains(s, "k1") {
@@ -52,6 +54,7 @@ func TestKeyStringHidesSecret(t *testing.T) {
 }
 
 func TestGenerateKey(t *testing.T) {
+	t.Parallel()
 	a, err := GenerateKey(rand.Reader)
 	if err != nil {
 		t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 // rules around it that are not callbacks (see callback_test.go) or timers
 // (see timers_test.go).
 func TestTransitions(t *testing.T) {
+	t.Parallel()
 	t1 := t0.Add(time.Second)
 	wokenIdle := with(idle(), func(c *Consumer) { // idle() woken at t1 by pA at 12
 		c.State = StateWaking
@@ -243,6 +244,7 @@ func TestTransitions(t *testing.T) {
 }
 
 func TestDecideRejectsBadInput(t *testing.T) {
+	t.Parallel()
 	m := machine()
 	if _, _, err := m.Decide(with(idle(), func(c *Consumer) { c.State = "ASLEEP" }), Tick{}, t0); err == nil {
 		t.Error("a consumer with an unknown state was accepted")
@@ -260,6 +262,7 @@ func TestDecideRejectsBadInput(t *testing.T) {
 }
 
 func TestNewConsumer(t *testing.T) {
+	t.Parallel()
 	c, err := NewConsumer(NewConsumerParams{SubscriptionID: subID, PrimaryStream: pA})
 	if err != nil {
 		t.Fatal(err)
@@ -318,6 +321,7 @@ func equalConsumer(a, b Consumer) bool {
 }
 
 func TestCompareOffsets(t *testing.T) {
+	t.Parallel()
 	m := machine()
 	tests := []struct {
 		a, b string
@@ -340,6 +344,7 @@ func TestCompareOffsets(t *testing.T) {
 }
 
 func TestConsumerHelpers(t *testing.T) {
+	t.Parallel()
 	c := live()
 	if got := c.NextDeadline(); !got.Equal(t0.Add(LivenessTimeout)) {
 		t.Errorf("NextDeadline of a LIVE consumer = %v", got)
@@ -373,6 +378,7 @@ func TestConsumerHelpers(t *testing.T) {
 }
 
 func TestUnknownEventType(t *testing.T) {
+	t.Parallel()
 	type other struct{ Event }
 	_, _, err := machine().Decide(idle(), other{}, t0)
 	if err == nil || errors.Is(err, ErrInvalidRequest) {

@@ -32,6 +32,7 @@ func FuzzDecide(f *testing.F) {
 // TestRandomScripts runs FuzzDecide's checks on reproducible random
 // scripts, so every test run explores the state space too.
 func TestRandomScripts(t *testing.T) {
+	t.Parallel()
 	r := rand.New(rand.NewPCG(1, 2))
 	for range 2000 {
 		script := make([]byte, 2*(1+r.IntN(60)))
@@ -102,7 +103,7 @@ func runScript(t *testing.T, script []byte) {
 			if _, ok := ev.(Callback); !ok {
 				t.Fatalf("step %d: %T failed: %v", i/2, ev, err)
 			}
-			if _, _, ok := CallbackErrorStatus(err); !ok {
+			if _, ok := CallbackErrorCode(err); !ok {
 				t.Fatalf("step %d: callback error %v is not a callback error", i/2, err)
 			}
 			if legit {

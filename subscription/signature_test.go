@@ -14,6 +14,7 @@ import (
 // The header is t=<unix>,sha256=<hex HMAC-SHA256(secret, "<t>.<body>")>,
 // computed here independently of SignatureHeaderValue.
 func TestSignatureHeaderValue(t *testing.T) {
+	t.Parallel()
 	secret := "whsec_abc123"
 	body := []byte(`{"consumer_id":"my-sub:%2Fagents%2Ftask-123","epoch":7}`)
 	now := time.Unix(1704067200, 0)
@@ -29,6 +30,7 @@ func TestSignatureHeaderValue(t *testing.T) {
 // and token and signs the encoded body, verifies with the subscription's
 // secret through the public SDK, and parses back to the same payload.
 func TestInvariantS8SignaturePresence(t *testing.T) {
+	t.Parallel()
 	secret, err := NewWebhookSecret(zeroReader{})
 	if err != nil {
 		t.Fatal(err)

@@ -32,6 +32,7 @@ func TestConsumerStuck(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			c := Consumer{StalledWakes: tt.wakes, StalledSince: tt.since}
 			reason, stuck := c.Stuck(tt.now)
 			if stuck != tt.stuck || reason != tt.reason {

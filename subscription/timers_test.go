@@ -8,6 +8,7 @@ import (
 )
 
 func TestTimers(t *testing.T) {
+	t.Parallel()
 	wakingDue := t0.Add(WakingTimeout)
 	retryAt := wakingDue.Add(200 * time.Millisecond) // retry 1, no jitter
 	awaitingRetry := with(waking(), func(c *Consumer) {
@@ -193,6 +194,7 @@ func TestTimers(t *testing.T) {
 
 // The retry schedule of docs/subscriptions.md, exactly.
 func TestRetryBackoff(t *testing.T) {
+	t.Parallel()
 	ms := time.Millisecond
 	tests := []struct {
 		n            int
@@ -223,6 +225,7 @@ func TestRetryBackoff(t *testing.T) {
 
 // Jitter comes from Machine.Rand, stays within its bound, and varies.
 func TestRetryJitter(t *testing.T) {
+	t.Parallel()
 	m := &Machine{Rand: rand.NewChaCha8([32]byte{7})}
 	for _, n := range []int{1, 5, 10, 11, 50} {
 		base, spread := RetryBackoff(n)
@@ -256,6 +259,7 @@ func TestRetryJitter(t *testing.T) {
 // keeps the epoch and wake id, the delays follow the schedule, and the
 // consumer is removed after three days.
 func TestRetryLadder(t *testing.T) {
+	t.Parallel()
 	m := machine()
 	now := t0
 	c, effects, err := m.Decide(idle(), TailsChanged{Tails: tails(11, 5)}, now)

@@ -27,6 +27,7 @@ func testKeyring(t testing.TB, keys ...Key) *Keyring {
 // and renewal, and is absent from the claims of a token issued without
 // one (as before incarnations existed).
 func TestTokenCarriesIncarnation(t *testing.T) {
+	t.Parallel()
 	k := testKeyring(t, testKey("k1", 1))
 	sub := TokenSubject{ConsumerID: consumerA, Incarnation: "i_0123", Epoch: 2}
 	tok, err := k.Issue(sub, t0)
@@ -55,6 +56,7 @@ func TestTokenCarriesIncarnation(t *testing.T) {
 }
 
 func TestTokenIssueVerify(t *testing.T) {
+	t.Parallel()
 	k := testKeyring(t, testKey("k1", 1))
 	tok, err := k.Issue(TokenSubject{ConsumerID: consumerA, Epoch: 7}, t0)
 	if err != nil {
@@ -96,6 +98,7 @@ func TestTokenIssueVerify(t *testing.T) {
 // The claims are valid JSON that round-trips whatever the consumer id
 // holds: quotes, backslashes, control characters, non-ASCII, HTML.
 func TestTokenClaimsEncodeAnyConsumerID(t *testing.T) {
+	t.Parallel()
 	k := testKeyring(t, testKey("k1", 1))
 	for _, id := range []string{consumerA, `s:a"b`, `s:a\b`, "s:\x01\n", "s:é/ü", "s:<&>", "s:\u2028", "s:\xff"} {
 		tok, err := k.Issue(TokenSubject{ConsumerID: id, Epoch: 3}, t0)
@@ -123,6 +126,7 @@ func TestTokenClaimsEncodeAnyConsumerID(t *testing.T) {
 // TOKEN_EXPIRED is a token with a valid signature past its expiry; the
 // claims come back so the caller can issue a new token.
 func TestTokenExpired(t *testing.T) {
+	t.Parallel()
 	k := testKeyring(t, testKey("k1", 1))
 	tok, err := k.Issue(TokenSubject{ConsumerID: consumerA, Epoch: 7}, t0)
 	if err != nil {
@@ -154,6 +158,7 @@ func TestTokenExpired(t *testing.T) {
 }
 
 func TestTokenInvalid(t *testing.T) {
+	t.Parallel()
 	k := testKeyring(t, testKey("k1", 1))
 	tok, err := k.Issue(TokenSubject{ConsumerID: consumerA, Epoch: 7}, t0)
 	if err != nil {
@@ -214,6 +219,7 @@ func mustIssue(t *testing.T, k *Keyring, consumerID string, epoch int64) string 
 // Rotation: tokens signed by an older key still verify; new tokens use
 // the new key; Renew moves a consumer to the new key.
 func TestKeyRotation(t *testing.T) {
+	t.Parallel()
 	old := testKeyring(t, testKey("k1", 1))
 	tok := mustIssue(t, old, consumerA, 3)
 	rotated := testKeyring(t, testKey("k2", 2), testKey("k1", 1))
@@ -242,6 +248,7 @@ func TestKeyRotation(t *testing.T) {
 // S5: every response carries a token: the same one while it is fresh, a
 // new one when it nears expiry.
 func TestInvariantS5TokenPresent(t *testing.T) {
+	t.Parallel()
 	k := testKeyring(t, testKey("k1", 1))
 	tok := mustIssue(t, k, consumerA, 3)
 	for _, tt := range []struct {
@@ -272,6 +279,7 @@ func TestInvariantS5TokenPresent(t *testing.T) {
 }
 
 func TestNewKeyringErrors(t *testing.T) {
+	t.Parallel()
 	for name, keys := range map[string][]Key{
 		"none":          nil,
 		"short secret":  {{ID: "k1", Secret: make([]byte, 31)}},

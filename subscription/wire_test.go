@@ -10,6 +10,7 @@ import (
 
 // The JSON field names of docs/subscriptions.md, exactly.
 func TestWireFieldNames(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		v    any
@@ -80,6 +81,7 @@ func TestWireFieldNames(t *testing.T) {
 }
 
 func TestParseCallbackRequest(t *testing.T) {
+	t.Parallel()
 	// The example of docs/subscriptions.md.
 	req, err := ParseCallbackRequest([]byte(`{
 		"epoch": 7,
@@ -145,6 +147,7 @@ func TestParseCallbackRequest(t *testing.T) {
 }
 
 func TestParseCreateRequest(t *testing.T) {
+	t.Parallel()
 	req, err := ParseCreateRequest([]byte(`{ "webhook": "https://my-agent.workers.dev/handler", "description": "..." }`))
 	if err != nil || req != (CreateRequest{Webhook: "https://my-agent.workers.dev/handler", Description: "..."}) {
 		t.Errorf("got %+v, %v", req, err)
@@ -157,6 +160,7 @@ func TestParseCreateRequest(t *testing.T) {
 }
 
 func TestParseWebhookResponse(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		body string
 		done bool
@@ -178,30 +182,35 @@ func TestParseWebhookResponse(t *testing.T) {
 	}
 }
 
-// The callback error table, exactly.
-func TestCallbackErrorStatus(t *testing.T) {
+// Each callback error has its code, wrapped or not, and no other error
+// is a callback error.
+func TestCallbackErrorCode(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
-		err    error
-		status int
-		code   string
+		err  error
+		code string
 	}{
-		{ErrInvalidRequest, 400, "INVALID_REQUEST"},
-		{ErrTokenExpired, 401, "TOKEN_EXPIRED"},
-		{ErrTokenInvalid, 401, "TOKEN_INVALID"},
-		{ErrAlreadyClaimed, 409, "ALREADY_CLAIMED"},
-		{ErrInvalidOffset, 409, "INVALID_OFFSET"},
-		{ErrStaleEpoch, 409, "STALE_EPOCH"},
-		{ErrConsumerGone, 410, "CONSUMER_GONE"},
+		{ErrInvalidRequest, "INVALID_REQUEST"},
+		{ErrTokenExpired, "TOKEN_EXPIRED"},
+		{ErrTokenInvalid, "TOKEN_INVALID"},
+		{ErrAlreadyClaimed, "ALREADY_CLAIMED"},
+		{ErrInvalidOffset, "INVALID_OFFSET"},
+		{ErrStaleEpoch, "STALE_EPOCH"},
+		{ErrConsumerGone, "CONSUMER_GONE"},
+		{ErrStreamForbidden, "FORBIDDEN"},
+		{ErrBodyTooLarge, "PAYLOAD_TOO_LARGE"},
+	}
+	if len(CallbackErrors()) != len(tests) {
+		t.Fatalf("%d callback errors, want %d", len(CallbackErrors()), len(tests))
 	}
 	for _, tt := range tests {
 		wrapped := errors.Join(errors.New("context"), tt.err)
-		status, code, ok := CallbackErrorStatus(wrapped)
-		if !ok || status != tt.status || code != tt.code {
-			t.Errorf("%v: %d %s %v, want %d %s", tt.err, status, code, ok, tt.status, tt.code)
+		if code, ok := CallbackErrorCode(wrapped); !ok || code != tt.code {
+			t.Errorf("%v: %s %v, want %s", tt.err, code, ok, tt.code)
 		}
 	}
-	if _, _, ok := CallbackErrorStatus(errors.New("disk full")); ok {
-		t.Error("a server fault maps to a callback error")
+	if _, ok := CallbackErrorCode(errors.New("disk full")); ok {
+		t.Error("a server fault is a callback error")
 	}
 }
 

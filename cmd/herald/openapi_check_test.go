@@ -19,7 +19,6 @@ import (
 
 	"github.com/heraldstreams/herald/auth"
 	"github.com/heraldstreams/herald/delivery"
-	"github.com/heraldstreams/herald/delivery/dispatch"
 )
 
 // specCheck sends requests to a running server and validates each request
@@ -307,7 +306,7 @@ func exerciseCatalogue(c *specCheck) {
 	c.fails(exchange{method: "POST", path: types, key: admin, want: http.StatusBadRequest, body: `{"name":"catalogue.remote","schema":{"$ref":"https://example.com/schema.json"}}`}, "INVALID_SCHEMA", "schema")
 	c.fails(exchange{method: "POST", path: types, key: admin, want: http.StatusBadRequest, body: `{"name":"catalogue.colour","colour":"red"}`, refused: true}, "UNKNOWN_FIELD", "colour")
 	c.fails(exchange{method: "POST", path: types, key: admin, want: http.StatusBadRequest, body: `{"name":"not a type"}`, refused: true}, "INVALID_EVENT_TYPE", "name")
-	big := `{"name":"catalogue.big","schema":{"description":"` + strings.Repeat("x", dispatch.MaxSchemaBytes) + `"}}`
+	big := `{"name":"catalogue.big","schema":{"description":"` + strings.Repeat("x", delivery.MaxSchemaBytes) + `"}}`
 	c.fails(exchange{method: "POST", path: types, key: admin, want: http.StatusRequestEntityTooLarge, body: big}, "SCHEMA_TOO_LARGE", "schema")
 	c.fails(exchange{method: "PATCH", path: types + "/catalogue.created", key: admin, want: http.StatusBadRequest, body: `{"deprecated":"yes"}`, refused: true}, "INVALID_JSON", "deprecated")
 	c.fails(exchange{method: "GET", path: types + "?order=name", key: admin, want: http.StatusBadRequest}, "UNKNOWN_PARAMETER", "order")

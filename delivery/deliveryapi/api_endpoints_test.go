@@ -12,6 +12,7 @@ import (
 // An endpoint without a schedule of its own shows the engine's
 // configured default.
 func TestEndpointShowsTheDefaultSchedule(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		r := newRig(t, func(c *dispatch.EngineConfig) { c.RetrySchedule = delivery.Schedule{0, time.Second} })
 		def := r.endpoint(&dispatch.CreateEndpointParams{Active: true, Config: delivery.EndpointConfig{EventTypes: []string{"def.*"}}})

@@ -13,7 +13,7 @@ import (
 
 // maxEventTypeBody bounds a catalogue request body: room for a schema of
 // MaxSchemaBytes with indentation, and the other fields.
-const maxEventTypeBody = 4 * dispatch.MaxSchemaBytes
+const maxEventTypeBody = 4 * delivery.MaxSchemaBytes
 
 // eventTypeRequest is the body of POST /v1/event-types.
 type eventTypeRequest struct {

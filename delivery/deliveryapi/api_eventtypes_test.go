@@ -17,6 +17,7 @@ const orderPaidSchema = `{"type":"object","properties":{"total":{"type":"number"
 // The catalogue through the API: create (with a compiled schema), read,
 // page, PATCH (null restores a default), delete.
 func TestAPIEventTypeCatalogue(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		r := newRig(t, nil)
 		var created eventTypeJSON
@@ -76,10 +77,11 @@ func TestAPIEventTypeCatalogue(t *testing.T) {
 // that does not compile (with where), a $ref or $schema that leaves the
 // schema (no remote or file loading), a schema or body over its bound.
 func TestAPIEventTypeBadInput(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		r := newRig(t, nil)
 		r.call("POST", "/_herald/v1/event-types", `{"name":"order.paid"}`, nil)
-		hugeSchema := `{"description":"` + strings.Repeat("x", dispatch.MaxSchemaBytes) + `"}`
+		hugeSchema := `{"description":"` + strings.Repeat("x", delivery.MaxSchemaBytes) + `"}`
 		hugeBody := `{"name":"a.b","description":"` + strings.Repeat(" ", maxEventTypeBody) + `"}`
 		for _, c := range []struct {
 			name, method, path, body string
@@ -128,6 +130,7 @@ func TestAPIEventTypeBadInput(t *testing.T) {
 // stored; a deprecated type is accepted and flagged; an endpoint's exact
 // types must be catalogued and its prefix patterns cover one.
 func TestAPIEnforcedCatalogue(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		r := newRig(t, func(c *dispatch.EngineConfig) { c.EnforceEventTypes = true })
 		for _, body := range []string{

@@ -12,6 +12,7 @@ import (
 // a move within the origin keeps them; a masked value sent back does not
 // count as setting it again.
 func TestAPIPatchToAnotherOriginDropsHeaders(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		r := newRig(t, nil)
 		var ep endpointJSON

@@ -8,6 +8,7 @@ import (
 )
 
 func TestSummarizeAttempts(t *testing.T) {
+	t.Parallel()
 	if n, rate, p50, p99 := summarizeAttempts(nil); n != 0 || rate != nil || p50 != nil || p99 != nil {
 		t.Fatalf("no attempts: %d %v %v %v, want 0 and nils", n, rate, p50, p99)
 	}

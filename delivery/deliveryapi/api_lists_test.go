@@ -14,6 +14,7 @@ import (
 // paused, pending, disabled), pages within it, and refuses another
 // status.
 func TestAPIListEndpointsByStatus(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		r := newRig(t, func(c *dispatch.EngineConfig) { c.BreakerThreshold = 1 })
 		r.rc.SetRespond(func(_ int, ev delivery.Event) (int, map[string]string) {
@@ -79,6 +80,7 @@ func TestAPIListEndpointsByStatus(t *testing.T) {
 // same filters beside data and next_cursor, the same on every page;
 // without count there is no total.
 func TestAPIDeliveriesCount(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		r := newRig(t, nil)
 		r.rc.SetRespond(func(_ int, ev delivery.Event) (int, map[string]string) {

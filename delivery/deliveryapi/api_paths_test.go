@@ -15,6 +15,7 @@ import (
 // reaches the tenant's endpoints, never those of the tenant its message
 // names, nor the platform's tenant-less view of another tenant.
 func TestNamespaceStreamEventsAreTheNamespaceTenants(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		r := newRig(t, nil)
 		acme := r.endpoint(&dispatch.CreateEndpointParams{Config: delivery.EndpointConfig{Tenant: "acme"}, Active: true})

@@ -15,6 +15,7 @@ import (
 // A route served without the check that records the principal fails
 // closed: nothing is shown or changed, whatever the tenant.
 func TestAPIWithoutPrincipalFailsClosed(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		r := newRig(t, nil)
 		ep := r.endpoint(&dispatch.CreateEndpointParams{Config: delivery.EndpointConfig{Tenant: "acme"}, Active: true})

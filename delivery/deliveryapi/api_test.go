@@ -25,6 +25,7 @@ type apiErr struct {
 // Issue item 10: bad input gets a clear 4xx with a JSON error code, and
 // nothing is stored.
 func TestAPIBadInput(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		r := newRig(t, nil)
 		var ep endpointJSON
@@ -94,6 +95,7 @@ func TestAPIBadInput(t *testing.T) {
 // rotation, PATCH, pagination, test, deliveries with attempts, retry,
 // delete, idempotent events.
 func TestAPIEndpointLifecycle(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		r := newRig(t, nil)
 		var created endpointJSON

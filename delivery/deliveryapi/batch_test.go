@@ -54,6 +54,7 @@ func batchesOf(t *testing.T, secret string, got []deliverytest.Received) []batch
 // event once, each batch in publishing order; each delivery records one
 // attempt with its batch's id, which the delivery API shows.
 func TestBatchDelivery(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		r := newRig(t, nil)
 		ep := r.endpoint(&dispatch.CreateEndpointParams{Active: true, Config: delivery.EndpointConfig{Batch: &delivery.BatchConfig{MaxEvents: 4, MaxWaitMS: 500}}})
@@ -111,6 +112,7 @@ func TestBatchDelivery(t *testing.T) {
 // retry; a final 4xx under the standard policy dead-letters every
 // delivery of the batch.
 func TestBatchRetryAndDeadLetter(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		r := newRig(t, nil)
 		ep := r.endpoint(&dispatch.CreateEndpointParams{Active: true, Config: delivery.EndpointConfig{Batch: &delivery.BatchConfig{MaxEvents: 3, MaxWaitMS: 100}}})
@@ -141,6 +143,7 @@ func TestBatchRetryAndDeadLetter(t *testing.T) {
 // batch is validated: max_events 2..1000, max_wait_ms 0..60000, each a
 // 400 invalid_batch naming the field; PATCH sets it and null removes it.
 func TestBatchValidationAndPatch(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		r := newRig(t, nil)
 		for body, field := range map[string]string{

@@ -17,6 +17,7 @@ import (
 // retry_all (per endpoint, or the installation's default) a 404 is
 // retried too.
 func TestFailurePolicy(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name          string
 		engineDefault string
@@ -37,6 +38,7 @@ func TestFailurePolicy(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
 			synctest.Test(t, func(t *testing.T) {
 				r := newRig(t, func(cfg *dispatch.EngineConfig) { cfg.FailurePolicy = c.engineDefault })
 				ep := r.endpoint(&dispatch.CreateEndpointParams{Active: true, Config: delivery.EndpointConfig{FailurePolicy: c.endpoint}})

@@ -62,6 +62,7 @@ func eventsGot(rc *deliverytest.Receiver) int {
 // and once answered the endpoint receives events again. A change that
 // keeps the URL keeps it verified.
 func TestEndpointVerificationLifecycle(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		r := newRig(t, nil)
 		var ep endpointJSON
@@ -139,6 +140,7 @@ func TestEndpointVerificationLifecycle(t *testing.T) {
 // With RequireVerification every new endpoint is challenged, whatever
 // its "verify" says.
 func TestEndpointVerificationRequired(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		r := newRig(t, func(c *dispatch.EngineConfig) { c.RequireVerification = true })
 		ep := r.endpoint(&dispatch.CreateEndpointParams{Active: true})
@@ -152,6 +154,7 @@ func TestEndpointVerificationRequired(t *testing.T) {
 // not say "active": true (its failures are kept), and is re-enabled by
 // one that does.
 func TestPatchKeepsBreakerDisabled(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		r := newRig(t, func(c *dispatch.EngineConfig) {
 			c.BreakerThreshold = 2
@@ -190,6 +193,7 @@ func TestPatchKeepsBreakerDisabled(t *testing.T) {
 // of the endpoint's attempts; name, profile and failure_policy show the
 // defaults when unset and can be patched.
 func TestEndpointTimeoutAndFields(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		var rec *timeoutRecorder
 		r := newRig(t, func(c *dispatch.EngineConfig) {

@@ -15,6 +15,7 @@ import (
 // with the publisher's code (docs/api.md, Events), never the stream
 // routes' CONTENT_TYPE_MISMATCH or STREAM_NOT_FOUND.
 func TestAPIPublishToAStreamThatCannotTakeIt(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		r := newRig(t, nil)
 		ctx, now := context.Background(), time.Now()

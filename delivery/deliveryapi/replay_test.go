@@ -26,6 +26,7 @@ type replayJSONOut struct {
 // until, and no others; its job is done with the counts, and GET
 // /replays/{id} shows it.
 func TestReplayStatusUntil(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		r := newRig(t, nil)
 		r.rc.SetRespond(func(int, delivery.Event) (int, map[string]string) { return http.StatusInternalServerError, nil })
@@ -68,6 +69,7 @@ func TestReplayStatusUntil(t *testing.T) {
 
 // Replay requests that make no sense are refused with the field named.
 func TestReplayAPIRefusals(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		r := newRig(t, nil)
 		ep := r.endpoint(&dispatch.CreateEndpointParams{Active: true})
@@ -116,6 +118,7 @@ func (h *holdReplaySteps) DeliveryEnqueue(ctx context.Context, p *store.Delivery
 // same store, from its stored progress: every event is queued and sent
 // once, and the job's counts are exact.
 func TestReplayJobResumesAfterRestart(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		hold := &holdReplaySteps{free: 2}
 		var cfg dispatch.EngineConfig

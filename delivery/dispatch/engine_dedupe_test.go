@@ -19,6 +19,7 @@ import (
 // attempt of the log, and a replay of the stream does not send the
 // repeats either.
 func TestEngineRawDuplicateIDsDeliveredOnce(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		r := newRig(t, nil)
 		ep := r.endpoint(&CreateEndpointParams{Active: true})
@@ -86,6 +87,7 @@ func TestEngineRawDuplicateIDsDeliveredOnce(t *testing.T) {
 // publish answers with the caller's own event only; a raw append keeps
 // "delivered once" within its tenant.
 func TestEngineEventIDsPerTenant(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		r := newRig(t, nil)
 		r.endpoint(&CreateEndpointParams{Active: true})

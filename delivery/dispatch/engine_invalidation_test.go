@@ -15,6 +15,7 @@ import (
 // (another replica) reaches the engine's cache through the invalidation
 // feed, with no sweep.
 func TestEngineEndpointsOfAnotherReplica(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		r := newRig(t, nil)
 		ctx := context.Background()
@@ -62,6 +63,7 @@ func TestEngineEndpointsOfAnotherReplica(t *testing.T) {
 // everything is invalid (a shared store's feed was lost and is back), the
 // engine reads every endpoint again.
 func TestEngineResetReloadsEndpoints(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		r := newRig(t, nil)
 		// The engine's own cache loses an endpoint, as if its change

@@ -21,6 +21,7 @@ import (
 // events in offset order although some attempts fail: event k+1 is not
 // sent before event k is delivered.
 func TestEngineOrderingStreamAcrossFailures(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		r := newRig(t, func(c *EngineConfig) {
 			c.RetrySchedule = delivery.Schedule{0, time.Second, 2 * time.Second, 4 * time.Second}
@@ -112,6 +113,7 @@ func (b *blockingReceiver) hold() {
 // max_in_flight per endpoint, the endpoint's share of the global bound
 // and the global bound hold.
 func TestEngineInFlightLimits(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		r := newRig(t, func(c *EngineConfig) { c.GlobalMaxInFlight = 8 }) // a share is 2
 		b := &blockingReceiver{release: make(chan struct{})}
@@ -157,6 +159,7 @@ func TestEngineInFlightLimits(t *testing.T) {
 
 // Issue item 6: rate_limit caps deliveries per second.
 func TestEngineRateLimit(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		r := newRig(t, nil)
 		r.endpoint(&CreateEndpointParams{Active: true, Config: delivery.EndpointConfig{RateLimit: 4}})
@@ -186,6 +189,7 @@ func TestEngineRateLimit(t *testing.T) {
 // tenant; messages that are not events (no string type) are skipped; an
 // event appended to a stream without an id gets a stable derived one.
 func TestEngineMatching(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		r := newRig(t, nil)
 		ep := r.endpoint(&CreateEndpointParams{Active: true, Config: delivery.EndpointConfig{
@@ -248,6 +252,7 @@ func TestEngineMatching(t *testing.T) {
 // Replay since a time re-delivers the matching events from then on;
 // retention prunes finished deliveries and their attempts.
 func TestEngineReplayAndRetention(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		r := newRig(t, func(c *EngineConfig) { c.Retention = time.Hour })
 		ep := r.endpoint(&CreateEndpointParams{Active: true})
@@ -291,6 +296,7 @@ func TestEngineReplayAndRetention(t *testing.T) {
 // Endpoints without a schedule of their own follow the engine's
 // configured default; one with a schedule follows it.
 func TestEngineScheduleDefaults(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		r := newRig(t, func(c *EngineConfig) { c.RetrySchedule = delivery.Schedule{0, time.Second} })
 		r.rc.SetRespond(func(int, delivery.Event) (int, map[string]string) { return http.StatusInternalServerError, nil })
@@ -314,6 +320,7 @@ func TestEngineScheduleDefaults(t *testing.T) {
 // send still running when Stop's context ends is cancelled and left to
 // its lease.
 func TestEngineStopFinishesInFlight(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		r := newRig(t, nil)
 		ep := r.endpoint(&CreateEndpointParams{Active: true})
@@ -368,6 +375,7 @@ func (c *claimCounter) count() int {
 // POST. A failure goes back to the store's schedule and is claimed when
 // due, without anything waking the runner.
 func TestEngineSendsFreshEventsWithoutClaiming(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		var cc *claimCounter
 		r := newRig(t, func(c *EngineConfig) {
@@ -430,6 +438,7 @@ func (f *failFirstEnqueue) DeliveryEnqueue(ctx context.Context, p *store.Deliver
 // replicas). If that commit fails, nothing is POSTed: the event is
 // matched again and sent once, and its delivery records that attempt.
 func TestEngineFreshSendWaitsForItsMatch(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		fail := &failFirstEnqueue{}
 		r := newRig(t, func(c *EngineConfig) {

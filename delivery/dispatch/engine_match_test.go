@@ -18,6 +18,7 @@ func (fixedIDs) id(_ context.Context, pos int64) (string, error) {
 }
 
 func TestParseMessage(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	for _, c := range []struct {
 		raw, wantID, wantType, wantData, wantTenant string

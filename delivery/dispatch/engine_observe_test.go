@@ -62,6 +62,7 @@ func (h *recordingHandler) outcomes() (levels []slog.Level, attrs []map[string]a
 // Every attempt's outcome is logged once, with the same fields whatever
 // the outcome, at --delivery-log-level (a dead letter at warn at least).
 func TestDeliveryOutcomeLogs(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		logs := &recordingHandler{}
 		r := newRig(t, func(c *EngineConfig) {
@@ -123,6 +124,7 @@ func TestDeliveryOutcomeLogs(t *testing.T) {
 // With the tenant label on, the attempt and outcome metrics carry the
 // endpoint's tenant; off (the default), they have no tenant label.
 func TestDeliveryMetricsTenantLabel(t *testing.T) {
+	t.Parallel()
 	for _, on := range []bool{true, false} {
 		synctest.Test(t, func(t *testing.T) {
 			r := newRig(t, func(c *EngineConfig) {

@@ -106,6 +106,7 @@ func createStoredEndpoint(t *testing.T, st store.Store, streams ...string) {
 // and streams are listed at start only, under the endpoints' prefixes:
 // never again on a timer.
 func TestEngineReconcilesAtStart(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		sq := deliverytest.OpenStore(t)
 		createStoredEndpoint(t, sq, "/orders/*")
@@ -135,6 +136,7 @@ func TestEngineReconcilesAtStart(t *testing.T) {
 // the reconciliation at start fails, and the feed the engine is given
 // never hears of the append but is full.
 func TestEngineReconcilesWhenChangesDropped(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		sq := deliverytest.OpenStore(t)
 		createStoredEndpoint(t, sq, "/**")
@@ -158,6 +160,7 @@ func TestEngineReconcilesWhenChangesDropped(t *testing.T) {
 // TestEngineStartErrors: a failed load is returned and the engine does
 // not run; a second Start is an error too.
 func TestEngineStartErrors(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		sq := deliverytest.OpenStore(t)
 		bad := newStartEngine(t, &countingStore{EngineStore: sq, failList: true}, &deliverytest.Receiver{})
@@ -183,6 +186,7 @@ func TestEngineStartErrors(t *testing.T) {
 // TestEngineStopsWithStartContext: cancelling Start's context stops the
 // engine: an append after it is not delivered.
 func TestEngineStopsWithStartContext(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		sq := deliverytest.OpenStore(t)
 		createStoredEndpoint(t, sq, "/**")

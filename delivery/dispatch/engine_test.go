@@ -18,6 +18,7 @@ import (
 // here by the official library; webhook-id is the event id, stable across
 // retries; a rotation signs with both secrets during the overlap.
 func TestEngineSignsStandardWebhooks(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		r := newRig(t, nil)
 		ep := r.endpoint(&CreateEndpointParams{Active: true})
@@ -83,6 +84,7 @@ func TestEngineSignsStandardWebhooks(t *testing.T) {
 // 5m, 30m, 2h, 8h, 24h); Retry-After on 429/503 lengthens a step; after
 // the last attempt the delivery is exhausted and counted as a dead letter.
 func TestEngineRetryScheduleAndDeadLetter(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		r := newRig(t, nil)
 		ep := r.endpoint(&CreateEndpointParams{Active: true})
@@ -144,6 +146,7 @@ func TestEngineRetryScheduleAndDeadLetter(t *testing.T) {
 // and time; its pending deliveries are kept and resume when it is
 // re-enabled.
 func TestEngineBreakerKeepsAndResumes(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		r := newRig(t, func(c *EngineConfig) {
 			c.BreakerThreshold = 3
@@ -200,6 +203,7 @@ func TestEngineBreakerKeepsAndResumes(t *testing.T) {
 // Issue item 4: a delivery claimed by a sender that died is claimed again
 // once its lease ends.
 func TestEngineReclaimsExpiredLease(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		r := newRig(t, func(c *EngineConfig) { c.Lease = 30 * time.Second })
 		ep := r.endpoint(&CreateEndpointParams{Active: true, Config: delivery.EndpointConfig{MaxInFlight: 1}})

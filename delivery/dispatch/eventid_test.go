@@ -15,6 +15,7 @@ import (
 // that reaches back before the endpoint's first match names the older
 // positions with a span of their own.
 func TestEventIDSpansGrowWithTheStream(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		r := newRig(t, nil)
 		ctx := context.Background()

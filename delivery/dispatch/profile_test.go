@@ -142,6 +142,7 @@ func fields(t *testing.T, body []byte) (map[string]json.RawMessage, []string) {
 // secret keeps verifying, and once the overlap ends the new secret
 // verifies.
 func TestProfilesDeliverVerifiableRequests(t *testing.T) {
+	t.Parallel()
 	type check func(t *testing.T, q deliverytest.Received, secret string) bool
 	cases := []struct {
 		profile string
@@ -226,6 +227,7 @@ func TestProfilesDeliverVerifiableRequests(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.profile, func(t *testing.T) {
+			t.Parallel()
 			synctest.Test(t, func(t *testing.T) {
 				r := profileRig(t)
 				ep := r.endpoint(&CreateEndpointParams{Active: true, Config: delivery.EndpointConfig{Profile: c.profile}})
@@ -265,6 +267,7 @@ func TestProfilesDeliverVerifiableRequests(t *testing.T) {
 
 // The verification challenge goes in the profile's own header.
 func TestProfileChallengeHeader(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		r := profileRig(t)
 		r.endpoint(&CreateEndpointParams{Active: true, Verify: true, Config: delivery.EndpointConfig{Profile: delivery.ProfileXRucheV1}})

@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/heraldstreams/herald/delivery"
-	"github.com/heraldstreams/herald/delivery/dispatch"
 	"github.com/heraldstreams/herald/internal/httpjson"
 	"github.com/heraldstreams/herald/subscription"
 )
@@ -28,7 +27,7 @@ func Classify(r *http.Request, err error) (e *httpjson.Error, known bool) {
 		// The delivery rules name their own codes (docs/api.md); only an
 		// event or schema over its size limit is not a 400.
 		status := http.StatusBadRequest
-		if ve.Code == delivery.CodeEventTooLarge || ve.Code == dispatch.CodeSchemaTooLarge {
+		if ve.Code == delivery.CodeEventTooLarge || ve.Code == delivery.CodeSchemaTooLarge {
 			status = http.StatusRequestEntityTooLarge
 		}
 		return &httpjson.Error{Status: status, Code: string(ve.Code), Message: ve.Message, Field: ve.Field}, true
@@ -83,7 +82,7 @@ func Failer(log *slog.Logger) func(http.ResponseWriter, *http.Request, error) {
 // Errors): its status, code and message from the table; known is false
 // for any error the callback protocol does not name, a server fault.
 func Callback(r *http.Request, err error) (e *httpjson.Error, known bool) {
-	if _, _, ok := subscription.CallbackErrorStatus(err); !ok {
+	if _, ok := subscription.CallbackErrorCode(err); !ok {
 		return httpjson.Internal, false
 	}
 	return Classify(r, err)

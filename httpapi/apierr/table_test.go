@@ -139,19 +139,22 @@ func TestConditionsOfTwoRoutes(t *testing.T) {
 }
 
 // TestCallbackAnswersAreTheProtocols: every error of the callback
-// protocol has the status and code the subscription rules give it
-// (docs/subscriptions.md, Errors), and any other error is a server fault
-// there, even one the table knows.
+// protocol has a row in the table, with the code the subscription rules
+// give it and the status of docs/subscriptions.md (Errors), and any other
+// error is a server fault there, even one the table knows.
 func TestCallbackAnswersAreTheProtocols(t *testing.T) {
 	t.Parallel()
 	req := httptest.NewRequest(http.MethodPost, "/callback/c", nil)
-	for _, err := range []error{subscription.ErrInvalidRequest, subscription.ErrTokenExpired, subscription.ErrTokenInvalid,
-		subscription.ErrAlreadyClaimed, subscription.ErrInvalidOffset, subscription.ErrStaleEpoch, subscription.ErrConsumerGone,
-		subscription.ErrStreamForbidden, subscription.ErrBodyTooLarge} {
-		status, code, _ := subscription.CallbackErrorStatus(err)
+	statuses := map[error]int{
+		subscription.ErrInvalidRequest: 400, subscription.ErrTokenExpired: 401, subscription.ErrTokenInvalid: 401,
+		subscription.ErrAlreadyClaimed: 409, subscription.ErrInvalidOffset: 409, subscription.ErrStaleEpoch: 409,
+		subscription.ErrConsumerGone: 410, subscription.ErrStreamForbidden: 403, subscription.ErrBodyTooLarge: 413,
+	}
+	for _, err := range subscription.CallbackErrors() {
+		code, _ := subscription.CallbackErrorCode(err)
 		e, known := Callback(req, fmt.Errorf("%w: why", err))
-		if !known || e.Status != status || e.Code != code {
-			t.Errorf("%v = %d %s (known %v), want %d %s", err, e.Status, e.Code, known, status, code)
+		if !known || e.Status != statuses[err] || e.Code != code {
+			t.Errorf("%v = %d %s (known %v), want %d %s", err, e.Status, e.Code, known, statuses[err], code)
 		}
 		if strings.Contains(e.Message, "subscription: ") {
 			t.Errorf("%v: message %q names a package", err, e.Message)

@@ -241,7 +241,7 @@ type CallbackParams struct {
 }
 
 // CallbackError is a failed callback: Err is one of the callback errors
-// (CallbackErrorStatus maps it), Token the token the error response
+// (CallbackErrorCode tells it), Token the token the error response
 // carries ("" for none): a renewed one for ErrTokenExpired, the next
 // callback's otherwise.
 type CallbackError struct {
@@ -264,7 +264,7 @@ func (e *Engine) Callback(ctx context.Context, p *CallbackParams) (*subscription
 	code := "OK"
 	if err != nil {
 		code = "INTERNAL"
-		if _, c, ok := subscription.CallbackErrorStatus(err); ok {
+		if c, ok := subscription.CallbackErrorCode(err); ok {
 			code = c
 		}
 	}
@@ -311,7 +311,7 @@ func (e *Engine) callback(ctx context.Context, p *CallbackParams) (*subscription
 		}
 	}
 	if err != nil {
-		if _, _, ok := subscription.CallbackErrorStatus(err); !ok {
+		if _, ok := subscription.CallbackErrorCode(err); !ok {
 			return nil, err
 		}
 		ce := &CallbackError{Err: err}

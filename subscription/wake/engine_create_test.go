@@ -31,6 +31,7 @@ func (s *createHookStore) SubscriptionCreate(ctx context.Context, p *store.Subsc
 // a stream that existed before gets an IDLE consumer at its tail and no
 // wake (docs/subscriptions.md, Consumers).
 func TestEngineCreateSubscriptionWindow(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		hook := &receiver{}
 		st := &createHookStore{memStore: newMemStore()}

@@ -17,6 +17,7 @@ import (
 // after gets its consumer and its wake from this engine alone; deleting
 // it elsewhere takes it out of the cache.
 func TestEngineSubscriptionOfAnotherReplica(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		hook := &receiver{}
 		st := newMemStore()
@@ -49,6 +50,7 @@ func TestEngineSubscriptionOfAnotherReplica(t *testing.T) {
 // while an invalidation is not yet applied reads the subscriptions from
 // the store before deciding what to spawn.
 func TestEngineFreshSubscriptionsBeforeSpawn(t *testing.T) {
+	t.Parallel()
 	st := newMemStore()
 	e, err := NewEngine(EngineConfig{Store: st, Sender: newSender(&receiver{}), Keyring: rigKeyring(t), CallbackBaseURL: "https://herald.test"})
 	if err != nil {
@@ -78,6 +80,7 @@ func TestEngineFreshSubscriptionsBeforeSpawn(t *testing.T) {
 // every subscription again; and the periodic refresh catches a change no
 // invalidation announced.
 func TestEngineResetReloads(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		st := newMemStore()
 		e := startEngine(t, st, &receiver{}, rigKeyring(t), 0, false)

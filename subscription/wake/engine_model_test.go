@@ -35,8 +35,10 @@ import (
 // and at the end, with a webhook that answers {"done": true}, that every
 // event was acked and every consumer is asleep.
 func TestEngineModel(t *testing.T) {
+	t.Parallel()
 	for seed := range uint64(8) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			t.Parallel()
 			synctest.Test(t, func(t *testing.T) { runModel(t, seed) })
 		})
 	}
@@ -223,7 +225,7 @@ func (m *model) callback() {
 	req.Done = m.r.IntN(3) == 0
 	resp, err := m.eng.Callback(context.Background(), &CallbackParams{ConsumerID: w.ConsumerID, Token: w.Token, Body: []byte(body(req))})
 	after, stillStored := m.snapshot()[w.ConsumerID]
-	_, code, isCallbackErr := subscription.CallbackErrorStatus(err)
+	code, isCallbackErr := subscription.CallbackErrorCode(err)
 	switch {
 	case err == nil:
 		if resp.Token == "" || resp.Streams == nil {

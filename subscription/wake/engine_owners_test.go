@@ -15,6 +15,7 @@ import (
 // answers as an absent one, and the id another owner holds cannot be
 // taken or confirmed; the platform sees every owner's.
 func TestEngineSubscriptionOwners(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	synctest.Test(t, func(t *testing.T) {
 		r := newRig(t, dir, &receiver{})
@@ -130,6 +131,7 @@ func TestEngineSubscriptionOwners(t *testing.T) {
 // subscribe that names any other is refused with FORBIDDEN and changes
 // nothing; the platform's consumers subscribe anywhere.
 func TestEngineTenantConsumerSubscribesInItsNamespace(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	synctest.Test(t, func(t *testing.T) {
 		hook := &receiver{}

@@ -18,6 +18,7 @@ import (
 // When everything settles, every consumer must be IDLE with every event
 // acked: a wake lost in any interleaving leaves one with pending work.
 func TestEngineNoLostWakeUnderRaces(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	synctest.Test(t, func(t *testing.T) {
 		const streams, rounds = 40, 15

@@ -19,6 +19,7 @@ import (
 // fires at once with the same wake id, and tokens issued before still
 // verify.
 func TestEngineRestart(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	synctest.Test(t, func(t *testing.T) {
 		hook1 := &receiver{}
@@ -103,6 +104,7 @@ func TestEngineRestart(t *testing.T) {
 // TestEngineReconcilesOnStart: an event appended while no engine ran (a
 // crash between an append and its wake) wakes its consumer at start.
 func TestEngineReconcilesOnStart(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	synctest.Test(t, func(t *testing.T) {
 		hook := &receiver{}
@@ -135,6 +137,7 @@ func TestEngineReconcilesOnStart(t *testing.T) {
 // primary stream is still subscribed, reconciling it reads the tails of
 // all the consumer's streams.)
 func TestEngineReconcilesSecondaryOnStart(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	synctest.Test(t, func(t *testing.T) {
 		hook := &receiver{}

@@ -233,7 +233,7 @@ func (r *rig) wantCallbackError(id, token, body, code string) *CallbackError {
 	if !errors.As(err, &ce) {
 		r.t.Fatalf("callback %s: got %v, want a %s callback error", body, err, code)
 	}
-	if _, got, _ := subscription.CallbackErrorStatus(err); got != code {
+	if got, _ := subscription.CallbackErrorCode(err); got != code {
 		r.t.Fatalf("callback %s: got code %s (%v), want %s", body, got, err, code)
 	}
 	return ce

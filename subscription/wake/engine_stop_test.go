@@ -17,6 +17,7 @@ import (
 // first, the wake is cancelled and its consumer stays WAKING (its waking
 // deadline sends it again after a restart).
 func TestEngineStopLetsWakesFinish(t *testing.T) {
+	t.Parallel()
 	for _, finish := range []bool{true, false} {
 		dir := t.TempDir()
 		synctest.Test(t, func(t *testing.T) {
@@ -73,6 +74,7 @@ func TestEngineStopLetsWakesFinish(t *testing.T) {
 // TestEngineStartErrors: a second Start is an error, a Start after Stop
 // too, and cancelling Start's context stops the engine.
 func TestEngineStartErrors(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	synctest.Test(t, func(t *testing.T) {
 		r := newRig(t, dir, &receiver{})

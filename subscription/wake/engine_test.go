@@ -16,6 +16,7 @@ import (
 )
 
 func TestEngineWakesOnNewEventsOnly(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	synctest.Test(t, func(t *testing.T) {
 		hook := &receiver{}
@@ -80,6 +81,7 @@ func TestEngineWakesOnNewEventsOnly(t *testing.T) {
 // appended while the webhook was being answered is pending work and
 // causes a new wake.
 func TestEngineNoLostWake(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	synctest.Test(t, func(t *testing.T) {
 		hook := &receiver{}
@@ -123,6 +125,7 @@ func TestEngineNoLostWake(t *testing.T) {
 }
 
 func TestEngineLiveUntilLivenessTimeout(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	synctest.Test(t, func(t *testing.T) {
 		hook := &receiver{}
@@ -164,6 +167,7 @@ func TestEngineLiveUntilLivenessTimeout(t *testing.T) {
 }
 
 func TestEngineCallbacks(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	synctest.Test(t, func(t *testing.T) {
 		hook := &receiver{}
@@ -269,6 +273,7 @@ func TestEngineCallbacks(t *testing.T) {
 }
 
 func TestEngineRemovesConsumers(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	synctest.Test(t, func(t *testing.T) {
 		hook := &receiver{}
@@ -324,6 +329,7 @@ func TestEngineRemovesConsumers(t *testing.T) {
 }
 
 func TestEngineSubscriptionAPI(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	synctest.Test(t, func(t *testing.T) {
 		r := newRig(t, dir, &receiver{})
@@ -390,6 +396,7 @@ func TestEngineSubscriptionAPI(t *testing.T) {
 // callback while events the consumer has not acked exist starts a new
 // wake cycle at once, with the next epoch; the old epoch is fenced.
 func TestEngineDoneWithPendingRewakes(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	synctest.Test(t, func(t *testing.T) {
 		hook := &receiver{}
@@ -422,6 +429,7 @@ func TestEngineDoneWithPendingRewakes(t *testing.T) {
 // callback's subscribe: its next event wakes that consumer; after an
 // unsubscribe, it no longer does.
 func TestEngineMembershipsFollowCallbacks(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	synctest.Test(t, func(t *testing.T) {
 		hook := &receiver{}

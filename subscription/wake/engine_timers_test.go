@@ -17,6 +17,7 @@ import (
 // up to 1 s; 11+: 60 s + up to 5 s), with the same epoch and wake id every
 // time (S2), each signed again.
 func TestEngineRetryLadder(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	synctest.Test(t, func(t *testing.T) {
 		hook := &receiver{}
@@ -53,6 +54,7 @@ func TestEngineRetryLadder(t *testing.T) {
 // retried then, although its request only times out at 30 s; the late
 // failure of the first attempt does not count twice.
 func TestEngineWakingTimeout(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	synctest.Test(t, func(t *testing.T) {
 		hook := &receiver{}
@@ -104,6 +106,7 @@ func TestEngineWakingTimeout(t *testing.T) {
 // the consumer, and its callbacks get CONSUMER_GONE. About 4,000 retries
 // run here, so the store is the in-memory one.
 func TestEngineGCAfterThreeDays(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		hook := &receiver{}
 		hook.setReply(func(subscription.WakePayload, *http.Request) (int, string) { return http.StatusBadGateway, "" })
@@ -148,7 +151,7 @@ func TestEngineGCAfterThreeDays(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, err = eng.Callback(ctx, &CallbackParams{ConsumerID: id, Token: tok, Body: []byte(`{"epoch": 1}`)})
-		if _, code, _ := subscription.CallbackErrorStatus(err); code != subscription.CodeConsumerGone {
+		if code, _ := subscription.CallbackErrorCode(err); code != subscription.CodeConsumerGone {
 			t.Fatalf("callback after removal: %v", err)
 		}
 	})

@@ -16,6 +16,7 @@ func fileKey(id string, b byte) subscription.Key {
 }
 
 func TestLoadKeyFileRotation(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "keys")
 	content := "# rotated\n" + subscription.FormatKey(fileKey("new", 2)) + "\n" + subscription.FormatKey(fileKey("old", 1)) + "\n"
 	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
@@ -31,6 +32,7 @@ func TestLoadKeyFileRotation(t *testing.T) {
 }
 
 func TestLoadKeyFileRefused(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	open := filepath.Join(dir, "open")
 	if err := os.WriteFile(open, []byte(subscription.FormatKey(fileKey("k1", 1))), 0o600); err != nil {

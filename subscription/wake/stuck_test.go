@@ -21,6 +21,7 @@ import (
 // shows it stuck with the reason, and the stuck gauge counts it, until
 // an ack clears both.
 func TestEngineShowsAStuckConsumer(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	synctest.Test(t, func(t *testing.T) {
 		st, err := sqlite.Open(context.Background(), sqlite.Config{Dir: dir, TouchFlushInterval: time.Hour, CheckpointInterval: time.Hour})
