@@ -116,15 +116,9 @@ func (w *rows) Apply(r *sqlstore.StreamRow, c sqlstore.StreamChange) (store.Stre
 		st.LastSeq = c.Seq
 	}
 	st.AccessedAt = c.Now
-	var byID sql.NullString
-	var byEpoch, bySeq sql.NullInt64
-	if closedBy != nil {
-		byID = sql.NullString{String: closedBy.ID, Valid: true}
-		byEpoch, bySeq = sql.NullInt64{Int64: closedBy.Epoch, Valid: true}, sql.NullInt64{Int64: closedBy.Seq, Valid: true}
-	}
-	if _, err := w.tx.Exec(w.ctx, `UPDATE streams SET tail = $2, closed = $3, closed_by_id = $4, closed_by_epoch = $5, closed_by_seq = $6,
-		accessed_at = $7, last_seq = $8 WHERE id = $1`,
-		st.ID, st.Tail, st.Closed, byID, byEpoch, bySeq, sqlstore.Nanos(st.AccessedAt), st.LastSeq); err != nil {
+	byID, byEpoch, bySeq := sqlstore.ClosedByArgs(closedBy)
+	if _, err := w.tx.Exec(w.ctx, sqlstore.UpdateStreamSQL,
+		st.Tail, st.Closed, byID, byEpoch, bySeq, sqlstore.Nanos(st.AccessedAt), st.LastSeq, r.SoftDeleted, st.ID); err != nil {
 		return st, fmt.Errorf("write stream: %w", err)
 	}
 	if d := c.Decision; d.ProducerChanged {

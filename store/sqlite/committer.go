@@ -2,12 +2,12 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"time"
 
 	"github.com/heraldstreams/herald/store"
+	"github.com/heraldstreams/herald/store/sqlstore"
 	"github.com/heraldstreams/herald/streamrules"
 	"go.opentelemetry.io/otel/trace"
 )
@@ -148,13 +148,7 @@ func (b *batch) invalidate(kind store.CacheKind, id string) {
 // flush writes the dirty stream rows.
 func (b *batch) flush() error {
 	for _, e := range b.dirty {
-		var cbID sql.NullString
-		var cbEpoch, cbSeq sql.NullInt64
-		if cb := e.closedBy(); cb != nil {
-			cbID = sql.NullString{String: cb.ID, Valid: true}
-			cbEpoch = sql.NullInt64{Int64: cb.Epoch, Valid: true}
-			cbSeq = sql.NullInt64{Int64: cb.Seq, Valid: true}
-		}
+		cbID, cbEpoch, cbSeq := sqlstore.ClosedByArgs(e.closedBy())
 		if _, err := b.s.stmts.updateStream.ExecContext(b.ctx, e.tail, e.closed, cbID, cbEpoch, cbSeq,
 			e.accessedAt, e.lastSeq, e.softDeleted, e.id); err != nil {
 			return fmt.Errorf("update stream: %w", err)

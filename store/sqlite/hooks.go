@@ -41,8 +41,7 @@ func (b *batch) snapshotCursors(endpointID string, now time.Time) error {
 		if err != nil {
 			return nil // deleted or expired: nothing to deliver from it
 		}
-		_, err = b.exec(`INSERT INTO delivery_cursors (endpoint_id, stream, stream_id, position) VALUES (?, ?, ?, ?)
-			ON CONFLICT (stream, endpoint_id) DO NOTHING`, endpointID, st.Path, st.ID, st.Tail)
+		_, err = b.exec(sqlstore.InsertCursorSQL, st.Path, endpointID, st.ID, st.Tail)
 		if err != nil {
 			return fmt.Errorf("insert cursor: %w", err)
 		}

@@ -34,8 +34,7 @@ func prepare(ctx context.Context, conn *sql.Conn) (*statements, error) {
 		sql string
 	}{
 		{&st.insertStream, sqlstore.InsertStreamSQL},
-		{&st.updateStream, `UPDATE streams SET tail = ?, closed = ?, closed_by_id = ?, closed_by_epoch = ?, closed_by_seq = ?,
-			accessed_at = ?, last_seq = ?, soft_deleted = ? WHERE id = ?`},
+		{&st.updateStream, sqlstore.UpdateStreamSQL},
 		{&st.insertChunk, sqlstore.InsertChunkSQL},
 		{&st.getProducer, sqlstore.GetProducerSQL},
 		{&st.upsertProducer, sqlstore.UpsertProducerSQL},

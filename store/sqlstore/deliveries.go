@@ -140,8 +140,7 @@ func (s *Store) advanceCursor(tx Tx, stream string, c *store.CursorAdvance) erro
 			WHERE stream = $1 AND endpoint_id = $2 AND stream_id = $5 AND position = $6`,
 			stream, c.EndpointID, c.StreamID, c.Position, c.ExpectStreamID, c.ExpectPosition)
 	} else {
-		n, err = tx.Exec(`INSERT INTO delivery_cursors (stream, endpoint_id, stream_id, position) VALUES ($1, $2, $3, $4)
-			ON CONFLICT (stream, endpoint_id) DO NOTHING`, stream, c.EndpointID, c.StreamID, c.Position)
+		n, err = tx.Exec(InsertCursorSQL, stream, c.EndpointID, c.StreamID, c.Position)
 	}
 	if err != nil {
 		return s.errorf("advance cursor", err)

@@ -1,5 +1,11 @@
 package sqlstore
 
+import (
+	"database/sql"
+
+	"github.com/heraldstreams/herald/store"
+)
+
 // The statements of streams, written once. The streams' logic is each
 // backend's own: SQLite's committer keeps their metadata in memory and
 // decides against it, PostgreSQL's transactions read and lock the rows;
@@ -25,6 +31,16 @@ const (
 	// last_seq.
 	UpsertProducerSQL = `INSERT INTO producers (stream_id, producer_id, epoch, last_seq) VALUES ($1, $2, $3, $4)
 		ON CONFLICT (stream_id, producer_id) DO UPDATE SET epoch = excluded.epoch, last_seq = excluded.last_seq`
+	// UpdateStreamSQL writes a stream's changing columns: tail, closed,
+	// closed_by_id, closed_by_epoch, closed_by_seq, accessed_at,
+	// last_seq, soft_deleted, and the id last (ClosedByArgs gives the
+	// closing producer's three).
+	UpdateStreamSQL = `UPDATE streams SET tail = $1, closed = $2, closed_by_id = $3, closed_by_epoch = $4, closed_by_seq = $5,
+		accessed_at = $6, last_seq = $7, soft_deleted = $8 WHERE id = $9`
+	// InsertCursorSQL gives an endpoint a cursor on a stream unless it has
+	// one: stream, endpoint_id, stream_id, position.
+	InsertCursorSQL = `INSERT INTO delivery_cursors (stream, endpoint_id, stream_id, position) VALUES ($1, $2, $3, $4)
+		ON CONFLICT (stream, endpoint_id) DO NOTHING`
 	// CountForksSQL counts the streams forked from stream $1.
 	CountForksSQL = `SELECT count(*) FROM streams WHERE fork_source_id = $1`
 )
@@ -35,4 +51,13 @@ var DeleteStreamSQL = []string{
 	`DELETE FROM chunks WHERE stream_id = $1`,
 	`DELETE FROM producers WHERE stream_id = $1`,
 	`DELETE FROM streams WHERE id = $1`,
+}
+
+// ClosedByArgs are UpdateStreamSQL's closed_by_id, closed_by_epoch and
+// closed_by_seq for the producer that closed a stream: NULL when none did.
+func ClosedByArgs(p *store.Producer) (id sql.NullString, epoch, seq sql.NullInt64) {
+	if p == nil {
+		return id, epoch, seq
+	}
+	return sql.NullString{String: p.ID, Valid: true}, sql.NullInt64{Int64: p.Epoch, Valid: true}, sql.NullInt64{Int64: p.Seq, Valid: true}
 }
