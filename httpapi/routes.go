@@ -36,6 +36,11 @@ type APIs struct {
 	// Without it a subscription request gets 404
 	// SUBSCRIPTIONS_UNAVAILABLE.
 	Subscriptions SubscriptionEngine
+	// Reserved serves the Durable Streams protocol's reserved
+	// subscription API under the stream root's __ds/ prefix
+	// (docs/subscriptions.md); *wake.Reserved implements it. Without it
+	// those paths have no route (404).
+	Reserved ReservedService
 	// Keys are the routes of the key API (auth.KeysAPI.Routes).
 	Keys []Route
 	// Delivery are the routes of the event delivery API
@@ -113,6 +118,9 @@ func (s *Server) table(apis APIs) []Route {
 	routes = append(routes, apis.Keys...)
 	if svc := apis.Subscriptions; svc != nil {
 		routes = append(routes, s.subscriptionRoutes(svc)...)
+	}
+	if svc := apis.Reserved; svc != nil {
+		routes = append(routes, s.reservedRoutes(svc)...)
 	}
 	return append(routes, apis.Delivery...)
 }
@@ -201,8 +209,8 @@ func (s *Server) newRouter(routes []Route) *router {
 			rt.subscriptions = true
 			continue
 		}
-		if !strings.HasPrefix(r.Pattern, HeraldPrefix) && !strings.HasPrefix(r.Pattern, CallbackPrefix) {
-			panic("httpapi: route " + name + " is not under " + HeraldPrefix + " or " + CallbackPrefix + ": stream paths belong to the protocol")
+		if !strings.HasPrefix(r.Pattern, HeraldPrefix) && !strings.HasPrefix(r.Pattern, CallbackPrefix) && !strings.HasPrefix(r.Pattern, s.dsPrefix) {
+			panic("httpapi: route " + name + " is not under " + HeraldPrefix + ", " + CallbackPrefix + " or " + s.dsPrefix + ": stream paths belong to the protocol")
 		}
 		if r.Handler == nil {
 			panic("httpapi: route " + name + " has no handler")

@@ -403,3 +403,15 @@ func DSRetryBase(n int) time.Duration {
 	}
 	return min(time.Duration(1<<(n-1))*time.Second, 60*time.Second)
 }
+
+// CompareDSOffsets orders two offsets of one stream (Machine.CompareOffsets):
+// OffsetStart, and "" for a stream that does not exist, sort first.
+func CompareDSOffsets(a, b string) int {
+	if a == "" {
+		a = OffsetStart
+	}
+	if b == "" {
+		b = OffsetStart
+	}
+	return (&Machine{}).CompareOffsets(a, b)
+}

@@ -1,0 +1,319 @@
+package wake
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/heraldstreams/herald/glob"
+	"github.com/heraldstreams/herald/internal/service"
+	"github.com/heraldstreams/herald/store"
+	"github.com/heraldstreams/herald/subscription"
+)
+
+// ReservedStore is the part of the storage contract the reserved API's
+// engine uses.
+type ReservedStore interface {
+	store.DSSubscriptionStore
+	store.SigningKeyStore
+	StreamGet(ctx context.Context, params *store.StreamGetParams) (*store.Stream, error)
+	StreamAppend(ctx context.Context, params *store.StreamAppendParams) (*store.StreamAppendResult, error)
+	StreamList(ctx context.Context, params *store.StreamListParams) ([]store.Stream, error)
+	Notifier() store.Notifier
+}
+
+// ReservedConfig configures a Reserved engine.
+type ReservedConfig struct {
+	// Store keeps the subscriptions, their links and the signing keys.
+	Store ReservedStore
+	// Sender posts webhooks; the one SSRF-safe sender in production.
+	Sender WebhookSender
+	// Keyring signs the callback and claim tokens (the callback token
+	// keys of the other front door).
+	Keyring *subscription.Keyring
+	// Root is the stream root.
+	Root subscription.Root
+	// PublicURL is Herald's public base URL without a trailing slash:
+	// callback and JWKS URLs are PublicURL + Root.Reserved() + ....
+	PublicURL string
+	// Now is the clock, Rand the source of wake ids, jitter and keys.
+	Now    func() time.Time
+	Rand   io.Reader
+	Logger *slog.Logger
+	// SweepInterval is how often the store is asked for due timers set
+	// by another replica or before a restart; a second when 0.
+	SweepInterval time.Duration
+	// RefreshInterval is how often the list of patterns is read again,
+	// so that a subscription created on another replica links the
+	// streams appended to here; a second when 0.
+	RefreshInterval time.Duration
+}
+
+// Reserved runs the subscriptions of the Durable Streams protocol's
+// reserved API (docs/subscriptions.md, The reserved subscription API):
+// it links streams to subscriptions, issues wakes by webhook or to a wake
+// stream, and applies callbacks, claims, acks and releases. Every change
+// of a subscription is a compare-and-set of its row, decided by
+// subscription.DSMachine, so replicas and restarts agree; every deadline
+// is the row's due_at, whose timer one replica claims at a time.
+type Reserved struct {
+	st      ReservedStore
+	sender  WebhookSender
+	keys    *subscription.Keyring
+	machine subscription.DSMachine
+	root    subscription.Root
+	base    string
+	now     func() time.Time
+	rand    io.Reader
+	log     *slog.Logger
+	sweep   time.Duration
+	refresh time.Duration
+
+	locks [lockStripes]sync.Mutex
+
+	// patterns are the subscriptions with a pattern, by id: who links a
+	// new stream (refreshPatterns).
+	patternsMu sync.RWMutex
+	patterns   map[string]dsPattern
+
+	signMu  sync.RWMutex
+	signing []subscription.SigningKey // the active key first
+
+	queue  *service.Queue[struct{}]
+	timers *deadlines
+	life   *service.Lifecycle
+	kick   service.Kick
+}
+
+// dsPattern is a subscription's compiled pattern and creation time.
+type dsPattern struct {
+	p       *glob.Pattern
+	created time.Time
+}
+
+// NewReserved returns an engine for cfg; Start runs it.
+func NewReserved(cfg ReservedConfig) (*Reserved, error) {
+	if cfg.Store == nil || cfg.Sender == nil || cfg.Keyring == nil || cfg.PublicURL == "" {
+		return nil, errors.New("subscription: the reserved API needs a store, a sender, a keyring and a public URL")
+	}
+	r := &Reserved{
+		st: cfg.Store, sender: cfg.Sender, keys: cfg.Keyring, machine: subscription.DSMachine{Rand: cfg.Rand},
+		root: cfg.Root, base: cfg.PublicURL, now: cfg.Now, rand: cfg.Rand, log: cfg.Logger,
+		sweep: cfg.SweepInterval, refresh: cfg.RefreshInterval,
+		patterns: map[string]dsPattern{},
+		queue:    service.NewQueue(func(_, _ struct{}) struct{} { return struct{}{} }),
+		timers:   newDeadlines(),
+		life:     service.NewLifecycle(),
+		kick:     service.NewKick(),
+	}
+	if r.root == "" {
+		r.root = "/"
+	}
+	if r.now == nil {
+		r.now = time.Now
+	}
+	if r.rand == nil {
+		r.rand = rand.Reader
+	}
+	if r.log == nil {
+		r.log = slog.Default()
+	}
+	if r.sweep <= 0 {
+		r.sweep = time.Second
+	}
+	if r.refresh <= 0 {
+		r.refresh = time.Second
+	}
+	return r, nil
+}
+
+// Start loads (or makes) the signing key and the patterns and starts the
+// engine's goroutines: the tail listener and its workers, the timers,
+// and the pattern refresh (which also links the streams created while
+// no process listened). It runs until Stop or until ctx ends.
+func (r *Reserved) Start(ctx context.Context) error {
+	return r.life.Start(ctx, func() error {
+		tails := service.ListenTails(r.st.Notifier(), listenBuffer)
+		if err := r.initSigningKeys(ctx); err != nil {
+			tails.Close()
+			return err
+		}
+		if err := r.refreshPatterns(ctx); err != nil {
+			tails.Close()
+			return err
+		}
+		tails.Go(r.life, func(ch store.TailChange) {
+			if !ch.Deleted {
+				r.queue.Push(ch.Path, struct{}{})
+			}
+		}, r.kick.Signal)
+		for range 4 {
+			r.life.Go(r.work)
+		}
+		r.life.GoLoops(
+			&service.Periodic{Interval: r.sweep, Kick: r.timers.signal, Immediately: true, Next: r.untilDeadline, Run: r.sweepDue},
+			&service.Periodic{Interval: r.refresh, Kick: r.kick, Run: func(ctx context.Context) {
+				if err := r.refreshPatterns(ctx); err != nil && ctx.Err() == nil {
+					r.log.Warn("reading reserved-API subscriptions", "err", err)
+				}
+			}},
+		)
+		return nil
+	})
+}
+
+// Stop stops the engine and waits for its goroutines while ctx lasts;
+// webhooks in flight are then cancelled (their rows keep the attempt's
+// deadline, so another start retries them).
+func (r *Reserved) Stop(ctx context.Context) error {
+	err := r.life.Stop(ctx)
+	r.queue.Close()
+	return err
+}
+
+func (r *Reserved) lock(id string) func() {
+	h := fnv.New32a()
+	h.Write([]byte(id))
+	mu := &r.locks[h.Sum32()%lockStripes]
+	mu.Lock()
+	return mu.Unlock
+}
+
+// initSigningKeys loads the signing keys, storing a new one when the
+// store has none.
+func (r *Reserved) initSigningKeys(ctx context.Context) error {
+	k, err := subscription.NewSigningKey(r.rand, r.now())
+	if err != nil {
+		return err
+	}
+	keys, err := r.st.SigningKeyInit(ctx, store.SigningKey{Kid: k.Kid, Seed: k.Private.Seed(), CreatedAt: k.CreatedAt})
+	if err != nil {
+		return fmt.Errorf("subscription: loading the webhook signing keys: %w", err)
+	}
+	return r.setSigningKeys(keys)
+}
+
+func (r *Reserved) setSigningKeys(stored []store.SigningKey) error {
+	keys := make([]subscription.SigningKey, 0, len(stored))
+	for _, s := range stored {
+		k, err := subscription.SigningKeyFromSeed(s.Seed, s.CreatedAt, s.RetiredAt)
+		if err != nil {
+			return err
+		}
+		keys = append(keys, k)
+	}
+	if len(keys) == 0 || !keys[0].RetiredAt.IsZero() {
+		return errors.New("subscription: the store holds no active webhook signing key")
+	}
+	r.signMu.Lock()
+	r.signing = keys
+	r.signMu.Unlock()
+	return nil
+}
+
+// RotateSigningKey makes a new active signing key; the old one stays
+// published in the JWKS for subscription.SigningKeyPublished, so
+// webhooks it signed still verify. Other replicas pick the new key up at
+// their next pattern refresh.
+func (r *Reserved) RotateSigningKey(ctx context.Context) (string, error) {
+	k, err := subscription.NewSigningKey(r.rand, r.now())
+	if err != nil {
+		return "", err
+	}
+	keys, err := r.st.SigningKeyRotate(ctx, store.SigningKey{Kid: k.Kid, Seed: k.Private.Seed(), CreatedAt: k.CreatedAt})
+	if err != nil {
+		return "", err
+	}
+	return k.Kid, r.setSigningKeys(keys)
+}
+
+// activeKey is the key that signs now.
+func (r *Reserved) activeKey() subscription.SigningKey {
+	r.signMu.RLock()
+	defer r.signMu.RUnlock()
+	return r.signing[0]
+}
+
+// JWKS is the published key set at {root}/__ds/jwks.json.
+func (r *Reserved) JWKS() []byte {
+	r.signMu.RLock()
+	defer r.signMu.RUnlock()
+	return subscription.MarshalJWKS(subscription.PublishedKeys(r.signing, r.now()))
+}
+
+// refreshPatterns reads the subscriptions' patterns and the signing keys
+// again, and links to each subscription that is new here the streams
+// that match it (created while this process did not know of it).
+func (r *Reserved) refreshPatterns(ctx context.Context) error {
+	subs, err := r.st.DSSubscriptionList(ctx)
+	if err != nil {
+		return err
+	}
+	next := make(map[string]dsPattern, len(subs))
+	var fresh []string
+	r.patternsMu.RLock()
+	for _, s := range subs {
+		if s.Pattern == "" {
+			continue
+		}
+		if old, ok := r.patterns[s.ID]; ok && old.created.Equal(s.CreatedAt) {
+			next[s.ID] = old
+			continue
+		}
+		p, err := glob.Compile(s.Pattern)
+		if err != nil {
+			r.log.Warn("a reserved-API subscription has an invalid pattern", "subscription", s.ID, "err", err)
+			continue
+		}
+		next[s.ID] = dsPattern{p: p, created: s.CreatedAt}
+		fresh = append(fresh, s.ID)
+	}
+	r.patternsMu.RUnlock()
+	r.patternsMu.Lock()
+	r.patterns = next
+	r.patternsMu.Unlock()
+	if keys, err := r.st.SigningKeyList(ctx); err == nil {
+		if err := r.setSigningKeys(keys); err != nil {
+			r.log.Warn("reading the webhook signing keys", "err", err)
+		}
+	}
+	for _, id := range fresh {
+		if err := r.linkMatching(ctx, id); err != nil && ctx.Err() == nil {
+			r.log.Warn("linking streams to a reserved-API subscription", "subscription", id, "err", err)
+		}
+	}
+	return nil
+}
+
+// stateOf decodes a stored state.
+func stateOf(raw string) (subscription.DSState, error) {
+	var st subscription.DSState
+	if err := json.Unmarshal([]byte(raw), &st); err != nil {
+		return st, fmt.Errorf("subscription: a stored reserved-API state is malformed: %w", err)
+	}
+	return st, nil
+}
+
+func encodeState(st *subscription.DSState) string {
+	b, err := json.Marshal(st)
+	if err != nil {
+		panic("subscription: encoding a state: " + err.Error()) // plain data
+	}
+	return string(b)
+}
+
+// configOf decodes a stored configuration.
+func configOf(raw string) (subscription.DSConfig, error) {
+	var c subscription.DSConfig
+	if err := json.Unmarshal([]byte(raw), &c); err != nil {
+		return c, fmt.Errorf("subscription: a stored reserved-API configuration is malformed: %w", err)
+	}
+	return c, nil
+}
