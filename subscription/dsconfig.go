@@ -192,6 +192,10 @@ func ParseDSConfig(body []byte) (DSConfig, error) {
 		return DSConfig{}, err
 	}
 	c.Streams = streams
+	if c.WakeStream != "" && slices.Contains(c.Streams, c.WakeStream) {
+		// Its own wake events would be pending work: a wake per wake.
+		return DSConfig{}, fmt.Errorf("%w: the wake stream cannot be one of the subscription's streams", ErrDSInvalid)
+	}
 	if c.Pattern == "" && len(c.Streams) == 0 {
 		return DSConfig{}, fmt.Errorf("%w: give a pattern, streams, or both", ErrDSInvalid)
 	}

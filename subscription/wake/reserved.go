@@ -9,6 +9,7 @@ import (
 	"hash/fnv"
 	"io"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -92,10 +93,19 @@ type Reserved struct {
 	kick   service.Kick
 }
 
-// dsPattern is a subscription's compiled pattern and creation time.
+// dsPattern is a subscription's compiled pattern, creation time and
+// wake stream (absolute, "" for a webhook), which the pattern never
+// links: its own wake events would wake it again and again.
 type dsPattern struct {
 	p       *glob.Pattern
 	created time.Time
+	wake    string
+}
+
+// links reports whether the pattern links path.
+func (d *dsPattern) links(root subscription.Root, path string) bool {
+	_, under := root.Rel(path)
+	return under && path != d.wake && !strings.HasPrefix(path, root.Reserved()) && d.p.Match(path)
 }
 
 // NewReserved returns an engine for cfg; Start runs it.
@@ -272,7 +282,12 @@ func (r *Reserved) refreshPatterns(ctx context.Context) error {
 			r.log.Warn("a reserved-API subscription has an invalid pattern", "subscription", s.ID, "err", err)
 			continue
 		}
-		next[s.ID] = dsPattern{p: p, created: s.CreatedAt}
+		cfg, err := configOf(s.Config)
+		if err != nil {
+			r.log.Warn("a reserved-API subscription has an invalid configuration", "subscription", s.ID, "err", err)
+			continue
+		}
+		next[s.ID] = dsPattern{p: p, created: s.CreatedAt, wake: r.wakePath(&cfg)}
 		fresh = append(fresh, s.ID)
 	}
 	r.patternsMu.RUnlock()
@@ -290,6 +305,14 @@ func (r *Reserved) refreshPatterns(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// wakePath is a configuration's absolute wake stream path, "" for none.
+func (r *Reserved) wakePath(cfg *subscription.DSConfig) string {
+	if cfg.WakeStream == "" {
+		return ""
+	}
+	return r.root.Abs(cfg.WakeStream)
 }
 
 // stateOf decodes a stored state.

@@ -60,6 +60,7 @@ func (r *Reserved) Create(ctx context.Context, p *ReservedCreateParams) (view *s
 	}
 	params := &store.DSSubscriptionCreateParams{Subscription: row, Now: now}
 	var pattern *glob.Pattern
+	var dp dsPattern
 	if cfg.Pattern != "" {
 		if pattern, err = glob.Compile(r.root.Abs(cfg.Pattern)); err != nil {
 			return nil, false, err
@@ -69,9 +70,9 @@ func (r *Reserved) Create(ctx context.Context, p *ReservedCreateParams) (view *s
 		// The eager backfill: every stream the pattern matches now is
 		// linked at its tail, so creation replays nothing.
 		params.Prefix = pattern.Prefix()
-		reserved := r.root.Reserved()
+		dp = dsPattern{p: pattern, wake: r.wakePath(&cfg)}
 		params.Match = func(s *store.Stream) (store.DSLink, bool) {
-			if !pattern.Match(s.Path) || len(s.Path) >= len(reserved) && s.Path[:len(reserved)] == reserved {
+			if !dp.links(r.root, s.Path) {
 				return store.DSLink{}, false
 			}
 			return store.DSLink{Path: s.Path, Glob: true, Acked: protocol.FormatOffset(s.Tail)}, true
@@ -86,7 +87,8 @@ func (r *Reserved) Create(ctx context.Context, p *ReservedCreateParams) (view *s
 	}
 	if res.Created && pattern != nil {
 		r.patternsMu.Lock()
-		r.patterns[p.ID] = dsPattern{p: pattern, created: res.Subscription.CreatedAt}
+		dp.created = res.Subscription.CreatedAt
+		r.patterns[p.ID] = dp
 		r.patternsMu.Unlock()
 	}
 	if res.Created {

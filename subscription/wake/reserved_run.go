@@ -268,7 +268,7 @@ func (r *Reserved) streamChanged(ctx context.Context, path string) error {
 	r.patternsMu.RLock()
 	var link []string
 	for id, p := range r.patterns {
-		if !has[id] && p.p.Match(path) {
+		if !has[id] && p.links(r.root, path) {
 			link = append(link, id)
 		}
 	}
@@ -373,7 +373,7 @@ func (r *Reserved) linkMatching(ctx context.Context, id string) error {
 	}
 	var paths []string
 	for _, s := range streams {
-		if p.p.Match(s.Path) && !strings.HasPrefix(s.Path, r.root.Reserved()) {
+		if p.links(r.root, s.Path) {
 			paths = append(paths, s.Path)
 		}
 	}
