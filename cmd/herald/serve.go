@@ -38,12 +38,12 @@ import (
 // app is one Herald server's parts: its store, its listener, the HTTP API
 // and the engines mounted on it. newApp builds it; serve runs it.
 type app struct {
-	log   *slog.Logger
-	st    heraldStore
-	ln    net.Listener
-	api   *httpapi.Server
-	jwtv  *auth.JWTVerifier
-	subs  *wake.Engine
+	log  *slog.Logger
+	st   heraldStore
+	ln   net.Listener
+	api  *httpapi.Server
+	jwtv *auth.JWTVerifier
+	subs *wake.Engine
 	// reserved is the reserved subscription API's front door.
 	reserved *wake.Reserved
 	deliv    *dispatch.Engine

@@ -30,7 +30,9 @@ type Error struct {
 func (e *Error) Error() string { return e.Message }
 
 // Detail is what the error body says.
-func (e *Error) Detail() Detail { return Detail{Code: e.Code, Message: e.Message, Field: e.Field, CurrentHolder: e.CurrentHolder, Generation: e.Generation} }
+func (e *Error) Detail() Detail {
+	return Detail{Code: e.Code, Message: e.Message, Field: e.Field, CurrentHolder: e.CurrentHolder, Generation: e.Generation}
+}
 
 // Write writes e as the response: the headers of its condition, its
 // status and its error body. It is the one writer of error answers.
