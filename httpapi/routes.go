@@ -178,6 +178,8 @@ type router struct {
 	byKey         map[routeKey]*Route
 	mux           *http.ServeMux
 	subscriptions bool
+	// reserved: the reserved subscription API is served.
+	reserved bool
 }
 
 // newRouter serves routes. It panics on a route without an explicit
@@ -215,6 +217,7 @@ func (s *Server) newRouter(routes []Route) *router {
 		if r.Handler == nil {
 			panic("httpapi: route " + name + " has no handler")
 		}
+		rt.reserved = rt.reserved || strings.HasPrefix(r.Pattern, s.dsPrefix)
 		rt.mux.Handle(name, s.guard(r.Rule, r.Handler))
 	}
 	return rt

@@ -470,6 +470,16 @@ func (s *Server) serveReserved(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, &httpjson.Error{Status: http.StatusMethodNotAllowed, Code: errMethodNotAllowed.Code, Message: "this route accepts " + allow})
 		return
 	}
+	if s.isDS(r.URL.Path) {
+		// The reserved subscription API's prefix: no stream lives here,
+		// whether or not the API is served.
+		if !s.router.Load().reserved {
+			s.fail(w, r, errSubscriptionsUnavailable)
+			return
+		}
+		s.fail(w, r, errNoRoute)
+		return
+	}
 	if r.Method == http.MethodPut {
 		s.fail(w, r, errReservedPath)
 		return
