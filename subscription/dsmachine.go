@@ -183,7 +183,9 @@ func (m *DSMachine) Settle(s *DSSub, tails Tails, now time.Time) (DSEffect, erro
 		st.LeaseUntil = now.Add(s.Lease)
 		return m.attempt(s, now), nil
 	}
-	st.NextAttemptAt = now
+	// The effect writes the event now; the deadline writes it again
+	// only if its writer died before recording it.
+	st.NextAttemptAt = now.Add(DSWakeAppendRetry)
 	return DSAppendWake, nil
 }
 
