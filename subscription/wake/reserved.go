@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"io"
 	"log/slog"
 	"strings"
@@ -77,7 +76,7 @@ type Reserved struct {
 	sweep   time.Duration
 	refresh time.Duration
 
-	locks [lockStripes]sync.Mutex
+	locks stripedLocks
 
 	// patterns are the subscriptions with a pattern, by id: who links a
 	// new stream (refreshPatterns).
@@ -188,13 +187,7 @@ func (r *Reserved) Stop(ctx context.Context) error {
 	return err
 }
 
-func (r *Reserved) lock(id string) func() {
-	h := fnv.New32a()
-	h.Write([]byte(id))
-	mu := &r.locks[h.Sum32()%lockStripes]
-	mu.Lock()
-	return mu.Unlock
-}
+func (r *Reserved) lock(id string) func() { return r.locks.lock(id) }
 
 // initSigningKeys loads the signing keys, storing a new one when the
 // store has none.

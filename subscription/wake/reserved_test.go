@@ -143,6 +143,16 @@ func verifyDS(t *testing.T, eng *Reserved, got testhttp.Received[subscription.DS
 	return ""
 }
 
+// dsAck is a done that acks one stream.
+func dsAck(wakeID string, gen int64, stream, offset string) *subscription.DSAckRequest {
+	var req subscription.DSAckRequest
+	if err := json.Unmarshal([]byte(`{"acks":[{"stream":"`+stream+`","offset":"`+offset+`"}]}`), &req); err != nil {
+		panic(err) // a literal of the test's
+	}
+	req.WakeID, req.Generation, req.Done = wakeID, gen, true
+	return &req
+}
+
 func TestReservedWebhookDoneAndCallback(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -189,11 +199,7 @@ func TestReservedWebhookDoneAndCallback(t *testing.T) {
 		if b.Generation != 2 {
 			t.Fatalf("second wake generation %d", b.Generation)
 		}
-		ack := &subscription.DSAckRequest{WakeID: b.WakeID, Generation: 2, Done: true}
-		ack.Acks = append(ack.Acks, struct {
-			Stream string `json:"stream"`
-			Offset string `json:"offset"`
-		}{"events/new", tail})
+		ack := dsAck(b.WakeID, 2, "events/new", tail)
 		if _, err := r.eng.Ack(context.Background(), "sub-1", "bogus", ack); !errors.Is(err, subscription.ErrTokenInvalid) {
 			t.Fatalf("a callback with a bad token: %v", err)
 		}
@@ -309,11 +315,7 @@ func TestReservedPullWake(t *testing.T) {
 		if err != nil || c.Generation != 2 {
 			t.Fatalf("claim after expiry = %+v, %v", c, err)
 		}
-		ack := &subscription.DSAckRequest{WakeID: c.WakeID, Generation: 2, Done: true}
-		ack.Acks = append(ack.Acks, struct {
-			Stream string `json:"stream"`
-			Offset string `json:"offset"`
-		}{"events/a/b", tail})
+		ack := dsAck(c.WakeID, 2, "events/a/b", tail)
 		if res, err := r.eng.Ack(ctx, "pull-1", c.Token, ack); err != nil || res.NextWake {
 			t.Fatalf("ack done = %+v, %v", res, err)
 		}
