@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -24,6 +25,7 @@ type ReservedService interface {
 	Ack(ctx context.Context, id, token string, req *subscription.DSAckRequest) (*subscription.DSAckResponse, error)
 	Release(ctx context.Context, id, token string, req *subscription.DSAckRequest) error
 	JWKS() []byte
+	RotateSigningKey(ctx context.Context) (string, error)
 }
 
 // reservedRoutes are the routes of the reserved subscription API, under
@@ -39,6 +41,9 @@ type ReservedService interface {
 //	POST   subscriptions/{id}/ack             a pull-wake worker's ack or heartbeat, with the claim's token
 //	POST   subscriptions/{id}/release         give the wake back, with the token
 //	GET    jwks.json                          the webhook signing keys (public)
+//
+// and, for the installation's admin, POST /_herald/v1/signing-keys/rotate:
+// a new active signing key (the old one stays published for an hour).
 //
 // The subscription routes take the subscription scopes; a subscription
 // belongs to the tenant of the credential that made it, and its pattern,
@@ -67,7 +72,25 @@ func (s *Server) reservedRoutes(svc ReservedService) []Route {
 			h.Set("Cache-Control", "public, max-age=300")
 			_, _ = w.Write(svc.JWKS()) // a failed write means the client is gone
 		})},
+		{Method: http.MethodPost, Pattern: HeraldPrefix + "v1/signing-keys/rotate", Rule: installation, Handler: s.dsHandler(func(r *http.Request, _ []byte) (int, any, error) {
+			kid, err := svc.RotateSigningKey(r.Context())
+			if err != nil {
+				return 0, nil, err
+			}
+			var set subscription.JWKS
+			if err := json.Unmarshal(svc.JWKS(), &set); err != nil {
+				return 0, nil, err
+			}
+			return http.StatusOK, signingKeysRotated{Kid: kid, Keys: set.Keys}, nil
+		})},
 	}
+}
+
+// signingKeysRotated answers a rotation: the new active key's id and the
+// keys published now (the new one and those still in their overlap).
+type signingKeysRotated struct {
+	Kid  string             `json:"kid"`
+	Keys []subscription.JWK `json:"keys"`
 }
 
 // dsBody reads a reserved-API request body within the subscription

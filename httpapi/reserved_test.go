@@ -66,6 +66,11 @@ func (f *fakeReserved) Release(_ context.Context, id, token string, req *subscri
 
 func (f *fakeReserved) JWKS() []byte { return []byte(`{"keys":[]}`) }
 
+func (f *fakeReserved) RotateSigningKey(context.Context) (string, error) {
+	f.record("rotate")
+	return "ds_new", nil
+}
+
 func (f *fakeReserved) last() string {
 	if len(f.calls) == 0 {
 		return ""
@@ -125,6 +130,7 @@ func TestReservedRoutes(t *testing.T) {
 		{"POST", sub + "/ack", `{"wake_id":"w_1","generation":1}`, "tok", http.StatusOK, "ack s1 tok w_1"},
 		{"POST", sub + "/release", `{"wake_id":"w_1","generation":1}`, "tok", http.StatusNoContent, "release s1 tok w_1"},
 		{"DELETE", sub, "", "", http.StatusNoContent, "delete s1"},
+		{"POST", "/_herald/v1/signing-keys/rotate", "", "", http.StatusOK, "rotate"},
 	} {
 		h := map[string]string{}
 		if c.body != "" {

@@ -492,6 +492,7 @@ func TestReservedSubscriptionsCommands(t *testing.T) {
 	if _, err := runCLI(t, env, "subscriptions", "ds-create", "cli-ds", "--type", "pull-wake", "--pattern", "ds/events/*", "--wake-stream", "ds/wake"); !hasCode(err, "SUBSCRIPTION_EXISTS") {
 		t.Fatalf("ds-create with another configuration: %v", err)
 	}
+	expectOutput(t, "ds-rotate-key", mustCLI(t, env, "subscriptions", "ds-rotate-key"), "webhook signing key ds_", "2 keys are published")
 	expectOutput(t, "ds-rm", mustCLI(t, env, "subscriptions", "ds-rm", "cli-ds"), "deleted subscription cli-ds")
 	if _, err := runCLI(t, env, "subscriptions", "ds-get", "cli-ds"); !hasCode(err, "SUBSCRIPTION_NOT_FOUND") {
 		t.Fatalf("ds-get of a deleted subscription: %v", err)

@@ -302,7 +302,7 @@ func (f *matrixFixtures) request(rt httpapi.Route) (matrixRequest, bool) {
 	switch rt.Pattern {
 	case "/_herald/healthz", "/_herald/readyz", "/_herald/v1/whoami", "/_herald/v1/openapi.json":
 		r.path = rt.Pattern
-	case "/_herald/metrics", "/_herald/v1/stats":
+	case "/_herald/metrics", "/_herald/v1/stats", "/_herald/v1/signing-keys/rotate":
 		// Installation-wide figures: no tenant's credential reads them.
 		r.path, r.installation = rt.Pattern, true
 	case "/_herald/ui/":

@@ -27,6 +27,7 @@ func exerciseReserved(c *specCheck) {
 	c.do(exchange{method: "PUT", path: "/__ds/subscriptions/oa-hook", key: admin, want: http.StatusCreated,
 		body: `{"type":"webhook","streams":["area/ds/none"],"webhook":{"url":"` + m.receiver.URL + `"}}`})
 	c.do(exchange{method: "GET", path: "/__ds/jwks.json", want: http.StatusOK})
+	c.do(exchange{method: "POST", path: "/_herald/v1/signing-keys/rotate", key: admin, want: http.StatusOK})
 	c.do(exchange{method: "DELETE", path: "/__ds/subscriptions/oa-hook", key: admin, want: http.StatusNoContent})
 
 	// New work: a stream the pattern matches, created after it.

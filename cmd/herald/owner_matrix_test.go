@@ -119,6 +119,7 @@ var ownerRoutes = map[string]ownerClass{
 	"POST /__ds/subscriptions/{id}/ack":              {},
 	"POST /__ds/subscriptions/{id}/release":          {},
 	"GET /__ds/jwks.json":                            {}, // public keys
+	"POST /_herald/v1/signing-keys/rotate":           {installation: true},
 }
 
 // The owners: two tenants and the platform ("").

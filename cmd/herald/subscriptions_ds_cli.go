@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -31,6 +32,7 @@ relative to it):
   herald subscriptions ds-rm ID
   herald subscriptions ds-link ID STREAM...
   herald subscriptions ds-unlink ID STREAM
+  herald subscriptions ds-rotate-key        (a new webhook signing key; admin)
 `
 
 // dsAction is the action of a reserved-API subcommand, nil for another.
@@ -101,6 +103,20 @@ func dsAction(c *apiClient, sub string) (*action, bool) {
 				return err
 			}
 			return show(ctx, args[0])
+		}}, true
+	case "ds-rotate-key":
+		return &action{args: "", min: 0, max: 0, run: func(ctx context.Context, _ []string) error {
+			var out struct {
+				Kid  string            `json:"kid"`
+				Keys []json.RawMessage `json:"keys"`
+			}
+			if err := c.do(ctx, http.MethodPost, "/_herald/v1/signing-keys/rotate", nil, &out); err != nil {
+				return err
+			}
+			return c.show(out, func() error {
+				_, err := fmt.Fprintf(c.stdout, "webhook signing key %s is active; %d keys are published\n", out.Kid, len(out.Keys))
+				return err
+			})
 		}}, true
 	case "ds-unlink":
 		return &action{args: "ID STREAM", min: 2, max: 2, run: func(ctx context.Context, args []string) error {
