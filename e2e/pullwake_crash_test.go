@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"strings"
 	"testing"
-	"time"
 )
 
 // TestPullWakeSurvivesKill9: a pull-wake worker acks a position and holds
@@ -70,25 +69,8 @@ func TestPullWakeSurvivesKill9(t *testing.T) {
 		t.Fatalf("the acked position %s is lost: %s", acked, body)
 	}
 	// The lease ends on its own: a new wake event, of the next
-	// generation, is written to the wake stream. Wait for it by reading
-	// the wake stream live.
-	offset := "-1"
-	deadline := time.Now().Add(20 * time.Second)
-	for found := false; !found; {
-		if time.Now().After(deadline) {
-			t.Fatalf("no wake event after the dead worker's lease; log:\n%s", s.logs)
-		}
-		resp, body = do(t, "GET", root+"/wake/pool?live=long-poll&offset="+offset, nil, "")
-		if next := resp.Header.Get("Stream-Next-Offset"); next != "" {
-			offset = next
-		}
-		var events []struct{ Generation int64 }
-		if resp.StatusCode == http.StatusOK && json.Unmarshal([]byte(body), &events) == nil {
-			for _, e := range events {
-				found = found || e.Generation > c.Generation
-			}
-		}
-	}
+	// generation, is written to the wake stream.
+	awaitWakeEvent(t, root+"/wake/pool", "-1", c.Generation+1, s)
 	resp, body = do(t, "POST", sub+"/claim", jsonHdr, `{"worker":"w2"}`)
 	mustStatus(resp, body, http.StatusOK, "claim by w2 after the lease ended")
 	var c2 claim
