@@ -20,18 +20,12 @@ func TestPullWakeSurvivesKill9(t *testing.T) {
 	root := s.base + "/v1/stream"
 	sub := root + "/__ds/subscriptions/crash"
 	jsonHdr := map[string]string{"Content-Type": "application/json"}
-	mustStatus := func(resp *http.Response, body string, want int, what string) {
-		t.Helper()
-		if resp.StatusCode != want {
-			t.Fatalf("%s: %d %s, want %d", what, resp.StatusCode, body, want)
-		}
-	}
 	resp, body := do(t, "PUT", root+"/wake/pool", jsonHdr, "")
-	mustStatus(resp, body, http.StatusCreated, "the wake stream")
+	wantStatus(t, resp, body, http.StatusCreated, "the wake stream")
 	resp, body = do(t, "PUT", sub, jsonHdr, `{"type":"pull-wake","pattern":"events/*","wake_stream":"wake/pool","lease_ttl_ms":2000}`)
-	mustStatus(resp, body, http.StatusCreated, "the subscription")
+	wantStatus(t, resp, body, http.StatusCreated, "the subscription")
 	resp, body = do(t, "PUT", root+"/events/a", map[string]string{"Content-Type": "text/plain"}, "first")
-	mustStatus(resp, body, http.StatusCreated, "the stream")
+	wantStatus(t, resp, body, http.StatusCreated, "the stream")
 	acked := resp.Header.Get("Stream-Next-Offset")
 
 	type claim struct {
@@ -46,16 +40,16 @@ func TestPullWakeSurvivesKill9(t *testing.T) {
 	}
 	var c claim
 	resp, body = do(t, "POST", sub+"/claim", jsonHdr, `{"worker":"w1"}`)
-	mustStatus(resp, body, http.StatusOK, "claim by w1")
+	wantStatus(t, resp, body, http.StatusOK, "claim by w1")
 	if err := json.Unmarshal([]byte(body), &c); err != nil {
 		t.Fatal(err)
 	}
 	wake := `"wake_id":"` + c.WakeID + `","generation":` + jsonInt(c.Generation)
 	resp, body = do(t, "POST", sub+"/ack", map[string]string{"Content-Type": "application/json", "Authorization": "Bearer " + c.Token},
 		`{`+wake+`,"acks":[{"stream":"events/a","offset":"`+acked+`"}]}`)
-	mustStatus(resp, body, http.StatusOK, "ack by w1")
+	wantStatus(t, resp, body, http.StatusOK, "ack by w1")
 	resp, body = do(t, "POST", root+"/events/a", map[string]string{"Content-Type": "text/plain"}, "second")
-	mustStatus(resp, body, http.StatusNoContent, "append")
+	wantStatus(t, resp, body, http.StatusNoContent, "append")
 
 	// kill -9 with w1's lease held and work pending.
 	s.kill()
@@ -64,7 +58,7 @@ func TestPullWakeSurvivesKill9(t *testing.T) {
 	sub = root + "/__ds/subscriptions/crash"
 
 	resp, body = do(t, "GET", sub, nil, "")
-	mustStatus(resp, body, http.StatusOK, "the subscription after the restart")
+	wantStatus(t, resp, body, http.StatusOK, "the subscription after the restart")
 	if !strings.Contains(body, `"acked_offset":"`+acked+`"`) {
 		t.Fatalf("the acked position %s is lost: %s", acked, body)
 	}
@@ -72,7 +66,7 @@ func TestPullWakeSurvivesKill9(t *testing.T) {
 	// generation, is written to the wake stream.
 	awaitWakeEvent(t, root+"/wake/pool", "-1", c.Generation+1, s)
 	resp, body = do(t, "POST", sub+"/claim", jsonHdr, `{"worker":"w2"}`)
-	mustStatus(resp, body, http.StatusOK, "claim by w2 after the lease ended")
+	wantStatus(t, resp, body, http.StatusOK, "claim by w2 after the lease ended")
 	var c2 claim
 	if err := json.Unmarshal([]byte(body), &c2); err != nil {
 		t.Fatal(err)
@@ -82,7 +76,7 @@ func TestPullWakeSurvivesKill9(t *testing.T) {
 	}
 	// w1's token is fenced now.
 	resp, body = do(t, "POST", sub+"/ack", map[string]string{"Content-Type": "application/json", "Authorization": "Bearer " + c.Token}, `{`+wake+`,"done":true}`)
-	mustStatus(resp, body, http.StatusConflict, "ack with the dead worker's token")
+	wantStatus(t, resp, body, http.StatusConflict, "ack with the dead worker's token")
 }
 
 func jsonInt(n int64) string {

@@ -19,16 +19,10 @@ func TestPullWakeAcrossReplicas(t *testing.T) {
 	rs := startReplicas(t, 2, "--stream-root", "/v1/stream")
 	a, b := rs[0].base+"/v1/stream", rs[1].base+"/v1/stream"
 	jsonHdr := map[string]string{"Content-Type": "application/json"}
-	expect := func(resp *http.Response, body string, want int, what string) {
-		t.Helper()
-		if resp.StatusCode != want {
-			t.Fatalf("%s: %d %s, want %d", what, resp.StatusCode, body, want)
-		}
-	}
 	resp, body := do(t, "PUT", a+"/wake/pool", jsonHdr, "")
-	expect(resp, body, http.StatusCreated, "the wake stream")
+	wantStatus(t, resp, body, http.StatusCreated, "the wake stream")
 	resp, body = do(t, "PUT", a+"/__ds/subscriptions/rep", jsonHdr, `{"type":"pull-wake","pattern":"events/*","wake_stream":"wake/pool","lease_ttl_ms":2000}`)
-	expect(resp, body, http.StatusCreated, "the subscription on the first replica")
+	wantStatus(t, resp, body, http.StatusCreated, "the subscription on the first replica")
 	_, jwksA := do(t, "GET", a+"/__ds/jwks.json", nil, "")
 	_, jwksB := do(t, "GET", b+"/__ds/jwks.json", nil, "")
 	if jwksA != jwksB || !strings.Contains(jwksA, `"kid":"ds_`) {
@@ -37,7 +31,7 @@ func TestPullWakeAcrossReplicas(t *testing.T) {
 
 	// A stream created on the second replica after the subscription.
 	resp, body = do(t, "PUT", b+"/events/x", map[string]string{"Content-Type": "text/plain"}, "one")
-	expect(resp, body, http.StatusCreated, "a stream on the second replica")
+	wantStatus(t, resp, body, http.StatusCreated, "a stream on the second replica")
 	tail := resp.Header.Get("Stream-Next-Offset")
 	offset := awaitWakeEvent(t, b+"/wake/pool", "-1", 1, rs...)
 
@@ -48,16 +42,16 @@ func TestPullWakeAcrossReplicas(t *testing.T) {
 	}
 	var c claim
 	resp, body = do(t, "POST", a+"/__ds/subscriptions/rep/claim", jsonHdr, `{"worker":"w1"}`)
-	expect(resp, body, http.StatusOK, "claim on the first replica")
+	wantStatus(t, resp, body, http.StatusOK, "claim on the first replica")
 	if err := json.Unmarshal([]byte(body), &c); err != nil {
 		t.Fatal(err)
 	}
 	resp, body = do(t, "POST", b+"/__ds/subscriptions/rep/claim", jsonHdr, `{"worker":"w2"}`)
-	expect(resp, body, http.StatusConflict, "a second claim on the second replica")
+	wantStatus(t, resp, body, http.StatusConflict, "a second claim on the second replica")
 	tok := map[string]string{"Content-Type": "application/json", "Authorization": "Bearer " + c.Token}
 	wake := `"wake_id":"` + c.WakeID + `","generation":` + jsonInt(c.Generation)
 	resp, body = do(t, "POST", b+"/__ds/subscriptions/rep/ack", tok, `{`+wake+`,"acks":[{"stream":"events/x","offset":"`+tail+`"}],"done":true}`)
-	expect(resp, body, http.StatusOK, "ack on the second replica")
+	wantStatus(t, resp, body, http.StatusOK, "ack on the second replica")
 	if !strings.Contains(body, `"next_wake":false`) {
 		t.Fatalf("ack: %s", body)
 	}
@@ -65,17 +59,17 @@ func TestPullWakeAcrossReplicas(t *testing.T) {
 	// New work, claimed on the first replica, which then dies holding
 	// the lease: the second ends it and wakes the work again.
 	resp, body = do(t, "POST", b+"/events/x", map[string]string{"Content-Type": "text/plain"}, "two")
-	expect(resp, body, http.StatusNoContent, "append")
+	wantStatus(t, resp, body, http.StatusNoContent, "append")
 	offset = awaitWakeEvent(t, b+"/wake/pool", offset, c.Generation+1, rs...)
 	resp, body = do(t, "POST", a+"/__ds/subscriptions/rep/claim", jsonHdr, `{"worker":"w1"}`)
-	expect(resp, body, http.StatusOK, "claim of the new work")
+	wantStatus(t, resp, body, http.StatusOK, "claim of the new work")
 	if err := json.Unmarshal([]byte(body), &c); err != nil {
 		t.Fatal(err)
 	}
 	rs[0].kill()
 	awaitWakeEvent(t, b+"/wake/pool", offset, c.Generation+1, rs[1])
 	resp, body = do(t, "POST", b+"/__ds/subscriptions/rep/claim", jsonHdr, `{"worker":"w2"}`)
-	expect(resp, body, http.StatusOK, "claim on the surviving replica after the lease ended")
+	wantStatus(t, resp, body, http.StatusOK, "claim on the surviving replica after the lease ended")
 	if !strings.Contains(body, `"acked_offset":"`+tail+`"`) {
 		t.Fatalf("the acked position is lost: %s", body)
 	}
@@ -106,5 +100,13 @@ func awaitWakeEvent(t *testing.T, stream, offset string, gen int64, logs ...*ser
 				}
 			}
 		}
+	}
+}
+
+// wantStatus fails the test unless resp's status is want.
+func wantStatus(t *testing.T, resp *http.Response, body string, want int, what string) {
+	t.Helper()
+	if resp.StatusCode != want {
+		t.Fatalf("%s: %d %s, want %d", what, resp.StatusCode, body, want)
 	}
 }
