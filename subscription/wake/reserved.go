@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/heraldstreams/herald/glob"
@@ -82,6 +83,11 @@ type Reserved struct {
 	// new stream (refreshPatterns).
 	patternsMu sync.RWMutex
 	patterns   map[string]dsPattern
+	// known are every subscription this process has seen, by id, with
+	// its creation time (a subscription deleted and made again is new);
+	// count is how many: with none, a stream change costs nothing.
+	known map[string]time.Time
+	count atomic.Int64
 
 	signMu  sync.RWMutex
 	signing []subscription.SigningKey // the active key first
@@ -117,6 +123,7 @@ func NewReserved(cfg ReservedConfig) (*Reserved, error) {
 		root: cfg.Root, base: cfg.PublicURL, now: cfg.Now, rand: cfg.Rand, log: cfg.Logger,
 		sweep: cfg.SweepInterval, refresh: cfg.RefreshInterval,
 		patterns: map[string]dsPattern{},
+		known:    map[string]time.Time{},
 		queue:    service.NewQueue(func(_, _ struct{}) struct{} { return struct{}{} }),
 		timers:   newDeadlines(),
 		life:     service.NewLifecycle(),
@@ -251,18 +258,24 @@ func (r *Reserved) JWKS() []byte {
 	return subscription.MarshalJWKS(subscription.PublishedKeys(r.signing, r.now()))
 }
 
-// refreshPatterns reads the subscriptions' patterns and the signing keys
-// again, and links to each subscription that is new here the streams
-// that match it (created while this process did not know of it).
+// refreshPatterns reads the subscriptions and the signing keys again.
+// To each subscription that is new here it links the streams its pattern
+// matches (those created while this process did not know of it), and it
+// settles it: its work may have come while no process here knew of it.
 func (r *Reserved) refreshPatterns(ctx context.Context) error {
 	subs, err := r.st.DSSubscriptionList(ctx)
 	if err != nil {
 		return err
 	}
 	next := make(map[string]dsPattern, len(subs))
+	known := make(map[string]time.Time, len(subs))
 	var fresh []string
 	r.patternsMu.RLock()
 	for _, s := range subs {
+		known[s.ID] = s.CreatedAt
+		if was, ok := r.known[s.ID]; !ok || !was.Equal(s.CreatedAt) {
+			fresh = append(fresh, s.ID)
+		}
 		if s.Pattern == "" {
 			continue
 		}
@@ -281,11 +294,11 @@ func (r *Reserved) refreshPatterns(ctx context.Context) error {
 			continue
 		}
 		next[s.ID] = dsPattern{p: p, created: s.CreatedAt, wake: r.wakePath(&cfg)}
-		fresh = append(fresh, s.ID)
 	}
 	r.patternsMu.RUnlock()
 	r.patternsMu.Lock()
-	r.patterns = next
+	r.patterns, r.known = next, known
+	r.count.Store(int64(len(known)))
 	r.patternsMu.Unlock()
 	if keys, err := r.st.SigningKeyList(ctx); err == nil {
 		if err := r.setSigningKeys(keys); err != nil {
@@ -293,7 +306,11 @@ func (r *Reserved) refreshPatterns(ctx context.Context) error {
 		}
 	}
 	for _, id := range fresh {
-		if err := r.linkMatching(ctx, id); err != nil && ctx.Err() == nil {
+		err := r.linkMatching(ctx, id)
+		if err == nil {
+			err = r.settle(ctx, id)
+		}
+		if err != nil && !errors.Is(err, store.ErrSubscriptionNotFound) && ctx.Err() == nil {
 			r.log.Warn("linking streams to a reserved-API subscription", "subscription", id, "err", err)
 		}
 	}

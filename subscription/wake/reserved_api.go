@@ -85,10 +85,14 @@ func (r *Reserved) Create(ctx context.Context, p *ReservedCreateParams) (view *s
 	case err != nil:
 		return nil, false, err
 	}
-	if res.Created && pattern != nil {
+	if res.Created {
 		r.patternsMu.Lock()
-		dp.created = res.Subscription.CreatedAt
-		r.patterns[p.ID] = dp
+		if pattern != nil {
+			dp.created = res.Subscription.CreatedAt
+			r.patterns[p.ID] = dp
+		}
+		r.known[p.ID] = res.Subscription.CreatedAt
+		r.count.Store(int64(len(r.known)))
 		r.patternsMu.Unlock()
 	}
 	if res.Created {

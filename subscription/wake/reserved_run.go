@@ -254,6 +254,9 @@ func (r *Reserved) work() {
 // streamChanged links a stream to the subscriptions whose pattern
 // matches it and settles every subscription linking it.
 func (r *Reserved) streamChanged(ctx context.Context, path string) error {
+	if r.count.Load() == 0 {
+		return nil // no subscription to link or wake
+	}
 	if _, under := r.root.Rel(path); !under || strings.HasPrefix(path, r.root.Reserved()) {
 		return nil
 	}
