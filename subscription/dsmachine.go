@@ -103,13 +103,18 @@ type DSState struct {
 	WakeWritten bool
 }
 
-// Due is the earliest time the subscription needs a Tick, zero for none.
+// Due is the earliest time the subscription needs a Tick, zero for none:
+// the next webhook attempt (or its deadline), or the owed wake event,
+// and while a lease is held its end. A webhook's lease before its 2xx is
+// no deadline: the attempt's outcome decides, so a retry is never held
+// up behind a lease that ran out meanwhile.
 func (s *DSState) Due() time.Time {
-	var due time.Time
-	for _, t := range []time.Time{s.LeaseUntil, s.NextAttemptAt} {
-		if !t.IsZero() && (due.IsZero() || t.Before(due)) {
-			due = t
-		}
+	if s.Phase == DSIdle {
+		return time.Time{}
+	}
+	due := s.NextAttemptAt
+	if s.Phase == DSLive && !s.LeaseUntil.IsZero() && (due.IsZero() || s.LeaseUntil.Before(due)) {
+		due = s.LeaseUntil
 	}
 	return due
 }

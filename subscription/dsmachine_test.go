@@ -80,6 +80,10 @@ func TestDSWebhookFailureRetriesWithBackoff(t *testing.T) {
 	if _, err := m.WebhookResult(s, st.Generation, st.WakeID, 1, false, false, nil, dsT0); err != nil {
 		t.Fatal(err)
 	}
+	// The retry is the deadline, not the lease the wake started with.
+	if !s.State.Due().Equal(s.State.NextAttemptAt) {
+		t.Fatalf("due %v, want the retry at %v", s.State.Due(), s.State.NextAttemptAt)
+	}
 	d := s.State.NextAttemptAt.Sub(dsT0)
 	if !s.State.Failed || s.State.Sending || d < 800*time.Millisecond || d > 1200*time.Millisecond {
 		t.Fatalf("after a failure: %+v (retry in %v, want 1 s ± 20%%)", s.State, d)
@@ -162,8 +166,8 @@ func TestDSClaimLeaseAndExpiry(t *testing.T) {
 	if !s.State.WakeWritten || !s.State.Due().IsZero() {
 		t.Fatalf("the wake's event written: %+v", s.State)
 	}
-	if _, err := m.Claim(s, "w1", tails, dsT0); err != nil || s.State.Holder != "w1" || s.State.Phase != DSLive {
-		t.Fatalf("claim: %v, %+v", err, s.State)
+	if _, err := m.Claim(s, "w1", tails, dsT0); err != nil || s.State.Holder != "w1" || s.State.Phase != DSLive || !s.State.Due().Equal(dsT0.Add(30*time.Second)) {
+		t.Fatalf("claim: %v, %+v (due %v)", err, s.State, s.State.Due())
 	}
 	var held *ClaimedError
 	if _, err := m.Claim(s, "w2", tails, dsT0.Add(time.Second)); !errors.As(err, &held) || held.Holder != "w1" || held.Generation != 1 || !errors.Is(err, ErrAlreadyClaimed) {
