@@ -13,4 +13,7 @@ runConformanceTests({
   // The server's --long-poll-timeout: the suite waits this long, plus a
   // second, for long-poll tests.
   longPollTimeoutMs: Number(process.env.HERALD_LONG_POLL_TIMEOUT_MS ?? 2000),
+  // The reserved subscription API (webhook and pull-wake), under the
+  // stream root /v1/stream that scripts/conformance.sh gives the server.
+  subscriptions: true,
 });

@@ -21,6 +21,10 @@ type fakeStore struct {
 	// SubscriptionStore is nil: the stream handlers never use it, and a
 	// call through it panics, failing the test.
 	store.SubscriptionStore
+	// DSSubscriptionStore and SigningKeyStore are nil for the same
+	// reason.
+	store.DSSubscriptionStore
+	store.SigningKeyStore
 	// DeliveryStore is nil for the same reason.
 	store.DeliveryStore
 	// KeyStore is nil for the same reason.

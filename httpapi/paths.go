@@ -1,10 +1,14 @@
 package httpapi
 
 import (
+	"net/http"
 	"net/url"
 	pathpkg "path"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/heraldstreams/herald/internal/httpjson"
+	"github.com/heraldstreams/herald/subscription"
 )
 
 // maxPathBytes bounds a stream path (docs/protocol.md,
@@ -18,6 +22,19 @@ func isReserved(path string) bool {
 		path == strings.TrimSuffix(HeraldPrefix, "/") || path == strings.TrimSuffix(CallbackPrefix, "/")
 }
 
+// isDS reports whether path lies under the reserved subscription API's
+// prefix, {root}/__ds (the prefix itself included): no stream lives
+// there.
+func (s *Server) isDS(path string) bool {
+	return strings.HasPrefix(path, s.dsPrefix) || path == strings.TrimSuffix(s.dsPrefix, "/")
+}
+
+// errOutsideRoot is the answer for a stream path outside the stream
+// root: no stream lives there.
+func errOutsideRoot(root subscription.Root) error {
+	return &httpjson.Error{Status: http.StatusNotFound, Code: "STREAM_NOT_FOUND", Message: "streams live under " + root.Prefix()}
+}
+
 // canonicalReserved reports whether the escaped path of a request for a
 // reserved path (every route under /_herald/ and /callback/) is the one
 // spelling of its route: no percent-encoded byte that needs no encoding
@@ -28,18 +45,27 @@ func isReserved(path string) bool {
 // to "/_herald/v1/keys", but a proxy or log that watches the literal
 // spelling would miss them, so such spellings are refused rather than
 // served.
-func canonicalReserved(u *url.URL) bool {
+func (s *Server) canonicalReserved(u *url.URL) bool {
 	raw := u.EscapedPath()
 	if !strings.Contains(raw, "%") {
 		return true
 	}
-	if !strings.HasPrefix(raw, HeraldPrefix) && !strings.HasPrefix(raw, CallbackPrefix) {
+	if !strings.HasPrefix(raw, HeraldPrefix) && !strings.HasPrefix(raw, CallbackPrefix) && !strings.HasPrefix(raw, s.dsPrefix) {
 		return false // the prefix itself is encoded
 	}
 	slashesFrom := len(raw) // where an encoded slash may start
 	for _, p := range consumerIDPrefixes {
 		if strings.HasPrefix(raw, p) && !strings.Contains(raw[len(p):], "/") {
 			slashesFrom = len(p)
+		}
+	}
+	// The last segment of {root}/__ds/subscriptions/{id}/streams/{path}
+	// holds a stream path, encoded.
+	if rest, ok := strings.CutPrefix(raw, s.dsPrefix+"subscriptions/"); ok {
+		if id, tail, ok := strings.Cut(rest, "/"); ok && !strings.Contains(id, "%") {
+			if p, ok := strings.CutPrefix(tail, "streams/"); ok && !strings.Contains(p, "/") {
+				slashesFrom = len(raw) - len(p)
+			}
 		}
 	}
 	for i := 0; i < len(raw); i++ {

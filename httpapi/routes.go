@@ -36,6 +36,11 @@ type APIs struct {
 	// Without it a subscription request gets 404
 	// SUBSCRIPTIONS_UNAVAILABLE.
 	Subscriptions SubscriptionEngine
+	// Reserved serves the Durable Streams protocol's reserved
+	// subscription API under the stream root's __ds/ prefix
+	// (docs/subscriptions.md); *wake.Reserved implements it. Without it
+	// those paths have no route (404).
+	Reserved ReservedService
 	// Keys are the routes of the key API (auth.KeysAPI.Routes).
 	Keys []Route
 	// Delivery are the routes of the event delivery API
@@ -114,6 +119,9 @@ func (s *Server) table(apis APIs) []Route {
 	if svc := apis.Subscriptions; svc != nil {
 		routes = append(routes, s.subscriptionRoutes(svc)...)
 	}
+	if svc := apis.Reserved; svc != nil {
+		routes = append(routes, s.reservedRoutes(svc)...)
+	}
 	return append(routes, apis.Delivery...)
 }
 
@@ -170,6 +178,8 @@ type router struct {
 	byKey         map[routeKey]*Route
 	mux           *http.ServeMux
 	subscriptions bool
+	// reserved: the reserved subscription API is served.
+	reserved bool
 }
 
 // newRouter serves routes. It panics on a route without an explicit
@@ -201,12 +211,13 @@ func (s *Server) newRouter(routes []Route) *router {
 			rt.subscriptions = true
 			continue
 		}
-		if !strings.HasPrefix(r.Pattern, HeraldPrefix) && !strings.HasPrefix(r.Pattern, CallbackPrefix) {
-			panic("httpapi: route " + name + " is not under " + HeraldPrefix + " or " + CallbackPrefix + ": stream paths belong to the protocol")
+		if !strings.HasPrefix(r.Pattern, HeraldPrefix) && !strings.HasPrefix(r.Pattern, CallbackPrefix) && !strings.HasPrefix(r.Pattern, s.dsPrefix) {
+			panic("httpapi: route " + name + " is not under " + HeraldPrefix + ", " + CallbackPrefix + " or " + s.dsPrefix + ": stream paths belong to the protocol")
 		}
 		if r.Handler == nil {
 			panic("httpapi: route " + name + " has no handler")
 		}
+		rt.reserved = rt.reserved || strings.HasPrefix(r.Pattern, s.dsPrefix)
 		rt.mux.Handle(name, s.guard(r.Rule, r.Handler))
 	}
 	return rt

@@ -25,6 +25,7 @@ import (
 	"github.com/heraldstreams/herald/internal/httpjson"
 	"github.com/heraldstreams/herald/internal/telemetry"
 	"github.com/heraldstreams/herald/store"
+	"github.com/heraldstreams/herald/subscription"
 )
 
 // Defaults of Config fields left zero.
@@ -113,6 +114,10 @@ type Config struct {
 	// its route pattern, continuing the caller's traceparent. Nil:
 	// tracing off, at no cost to requests.
 	TracerProvider trace.TracerProvider
+	// StreamRoot is where streams live (subscription.NormalizeRoot's
+	// form; "" is "/"): a stream path outside it is not found, and the
+	// reserved subscription API lives at StreamRoot/__ds/.
+	StreamRoot subscription.Root
 }
 
 // Server is the HTTP handler of the Durable Streams protocol and Herald's
@@ -162,6 +167,10 @@ type Server struct {
 
 	// router serves the route table (routes.go).
 	router atomic.Pointer[router]
+	// root is where streams live; dsPrefix is root's __ds/ prefix, where
+	// the reserved subscription API lives (reserved.go).
+	root     subscription.Root
+	dsPrefix string
 
 	ready        atomic.Bool
 	shuttingDown atomic.Bool
@@ -191,6 +200,7 @@ func New(cfg Config) *Server {
 		audit:           cfg.AuditLogger,
 		origins:         newOriginPolicy(cfg.CORSOrigins),
 		allowedHosts:    cfg.AllowedHosts,
+		root:            cfg.StreamRoot,
 		authFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "herald_auth_failures_total",
 			Help: "Requests refused by access control, by error code (UNAUTHENTICATED, INVALID_KEY, KEY_EXPIRED, FORBIDDEN, AUTH_UNAVAILABLE).",
@@ -243,6 +253,10 @@ func New(cfg Config) *Server {
 	if s.sseKeepAlive <= 0 {
 		s.sseKeepAlive = DefaultSSEKeepAlive
 	}
+	if s.root == "" {
+		s.root = "/"
+	}
+	s.dsPrefix = s.root.Reserved()
 	if s.now == nil {
 		s.now = time.Now
 	}
@@ -303,7 +317,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	}
 
 	path := r.URL.Path
-	reserved := isReserved(path)
+	reserved := isReserved(path) || s.isDS(path)
 	sub := !reserved && isSubscriptionRequest(r)
 	if origin, cors := r.Header["Origin"]; cors {
 		// Browsers send Origin on cross-origin requests (and on a
@@ -367,6 +381,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	if err := validateStreamPath(path, r.URL.RawPath); err != nil {
 		s.fail(w, r, err)
+		return
+	}
+	if !strings.HasPrefix(path, s.root.Prefix()) {
+		s.fail(w, r, errOutsideRoot(s.root))
 		return
 	}
 
@@ -434,7 +452,7 @@ func (s *Server) serveReserved(w http.ResponseWriter, r *http.Request) {
 		s.preflight(w, r)
 		return
 	}
-	if !canonicalReserved(r.URL) || !isClean(r.URL.Path) {
+	if !s.canonicalReserved(r.URL) || !isClean(r.URL.Path) {
 		s.fail(w, r, errNonCanonicalPath)
 		return
 	}
@@ -450,6 +468,16 @@ func (s *Server) serveReserved(w http.ResponseWriter, r *http.Request) {
 	if allow := s.allowedMethods(r); allow != "" {
 		w.Header().Set("Allow", allow)
 		s.fail(w, r, &httpjson.Error{Status: http.StatusMethodNotAllowed, Code: errMethodNotAllowed.Code, Message: "this route accepts " + allow})
+		return
+	}
+	if s.isDS(r.URL.Path) {
+		// The reserved subscription API's prefix: no stream lives here,
+		// whether or not the API is served.
+		if !s.router.Load().reserved {
+			s.fail(w, r, errSubscriptionsUnavailable)
+			return
+		}
+		s.fail(w, r, errNoRoute)
 		return
 	}
 	if r.Method == http.MethodPut {

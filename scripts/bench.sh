@@ -25,10 +25,10 @@ out=bench-results.jsonl
 # The sizes of the workloads: those of docs/performance.md, or tiny ones.
 if [ "${HERALD_BENCH_QUICK:-}" = 1 ]; then
   streams=200 hold_n=50 hold=3s hold_wait=2 secs=1s big=100000 live_n=5 live_many=50
-  hook_streams=50 hook_lat=20 hook_c=50 hook_secs=2s deliveries=200x latency_events=100x
+  hook_streams=50 hook_lat=20 hook_c=50 hook_secs=2s deliveries=200x latency_events=100x pull_loops=50
 else
   streams=10000 hold_n=1000 hold=8s hold_wait=6 secs=5s big=10000000 live_n=200 live_many=1000
-  hook_streams=1000 hook_lat=200 hook_c=1000 hook_secs=15s deliveries=10000x latency_events=5000x
+  hook_streams=1000 hook_lat=200 hook_c=1000 hook_secs=15s deliveries=10000x latency_events=5000x pull_loops=1000
 fi
 
 # start runs herald on an empty data directory and waits until it is ready.
@@ -89,6 +89,11 @@ for run in $(seq "$runs"); do
     bench webhook -mode "$mode" -streams "$hook_streams" -lat "$hook_lat" -c "$hook_c" -d "$hook_secs"
     stop
   done
+  # Pull-wake (the reserved subscription API): closed loops of append,
+  # wake event, claim, read, ack; a stalled loop is a lost wake.
+  start
+  bench pullwake -loops "$pull_loops"
+  stop
   # Event delivery: in-process benchmarks (docs/performance.md, Event
   # delivery), each on its own fresh store.
   delivery_bench BenchmarkDeliveryThroughput "$deliveries" throughput deliveries/s deliveries_per_s

@@ -1,12 +1,17 @@
 #!/usr/bin/env bash
 # Runs the official Durable Streams server conformance suite
 # (@durable-streams/server-conformance-tests, pinned in conformance/) against
-# a freshly built Herald with an empty data directory.
+# a freshly built Herald with an empty data directory, its subscription
+# tests included: the suite's streams live under /v1/stream, so Herald
+# runs with --stream-root /v1/stream (the reserved subscription API is
+# then at /v1/stream/__ds/), and its webhook receiver listens on
+# 127.0.0.1, which --webhook-allow-cidrs 127.0.0.0/8 lets Herald call.
 #
 # Usage: scripts/conformance.sh [--auth] [vitest arguments, e.g. -t "SSE Mode"]
 # --auth runs the server with access control on (an admin key in
-# HERALD_ADMIN_KEY) and the suite with a key limited to the stream scopes,
-# sent as a bearer header on every request; the run first checks that a
+# HERALD_ADMIN_KEY) and the suite with a key limited to the stream and
+# subscription scopes, sent as a bearer header on every request (the
+# callbacks, acks and releases carry their wake's token instead); the run first checks that a
 # request without the key is refused.
 # Needs Go, Node.js (>= 18) and npm. Exits with vitest's status.
 # CONFORMANCE_RACE=1 builds the server with the race detector, which then
@@ -46,7 +51,8 @@ fi
 
 # Port 0: the kernel picks a free port, which the server logs.
 HERALD_ADMIN_KEY="$admin_key" "$work/herald" serve --addr 127.0.0.1:0 --data-dir "$work/data" \
-	--long-poll-timeout "${long_poll_ms}ms" --log-level info >"$work/server.log" 2>&1 &
+	--long-poll-timeout "${long_poll_ms}ms" --log-level info --stream-root /v1/stream \
+	--webhook-allow-cidrs 127.0.0.0/8 >"$work/server.log" 2>&1 &
 server_pid=$!
 
 addr=""
@@ -84,23 +90,24 @@ echo "conformance: herald is serving at $url" >&2
 
 key=""
 if [[ -n "$auth" ]]; then
-	# A key with the two stream scopes only, made with the admin key; the
-	# suite must pass with it, and a request without it must be refused.
+	# A key with the stream and subscription scopes only, made with the
+	# admin key; the suite must pass with it, and a request without it
+	# must be refused.
 	key="$(node -e '
 		const [url, admin] = process.argv.slice(1);
 		(async () => {
-			const anon = await fetch(url + "/conformance-auth-probe");
+			const anon = await fetch(url + "/v1/stream/conformance-auth-probe");
 			if (anon.status !== 401) throw new Error("a request without a key got " + anon.status + ", want 401");
 			const res = await fetch(url + "/_herald/v1/keys", {
 				method: "POST",
 				headers: { Authorization: "Bearer " + admin, "Content-Type": "application/json" },
-				body: JSON.stringify({ scopes: ["streams:read", "streams:write"], description: "conformance" }),
+				body: JSON.stringify({ scopes: ["streams:read", "streams:write", "subscriptions:read", "subscriptions:write"], description: "conformance" }),
 			});
 			if (res.status !== 201) throw new Error("creating a key: " + res.status + " " + await res.text());
 			process.stdout.write((await res.json()).key);
 		})().catch((e) => { console.error("conformance: " + e.message); process.exit(1); });
 	' "$url" "$admin_key")"
-	echo "conformance: access control is on; the suite sends a key with scopes streams:read, streams:write" >&2
+	echo "conformance: access control is on; the suite sends a key with scopes streams:read, streams:write, subscriptions:read, subscriptions:write" >&2
 fi
 
 cd "$root/conformance"

@@ -60,5 +60,5 @@ scripts/image.sh
 echo "== conformance (development mode: access control off)"
 scripts/conformance.sh
 
-echo "== conformance (access control on: a stream-scoped key on every request)"
+echo "== conformance (access control on: a key with the stream and subscription scopes on every request)"
 scripts/conformance.sh --auth

@@ -63,6 +63,11 @@ type Store interface {
 	// SubscriptionStore keeps webhook subscriptions and consumers.
 	SubscriptionStore
 
+	// DSSubscriptionStore keeps the reserved API's subscriptions and
+	// SigningKeyStore the keys that sign their webhooks.
+	DSSubscriptionStore
+	SigningKeyStore
+
 	// DeliveryStore keeps event delivery endpoints and deliveries.
 	DeliveryStore
 

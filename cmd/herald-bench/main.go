@@ -44,6 +44,7 @@ var workloads = []workload{
 	{"live", "send → receive latency of -readers long-poll or SSE readers over -n appends", runLive},
 	{"hold", "holds -n long-polls open for -hold", runHold},
 	{"webhook", "wake latency and closed-loop wakes/s of a subscription's consumers", runWebhook},
+	{"pullwake", "-loops closed loops of append, wake event, claim, read, ack of a reserved-API pull-wake subscription", runPullWake},
 }
 
 func main() {

@@ -195,9 +195,22 @@ func TestWorkloads(t *testing.T) {
 	}
 }
 
+// TestPullWakeNoLostWake runs the pull-wake workload: every append is
+// followed by its wake event, a claim that holds it, and an ack.
+func TestPullWakeNoLostWake(t *testing.T) {
+	t.Parallel()
+	base := startHerald(t)
+	r := bench(t, "pullwake", "-base", base, "-loops", "200")
+	if r["loops"] != 200.0 || r["claims"].(float64) < 200 {
+		t.Errorf("%v loops, %v claims; want 200 and at least one claim a loop", r["loops"], r["claims"])
+	}
+	zero(t, r, "stalled_loops")
+	ordered(t, r, "wake_p50", "wake_p99")
+}
+
 func TestUsage(t *testing.T) {
 	t.Parallel()
-	for _, args := range [][]string{nil, {"nope"}, {"append", "-c", "0"}, {"live", "-mode", "poll"}, {"webhook", "-c", "5", "-streams", "2"}, {"read"}, {"append", "extra"}} {
+	for _, args := range [][]string{nil, {"nope"}, {"append", "-c", "0"}, {"live", "-mode", "poll"}, {"webhook", "-c", "5", "-streams", "2"}, {"pullwake", "-loops", "0"}, {"read"}, {"append", "extra"}} {
 		var js, human bytes.Buffer
 		if err := run(context.Background(), args, &output{json: &js, human: &human}); err == nil {
 			t.Errorf("herald-bench %q: no error", args)

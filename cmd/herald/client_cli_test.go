@@ -468,3 +468,33 @@ func TestClientCommandsUsage(t *testing.T) {
 		t.Errorf("no Herald: %v", err)
 	}
 }
+
+func TestReservedSubscriptionsCommands(t *testing.T) {
+	t.Parallel()
+	m := newMatrix(t)
+	env := cliEnv(m)
+	mustCLI(t, env, "streams", "create", "/ds/events/a", "--content-type", "text/plain")
+	out := mustCLI(t, env, "subscriptions", "ds-create", "cli-ds", "--type", "webhook", "--pattern", "ds/events/*", "--webhook", m.receiver.URL,
+		"--lease-ttl-ms", "5000", "--description", "from the cli")
+	expectOutput(t, "ds-create", out, "subscription cli-ds: webhook "+m.receiver.URL, "signed by ds_", "/__ds/jwks.json", "lease: 5000 ms", "ds/events/a", "glob")
+	expectOutput(t, "ds-link", mustCLI(t, env, "subscriptions", "ds-link", "cli-ds", "ds/manual/x", "ds/events/a"), "ds/manual/x", "explicit")
+	out = mustCLI(t, env, "subscriptions", "ds-unlink", "cli-ds", "ds/manual/x")
+	if strings.Contains(out, "ds/manual/x") {
+		t.Fatalf("ds-unlink left the link: %q", out)
+	}
+	// The pattern still links the stream that was explicit too.
+	expectOutput(t, "ds-unlink of a globbed stream", mustCLI(t, env, "subscriptions", "ds-unlink", "cli-ds", "ds/events/a"), "ds/events/a", "glob")
+	var v subscription.DSSubscriptionView
+	out = mustCLI(t, env, "subscriptions", "ds-get", "cli-ds", "--output", "json")
+	if err := json.Unmarshal([]byte(out), &v); err != nil || v.ID != "cli-ds" || v.Type != "webhook" || v.Description != "from the cli" {
+		t.Fatalf("ds-get json: %q, %v", out, err)
+	}
+	if _, err := runCLI(t, env, "subscriptions", "ds-create", "cli-ds", "--type", "pull-wake", "--pattern", "ds/events/*", "--wake-stream", "ds/wake"); !hasCode(err, "SUBSCRIPTION_EXISTS") {
+		t.Fatalf("ds-create with another configuration: %v", err)
+	}
+	expectOutput(t, "ds-rotate-key", mustCLI(t, env, "subscriptions", "ds-rotate-key"), "webhook signing key ds_", "2 keys are published")
+	expectOutput(t, "ds-rm", mustCLI(t, env, "subscriptions", "ds-rm", "cli-ds"), "deleted subscription cli-ds")
+	if _, err := runCLI(t, env, "subscriptions", "ds-get", "cli-ds"); !hasCode(err, "SUBSCRIPTION_NOT_FOUND") {
+		t.Fatalf("ds-get of a deleted subscription: %v", err)
+	}
+}

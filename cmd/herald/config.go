@@ -61,6 +61,8 @@ type serveConfig struct {
 	WebhookAllowCIDRs string
 	TokenKeys         string
 	PublicURL         string
+	// StreamRoot is where streams live (--stream-root).
+	StreamRoot string
 	// Event delivery (docs/delivery.md).
 	Delivery deliveryConfig
 	// Access control.
@@ -100,6 +102,7 @@ func serveFlags(cfg *serveConfig) *flag.FlagSet {
 	fs.StringVar(&cfg.WebhookAllowCIDRs, "webhook-allow-cidrs", "", "comma-separated address ranges webhooks may reach although private or loopback, over http:// too (development: 127.0.0.0/8,::1/128)")
 	fs.StringVar(&cfg.TokenKeys, "token-keys", "", "callback token keys, <id>:<base64 secret> separated by commas, the first signing (default: a key made at first start and kept in the database, encrypted)")
 	fs.StringVar(&cfg.PublicURL, "public-url", "", "base URL consumers and browsers reach Herald at, for the callback URL in wakes and the dashboard URL of portal tokens (default: http:// and the listen address, with localhost for an unspecified one such as 0.0.0.0; set it whenever Herald listens beyond loopback)")
+	fs.StringVar(&cfg.StreamRoot, "stream-root", "/", "the URL path under which streams live; paths outside it are not streams. The Durable Streams reserved subscription API is at <stream-root>/__ds/, and the stream paths in its bodies are relative to the root (e.g. /v1/stream)")
 	cfg.Delivery.addFlags(fs)
 	cfg.Access.addFlags(fs)
 	cfg.TLS.addFlags(fs)
@@ -185,6 +188,9 @@ func (c *serveConfig) validate() error {
 	}
 	if c.MaxHeaderBytes <= 0 {
 		problems = append(problems, "--max-header-bytes must be positive")
+	}
+	if _, err := subscription.NormalizeRoot(c.StreamRoot); err != nil {
+		problems = append(problems, "--stream-root: "+err.Error())
 	}
 	if _, err := webhook.ParseCIDRList(c.WebhookAllowCIDRs); err != nil {
 		problems = append(problems, "--webhook-allow-cidrs: "+err.Error())
@@ -276,4 +282,13 @@ func (c *serveConfig) reaperInterval() time.Duration {
 		return sharedReaperInterval
 	}
 	return 0
+}
+
+// streamRoot is --stream-root in canonical form (checked by validate).
+func (c *serveConfig) streamRoot() subscription.Root {
+	r, err := subscription.NormalizeRoot(c.StreamRoot)
+	if err != nil {
+		return "/"
+	}
+	return r
 }

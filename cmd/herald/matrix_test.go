@@ -198,6 +198,9 @@ type matrixFixtures struct {
 	consumerID string
 	receiver   string
 	eventType  string
+	// ds is tenant-a's subscription of the reserved API, pull-wake on
+	// the matrix's area with stream as its wake stream.
+	ds string
 }
 
 func (m *matrix) fixtures(t *testing.T) *matrixFixtures {
@@ -214,6 +217,12 @@ func (m *matrix) fixtures(t *testing.T) *matrixFixtures {
 		t.Fatalf("tenant-a's subscription: %d %s", status, body)
 	}
 	f.consumerID = f.sub + ":" + strings.ReplaceAll(f.stream, "/", "%2F")
+	f.ds = "ds-" + n
+	status, body = m.call(t, "PUT", "/__ds/subscriptions/"+f.ds, map[string]string{"Authorization": "Bearer " + subKey, "Content-Type": "application/json"},
+		dsMatrixBody(f.stream))
+	if status != http.StatusCreated {
+		t.Fatalf("tenant-a's reserved-API subscription: %d %s", status, body)
+	}
 	var ep struct{ ID string }
 	m.admin(t, "POST", "/_herald/v1/endpoints", `{"url":"`+m.receiver.URL+`","tenant":"`+matrixTenant+`","event_types":["matrix.`+n+`"]}`, http.StatusCreated, &ep)
 	f.endpoint = ep.ID
@@ -272,6 +281,17 @@ type matrixRequest struct {
 	// streamsListed: the answer lists tenant-a's streams, this one among
 	// them; a key of another tenant must see none.
 	streamsListed string
+	// bodyPaths: the body names tenant-a's streams (a reserved-API
+	// subscription's pattern, streams and wake stream): a key of another
+	// tenant, or one outside its paths, is refused (403).
+	bodyPaths bool
+}
+
+// dsMatrixBody is a reserved-API subscription of the matrix's area,
+// pull-wake to the stream wake (root-relative paths: the matrix runs
+// with the default stream root, /).
+func dsMatrixBody(wake string) string {
+	return `{"type":"pull-wake","pattern":"` + strings.TrimPrefix(matrixArea, "/") + `*","wake_stream":"` + strings.TrimPrefix(wake, "/") + `"}`
 }
 
 // request makes the concrete request for a route, or reports false for
@@ -282,7 +302,7 @@ func (f *matrixFixtures) request(rt httpapi.Route) (matrixRequest, bool) {
 	switch rt.Pattern {
 	case "/_herald/healthz", "/_herald/readyz", "/_herald/v1/whoami", "/_herald/v1/openapi.json":
 		r.path = rt.Pattern
-	case "/_herald/metrics", "/_herald/v1/stats":
+	case "/_herald/metrics", "/_herald/v1/stats", "/_herald/v1/signing-keys/rotate":
 		// Installation-wide figures: no tenant's credential reads them.
 		r.path, r.installation = rt.Pattern, true
 	case "/_herald/ui/":
@@ -309,6 +329,22 @@ func (f *matrixFixtures) request(rt httpapi.Route) (matrixRequest, bool) {
 		r.path, r.owned, r.inPaths = "/_herald/v1/consumers/"+f.consumerID, true, true
 	case "/callback/{consumer_id}":
 		r.path, r.body = "/callback/"+f.consumerID, `{"epoch":1}`
+	case "/__ds/subscriptions/{id}":
+		r.path, r.owned, r.inPaths = "/__ds/subscriptions/"+f.ds, true, true
+		if rt.Method == http.MethodPut {
+			r.path, r.owned, r.bodyPaths, r.body = "/__ds/subscriptions/new-"+f.ds, false, true, dsMatrixBody(f.stream)
+		}
+	case "/__ds/subscriptions/{id}/streams":
+		r.path, r.owned, r.inPaths = "/__ds/subscriptions/"+f.ds+"/streams", true, true
+		r.body = `{"streams":["` + strings.TrimPrefix(matrixArea, "/") + `manual"]}`
+	case "/__ds/subscriptions/{id}/streams/{path}":
+		r.path, r.owned, r.inPaths = "/__ds/subscriptions/"+f.ds+"/streams/"+strings.ReplaceAll(strings.TrimPrefix(f.stream, "/"), "/", "%2F"), true, true
+	case "/__ds/subscriptions/{id}/claim":
+		r.path, r.owned, r.inPaths, r.body = "/__ds/subscriptions/"+f.ds+"/claim", true, true, `{"worker":"w"}`
+	case "/__ds/subscriptions/{id}/callback", "/__ds/subscriptions/{id}/ack", "/__ds/subscriptions/{id}/release":
+		r.path, r.body = strings.Replace(rt.Pattern, "{id}", f.ds, 1), `{"wake_id":"w_1","generation":1}`
+	case "/__ds/jwks.json":
+		r.path = rt.Pattern
 	case "/_herald/v1/streams":
 		r.path, r.streamsListed = rt.Pattern+"?prefix="+matrixArea, f.stream
 	case "/_herald/v1/keys":
@@ -469,7 +505,7 @@ func (m *matrix) check(t *testing.T, rt httpapi.Route, f *matrixFixtures, req ma
 	} else {
 		expect("key without the scope", status, body, http.StatusForbidden, "FORBIDDEN")
 	}
-	if pathRule {
+	if pathRule || req.bodyPaths {
 		status, body = send(m.key(t, []auth.Scope{scope}, "", "/elsewhere/**"), nil)
 		expect("key outside its paths", status, body, http.StatusForbidden, "FORBIDDEN")
 	}
@@ -501,6 +537,8 @@ func (m *matrix) check(t *testing.T, rt httpapi.Route, f *matrixFixtures, req ma
 		} else {
 			expect("key of another tenant", status, body, http.StatusNotFound, "")
 		}
+	case req.bodyPaths:
+		expect("key of another tenant naming tenant-a's streams", status, body, http.StatusForbidden, "FORBIDDEN")
 	case req.streamsListed != "":
 		allowed("stream list with a key of another tenant", status, body)
 		if strings.Contains(body, req.streamsListed) || strings.Contains(body, matrixArea) {
@@ -542,6 +580,8 @@ func encodedSpellings(target string) []string {
 		prefix = httpapi.HeraldPrefix
 	case strings.HasPrefix(path, httpapi.CallbackPrefix):
 		prefix = httpapi.CallbackPrefix
+	case strings.HasPrefix(path, "/__ds/"):
+		prefix = "/__ds/"
 	default:
 		return nil // a subscription route: a stream path, any spelling
 	}

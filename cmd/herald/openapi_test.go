@@ -375,6 +375,9 @@ func TestOpenAPIDescribesRealAnswers(t *testing.T) {
 	c.do(exchange{method: "GET", path: "/**?subscription=oa-1", key: admin, want: http.StatusNotFound})
 	c.do(exchange{method: "DELETE", path: "/area/openapi?subscription=oa-1", key: admin, want: http.StatusNotFound})
 
+	// The reserved subscription API.
+	exerciseReserved(c)
+
 	// A callback with a token Herald never issued.
 	c.do(exchange{method: "POST", path: "/callback/oa-1:%2Farea%2Fopenapi", key: "not-a-token", want: http.StatusUnauthorized, body: `{"epoch":1}`})
 

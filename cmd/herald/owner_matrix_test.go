@@ -108,6 +108,18 @@ var ownerRoutes = map[string]ownerClass{
 	"GET /{pattern}?subscriptions":                 {kind: "subscription", list: true},
 	"GET /_herald/v1/subscriptions/{id}/consumers": {kind: "subscription"},
 	"GET /_herald/v1/consumers/{consumer_id}":      {kind: "consumer"},
+
+	"PUT /__ds/subscriptions/{id}":                   {kind: "dssub", creates: true},
+	"GET /__ds/subscriptions/{id}":                   {kind: "dssub"},
+	"DELETE /__ds/subscriptions/{id}":                {kind: "dssub"},
+	"POST /__ds/subscriptions/{id}/streams":          {kind: "dssub"},
+	"DELETE /__ds/subscriptions/{id}/streams/{path}": {kind: "dssub"},
+	"POST /__ds/subscriptions/{id}/claim":            {kind: "dssub"},
+	"POST /__ds/subscriptions/{id}/callback":         {}, // the wake's own token, never a key
+	"POST /__ds/subscriptions/{id}/ack":              {},
+	"POST /__ds/subscriptions/{id}/release":          {},
+	"GET /__ds/jwks.json":                            {}, // public keys
+	"POST /_herald/v1/signing-keys/rotate":           {installation: true},
 }
 
 // The owners: two tenants and the platform ("").
@@ -120,12 +132,14 @@ type ownerObjects struct {
 	endpoint, delivery, replay, key string
 	stream, subscription, consumer  string
 	secret, eventData, endpointName string
+	// dsSub is the owner's subscription of the reserved API.
+	dsSub string
 }
 
 // markers are the strings of o that no credential that may not see o
 // may ever read.
 func (o *ownerObjects) markers() []string {
-	return []string{o.endpoint, o.delivery, o.replay, o.key, o.secret, o.eventData, o.endpointName, o.subscription}
+	return []string{o.endpoint, o.delivery, o.replay, o.key, o.secret, o.eventData, o.endpointName, o.subscription, o.dsSub}
 }
 
 // ownerCred is a credential of the matrix.
@@ -146,7 +160,7 @@ func (c *ownerCred) sees(owner string) bool { return c.tenant == "" || c.tenant 
 // lie within c's paths, so a key limited to /area/** reaches only the
 // platform's.
 func (c *ownerCred) reaches(owner, kind string) bool {
-	if c.pathLimited && owner != "" && (kind == "stream" || kind == "subscription" || kind == "consumer") {
+	if c.pathLimited && owner != "" && (kind == "stream" || kind == "subscription" || kind == "consumer" || kind == "dssub") {
 		return false
 	}
 	return c.sees(owner)
@@ -233,13 +247,19 @@ func (w *ownerWorld) makeObjects(t *testing.T, owner string) *ownerObjects {
 		t.Fatalf("%s's subscription: %d %s", label, status, body)
 	}
 	o.consumer = o.subscription + ":" + strings.ReplaceAll(o.stream, "/", "%2F")
+	o.dsSub = "ds-of-" + label
+	dir := strings.TrimPrefix(o.stream[:strings.LastIndexByte(o.stream, '/')], "/")
+	if status, body := m.call(t, "PUT", "/__ds/subscriptions/"+o.dsSub, map[string]string{"Authorization": "Bearer " + subKey,
+		"Content-Type": "application/json"}, `{"type":"webhook","pattern":"`+dir+`/*","webhook":{"url":"`+m.receiver.URL+`"}}`); status != http.StatusCreated {
+		t.Fatalf("%s's reserved-API subscription: %d %s", label, status, body)
+	}
 	return o
 }
 
 // path is the request path of a route naming o's object of its kind.
 func (w *ownerWorld) path(rt httpapi.Route, o *ownerObjects) string {
 	id := map[string]string{"endpoint": o.endpoint, "delivery": o.delivery, "replay": o.replay, "key": o.key,
-		"consumer": o.consumer, "subscription": o.subscription}
+		"consumer": o.consumer, "subscription": o.subscription, "dssub": o.dsSub}
 	switch {
 	case rt.Pattern == "/{stream}":
 		return o.stream
@@ -250,7 +270,7 @@ func (w *ownerWorld) path(rt httpapi.Route, o *ownerObjects) string {
 	for _, param := range []string{"{id}", "{consumer_id}"} {
 		p = strings.Replace(p, param, id[ownerRoutes[rt.Method+" "+rt.Pattern].kind], 1)
 	}
-	return p
+	return strings.Replace(p, "{path}", strings.ReplaceAll(strings.TrimPrefix(o.stream, "/"), "/", "%2F"), 1)
 }
 
 // send makes one request with c's key.
@@ -322,7 +342,7 @@ func (w *ownerWorld) check(t *testing.T, rt httpapi.Route, class ownerClass) {
 				if status == http.StatusNotFound {
 					// A not-found answer may repeat what the caller named
 					// itself (the id in its own request): no leak.
-					for _, id := range []string{o.consumer, o.subscription, o.stream} {
+					for _, id := range []string{o.consumer, o.subscription, o.stream, o.dsSub} {
 						body = strings.ReplaceAll(body, id, "")
 					}
 				}
@@ -367,6 +387,10 @@ func ownerBody(rt httpapi.Route) string {
 		return `{"webhook":"https://example.com/hook"}`
 	case rt.Pattern == "/{stream}" && rt.Method == http.MethodPost:
 		return `{"type":"owner.probe"}`
+	case strings.HasSuffix(rt.Pattern, "/streams"):
+		return `{"streams":["area/probe"]}`
+	case strings.HasSuffix(rt.Pattern, "/claim"):
+		return `{"worker":"probe"}`
 	}
 	return ""
 }

@@ -38,13 +38,15 @@ import (
 // app is one Herald server's parts: its store, its listener, the HTTP API
 // and the engines mounted on it. newApp builds it; serve runs it.
 type app struct {
-	log   *slog.Logger
-	st    heraldStore
-	ln    net.Listener
-	api   *httpapi.Server
-	jwtv  *auth.JWTVerifier
-	subs  *wake.Engine
-	deliv *dispatch.Engine
+	log  *slog.Logger
+	st   heraldStore
+	ln   net.Listener
+	api  *httpapi.Server
+	jwtv *auth.JWTVerifier
+	subs *wake.Engine
+	// reserved is the reserved subscription API's front door.
+	reserved *wake.Reserved
+	deliv    *dispatch.Engine
 	// stopStats ends the stats sampler and waits for it.
 	stopStats func()
 	// stopAuth ends the access control's following of key changes and
@@ -115,6 +117,7 @@ func newApp(ctx context.Context, cfg *serveConfig, log *slog.Logger, tp trace.Tr
 		Auth:                 authn,
 		CORSOrigins:          cfg.Access.corsOrigins(cfg.PublicURL),
 		AllowedHosts:         cfg.Access.allowedHosts(ln.Addr(), cfg.PublicURL),
+		StreamRoot:           cfg.streamRoot(),
 	})
 	metrics := prometheus.NewRegistry()
 	metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -134,8 +137,8 @@ func newApp(ctx context.Context, cfg *serveConfig, log *slog.Logger, tp trace.Tr
 	// signal's) ends: their work in flight finishes within the shutdown
 	// deadline.
 	engineCtx := context.WithoutCancel(ctx)
-	subs, err := startSubscriptions(engineCtx, subscriptionsParams{
-		Config: cfg, Store: st, Sender: sender, TokenKeys: st, Metrics: metrics, Tracing: tp,
+	subs, reserved, err := startSubscriptions(engineCtx, subscriptionsParams{
+		Config: cfg, Store: st, Reserved: st, Sender: sender, TokenKeys: st, Metrics: metrics, Tracing: tp,
 		Logger: log.With("part", "subscriptions"), Listener: ln.Addr(),
 	})
 	if err != nil {
@@ -144,10 +147,11 @@ func newApp(ctx context.Context, cfg *serveConfig, log *slog.Logger, tp trace.Tr
 	deliv, err := startDelivery(engineCtx, deliveryParams{Config: cfg, Store: st, Sender: sender, Metrics: metrics, Tracing: tp,
 		Logger: log.With("part", "delivery")})
 	if err != nil {
-		return fail(errors.Join(err, subs.Stop(context.Background())))
+		return fail(errors.Join(err, subs.Stop(context.Background()), reserved.Stop(context.Background())))
 	}
 	api.Mount(httpapi.APIs{
 		Subscriptions: subs,
+		Reserved:      reserved,
 		Keys: auth.NewKeysAPI(auth.KeysAPIConfig{Auth: authn, Store: st, Logger: log.With("part", "keys"), Fail: apierr.Failer(log.With("part", "keys")),
 			PortalURL: publicURL(cfg.PublicURL, cfg.TLS.scheme(), ln.Addr()) + ui.Prefix}).Routes(),
 		Delivery:      deliveryapi.NewAPI(deliv).Routes(),
@@ -169,7 +173,7 @@ func newApp(ctx context.Context, cfg *serveConfig, log *slog.Logger, tp trace.Tr
 			stopFeed()
 		}
 	}
-	return &app{log: log, st: st, ln: ln, api: api, jwtv: jwtv, subs: subs, deliv: deliv, stopStats: stopStats, stopAuth: stopAuth}, nil
+	return &app{log: log, st: st, ln: ln, api: api, jwtv: jwtv, subs: subs, reserved: reserved, deliv: deliv, stopStats: stopStats, stopAuth: stopAuth}, nil
 }
 
 // goUntilStopped runs run in a goroutine until the returned stop is
@@ -221,7 +225,7 @@ func (a *app) stop(ctx context.Context) error {
 	a.stopAuth()
 	var wg sync.WaitGroup
 	var subsErr, delivErr error
-	wg.Go(func() { subsErr = a.subs.Stop(ctx) })
+	wg.Go(func() { subsErr = errors.Join(a.subs.Stop(ctx), a.reserved.Stop(ctx)) })
 	wg.Go(func() { delivErr = a.deliv.Stop(ctx) })
 	wg.Wait()
 	if subsErr != nil || delivErr != nil {

@@ -41,6 +41,9 @@ const (
 type subscriptionsParams struct {
 	Config *serveConfig
 	Store  wake.EngineStore
+	// Reserved keeps the reserved subscription API's subscriptions and
+	// signing keys.
+	Reserved wake.ReservedStore
 	// Sender is the process's one webhook sender (newWebhookSender).
 	Sender *webhook.Sender
 	// TokenKeys keeps the token keys Herald makes (none configured).
@@ -52,10 +55,13 @@ type subscriptionsParams struct {
 	Listener net.Addr
 }
 
-// startSubscriptions builds the webhook subscription engine and starts it;
-// the route table serves its HTTP API, consumer API and callbacks. The caller
-// stops it (Engine.Stop) after the HTTP server and before the store.
-func startSubscriptions(ctx context.Context, p subscriptionsParams) (*wake.Engine, error) {
+// startSubscriptions builds the two front doors of the wake engine and
+// starts them: the query-string subscriptions with their consumers and
+// callbacks, and the Durable Streams protocol's reserved subscription API
+// under the stream root, which share the sender and the callback token
+// keys. The route table serves both. The caller stops them (Stop) after
+// the HTTP server and before the store.
+func startSubscriptions(ctx context.Context, p subscriptionsParams) (*wake.Engine, *wake.Reserved, error) {
 	cfg := p.Config
 	var keys []subscription.Key
 	var err error
@@ -65,11 +71,11 @@ func startSubscriptions(ctx context.Context, p subscriptionsParams) (*wake.Engin
 		keys, err = storedTokenKeys(ctx, p.TokenKeys, cfg.DataDir, p.Logger)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("callback token keys: %w", err)
+		return nil, nil, fmt.Errorf("callback token keys: %w", err)
 	}
 	keyring, err := subscription.NewKeyring(keys, nil)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	eng, err := wake.NewEngine(wake.EngineConfig{
 		Store:           p.Store,
@@ -89,12 +95,26 @@ func startSubscriptions(ctx context.Context, p subscriptionsParams) (*wake.Engin
 		StreamOwner: func(path string) (string, bool) { return auth.StreamOwner(cfg.Access.TenantStreamPrefix, path) },
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := eng.Start(ctx); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return eng, nil
+	res, err := wake.NewReserved(wake.ReservedConfig{
+		Store:     p.Reserved,
+		Sender:    p.Sender,
+		Keyring:   keyring,
+		Root:      cfg.streamRoot(),
+		PublicURL: publicURL(cfg.PublicURL, cfg.TLS.scheme(), p.Listener),
+		Logger:    p.Logger.With("api", "reserved"),
+	})
+	if err == nil {
+		err = res.Start(ctx)
+	}
+	if err != nil {
+		return nil, nil, errors.Join(err, eng.Stop(context.Background()))
+	}
+	return eng, res, nil
 }
 
 // storedTokenKeys returns the token keys the store keeps, made at the

@@ -24,7 +24,7 @@ Usage:
   herald subscriptions rm PATTERN ID
 
 create prints the webhook secret, which Herald shows only then.
-
+` + dsSubscriptionsUsage + `
 ` + commonFlagsUsage
 
 const consumersUsage = `Show the consumers of a running Herald's subscriptions: their state,
@@ -119,7 +119,7 @@ func subscriptionsAction(c *apiClient, sub string) (*action, bool) {
 			})
 		}}, true
 	}
-	return nil, false
+	return dsAction(c, sub)
 }
 
 // webhookHint adds what to do to Herald's refusal of a webhook URL whose

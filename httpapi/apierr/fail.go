@@ -19,10 +19,17 @@ func Classify(r *http.Request, err error) (e *httpjson.Error, known bool) {
 	var (
 		he *httpjson.Error
 		ve *delivery.ValidationError
+		ce *subscription.ClaimedError
 	)
 	switch {
 	case errors.As(err, &he):
 		return he, true
+	case errors.As(err, &ce):
+		// The protocol's ALREADY_CLAIMED names the lease's holder and
+		// generation beside the code.
+		g := ce.Generation
+		return &httpjson.Error{Status: http.StatusConflict, Code: subscription.CodeAlreadyClaimed, Message: "another worker holds the lease",
+			CurrentHolder: ce.Holder, Generation: &g}, true
 	case errors.As(err, &ve):
 		// The delivery rules name their own codes (docs/api.md); only an
 		// event or schema over its size limit is not a 400.

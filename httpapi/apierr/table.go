@@ -77,6 +77,9 @@ var Table = []Row{
 	{Err: glob.ErrInvalidPattern, Status: http.StatusBadRequest, Code: "INVALID_PATTERN", Wrapped: true},
 	{Err: wake.ErrPatternForbidden, Status: http.StatusForbidden, Code: "FORBIDDEN", Wrapped: true},
 	{Err: subscription.ErrInvalidRequest, Status: http.StatusBadRequest, Code: "INVALID_REQUEST", Wrapped: true},
+	// The reserved subscription API names its own code for a refused
+	// webhook URL (the protocol's), which carries the sender's reason.
+	{Err: subscription.ErrWebhookURLRejected, Status: http.StatusBadRequest, Code: "WEBHOOK_URL_REJECTED", Wrapped: true},
 	{Err: webhook.ErrURLRefused, Status: http.StatusBadRequest, Code: "URL_REFUSED", Wrapped: true},
 	{Err: wake.ErrSubscriptionExists, Status: http.StatusConflict, Code: "SUBSCRIPTION_EXISTS", Wrapped: true},
 	{Err: wake.ErrSubscriptionNotFound, Status: http.StatusNotFound, Code: "SUBSCRIPTION_NOT_FOUND", Wrapped: true},
@@ -90,6 +93,11 @@ var Table = []Row{
 	{Err: subscription.ErrInvalidOffset, Status: http.StatusConflict, Code: subscription.CodeInvalidOffset, Wrapped: true,
 		Why: "an ack beyond the tail is a conflict with the stream in the subscription protocol, where a malformed offset of a read is a bad request"},
 	{Err: subscription.ErrStaleEpoch, Status: http.StatusConflict, Code: subscription.CodeStaleEpoch, Wrapped: true},
+	// The reserved subscription API's fencing and claims (its
+	// ALREADY_CLAIMED, which names the holder, is Classify's).
+	{Err: subscription.ErrFenced, Status: http.StatusConflict, Code: "FENCED", Wrapped: true},
+	{Err: subscription.ErrNothingToClaim, Status: http.StatusConflict, Code: "NOTHING_TO_CLAIM", Wrapped: true},
+	{Err: store.ErrTooManyLinks, Status: http.StatusBadRequest, Code: "TOO_MANY_STREAMS", Wrapped: true},
 	{Err: subscription.ErrConsumerGone, Status: http.StatusGone, Code: subscription.CodeConsumerGone, Wrapped: true},
 	{Err: subscription.ErrStreamForbidden, Status: http.StatusForbidden, Code: subscription.CodeForbidden, Wrapped: true},
 	{Err: subscription.ErrBodyTooLarge, Status: http.StatusRequestEntityTooLarge, Code: subscription.CodeBodyTooLarge, Wrapped: true},

@@ -17,6 +17,9 @@ type Error struct {
 	Message string
 	// Field names the input the error is about; "" for none.
 	Field string
+	// CurrentHolder and Generation: see Detail.
+	CurrentHolder string
+	Generation    *int64
 	// Header, when set, adds the headers the condition's protocol
 	// requires (Stream-Closed, the Producer-* headers, Retry-After) to
 	// the response before it is written.
@@ -27,7 +30,9 @@ type Error struct {
 func (e *Error) Error() string { return e.Message }
 
 // Detail is what the error body says.
-func (e *Error) Detail() Detail { return Detail{Code: e.Code, Message: e.Message, Field: e.Field} }
+func (e *Error) Detail() Detail {
+	return Detail{Code: e.Code, Message: e.Message, Field: e.Field, CurrentHolder: e.CurrentHolder, Generation: e.Generation}
+}
 
 // Write writes e as the response: the headers of its condition, its
 // status and its error body. It is the one writer of error answers.

@@ -29,6 +29,11 @@ type Detail struct {
 	Message string `json:"message"`
 	// Field names the input the error is about; "" (left out) for none.
 	Field string `json:"field,omitempty"`
+	// CurrentHolder and Generation are the Durable Streams protocol's
+	// fields of a claim refused because another worker holds the lease
+	// (ALREADY_CLAIMED); left out otherwise.
+	CurrentHolder string `json:"current_holder,omitempty"`
+	Generation    *int64 `json:"generation,omitempty"`
 }
 
 // Header values of every JSON response. net/http never modifies header

@@ -21,6 +21,7 @@ var SecretColumns = []struct{ Table, Column string }{
 	{"endpoints", "headers"},
 	{"subscriptions", "secret"},
 	{"token_keys", "secret"},
+	{"ds_signing_keys", "secret"},
 }
 
 // kekCheck is the secret_meta row holding the key-encryption key check.

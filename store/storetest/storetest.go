@@ -60,6 +60,7 @@ func Run(t *testing.T, f Factory) {
 	run(t, f, "Concurrency", testConcurrency)
 	run(t, f, "Durability", testDurability)
 	runSubscriptions(t, f)
+	runDSSubscriptions(t, f)
 	runDeliveries(t, f)
 	runReplays(t, f)
 	runKeys(t, f)

@@ -158,7 +158,7 @@ type Engine struct {
 	// streamOwner is EngineConfig.StreamOwner.
 	streamOwner func(path string) (string, bool)
 
-	locks [lockStripes]sync.Mutex
+	locks stripedLocks
 
 	subsMu sync.RWMutex
 	// subsLoadMu makes the loads of subscriptions from the store (one,
@@ -253,10 +253,17 @@ func (e *Engine) random() io.Reader {
 // lock takes the lock of a consumer: events of one consumer are applied
 // one at a time in this process (callbacks are serial per consumer), and
 // compare-and-set orders them across replicas.
-func (e *Engine) lock(id string) func() {
+func (e *Engine) lock(id string) func() { return e.locks.lock(id) }
+
+// stripedLocks serialize the changes of one row (a consumer, a reserved
+// API subscription) in this process; ids share lockStripes mutexes.
+type stripedLocks [lockStripes]sync.Mutex
+
+// lock takes id's stripe and returns its unlock.
+func (l *stripedLocks) lock(id string) func() {
 	h := fnv.New32a()
 	h.Write([]byte(id))
-	mu := &e.locks[h.Sum32()%lockStripes]
+	mu := &l[h.Sum32()%lockStripes]
 	mu.Lock()
 	return mu.Unlock
 }

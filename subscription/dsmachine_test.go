@@ -1,0 +1,200 @@
+package subscription
+
+import (
+	"bytes"
+	"errors"
+	"testing"
+	"time"
+)
+
+var dsT0 = time.Date(2026, 5, 9, 0, 0, 0, 0, time.UTC)
+
+const (
+	off1 = "0000000000000000_0000000000000010"
+	off2 = "0000000000000000_0000000000000020"
+)
+
+// dsMachine is a machine whose random bytes count up, so each wake id
+// differs from the last.
+func dsMachine() *DSMachine {
+	seq := make([]byte, 1<<16)
+	for i := range seq {
+		seq[i] = byte(i * 7)
+	}
+	return &DSMachine{Rand: bytes.NewReader(seq)}
+}
+
+func newDSSub(typ string) *DSSub {
+	return &DSSub{Type: typ, Lease: 30 * time.Second, State: DSState{Phase: DSIdle},
+		Links: []DSLink{{Path: "/events/a", Glob: true, Acked: OffsetStart}, {Path: "/events/b", Explicit: true, Acked: off1}}}
+}
+
+func TestDSSettleIssuesOneWake(t *testing.T) {
+	t.Parallel()
+	m := dsMachine()
+	s := newDSSub(DSTypeWebhook)
+	// Nothing pending: nothing happens.
+	if eff, err := m.Settle(s, Tails{"/events/b": off1}, dsT0); err != nil || eff != DSNone || s.State.Phase != DSIdle {
+		t.Fatalf("settle without work = %v, %v, %+v", eff, err, s.State)
+	}
+	tails := Tails{"/events/a": off1, "/events/b": off1}
+	eff, err := m.Settle(s, tails, dsT0)
+	if err != nil || eff != DSSendWebhook || s.State.Phase != DSWaking || s.State.Generation != 1 || s.State.WakeID == "" ||
+		!s.State.LeaseUntil.Equal(dsT0.Add(30*time.Second)) || s.Links[0].Notified != off1 || !s.State.Sending {
+		t.Fatalf("settle = %v, %v, %+v %+v", eff, err, s.State, s.Links)
+	}
+	// A wake in flight: more work issues no second wake.
+	if eff, _ := m.Settle(s, Tails{"/events/a": off2}, dsT0); eff != DSNone || s.State.Generation != 1 {
+		t.Fatalf("settle while waking = %v, generation %d", eff, s.State.Generation)
+	}
+}
+
+func TestDSWebhookDoneAcksTheSnapshotOnly(t *testing.T) {
+	t.Parallel()
+	m := dsMachine()
+	s := newDSSub(DSTypeWebhook)
+	if _, err := m.Settle(s, Tails{"/events/a": off1, "/events/b": off1}, dsT0); err != nil {
+		t.Fatal(err)
+	}
+	st := s.State
+	// An answer to another wake changes nothing.
+	if eff, _ := m.WebhookResult(s, st.Generation, "w_other", st.Attempts, true, true, Tails{}, dsT0); eff != DSNone || s.State.Phase != DSWaking {
+		t.Fatal("a stale answer was applied")
+	}
+	// Done, while /events/a grew past the snapshot: acked to the
+	// snapshot, and woken again for the rest.
+	eff, err := m.WebhookResult(s, st.Generation, st.WakeID, st.Attempts, true, true, Tails{"/events/a": off2, "/events/b": off1}, dsT0)
+	if err != nil || s.Links[0].Acked != off1 || eff != DSSendWebhook || s.State.Generation != 2 || s.State.WakeID == st.WakeID {
+		t.Fatalf("done = %v, %v, links %+v state %+v", eff, err, s.Links, s.State)
+	}
+}
+
+func TestDSWebhookFailureRetriesWithBackoff(t *testing.T) {
+	t.Parallel()
+	m := dsMachine()
+	s := newDSSub(DSTypeWebhook)
+	if _, err := m.Settle(s, Tails{"/events/a": off1}, dsT0); err != nil {
+		t.Fatal(err)
+	}
+	st := s.State
+	if _, err := m.WebhookResult(s, st.Generation, st.WakeID, 1, false, false, nil, dsT0); err != nil {
+		t.Fatal(err)
+	}
+	// The retry is the deadline, not the lease the wake started with.
+	if !s.State.Due().Equal(s.State.NextAttemptAt) {
+		t.Fatalf("due %v, want the retry at %v", s.State.Due(), s.State.NextAttemptAt)
+	}
+	d := s.State.NextAttemptAt.Sub(dsT0)
+	if !s.State.Failed || s.State.Sending || d < 800*time.Millisecond || d > 1200*time.Millisecond {
+		t.Fatalf("after a failure: %+v (retry in %v, want 1 s ± 20%%)", s.State, d)
+	}
+	// Not due yet: nothing; due: the same wake again, attempt 2.
+	if eff, _ := m.Tick(s, Tails{"/events/a": off1}, dsT0); eff != DSNone {
+		t.Fatal("a retry before it was due")
+	}
+	eff, err := m.Tick(s, Tails{"/events/a": off1}, s.State.NextAttemptAt)
+	if err != nil || eff != DSSendWebhook || s.State.Attempts != 2 || s.State.WakeID != st.WakeID || s.State.Generation != st.Generation {
+		t.Fatalf("retry = %v, %v, %+v", eff, err, s.State)
+	}
+	// An attempt nobody answered (its process died) counts as failed
+	// once its deadline passes.
+	if _, err := m.Tick(s, nil, s.State.NextAttemptAt); err != nil || s.State.Sending || !s.State.Failed {
+		t.Fatalf("after the attempt's deadline: %v, %+v", err, s.State)
+	}
+	for n, want := range map[int]time.Duration{1: time.Second, 2: 2 * time.Second, 6: 32 * time.Second, 7: 60 * time.Second, 30: 60 * time.Second} {
+		if got := DSRetryBase(n); got != want {
+			t.Errorf("DSRetryBase(%d) = %v, want %v", n, got, want)
+		}
+	}
+}
+
+func TestDSCallbackFencesAndExtends(t *testing.T) {
+	t.Parallel()
+	m := dsMachine()
+	s := newDSSub(DSTypeWebhook)
+	tails := Tails{"/events/a": off2, "/events/b": off1}
+	if _, err := m.Settle(s, tails, dsT0); err != nil {
+		t.Fatal(err)
+	}
+	gen, wake := s.State.Generation, s.State.WakeID
+	if _, _, err := m.Ack(s, gen, "w_stale", nil, true, tails, dsT0); !errors.Is(err, ErrFenced) {
+		t.Fatalf("a stale wake id: %v", err)
+	}
+	if _, _, err := m.Ack(s, gen+1, wake, nil, true, tails, dsT0); !errors.Is(err, ErrFenced) {
+		t.Fatalf("a stale generation: %v", err)
+	}
+	if _, _, err := m.Ack(s, gen, wake, []DSAck{{Path: "/events/a", Offset: "0000000000000000_0000000000000099"}}, false, tails, dsT0); !errors.Is(err, ErrInvalidOffset) {
+		t.Fatalf("an ack beyond the tail: %v", err)
+	}
+	if _, _, err := m.Ack(s, gen, wake, []DSAck{{Path: "/events/zzz", Offset: off1}}, false, tails, dsT0); !errors.Is(err, ErrInvalidOffset) {
+		t.Fatalf("an ack of a stream not linked: %v", err)
+	}
+	// A heartbeat: acks, claims the wake, extends the lease.
+	later := dsT0.Add(10 * time.Second)
+	if _, next, err := m.Ack(s, gen, wake, []DSAck{{Path: "/events/a", Offset: off1}}, false, tails, later); err != nil || next ||
+		s.State.Phase != DSLive || !s.State.LeaseUntil.Equal(later.Add(30*time.Second)) || s.Links[0].Acked != off1 {
+		t.Fatalf("heartbeat: %v, %+v", err, s.State)
+	}
+	// An ack never moves a cursor back.
+	if _, _, err := m.Ack(s, gen, wake, []DSAck{{Path: "/events/a", Offset: OffsetStart}}, false, tails, later); err != nil || s.Links[0].Acked != off1 {
+		t.Fatalf("a lower ack: %v, %+v", err, s.Links[0])
+	}
+	// Done with work left: next_wake, a new generation.
+	eff, next, err := m.Ack(s, gen, wake, nil, true, tails, later)
+	if err != nil || !next || eff != DSSendWebhook || s.State.Generation != gen+1 {
+		t.Fatalf("done with work left = %v, %v, %v, %+v", eff, next, err, s.State)
+	}
+	// The finished wake's callback is fenced now.
+	if _, _, err := m.Ack(s, gen, wake, nil, true, tails, later); !errors.Is(err, ErrFenced) {
+		t.Fatalf("a callback of the finished wake: %v", err)
+	}
+}
+
+func TestDSClaimLeaseAndExpiry(t *testing.T) {
+	t.Parallel()
+	m := dsMachine()
+	s := newDSSub(DSTypePullWake)
+	tails := Tails{"/events/a": off1, "/events/b": off1}
+	if _, err := m.Claim(s, "w1", Tails{"/events/b": off1}, dsT0); !errors.Is(err, ErrNothingToClaim) {
+		t.Fatalf("a claim without work: %v", err)
+	}
+	eff, err := m.Settle(s, tails, dsT0)
+	if err != nil || eff != DSAppendWake || s.State.Phase != DSWaking || !s.State.LeaseUntil.IsZero() {
+		t.Fatalf("a pull-wake settle = %v, %v, %+v", eff, err, s.State)
+	}
+	m.WakeWritten(s, s.State.Generation)
+	if !s.State.WakeWritten || !s.State.Due().IsZero() {
+		t.Fatalf("the wake's event written: %+v", s.State)
+	}
+	if _, err := m.Claim(s, "w1", tails, dsT0); err != nil || s.State.Holder != "w1" || s.State.Phase != DSLive || !s.State.Due().Equal(dsT0.Add(30*time.Second)) {
+		t.Fatalf("claim: %v, %+v (due %v)", err, s.State, s.State.Due())
+	}
+	var held *ClaimedError
+	if _, err := m.Claim(s, "w2", tails, dsT0.Add(time.Second)); !errors.As(err, &held) || held.Holder != "w1" || held.Generation != 1 || !errors.Is(err, ErrAlreadyClaimed) {
+		t.Fatalf("a claim while the lease runs: %v", err)
+	}
+	// The lease expires: no holder; work is pending, so a new wake.
+	eff, err = m.Tick(s, tails, dsT0.Add(30*time.Second))
+	if err != nil || eff != DSAppendWake || s.State.Holder != "" || s.State.Generation != 2 || s.State.Phase != DSWaking {
+		t.Fatalf("lease expiry = %v, %v, %+v", eff, err, s.State)
+	}
+	// A worker that claims before the event was written takes the wake;
+	// the event is still owed and written.
+	if _, err := m.Claim(s, "w2", tails, dsT0.Add(31*time.Second)); err != nil || s.State.WakeWritten {
+		t.Fatalf("claim before the event: %v, %+v", err, s.State)
+	}
+	if eff, _ := m.Tick(s, tails, s.State.NextAttemptAt); eff != DSAppendWake {
+		t.Fatal("the owed wake event is not written again")
+	}
+	// Release with work left wakes again.
+	eff, err = m.Release(s, s.State.Generation, s.State.WakeID, tails, dsT0.Add(32*time.Second))
+	if err != nil || eff != DSAppendWake || s.State.Generation != 3 {
+		t.Fatalf("release = %v, %v, %+v", eff, err, s.State)
+	}
+	if _, err := m.Release(s, 2, "w_x", tails, dsT0); !errors.Is(err, ErrFenced) {
+		t.Fatalf("a stale release: %v", err)
+	}
+	if _, err := m.Claim(newDSSub(DSTypeWebhook), "w", tails, dsT0); !errors.Is(err, ErrDSInvalid) {
+		t.Fatalf("a claim of a webhook subscription: %v", err)
+	}
+}

@@ -1,0 +1,352 @@
+package wake
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/heraldstreams/herald/glob"
+	"github.com/heraldstreams/herald/internal/service"
+	"github.com/heraldstreams/herald/store"
+	"github.com/heraldstreams/herald/subscription"
+)
+
+// ReservedStore is the part of the storage contract the reserved API's
+// engine uses.
+type ReservedStore interface {
+	store.DSSubscriptionStore
+	store.SigningKeyStore
+	StreamGet(ctx context.Context, params *store.StreamGetParams) (*store.Stream, error)
+	StreamAppend(ctx context.Context, params *store.StreamAppendParams) (*store.StreamAppendResult, error)
+	StreamList(ctx context.Context, params *store.StreamListParams) ([]store.Stream, error)
+	Notifier() store.Notifier
+}
+
+// ReservedConfig configures a Reserved engine.
+type ReservedConfig struct {
+	// Store keeps the subscriptions, their links and the signing keys.
+	Store ReservedStore
+	// Sender posts webhooks; the one SSRF-safe sender in production.
+	Sender WebhookSender
+	// Keyring signs the callback and claim tokens (the callback token
+	// keys of the other front door).
+	Keyring *subscription.Keyring
+	// Root is the stream root.
+	Root subscription.Root
+	// PublicURL is Herald's public base URL without a trailing slash:
+	// callback and JWKS URLs are PublicURL + Root.Reserved() + ....
+	PublicURL string
+	// Now is the clock, Rand the source of wake ids, jitter and keys.
+	Now    func() time.Time
+	Rand   io.Reader
+	Logger *slog.Logger
+	// SweepInterval is how often the store is asked for due timers set
+	// by another replica or before a restart; a second when 0.
+	SweepInterval time.Duration
+	// RefreshInterval is how often the list of patterns is read again,
+	// so that a subscription created on another replica links the
+	// streams appended to here; a second when 0.
+	RefreshInterval time.Duration
+}
+
+// Reserved runs the subscriptions of the Durable Streams protocol's
+// reserved API (docs/subscriptions.md, The reserved subscription API):
+// it links streams to subscriptions, issues wakes by webhook or to a wake
+// stream, and applies callbacks, claims, acks and releases. Every change
+// of a subscription is a compare-and-set of its row, decided by
+// subscription.DSMachine, so replicas and restarts agree; every deadline
+// is the row's due_at, whose timer one replica claims at a time.
+type Reserved struct {
+	st      ReservedStore
+	sender  WebhookSender
+	keys    *subscription.Keyring
+	machine subscription.DSMachine
+	root    subscription.Root
+	base    string
+	now     func() time.Time
+	rand    io.Reader
+	log     *slog.Logger
+	sweep   time.Duration
+	refresh time.Duration
+
+	locks stripedLocks
+
+	// patterns are the subscriptions with a pattern, by id: who links a
+	// new stream (refreshPatterns).
+	patternsMu sync.RWMutex
+	patterns   map[string]dsPattern
+	// known are every subscription this process has seen, by id, with
+	// its creation time (a subscription deleted and made again is new);
+	// count is how many: with none, a stream change costs nothing.
+	known map[string]time.Time
+	count atomic.Int64
+
+	signMu  sync.RWMutex
+	signing []subscription.SigningKey // the active key first
+
+	queue  *service.Queue[struct{}]
+	timers *deadlines
+	life   *service.Lifecycle
+	kick   service.Kick
+}
+
+// dsPattern is a subscription's compiled pattern, creation time and
+// wake stream (absolute, "" for a webhook), which the pattern never
+// links: its own wake events would wake it again and again.
+type dsPattern struct {
+	p       *glob.Pattern
+	created time.Time
+	wake    string
+}
+
+// links reports whether the pattern links path.
+func (d *dsPattern) links(root subscription.Root, path string) bool {
+	_, under := root.Rel(path)
+	return under && path != d.wake && !strings.HasPrefix(path, root.Reserved()) && d.p.Match(path)
+}
+
+// NewReserved returns an engine for cfg; Start runs it.
+func NewReserved(cfg ReservedConfig) (*Reserved, error) {
+	if cfg.Store == nil || cfg.Sender == nil || cfg.Keyring == nil || cfg.PublicURL == "" {
+		return nil, errors.New("subscription: the reserved API needs a store, a sender, a keyring and a public URL")
+	}
+	r := &Reserved{
+		st: cfg.Store, sender: cfg.Sender, keys: cfg.Keyring, machine: subscription.DSMachine{Rand: cfg.Rand},
+		root: cfg.Root, base: cfg.PublicURL, now: cfg.Now, rand: cfg.Rand, log: cfg.Logger,
+		sweep: cfg.SweepInterval, refresh: cfg.RefreshInterval,
+		patterns: map[string]dsPattern{},
+		known:    map[string]time.Time{},
+		queue:    service.NewQueue(func(_, _ struct{}) struct{} { return struct{}{} }),
+		timers:   newDeadlines(),
+		life:     service.NewLifecycle(),
+		kick:     service.NewKick(),
+	}
+	if r.root == "" {
+		r.root = "/"
+	}
+	if r.now == nil {
+		r.now = time.Now
+	}
+	if r.rand == nil {
+		r.rand = rand.Reader
+	}
+	if r.log == nil {
+		r.log = slog.Default()
+	}
+	if r.sweep <= 0 {
+		r.sweep = time.Second
+	}
+	if r.refresh <= 0 {
+		r.refresh = time.Second
+	}
+	return r, nil
+}
+
+// Start loads (or makes) the signing key and the patterns and starts the
+// engine's goroutines: the tail listener and its workers, the timers,
+// and the pattern refresh (which also links the streams created while
+// no process listened). It runs until Stop or until ctx ends.
+func (r *Reserved) Start(ctx context.Context) error {
+	return r.life.Start(ctx, func() error {
+		tails := service.ListenTails(r.st.Notifier(), listenBuffer)
+		if err := r.initSigningKeys(ctx); err != nil {
+			tails.Close()
+			return err
+		}
+		if err := r.refreshPatterns(ctx); err != nil {
+			tails.Close()
+			return err
+		}
+		tails.Go(r.life, func(ch store.TailChange) {
+			if !ch.Deleted {
+				r.queue.Push(ch.Path, struct{}{})
+			}
+		}, r.kick.Signal)
+		for range 4 {
+			r.life.Go(r.work)
+		}
+		r.life.GoLoops(
+			&service.Periodic{Interval: r.sweep, Kick: r.timers.signal, Immediately: true, Next: r.untilDeadline, Run: r.sweepDue},
+			&service.Periodic{Interval: r.refresh, Kick: r.kick, Run: func(ctx context.Context) {
+				if err := r.refreshPatterns(ctx); err != nil && ctx.Err() == nil {
+					r.log.Warn("reading reserved-API subscriptions", "err", err)
+				}
+			}},
+		)
+		return nil
+	})
+}
+
+// Stop stops the engine and waits for its goroutines while ctx lasts;
+// webhooks in flight are then cancelled (their rows keep the attempt's
+// deadline, so another start retries them).
+func (r *Reserved) Stop(ctx context.Context) error {
+	err := r.life.Stop(ctx)
+	r.queue.Close()
+	return err
+}
+
+func (r *Reserved) lock(id string) func() { return r.locks.lock(id) }
+
+// initSigningKeys loads the signing keys, storing a new one when the
+// store has none.
+func (r *Reserved) initSigningKeys(ctx context.Context) error {
+	k, err := subscription.NewSigningKey(r.rand, r.now())
+	if err != nil {
+		return err
+	}
+	keys, err := r.st.SigningKeyInit(ctx, store.SigningKey{Kid: k.Kid, Seed: k.Private.Seed(), CreatedAt: k.CreatedAt})
+	if err != nil {
+		return fmt.Errorf("subscription: loading the webhook signing keys: %w", err)
+	}
+	return r.setSigningKeys(keys)
+}
+
+func (r *Reserved) setSigningKeys(stored []store.SigningKey) error {
+	keys := make([]subscription.SigningKey, 0, len(stored))
+	for _, s := range stored {
+		k, err := subscription.SigningKeyFromSeed(s.Seed, s.CreatedAt, s.RetiredAt)
+		if err != nil {
+			return err
+		}
+		keys = append(keys, k)
+	}
+	if len(keys) == 0 || !keys[0].RetiredAt.IsZero() {
+		return errors.New("subscription: the store holds no active webhook signing key")
+	}
+	r.signMu.Lock()
+	r.signing = keys
+	r.signMu.Unlock()
+	return nil
+}
+
+// RotateSigningKey makes a new active signing key; the old one stays
+// published in the JWKS for subscription.SigningKeyPublished, so
+// webhooks it signed still verify. Other replicas pick the new key up at
+// their next pattern refresh.
+func (r *Reserved) RotateSigningKey(ctx context.Context) (string, error) {
+	k, err := subscription.NewSigningKey(r.rand, r.now())
+	if err != nil {
+		return "", err
+	}
+	keys, err := r.st.SigningKeyRotate(ctx, store.SigningKey{Kid: k.Kid, Seed: k.Private.Seed(), CreatedAt: k.CreatedAt})
+	if err != nil {
+		return "", err
+	}
+	return k.Kid, r.setSigningKeys(keys)
+}
+
+// activeKey is the key that signs now.
+func (r *Reserved) activeKey() subscription.SigningKey {
+	r.signMu.RLock()
+	defer r.signMu.RUnlock()
+	return r.signing[0]
+}
+
+// JWKS is the published key set at {root}/__ds/jwks.json.
+func (r *Reserved) JWKS() []byte {
+	r.signMu.RLock()
+	defer r.signMu.RUnlock()
+	return subscription.MarshalJWKS(subscription.PublishedKeys(r.signing, r.now()))
+}
+
+// refreshPatterns reads the subscriptions and the signing keys again.
+// To each subscription that is new here it links the streams its pattern
+// matches (those created while this process did not know of it), and it
+// settles it: its work may have come while no process here knew of it.
+func (r *Reserved) refreshPatterns(ctx context.Context) error {
+	subs, err := r.st.DSSubscriptionList(ctx)
+	if err != nil {
+		return err
+	}
+	next := make(map[string]dsPattern, len(subs))
+	known := make(map[string]time.Time, len(subs))
+	var fresh []string
+	r.patternsMu.RLock()
+	for _, s := range subs {
+		known[s.ID] = s.CreatedAt
+		if was, ok := r.known[s.ID]; !ok || !was.Equal(s.CreatedAt) {
+			fresh = append(fresh, s.ID)
+		}
+		if s.Pattern == "" {
+			continue
+		}
+		if old, ok := r.patterns[s.ID]; ok && old.created.Equal(s.CreatedAt) {
+			next[s.ID] = old
+			continue
+		}
+		p, err := glob.Compile(s.Pattern)
+		if err != nil {
+			r.log.Warn("a reserved-API subscription has an invalid pattern", "subscription", s.ID, "err", err)
+			continue
+		}
+		cfg, err := configOf(s.Config)
+		if err != nil {
+			r.log.Warn("a reserved-API subscription has an invalid configuration", "subscription", s.ID, "err", err)
+			continue
+		}
+		next[s.ID] = dsPattern{p: p, created: s.CreatedAt, wake: r.wakePath(&cfg)}
+	}
+	r.patternsMu.RUnlock()
+	r.patternsMu.Lock()
+	r.patterns, r.known = next, known
+	r.count.Store(int64(len(known)))
+	r.patternsMu.Unlock()
+	if keys, err := r.st.SigningKeyList(ctx); err == nil {
+		if err := r.setSigningKeys(keys); err != nil {
+			r.log.Warn("reading the webhook signing keys", "err", err)
+		}
+	}
+	for _, id := range fresh {
+		err := r.linkMatching(ctx, id)
+		if err == nil {
+			err = r.settle(ctx, id)
+		}
+		if err != nil && !errors.Is(err, store.ErrSubscriptionNotFound) && ctx.Err() == nil {
+			r.log.Warn("linking streams to a reserved-API subscription", "subscription", id, "err", err)
+		}
+	}
+	return nil
+}
+
+// wakePath is a configuration's absolute wake stream path, "" for none.
+func (r *Reserved) wakePath(cfg *subscription.DSConfig) string {
+	if cfg.WakeStream == "" {
+		return ""
+	}
+	return r.root.Abs(cfg.WakeStream)
+}
+
+// stateOf decodes a stored state.
+func stateOf(raw string) (subscription.DSState, error) {
+	var st subscription.DSState
+	if err := json.Unmarshal([]byte(raw), &st); err != nil {
+		return st, fmt.Errorf("subscription: a stored reserved-API state is malformed: %w", err)
+	}
+	return st, nil
+}
+
+func encodeState(st *subscription.DSState) string {
+	b, err := json.Marshal(st)
+	if err != nil {
+		panic("subscription: encoding a state: " + err.Error()) // plain data
+	}
+	return string(b)
+}
+
+// configOf decodes a stored configuration.
+func configOf(raw string) (subscription.DSConfig, error) {
+	var c subscription.DSConfig
+	if err := json.Unmarshal([]byte(raw), &c); err != nil {
+		return c, fmt.Errorf("subscription: a stored reserved-API configuration is malformed: %w", err)
+	}
+	return c, nil
+}

@@ -1,0 +1,420 @@
+package wake
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/heraldstreams/herald/protocol"
+	"github.com/heraldstreams/herald/store"
+	"github.com/heraldstreams/herald/subscription"
+	"github.com/heraldstreams/herald/webhook"
+)
+
+// dsApplied is a decision stored: the subscription as decided, its
+// version, and the effect to run.
+type dsApplied struct {
+	id          string
+	incarnation string
+	cfg         subscription.DSConfig
+	sub         subscription.DSSub
+	tails       subscription.Tails
+	effect      subscription.DSEffect
+}
+
+// dsDecide is one decision on a subscription: it changes sub (and
+// reports what to run), or returns an error that leaves it unchanged.
+type dsDecide func(sub *subscription.DSSub, row *store.DSSubscription, cfg *subscription.DSConfig, tails subscription.Tails) (subscription.DSEffect, error)
+
+// apply reads subscription id, its links' tails, decides with fn, and
+// stores the result by compare-and-set (again on a conflict); then runs
+// the effect. A decision that changes nothing writes nothing.
+func (r *Reserved) apply(ctx context.Context, id string, fn dsDecide) (dsApplied, error) {
+	unlock := r.lock(id)
+	defer unlock()
+	for range casAttempts {
+		row, err := r.st.DSSubscriptionGet(ctx, id)
+		if err != nil {
+			return dsApplied{}, err
+		}
+		cfg, err := configOf(row.Config)
+		if err != nil {
+			return dsApplied{}, err
+		}
+		st, err := stateOf(row.State)
+		if err != nil {
+			return dsApplied{}, err
+		}
+		sub := subscription.DSSub{Type: cfg.Type, Lease: cfg.Lease(), State: st, Links: make([]subscription.DSLink, 0, len(row.Links))}
+		for _, l := range row.Links {
+			sub.Links = append(sub.Links, subscription.DSLink(l))
+		}
+		tails, err := r.tails(ctx, sub.Links)
+		if err != nil {
+			return dsApplied{}, err
+		}
+		before := encodeState(&sub.State)
+		beforeLinks := fmt.Sprint(sub.Links)
+		eff, err := fn(&sub, row, &cfg, tails)
+		if err != nil {
+			return dsApplied{}, err
+		}
+		a := dsApplied{id: id, incarnation: row.Incarnation, cfg: cfg, sub: sub, tails: tails, effect: eff}
+		after := encodeState(&sub.State)
+		if after == before && fmt.Sprint(sub.Links) == beforeLinks {
+			r.run(a)
+			return a, nil
+		}
+		links := make([]store.DSLink, 0, len(sub.Links))
+		for _, l := range sub.Links {
+			links = append(links, store.DSLink(l))
+		}
+		due := sub.State.Due()
+		_, err = r.st.DSSubscriptionUpdate(ctx, &store.DSSubscriptionUpdateParams{ID: id, State: after, DueAt: due, Links: links, ExpectVersion: row.Version})
+		if errors.Is(err, store.ErrConsumerConflict) {
+			continue
+		}
+		if err != nil {
+			return dsApplied{}, err
+		}
+		if !due.IsZero() {
+			r.timers.add(due)
+		}
+		r.run(a)
+		return a, nil
+	}
+	return dsApplied{}, fmt.Errorf("subscription: %s kept changing under %d attempts", id, casAttempts)
+}
+
+// tails reads the tail of every linked stream; a stream that does not
+// exist (yet, or any more) is left out: it has no pending work.
+func (r *Reserved) tails(ctx context.Context, links []subscription.DSLink) (subscription.Tails, error) {
+	t := make(subscription.Tails, len(links))
+	now := r.now()
+	for _, l := range links {
+		s, err := r.st.StreamGet(ctx, &store.StreamGetParams{Path: l.Path, Now: now})
+		switch {
+		case errors.Is(err, store.ErrNotFound), errors.Is(err, store.ErrStreamGone):
+		case err != nil:
+			return nil, fmt.Errorf("subscription: reading the tail of %s: %w", l.Path, err)
+		default:
+			t[l.Path] = protocol.FormatOffset(s.Tail)
+		}
+	}
+	return t, nil
+}
+
+// run starts a decision's effect from a goroutine the engine owns.
+func (r *Reserved) run(a dsApplied) {
+	switch a.effect {
+	case subscription.DSSendWebhook:
+		r.life.Go(func() { r.deliver(a) })
+	case subscription.DSAppendWake:
+		r.life.Go(func() { r.appendWake(a) })
+	}
+}
+
+// deliver POSTs the current wake, signed with the active key, and
+// applies the answer.
+func (r *Reserved) deliver(a dsApplied) {
+	ctx := r.life.WorkContext()
+	st := a.sub.State
+	now := r.now()
+	token, err := r.keys.Issue(r.tokenSubject(a.id, a.incarnation, st.Generation), now)
+	if err != nil {
+		r.log.Warn("issuing a wake token", "subscription", a.id, "err", err)
+		return
+	}
+	body, err := json.Marshal(subscription.DSWebhookBody{
+		SubscriptionID: a.id, WakeID: st.WakeID, Generation: st.Generation,
+		Streams:     r.wakeStreams(a.sub.Links, a.tails),
+		CallbackURL: r.base + r.root.Reserved() + "subscriptions/" + a.id + "/callback", CallbackToken: token,
+	})
+	if err != nil {
+		r.log.Warn("encoding a wake", "subscription", a.id, "err", err)
+		return
+	}
+	h := make(map[string][]string, 2)
+	h["Content-Type"] = []string{"application/json"}
+	h["Webhook-Signature"] = []string{subscription.DSSignatureHeader(r.activeKey(), body, now)}
+	res, err := r.sender.Send(ctx, &webhook.Request{URL: a.cfg.WebhookURL, Header: h, Body: body})
+	delivered, done := err == nil && res.OK(), false
+	if delivered {
+		var answer struct {
+			Done bool `json:"done"`
+		}
+		done = json.Unmarshal(res.Body, &answer) == nil && answer.Done
+	}
+	if ctx.Err() != nil {
+		return // stopping: the attempt's deadline retries it
+	}
+	_, err = r.apply(ctx, a.id, func(sub *subscription.DSSub, row *store.DSSubscription, _ *subscription.DSConfig, tails subscription.Tails) (subscription.DSEffect, error) {
+		if row.Incarnation != a.incarnation {
+			return subscription.DSNone, nil
+		}
+		return r.machine.WebhookResult(sub, st.Generation, st.WakeID, st.Attempts, delivered, done, tails, r.now())
+	})
+	if err != nil && !errors.Is(err, store.ErrSubscriptionNotFound) {
+		r.log.Warn("recording a webhook's answer", "subscription", a.id, "err", err)
+	}
+}
+
+// appendWake writes the current wake's event to the wake stream and
+// records it written. A wake stream that does not exist is logged: the
+// application creates it; the event is tried again later.
+func (r *Reserved) appendWake(a dsApplied) {
+	ctx := r.life.WorkContext()
+	st := a.sub.State
+	trigger := ""
+	for _, l := range a.sub.Links {
+		if subscription.CompareDSOffsets(a.tails[l.Path], l.Acked) > 0 {
+			trigger, _ = r.root.Rel(l.Path)
+			break
+		}
+	}
+	ev, err := json.Marshal(subscription.DSWakeEvent{Type: "wake", SubscriptionID: a.id, Stream: trigger, Generation: st.Generation, WakeID: st.WakeID, TS: r.now().UnixMilli()})
+	if err != nil {
+		return
+	}
+	if err := r.appendJSON(ctx, r.root.Abs(a.cfg.WakeStream), ev); err != nil {
+		if ctx.Err() == nil {
+			r.log.Warn("writing a wake event", "subscription", a.id, "wake_stream", a.cfg.WakeStream, "err", err)
+		}
+		return
+	}
+	_, err = r.apply(ctx, a.id, func(sub *subscription.DSSub, row *store.DSSubscription, _ *subscription.DSConfig, _ subscription.Tails) (subscription.DSEffect, error) {
+		if row.Incarnation == a.incarnation {
+			r.machine.WakeWritten(sub, st.Generation)
+		}
+		return subscription.DSNone, nil
+	})
+	if err != nil && !errors.Is(err, store.ErrSubscriptionNotFound) {
+		r.log.Warn("recording a wake event", "subscription", a.id, "err", err)
+	}
+}
+
+// appendJSON appends one message to a stream in its content type.
+func (r *Reserved) appendJSON(ctx context.Context, path string, msg []byte) error {
+	s, err := r.st.StreamGet(ctx, &store.StreamGetParams{Path: path, Now: r.now()})
+	if err != nil {
+		return err
+	}
+	p := &store.StreamAppendParams{Path: path, ContentType: s.ContentType, Data: msg, Now: r.now()}
+	if protocol.IsJSON(s.ContentType) {
+		if p.Data, p.Messages, err = protocol.FrameJSON(msg, false); err != nil {
+			return err
+		}
+	} else {
+		p.Data = append(msg, '\n')
+	}
+	_, err = r.st.StreamAppend(ctx, p)
+	return err
+}
+
+// wakeStreams are the links as a wake or a claim shows them.
+func (r *Reserved) wakeStreams(links []subscription.DSLink, tails subscription.Tails) []subscription.DSWakeStreamView {
+	out := make([]subscription.DSWakeStreamView, 0, len(links))
+	for _, l := range links {
+		rel, _ := r.root.Rel(l.Path)
+		tail, ok := tails[l.Path]
+		if !ok {
+			tail = subscription.OffsetStart
+		}
+		out = append(out, subscription.DSWakeStreamView{Path: rel, LinkType: l.LinkType(), AckedOffset: l.Acked, TailOffset: tail,
+			HasPending: subscription.CompareDSOffsets(tail, l.Acked) > 0})
+	}
+	return out
+}
+
+// tokenSubject is what a wake's callback or claim token speaks for: the
+// subscription's incarnation at one generation. The subject cannot be a
+// consumer id of the other front door (those hold a ':').
+func (r *Reserved) tokenSubject(id, incarnation string, gen int64) subscription.TokenSubject {
+	return subscription.TokenSubject{ConsumerID: "__ds/" + id, Incarnation: incarnation, Epoch: gen}
+}
+
+// work links and wakes for the streams the tail listener queued.
+func (r *Reserved) work() {
+	run := r.life.Context()
+	for {
+		path, _, ok := r.queue.Pop(run)
+		if !ok {
+			return
+		}
+		if err := r.streamChanged(run, path); err != nil && run.Err() == nil {
+			r.log.Warn("processing a stream change for reserved-API subscriptions", "stream", path, "err", err)
+		}
+		r.queue.Done(path)
+	}
+}
+
+// streamChanged links a stream to the subscriptions whose pattern
+// matches it and settles every subscription linking it.
+func (r *Reserved) streamChanged(ctx context.Context, path string) error {
+	if r.count.Load() == 0 {
+		return nil // no subscription to link or wake
+	}
+	if _, under := r.root.Rel(path); !under || strings.HasPrefix(path, r.root.Reserved()) {
+		return nil
+	}
+	linked, err := r.st.DSSubscriptionsLinking(ctx, path)
+	if err != nil {
+		return err
+	}
+	has := make(map[string]bool, len(linked))
+	for _, id := range linked {
+		has[id] = true
+	}
+	r.patternsMu.RLock()
+	var link []string
+	for id, p := range r.patterns {
+		if !has[id] && p.links(r.root, path) {
+			link = append(link, id)
+		}
+	}
+	r.patternsMu.RUnlock()
+	for _, id := range link {
+		// A stream first seen by an append after the subscription was
+		// made is new work from its start: linked before that append.
+		if err := r.linkStreams(ctx, id, []string{path}, false, subscription.OffsetStart); err != nil && !errors.Is(err, store.ErrSubscriptionNotFound) {
+			return err
+		}
+	}
+	for _, id := range linked {
+		if err := r.settle(ctx, id); err != nil && !errors.Is(err, store.ErrSubscriptionNotFound) {
+			return err
+		}
+	}
+	return nil
+}
+
+// settle issues a wake when the subscription is idle with pending work.
+func (r *Reserved) settle(ctx context.Context, id string) error {
+	_, err := r.apply(ctx, id, func(sub *subscription.DSSub, _ *store.DSSubscription, _ *subscription.DSConfig, tails subscription.Tails) (subscription.DSEffect, error) {
+		return r.machine.Settle(sub, tails, r.now())
+	})
+	return err
+}
+
+// linkStreams links paths to subscription id, explicitly or by its
+// pattern, each at its tail, or at start when given and the stream was
+// created after the subscription; then settles it.
+func (r *Reserved) linkStreams(ctx context.Context, id string, paths []string, explicit bool, start string) error {
+	now := r.now()
+	_, err := r.apply(ctx, id, func(sub *subscription.DSSub, row *store.DSSubscription, _ *subscription.DSConfig, tails subscription.Tails) (subscription.DSEffect, error) {
+		for _, p := range paths {
+			if l := findLink(sub, p); l != nil {
+				l.Explicit = l.Explicit || explicit
+				l.Glob = l.Glob || !explicit
+				continue
+			}
+			if len(sub.Links) >= subscription.DSMaxStreams {
+				return subscription.DSNone, store.ErrTooManyLinks
+			}
+			acked, err := r.linkOffset(ctx, p, row.CreatedAt, start, now)
+			if err != nil {
+				return subscription.DSNone, err
+			}
+			sub.Links = append(sub.Links, subscription.DSLink{Path: p, Glob: !explicit, Explicit: explicit, Acked: acked})
+			if acked == subscription.OffsetStart {
+				if _, ok := tails[p]; !ok {
+					if t, err := r.tails(ctx, []subscription.DSLink{{Path: p}}); err == nil {
+						for k, v := range t {
+							tails[k] = v
+						}
+					}
+				}
+			}
+		}
+		return r.machine.Settle(sub, tails, now)
+	})
+	return err
+}
+
+// linkOffset is where a new link starts: the stream's tail, or start
+// (when given) for a stream created after the subscription; OffsetStart
+// for a stream that does not exist yet.
+func (r *Reserved) linkOffset(ctx context.Context, path string, subCreated time.Time, start string, now time.Time) (string, error) {
+	s, err := r.st.StreamGet(ctx, &store.StreamGetParams{Path: path, Now: now})
+	switch {
+	case errors.Is(err, store.ErrNotFound), errors.Is(err, store.ErrStreamGone):
+		return subscription.OffsetStart, nil
+	case err != nil:
+		return "", err
+	}
+	if start != "" && !s.CreatedAt.Before(subCreated) {
+		return start, nil
+	}
+	return protocol.FormatOffset(s.Tail), nil
+}
+
+func findLink(sub *subscription.DSSub, path string) *subscription.DSLink {
+	for i := range sub.Links {
+		if sub.Links[i].Path == path {
+			return &sub.Links[i]
+		}
+	}
+	return nil
+}
+
+// linkMatching links every live stream its pattern matches to a
+// subscription the process did not know of: a stream created after the
+// subscription starts at its beginning, an older one at its tail.
+func (r *Reserved) linkMatching(ctx context.Context, id string) error {
+	r.patternsMu.RLock()
+	p, ok := r.patterns[id]
+	r.patternsMu.RUnlock()
+	if !ok {
+		return nil
+	}
+	streams, err := r.st.StreamList(ctx, &store.StreamListParams{Prefix: p.p.Prefix(), Limit: subscription.DSMaxStreams, Now: r.now()})
+	if err != nil {
+		return err
+	}
+	var paths []string
+	for _, s := range streams {
+		if p.links(r.root, s.Path) {
+			paths = append(paths, s.Path)
+		}
+	}
+	if len(paths) == 0 {
+		return nil
+	}
+	return r.linkStreams(ctx, id, paths, false, subscription.OffsetStart)
+}
+
+// sweepDue fires the timers due now, on the subscriptions this process
+// claims.
+func (r *Reserved) sweepDue(ctx context.Context) {
+	now := r.now()
+	r.timers.popDue(now)
+	ids, next, err := r.st.DSSubscriptionClaimDue(ctx, now, 30*time.Second, sweepPage)
+	if err != nil {
+		if ctx.Err() == nil {
+			r.log.Warn("claiming due reserved-API subscriptions", "err", err)
+		}
+		return
+	}
+	if !next.IsZero() {
+		r.timers.add(next)
+	}
+	for _, id := range ids {
+		_, err := r.apply(ctx, id, func(sub *subscription.DSSub, _ *store.DSSubscription, _ *subscription.DSConfig, tails subscription.Tails) (subscription.DSEffect, error) {
+			return r.machine.Tick(sub, tails, r.now())
+		})
+		if err != nil && !errors.Is(err, store.ErrSubscriptionNotFound) && ctx.Err() == nil {
+			r.log.Warn("firing a reserved-API subscription's timer", "subscription", id, "err", err)
+		}
+	}
+}
+
+func (r *Reserved) untilDeadline() (time.Duration, bool) {
+	t, ok := r.timers.next()
+	if !ok {
+		return 0, false
+	}
+	return max(t.Sub(r.now()), 0), true
+}
