@@ -195,7 +195,7 @@ type Endpoint struct {
 	URL  string
 	// Destination is a broker endpoint's config (JSON, credentials
 	// included: the store seals it at rest); nil for a webhook.
-	Destination []byte
+	Destination   []byte
 	Name          string
 	EventTypes    []string
 	Streams       []string
