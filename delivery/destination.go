@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/url"
 	"slices"
 	"strconv"
@@ -182,7 +181,33 @@ func natsHostPort(u *url.URL) string {
 	if port == "" {
 		port = "4222"
 	}
-	return net.JoinHostPort(u.Hostname(), port)
+	return joinHostPort(u.Hostname(), port)
+}
+
+// joinHostPort and splitHostPort are net's, which a rules package does
+// not import.
+func joinHostPort(host, port string) string {
+	if strings.Contains(host, ":") {
+		return "[" + host + "]:" + port
+	}
+	return host + ":" + port
+}
+
+func splitHostPort(hp string) (host, port string, ok bool) {
+	i := strings.LastIndexByte(hp, ':')
+	if i < 0 {
+		return "", "", false
+	}
+	host, port = hp[:i], hp[i+1:]
+	if strings.HasPrefix(host, "[") {
+		if !strings.HasSuffix(host, "]") {
+			return "", "", false
+		}
+		host = host[1 : len(host)-1]
+	} else if strings.Contains(host, ":") {
+		return "", "", false
+	}
+	return host, port, true
 }
 
 // ParseDestination parses and checks a broker destination's config
@@ -375,8 +400,8 @@ func (c *KafkaConfig) validate() error {
 		return Invalid(CodeInvalidDestination, "config.brokers", "give 1 to %d brokers as host:port", MaxBrokerAddresses)
 	}
 	for i, b := range c.Brokers {
-		host, port, err := net.SplitHostPort(b)
-		if err != nil || host == "" || !validPortNumber(port) || strings.ContainsAny(host, "/@ ") {
+		host, port, ok := splitHostPort(b)
+		if !ok || host == "" || !validPortNumber(port) || strings.ContainsAny(host, "/@ ") {
 			return Invalid(CodeInvalidDestination, fmt.Sprintf("config.brokers[%d]", i), "%q is not host:port", b)
 		}
 	}
