@@ -21,10 +21,14 @@ func (g *fakeGuard) BrokerDialer(tls bool) func(context.Context, string, string)
 	g.mu.Lock()
 	g.tls = append(g.tls, tls)
 	g.mu.Unlock()
-	return func(context.Context, string, string) (net.Conn, error) { return nil, errors.New("no dial in this test") }
+	return func(context.Context, string, string) (net.Conn, error) {
+		return nil, errors.New("no dial in this test")
+	}
 }
 
-func (g *fakeGuard) ValidateBrokerAddress(_ context.Context, hp string, _ bool) error { return g.allow(hp) }
+func (g *fakeGuard) ValidateBrokerAddress(_ context.Context, hp string, _ bool) error {
+	return g.allow(hp)
+}
 
 // fakePub counts its messages and whether it was closed.
 type fakePub struct {
