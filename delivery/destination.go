@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 )
 
@@ -571,4 +572,26 @@ func kafkaToken(s string) string {
 		}
 		return '_'
 	}, s)
+}
+
+// EventTimestamp reads the event's timestamp from a body rendered in the
+// profile: the envelope field made from the event's timestamp; false
+// when the profile has none or the body does not hold it.
+func (p *Profile) EventTimestamp(body []byte) (time.Time, bool) {
+	for _, f := range p.Envelope {
+		if f.From != "timestamp" {
+			continue
+		}
+		var fields map[string]json.RawMessage
+		if err := json.Unmarshal(body, &fields); err != nil {
+			return time.Time{}, false
+		}
+		var s string
+		if err := json.Unmarshal(fields[f.Name], &s); err != nil {
+			return time.Time{}, false
+		}
+		t, err := time.Parse(time.RFC3339Nano, s)
+		return t, err == nil
+	}
+	return time.Time{}, false
 }
