@@ -10,8 +10,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/heraldstreams/herald/bus"
-	"github.com/heraldstreams/herald/internal/brokertest"
 	"github.com/heraldstreams/herald/delivery"
+	"github.com/heraldstreams/herald/internal/brokertest"
 	"github.com/heraldstreams/herald/webhook"
 )
 

@@ -13,8 +13,8 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/heraldstreams/herald/bus"
-	"github.com/heraldstreams/herald/internal/brokertest"
 	"github.com/heraldstreams/herald/delivery"
+	"github.com/heraldstreams/herald/internal/brokertest"
 	"github.com/heraldstreams/herald/webhook"
 )
 

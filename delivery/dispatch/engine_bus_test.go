@@ -15,11 +15,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/heraldstreams/herald/bus"
-	"github.com/heraldstreams/herald/internal/brokertest"
 	"github.com/heraldstreams/herald/bus/kafkabus"
 	"github.com/heraldstreams/herald/bus/natsbus"
 	"github.com/heraldstreams/herald/delivery"
 	"github.com/heraldstreams/herald/delivery/internal/deliverytest"
+	"github.com/heraldstreams/herald/internal/brokertest"
 	"github.com/heraldstreams/herald/store"
 	"github.com/heraldstreams/herald/store/sqlite"
 	"github.com/heraldstreams/herald/webhook"
