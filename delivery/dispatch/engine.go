@@ -79,6 +79,10 @@ type EngineConfig struct {
 	// "kafka"); nil: such endpoints cannot be made, and their stored
 	// deliveries fail.
 	Destinations Destinations
+	// TenantBrokers lets a credential of a tenant make and change broker
+	// endpoints (the API's rule): off, a broker's addresses and
+	// credentials are the installation's business only.
+	TenantBrokers bool
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
 	// Rand is the source of ids and secrets; crypto/rand.Reader when nil.
