@@ -63,6 +63,8 @@ type serveConfig struct {
 	PublicURL         string
 	// Event delivery (docs/delivery.md).
 	Delivery deliveryConfig
+	// Broker destinations: the built-in ones, and tenants' own.
+	Brokers brokersConfig
 	// Access control.
 	Access accessConfig
 	// TLS is HTTPS: its certificate and key files.
@@ -101,6 +103,7 @@ func serveFlags(cfg *serveConfig) *flag.FlagSet {
 	fs.StringVar(&cfg.TokenKeys, "token-keys", "", "callback token keys, <id>:<base64 secret> separated by commas, the first signing (default: a key made at first start and kept in the database, encrypted)")
 	fs.StringVar(&cfg.PublicURL, "public-url", "", "base URL consumers and browsers reach Herald at, for the callback URL in wakes and the dashboard URL of portal tokens (default: http:// and the listen address, with localhost for an unspecified one such as 0.0.0.0; set it whenever Herald listens beyond loopback)")
 	cfg.Delivery.addFlags(fs)
+	cfg.Brokers.addFlags(fs)
 	cfg.Access.addFlags(fs)
 	cfg.TLS.addFlags(fs)
 	fs.StringVar(&cfg.UIFrameAncestors, "ui-frame-ancestors", "", "comma-separated origins whose pages may embed the dashboard at /_herald/ui/ in a frame, e.g. the platform that shows tenants their portal (default: none may)")
@@ -208,6 +211,7 @@ func (c *serveConfig) validate() error {
 		problems = append(problems, "--log-format must be text or json")
 	}
 	problems = append(problems, c.Delivery.problems()...)
+	problems = append(problems, c.Brokers.problems()...)
 	problems = append(problems, c.Access.problems()...)
 	if tenant, ok := auth.StreamOwner(c.Access.TenantStreamPrefix, c.Delivery.DefaultStream); ok {
 		problems = append(problems, "--delivery-default-stream "+c.Delivery.DefaultStream+" lies in the stream namespace of tenant "+tenant+" (--tenant-stream-prefix): the installation's default events stream must be the platform's")

@@ -21,6 +21,7 @@ import (
 
 	apidoc "github.com/heraldstreams/herald/api"
 	"github.com/heraldstreams/herald/auth"
+	"github.com/heraldstreams/herald/bus"
 	"github.com/heraldstreams/herald/delivery/deliveryapi"
 	"github.com/heraldstreams/herald/delivery/dispatch"
 	"github.com/heraldstreams/herald/httpapi"
@@ -45,6 +46,8 @@ type app struct {
 	jwtv  *auth.JWTVerifier
 	subs  *wake.Engine
 	deliv *dispatch.Engine
+	// pool holds the connections to brokers, closed after the engine.
+	pool *bus.Pool
 	// stopStats ends the stats sampler and waits for it.
 	stopStats func()
 	// stopAuth ends the access control's following of key changes and
@@ -141,9 +144,14 @@ func newApp(ctx context.Context, cfg *serveConfig, log *slog.Logger, tp trace.Tr
 	if err != nil {
 		return fail(fmt.Errorf("webhook subscriptions: %w", err))
 	}
-	deliv, err := startDelivery(engineCtx, deliveryParams{Config: cfg, Store: st, Sender: sender, Metrics: metrics, Tracing: tp,
+	pool, err := newBusPool(sender)
+	if err != nil {
+		return fail(errors.Join(err, subs.Stop(context.Background())))
+	}
+	deliv, err := startDelivery(engineCtx, deliveryParams{Config: cfg, Store: st, Sender: sender, Destinations: pool, Metrics: metrics, Tracing: tp,
 		Logger: log.With("part", "delivery")})
 	if err != nil {
+		pool.Close()
 		return fail(errors.Join(err, subs.Stop(context.Background())))
 	}
 	api.Mount(httpapi.APIs{
@@ -169,7 +177,7 @@ func newApp(ctx context.Context, cfg *serveConfig, log *slog.Logger, tp trace.Tr
 			stopFeed()
 		}
 	}
-	return &app{log: log, st: st, ln: ln, api: api, jwtv: jwtv, subs: subs, deliv: deliv, stopStats: stopStats, stopAuth: stopAuth}, nil
+	return &app{log: log, st: st, ln: ln, api: api, jwtv: jwtv, subs: subs, deliv: deliv, pool: pool, stopStats: stopStats, stopAuth: stopAuth}, nil
 }
 
 // goUntilStopped runs run in a goroutine until the returned stop is
@@ -224,6 +232,7 @@ func (a *app) stop(ctx context.Context) error {
 	wg.Go(func() { subsErr = a.subs.Stop(ctx) })
 	wg.Go(func() { delivErr = a.deliv.Stop(ctx) })
 	wg.Wait()
+	a.pool.Close() // after the deliveries it publishes
 	if subsErr != nil || delivErr != nil {
 		a.log.Warn("the shutdown deadline cancelled wakes or deliveries in flight; they are sent again after a restart")
 	}
