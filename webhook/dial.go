@@ -169,6 +169,14 @@ func (s *Sender) ValidateBrokerAddress(ctx context.Context, hostport string, tls
 	if err != nil {
 		return err
 	}
-	_, err = allowedAddrs(s.policy, host, addrs, !tls)
-	return err
+	if _, err := allowedAddrs(s.policy, host, addrs, false); err != nil {
+		return err
+	}
+	if !tls {
+		if _, err := allowedAddrs(s.policy, host, addrs, true); err != nil {
+			return &RefusedError{Reason: ReasonScheme, Host: host,
+				Detail: fmt.Sprintf("a connection without TLS may reach only addresses in the allow list, and %s is not in it; turn TLS on", host)}
+		}
+	}
+	return nil
 }
