@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"log/slog"
 	"net/http"
@@ -122,5 +123,28 @@ func TestBuiltinDestinationAddressRefused(t *testing.T) {
 	}
 	if !strings.Contains(err.Error(), "built-in kafka destination") || !strings.Contains(err.Error(), "loopback") {
 		t.Fatalf("error = %v", err)
+	}
+}
+
+// herald endpoints create --type kafka --config - makes a broker
+// endpoint from the config on standard input; ls and get show it, its
+// password masked.
+func TestEndpointsCreateBrokerCommand(t *testing.T) {
+	t.Parallel()
+	m := newMatrix(t)
+	env := cliEnv(m)
+	out, err := runCLIInput(t, env, `{"brokers":["127.0.0.1:9092"],"topic":"{tenant}.{type}","sasl":{"mechanism":"SCRAM-SHA-256","username":"u","password":"s3cret"}}`,
+		"endpoints", "create", "--type", "kafka", "--config", "-", "--event-type", "order.*", "--output", "json")
+	var ep endpointOut
+	if err != nil || json.Unmarshal([]byte(out), &ep) != nil || ep.Type != "kafka" || strings.Contains(out, "s3cret") || !strings.Contains(out, `"password": "***"`) {
+		t.Fatalf("create: %q, %v", out, err)
+	}
+	expectOutput(t, "endpoints ls", mustCLI(t, env, "endpoints", "ls"), ep.ID, "kafka", "order.*")
+	expectOutput(t, "endpoints get", mustCLI(t, env, "endpoints", "get", ep.ID), "{tenant}.{type}", "SCRAM-SHA-256")
+	if _, err := runCLI(t, env, "endpoints", "create", "--type", "kafka", "--config", "{"); err == nil || !strings.Contains(err.Error(), "--config is not JSON") {
+		t.Fatalf("a config that is not JSON: %v", err)
+	}
+	if _, err := runCLI(t, env, "endpoints", "create", "--type", "kafka", "--config", `{"brokers":["10.9.9.9:9092"]}`); !hasCode(err, "URL_REFUSED") {
+		t.Fatalf("a refused broker: %v", err)
 	}
 }
