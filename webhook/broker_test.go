@@ -1,10 +1,8 @@
 package webhook
 
 import (
-	"context"
 	"errors"
 	"net"
-	"net/netip"
 	"sync/atomic"
 	"testing"
 )
@@ -91,14 +89,7 @@ func TestBrokerAddressAllowedByTheAllowList(t *testing.T) {
 func TestBrokerDialerChecksAtConnectTime(t *testing.T) {
 	t.Parallel()
 	port, hits := listen(t)
-	var calls atomic.Int64
-	rebinding := resolverFunc(func(_ context.Context, _, host string) ([]netip.Addr, error) {
-		if calls.Add(1) == 1 {
-			return []netip.Addr{netip.MustParseAddr("93.184.216.34")}, nil
-		}
-		return []netip.Addr{netip.MustParseAddr("127.0.0.1")}, nil
-	})
-	s := New(Config{Resolver: rebinding})
+	s := New(Config{Resolver: rebinding()})
 	defer s.Close()
 	if err := s.ValidateBrokerAddress(t.Context(), "kafka.example.com:"+port, true); err != nil {
 		t.Fatalf("validation saw a public address and refused: %v", err)

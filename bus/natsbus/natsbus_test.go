@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/netip"
 	"testing"
 	"time"
 
@@ -18,30 +17,11 @@ import (
 	"github.com/heraldstreams/herald/webhook"
 )
 
-var loopback = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}
-
-// open opens a publisher of a NATS destination through the guarded
-// dialer of a sender allowing loopback.
 func open(t *testing.T, config string) bus.Publisher {
-	t.Helper()
-	d, err := delivery.ParseDestination(delivery.DestinationNATS, []byte(config))
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := webhook.New(webhook.Config{AllowCIDRs: loopback})
-	t.Cleanup(s.Close)
-	p, err := Open(d, s.BrokerDialer(d.TLS()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(p.Close)
-	return p
+	return brokertest.Publisher(t, Open, delivery.DestinationNATS, config)
 }
 
-func msg(id, typ, stream string) bus.Message {
-	return bus.Message{EventFields: delivery.EventFields{ID: id, Type: typ, Tenant: "acme", Stream: stream},
-		Timestamp: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), Body: []byte(`{"id":"` + id + `"}`)}
-}
+var msg = brokertest.Message
 
 func withTimeout(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)

@@ -91,6 +91,16 @@ func (r *busRig) publish(typ, stream string, n int) {
 	}
 }
 
+// publishTwoStreams publishes events from to to-1 of order.paid to
+// /orders/a and /orders/b, alternating.
+func (r *busRig) publishTwoStreams(from, to int) {
+	r.t.Helper()
+	for i := from; i < to; i++ {
+		r.publish("order.paid", "/orders/a", i)
+		r.publish("order.paid", "/orders/b", i)
+	}
+}
+
 // waitDelivered waits until every delivery of the endpoint is delivered
 // and there are want of them.
 func (r *busRig) waitDelivered(id string, want int) []store.Delivery {
@@ -161,16 +171,10 @@ func TestNATSEndpointDeliversInStreamOrderAcrossAnOutage(t *testing.T) {
 	ep := r.endpoint(delivery.DestinationNATS, `{"servers":["`+n.URL()+`"],"jetstream":true}`, func(c *delivery.EndpointConfig) {
 		c.Ordering = delivery.OrderingStream
 	})
-	for i := range 10 {
-		r.publish("order.paid", "/orders/a", i)
-		r.publish("order.paid", "/orders/b", i)
-	}
+	r.publishTwoStreams(0, 10)
 	r.waitDelivered(ep.ID, 20)
 	n.Stop()
-	for i := 10; i < 20; i++ {
-		r.publish("order.paid", "/orders/a", i)
-		r.publish("order.paid", "/orders/b", i)
-	}
+	r.publishTwoStreams(10, 20)
 	n.Restart()
 	ds := r.waitDelivered(ep.ID, 40)
 	retried := 0
@@ -213,16 +217,10 @@ func TestKafkaEndpointBatchesInOrderAcrossAnOutage(t *testing.T) {
 		c.Ordering = delivery.OrderingStream
 		c.Batch = &delivery.BatchConfig{MaxEvents: 10, MaxWaitMS: 5}
 	})
-	for i := range 10 {
-		r.publish("order.paid", "/orders/a", i)
-		r.publish("order.paid", "/orders/b", i)
-	}
+	r.publishTwoStreams(0, 10)
 	r.waitDelivered(ep.ID, 20)
 	k.Down()
-	for i := 10; i < 20; i++ {
-		r.publish("order.paid", "/orders/a", i)
-		r.publish("order.paid", "/orders/b", i)
-	}
+	r.publishTwoStreams(10, 20)
 	k.Up()
 	r.waitDelivered(ep.ID, 40)
 	got := map[string][]string{}

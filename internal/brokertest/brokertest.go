@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"net/netip"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -21,6 +22,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/heraldstreams/herald/bus"
+	"github.com/heraldstreams/herald/delivery"
+	"github.com/heraldstreams/herald/webhook"
 )
 
 // NATS is a NATS server with JetStream on a loopback port, which keeps its
@@ -255,4 +260,34 @@ func freePort(t testing.TB) int {
 	}
 	defer func() { _ = ln.Close() }()
 	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// Loopback is the allow list of publishers under test: the brokers of
+// this package listen on loopback.
+var Loopback = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}
+
+// Publisher opens a publisher of a destination of type typ with open,
+// dialing through a webhook sender that allows Loopback; the test's end
+// closes it.
+func Publisher(t testing.TB, open bus.Opener, typ, config string) bus.Publisher {
+	t.Helper()
+	d, err := delivery.ParseDestination(typ, []byte(config))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := webhook.New(webhook.Config{AllowCIDRs: Loopback})
+	t.Cleanup(s.Close)
+	p, err := open(d, s.BrokerDialer(d.TLS()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Close)
+	return p
+}
+
+// Message is an event of tenant acme with a fixed timestamp, its body
+// {"id": id}.
+func Message(id, typ, stream string) bus.Message {
+	return bus.Message{EventFields: delivery.EventFields{ID: id, Type: typ, Tenant: "acme", Stream: stream},
+		Timestamp: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), Body: []byte(`{"id":"` + id + `"}`)}
 }
