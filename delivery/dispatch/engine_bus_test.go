@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -240,7 +241,7 @@ func TestKafkaEndpointBatchesInOrderAcrossAnOutage(t *testing.T) {
 		// A batch retried after a failure may be stored twice (at least
 		// once); the first copy of each is in order.
 		if ids := got[stream]; len(ids) == 0 || ids[len(ids)-1] != id {
-			if !contains(ids, id) {
+			if !slices.Contains(ids, id) {
 				got[stream] = append(ids, id)
 			}
 		}
@@ -252,19 +253,11 @@ func TestKafkaEndpointBatchesInOrderAcrossAnOutage(t *testing.T) {
 	}
 }
 
-func contains(s []string, v string) bool {
-	for _, x := range s {
-		if x == v {
-			return true
-		}
-	}
-	return false
-}
-
 // TestBrokerEndpointFailuresDeadLetterAndTripTheBreaker: a destination
 // that never acknowledges (JetStream with no stream for the subject)
 // exhausts its deliveries into dead letters, and the breaker disables
-// the endpoint, as for a webhook.
+// the endpoint, as for a webhook; once the stream exists, the endpoint
+// re-enabled and its dead letters replayed, they are delivered.
 func TestBrokerEndpointFailuresDeadLetterAndTripTheBreaker(t *testing.T) {
 	t.Parallel()
 	n := brokertest.StartNATS(t)
@@ -297,13 +290,33 @@ func TestBrokerEndpointFailuresDeadLetterAndTripTheBreaker(t *testing.T) {
 			if !strings.Contains(ds[0].LastError, "nats") {
 				t.Fatalf("last error %q", ds[0].LastError)
 			}
-			return
+			break
 		}
 		select {
 		case <-tick.C:
 		case <-deadline:
 			t.Fatalf("endpoint %s, deliveries %+v", cur.Status(), ds)
 		}
+	}
+	// The stream made, the endpoint re-enabled and its dead letters
+	// replayed: both events reach JetStream.
+	stream := n.Stream("NOWHERE", time.Minute, "nowhere.>")
+	cur, err := r.st.EndpointGet(context.Background(), ep.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.e.UpdateEndpoint(context.Background(), &UpdateEndpointParams{ID: ep.ID, Config: ConfigOf(cur), Active: true, Reenable: true,
+		ExpectVersion: cur.Version}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.e.Replay(context.Background(), &ReplayParams{EndpointID: ep.ID, Status: store.DeliveryExhausted}); err != nil {
+		t.Fatal(err)
+	}
+	r.waitDelivered(ep.ID, 2)
+	got := natsIDsByStream(streamMsgs(t, stream))["/s"]
+	slices.Sort(got) // ordering "none": in either order
+	if fmt.Sprint(got) != "[evt-s-0 evt-s-1]" {
+		t.Fatalf("JetStream holds %v after the replay", got)
 	}
 }
 
