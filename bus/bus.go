@@ -237,8 +237,8 @@ func TLSConfig(t *delivery.TLSConfig) (*tls.Config, error) {
 	return c, nil
 }
 
-// Attempt says how many messages of a batch were acknowledged, for an
-// error's text.
-func Attempt(acked, total int) string {
+// Acknowledged says how many messages of a batch were acknowledged, for
+// an error's text.
+func Acknowledged(acked, total int) string {
 	return strconv.Itoa(acked) + " of " + strconv.Itoa(total) + " acknowledged"
 }

@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 	"unicode/utf8"
 )
 
@@ -297,20 +296,15 @@ func mask(s *string) {
 // not stored, or with other servers, is refused, so a credential never
 // follows a change of address it was not given again for.
 func KeepMasked(cur, next *Destination) error {
-	if next.NATS != nil {
-		n := next.NATS
-		var c *NATSConfig
+	if n := next.NATS; n != nil {
+		var c NATSConfig // nothing kept unless the servers are the same
 		if cur != nil && cur.NATS != nil && slices.Equal(cur.NATS.Servers, n.Servers) {
-			c = cur.NATS
+			c = *cur.NATS
 		}
-		fields := []struct {
+		for _, f := range []struct {
 			name      string
 			dst, from *string
-		}{{"password", &n.Password, nil}, {"token", &n.Token, nil}, {"nkey_seed", &n.NKeySeed, nil}, {"creds", &n.Creds, nil}}
-		if c != nil {
-			fields[0].from, fields[1].from, fields[2].from, fields[3].from = &c.Password, &c.Token, &c.NKeySeed, &c.Creds
-		}
-		for _, f := range fields {
+		}{{"password", &n.Password, &c.Password}, {"token", &n.Token, &c.Token}, {"nkey_seed", &n.NKeySeed, &c.NKeySeed}, {"creds", &n.Creds, &c.Creds}} {
 			if err := keepOne("config."+f.name, f.dst, f.from); err != nil {
 				return err
 			}
@@ -321,18 +315,18 @@ func KeepMasked(cur, next *Destination) error {
 	if k.SASL == nil {
 		return nil
 	}
-	var from *string
+	var from string
 	if cur != nil && cur.Kafka != nil && cur.Kafka.SASL != nil && slices.Equal(cur.Kafka.Brokers, k.Brokers) {
-		from = &cur.Kafka.SASL.Password
+		from = cur.Kafka.SASL.Password
 	}
-	return keepOne("config.sasl.password", &k.SASL.Password, from)
+	return keepOne("config.sasl.password", &k.SASL.Password, &from)
 }
 
 func keepOne(field string, dst, from *string) error {
 	if *dst != MaskedSecret {
 		return nil
 	}
-	if from == nil || *from == "" {
+	if *from == "" {
 		return Invalid(CodeInvalidDestination, field, "%q stands for a stored credential, and none is kept for these servers: give the credential", MaskedSecret)
 	}
 	*dst = *from
@@ -490,108 +484,4 @@ func validKafkaTopicText(s string) bool {
 		}
 	}
 	return true
-}
-
-// EventFields are what a subject or topic template and a record key are
-// made of.
-type EventFields struct {
-	ID, Type, Tenant, Stream string
-}
-
-// Subject renders a NATS subject template: the event type's segments
-// are subject tokens; the stream path's segments are tokens too
-// ("/orders/eu" is "orders.eu"); a character a subject token may not
-// hold ('.', '*', '>', white space) in a tenant or a stream segment
-// becomes '_', and an empty value is "_".
-func (c *NATSConfig) SubjectOf(f EventFields) string {
-	return render(c.Subject, f, natsToken, ".")
-}
-
-// TopicOf renders a Kafka topic: the prefix and the template, with every
-// character Kafka refuses in a topic name replaced by '_', the stream
-// path's segments joined by '.', and the result cut to
-// MaxKafkaTopicLen.
-func (c *KafkaConfig) TopicOf(f EventFields) string {
-	prefix := ""
-	if c.TopicPrefix != nil {
-		prefix = *c.TopicPrefix
-	}
-	t := prefix + render(c.Topic, f, kafkaToken, ".")
-	if len(t) > MaxKafkaTopicLen {
-		t = t[:MaxKafkaTopicLen]
-	}
-	return t
-}
-
-// KeyOf is the record key of an event.
-func (c *KafkaConfig) KeyOf(f EventFields) []byte {
-	switch c.Key {
-	case KafkaKeyTenant:
-		return []byte(f.Tenant)
-	case KafkaKeyType:
-		return []byte(f.Type)
-	case KafkaKeyID:
-		return []byte(f.ID)
-	}
-	return []byte(f.Stream)
-}
-
-// render replaces a template's placeholders; clean makes one token of a
-// value, and sep joins a stream path's segments.
-func render(tpl string, f EventFields, clean func(string) string, sep string) string {
-	var segs []string
-	for _, s := range strings.Split(strings.Trim(f.Stream, "/"), "/") {
-		segs = append(segs, clean(s))
-	}
-	typ := make([]string, 0, 4)
-	for _, s := range strings.Split(f.Type, ".") {
-		typ = append(typ, clean(s))
-	}
-	return strings.NewReplacer("{type}", strings.Join(typ, sep), "{tenant}", clean(f.Tenant), "{stream}", strings.Join(segs, sep)).Replace(tpl)
-}
-
-func natsToken(s string) string {
-	if s == "" {
-		return "_"
-	}
-	return strings.Map(func(r rune) rune {
-		if r == '.' || r == '*' || r == '>' || r <= ' ' || r == 0x7f {
-			return '_'
-		}
-		return r
-	}, s)
-}
-
-func kafkaToken(s string) string {
-	if s == "" {
-		return "_"
-	}
-	return strings.Map(func(r rune) rune {
-		if r < 0x80 && validKafkaTopicText(string(r)) && r != '.' {
-			return r
-		}
-		return '_'
-	}, s)
-}
-
-// EventTimestamp reads the event's timestamp from a body rendered in the
-// profile: the envelope field made from the event's timestamp; false
-// when the profile has none or the body does not hold it.
-func (p *Profile) EventTimestamp(body []byte) (time.Time, bool) {
-	for _, f := range p.Envelope {
-		if f.From != "timestamp" {
-			continue
-		}
-		var fields map[string]json.RawMessage
-		if err := json.Unmarshal(body, &fields); err != nil {
-			return time.Time{}, false
-		}
-		var s string
-		if err := json.Unmarshal(fields[f.Name], &s); err != nil {
-			return time.Time{}, false
-		}
-		t, err := time.Parse(time.RFC3339Nano, s)
-		return t, err == nil
-	}
-	return time.Time{}, false
 }

@@ -145,7 +145,7 @@ func (p *publisher) Publish(ctx context.Context, msgs []bus.Message) error {
 		}
 	}
 	if first != nil {
-		return fmt.Errorf("kafkabus: produce: %w (%s)", first, bus.Attempt(acked, len(msgs)))
+		return fmt.Errorf("kafkabus: produce: %w (%s)", first, bus.Acknowledged(acked, len(msgs)))
 	}
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -81,7 +82,7 @@ func Open(d *delivery.Destination, dial bus.DialFunc) (bus.Publisher, error) {
 	if auth != nil {
 		opts = append(opts, auth)
 	}
-	nc, err := nats.Connect(joinServers(c.Servers), opts...)
+	nc, err := nats.Connect(strings.Join(c.Servers, ","), opts...)
 	if err != nil {
 		return nil, fmt.Errorf("natsbus: connect: %w", err)
 	}
@@ -133,17 +134,6 @@ func authOption(c *delivery.NATSConfig) (nats.Option, error) {
 	return nil, nil
 }
 
-func joinServers(s []string) string {
-	out := ""
-	for i, v := range s {
-		if i > 0 {
-			out += ","
-		}
-		out += v
-	}
-	return out
-}
-
 // message builds the NATS message of m.
 func (p *publisher) message(m *bus.Message) *nats.Msg {
 	h := nats.Header(m.Headers())
@@ -163,7 +153,7 @@ func (p *publisher) Publish(ctx context.Context, msgs []bus.Message) error {
 	for i := range msgs {
 		f, err := p.js.PublishMsgAsync(p.message(&msgs[i]), jetstream.WithMsgID(msgs[i].ID))
 		if err != nil {
-			return fmt.Errorf("natsbus: publish: %w (%s)", err, bus.Attempt(0, len(msgs)))
+			return fmt.Errorf("natsbus: publish: %w (%s)", err, bus.Acknowledged(0, len(msgs)))
 		}
 		futures = append(futures, f)
 	}
@@ -171,9 +161,9 @@ func (p *publisher) Publish(ctx context.Context, msgs []bus.Message) error {
 		select {
 		case <-f.Ok():
 		case err := <-f.Err():
-			return fmt.Errorf("natsbus: JetStream: %w (%s)", err, bus.Attempt(i, len(msgs)))
+			return fmt.Errorf("natsbus: JetStream: %w (%s)", err, bus.Acknowledged(i, len(msgs)))
 		case <-ctx.Done():
-			return fmt.Errorf("natsbus: waiting for JetStream: %w (%s)", ctx.Err(), bus.Attempt(i, len(msgs)))
+			return fmt.Errorf("natsbus: waiting for JetStream: %w (%s)", ctx.Err(), bus.Acknowledged(i, len(msgs)))
 		}
 	}
 	return nil
