@@ -20,6 +20,7 @@ import (
 type brokersConfig struct {
 	KafkaBrokers     string
 	KafkaTopicPrefix string
+	KafkaTLS         bool
 	NATSURL          string
 	NATSJetStream    bool
 	TenantBrokers    bool
@@ -29,6 +30,7 @@ func (c *brokersConfig) addFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.KafkaBrokers, "kafka-brokers", "",
 		"comma-separated Kafka brokers (host:port) of a built-in destination that receives every event, on topic <prefix>.<event type>; their addresses pass the webhook address policy (--webhook-allow-cidrs for private ones)")
 	fs.StringVar(&c.KafkaTopicPrefix, "kafka-topic-prefix", "herald", "prefix of the built-in Kafka destination's topics, before .<event type>")
+	fs.BoolVar(&c.KafkaTLS, "kafka-tls", false, "the built-in Kafka destination connects with TLS (system roots); without it, only brokers in --webhook-allow-cidrs may be reached")
 	fs.StringVar(&c.NATSURL, "nats-url", "",
 		"comma-separated nats:// (or tls://) URLs of a built-in destination that receives every event, on subject herald.<event type>; their addresses pass the webhook address policy (--webhook-allow-cidrs for private ones)")
 	fs.BoolVar(&c.NATSJetStream, "nats-jetstream", true,
@@ -56,7 +58,11 @@ func (c *brokersConfig) builtins() ([]dispatch.BuiltinParams, error) {
 		if prefix != "" {
 			prefix += "."
 		}
-		raw, err := json.Marshal(delivery.KafkaConfig{Brokers: brokers, Topic: "{type}", TopicPrefix: &prefix})
+		kc := delivery.KafkaConfig{Brokers: brokers, Topic: "{type}", TopicPrefix: &prefix}
+		if c.KafkaTLS {
+			kc.TLS = &delivery.TLSConfig{}
+		}
+		raw, err := json.Marshal(kc)
 		if err != nil {
 			return nil, err
 		}

@@ -148,3 +148,18 @@ func TestEndpointsCreateBrokerCommand(t *testing.T) {
 		t.Fatalf("a refused broker: %v", err)
 	}
 }
+
+// --kafka-tls turns TLS on for the built-in Kafka destination, which may
+// then reach a public address; without it, a public broker is refused.
+func TestBuiltinKafkaTLS(t *testing.T) {
+	t.Parallel()
+	c := brokersConfig{KafkaBrokers: "93.184.216.34:9093", KafkaTopicPrefix: "herald", KafkaTLS: true}
+	bs, err := c.builtins()
+	if err != nil || !strings.Contains(string(bs[0].Config), `"tls":{}`) {
+		t.Fatalf("builtins = %s, %v", bs[0].Config, err)
+	}
+	c.KafkaTLS = false
+	if bs, err = c.builtins(); err != nil || strings.Contains(string(bs[0].Config), "tls") {
+		t.Fatalf("builtins without TLS = %s, %v", bs[0].Config, err)
+	}
+}
