@@ -73,8 +73,15 @@ func ValidFailurePolicy(p string) bool {
 // EndpointConfig is what an endpoint's owner configures. Zero values mean
 // the defaults that ValidateEndpoint fills in.
 type EndpointConfig struct {
-	// URL receives the POSTs (see webhook.Policy for what is allowed).
+	// Type is the destination type: DestinationWebhook ("" means it),
+	// DestinationNATS or DestinationKafka.
+	Type string `json:"type,omitempty"`
+	// URL receives the POSTs (see webhook.Policy for what is allowed) of
+	// a webhook endpoint; a broker endpoint has none.
 	URL string `json:"url"`
+	// Config is a broker endpoint's destination (see ParseDestination),
+	// credentials included; none for a webhook endpoint.
+	Config json.RawMessage `json:"config,omitempty"`
 	// EventTypes are event-type patterns (see ValidateEventTypePattern);
 	// default ["*"].
 	EventTypes []string `json:"event_types,omitempty"`
@@ -145,6 +152,13 @@ type ValidateEndpointParams struct {
 	// it refuses with a *ValidationError of CodeURLRefused (see package
 	// dispatch). Its error is returned as is.
 	CheckURL func(ctx context.Context, raw string) error
+	// CheckAddresses checks a broker destination's addresses (the
+	// sender's check, answering a refusal with a *ValidationError of
+	// CodeURLRefused); required for a broker endpoint.
+	CheckAddresses func(ctx context.Context, d *Destination) error
+	// Current is the destination of the endpoint being changed, whose
+	// credentials a masked value keeps (see KeepMasked); nil on create.
+	Current *Destination
 	// CompileStream compiles stream patterns (see StreamCompiler).
 	CompileStream StreamCompiler
 	// Profiles are the profiles an endpoint may name; the shipped ones
@@ -188,6 +202,7 @@ func ValidateEndpoint(ctx context.Context, p *ValidateEndpointParams) (*Endpoint
 	}
 	in := p.Config
 	out := &EndpointConfig{
+		Type:          in.Type,
 		URL:           in.URL,
 		Name:          in.Name,
 		EventTypes:    slices.Clone(in.EventTypes),
@@ -274,10 +289,37 @@ func ValidateEndpoint(ctx context.Context, p *ValidateEndpointParams) (*Endpoint
 		return nil, Invalid(CodeInvalidTenant, "tenant", "must be UTF-8 of at most %d bytes without control characters", MaxTenantLen)
 	}
 
-	if err := p.CheckURL(ctx, out.URL); err != nil {
-		return nil, err
+	return out, checkDestination(ctx, p, in, out)
+}
+
+// checkDestination checks what an endpoint sends to: its URL, or its
+// broker destination, whose normalised config it writes to out.
+func checkDestination(ctx context.Context, p *ValidateEndpointParams, in, out *EndpointConfig) error {
+	if out.Type == "" || out.Type == DestinationWebhook {
+		out.Type = DestinationWebhook
+		if c := bytes.TrimSpace(in.Config); len(c) > 0 && string(c) != "null" {
+			return Invalid(CodeInvalidDestination, "config", "a webhook endpoint has a url and no config")
+		}
+		return p.CheckURL(ctx, out.URL)
 	}
-	return out, nil
+	d, err := ParseDestination(out.Type, in.Config)
+	if err != nil {
+		return err
+	}
+	if out.URL != "" {
+		return Invalid(CodeInvalidDestination, "url", "a %s endpoint has a config and no url", out.Type)
+	}
+	if err := KeepMasked(p.Current, d); err != nil {
+		return err
+	}
+	if p.CheckAddresses == nil {
+		return errors.New("delivery: ValidateEndpoint needs a CheckAddresses for a broker endpoint")
+	}
+	if err := p.CheckAddresses(ctx, d); err != nil {
+		return err
+	}
+	out.Config, err = d.JSON()
+	return err
 }
 
 // normalizeFilter compacts a filter, and turns null and {} into none.

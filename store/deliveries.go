@@ -188,8 +188,14 @@ const (
 // Endpoint is a stored delivery endpoint. The store keeps the
 // configuration as given; the delivery package validates it.
 type Endpoint struct {
-	ID            string
-	URL           string
+	ID string
+	// Type is the destination type ("webhook", "nats" or "kafka"; ""
+	// reads as "webhook").
+	Type string
+	URL  string
+	// Destination is a broker endpoint's config (JSON, credentials
+	// included: the store seals it at rest); nil for a webhook.
+	Destination   []byte
 	Name          string
 	EventTypes    []string
 	Streams       []string

@@ -136,3 +136,47 @@ func resolve(ctx context.Context, r Resolver, host string) ([]netip.Addr, error)
 	}
 	return addrs, nil
 }
+
+// BrokerDialer dials a message broker's TCP address (host:port) under the
+// same address policy as webhooks, checked at every connection: the
+// broker's own address, and every other address its cluster tells the
+// client of. A plaintext connection (tls false) may reach only allow-list
+// addresses, as http:// may; TLS is the caller's, over the connection.
+func (s *Sender) BrokerDialer(tls bool) func(ctx context.Context, network, address string) (net.Conn, error) {
+	d := newGuardedDialer(s.policy, s.resolver, !tls, s.timeout)
+	return d.DialContext
+}
+
+// ValidateBrokerAddress checks a broker's host:port when a destination is
+// configured, as ValidateURL checks a URL: the name resolves and at least
+// one of its addresses is allowed (for a plaintext connection, inside the
+// allow list). It returns nil, a *RefusedError, or ctx's error. Passing is
+// not a promise: the address is checked again at every dial.
+func (s *Sender) ValidateBrokerAddress(ctx context.Context, hostport string, tls bool) error {
+	host, port, err := net.SplitHostPort(hostport)
+	if err != nil || host == "" {
+		return &RefusedError{Reason: ReasonInvalidURL, Detail: fmt.Sprintf("%q is not host:port", hostport)}
+	}
+	if !validPort(port) {
+		return &RefusedError{Reason: ReasonInvalidURL, Host: host, Detail: fmt.Sprintf("port %q is not a number from 1 to 65535", port)}
+	}
+	if _, err := netip.ParseAddr(host); err != nil {
+		if detail := hostNameProblem(host); detail != "" && !isLocalhost(host) {
+			return &RefusedError{Reason: ReasonInvalidURL, Host: host, Detail: detail}
+		}
+	}
+	addrs, err := resolve(ctx, s.resolver, host)
+	if err != nil {
+		return err
+	}
+	if _, err := allowedAddrs(s.policy, host, addrs, false); err != nil {
+		return err
+	}
+	if !tls {
+		if _, err := allowedAddrs(s.policy, host, addrs, true); err != nil {
+			return &RefusedError{Reason: ReasonScheme, Host: host,
+				Detail: fmt.Sprintf("a connection without TLS may reach only addresses in the allow list, and %s is not in it; turn TLS on", host)}
+		}
+	}
+	return nil
+}

@@ -42,6 +42,18 @@ func staticResolver(answers map[string][]string) Resolver {
 	})
 }
 
+// rebinding answers a public address first (what validation sees), then
+// loopback (what an attacker rebinds to).
+func rebinding() Resolver {
+	var calls atomic.Int64
+	return resolverFunc(func(_ context.Context, _, host string) ([]netip.Addr, error) {
+		if calls.Add(1) == 1 {
+			return []netip.Addr{netip.MustParseAddr("93.184.216.34")}, nil
+		}
+		return []netip.Addr{netip.MustParseAddr("127.0.0.1")}, nil
+	})
+}
+
 var loopbackAllow = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")}
 
 // countingServer is an httptest server that counts the requests it gets.
@@ -172,16 +184,7 @@ func TestSendRefusesAtDialTimeAfterRebinding(t *testing.T) {
 	t.Parallel()
 	srv, hits := countingServer(t, func(w http.ResponseWriter, r *http.Request) {})
 	port := serverPort(t, srv)
-	// The first answer is public (what validation sees), later ones point
-	// at the loopback server (what an attacker rebinds to).
-	var calls atomic.Int64
-	rebinding := resolverFunc(func(_ context.Context, _, host string) ([]netip.Addr, error) {
-		if calls.Add(1) == 1 {
-			return []netip.Addr{netip.MustParseAddr("93.184.216.34")}, nil
-		}
-		return []netip.Addr{netip.MustParseAddr("127.0.0.1")}, nil
-	})
-	s := New(Config{Resolver: rebinding})
+	s := New(Config{Resolver: rebinding()})
 	defer s.Close()
 
 	raw := "https://rebind.example.com:" + port + "/in"

@@ -11,6 +11,8 @@
 //	herald-bench live    -base URL -read-base URL2 -n 1000   (append on one replica, read on another)
 //	herald-bench hold    -base URL -n 1000 -hold 8s
 //	herald-bench webhook -base URL -streams 1000 -c 1000 -d 15s
+//	herald-bench bus     -broker nats|kafka [-addr ADDR] -c 8 -batch 100 -d 10s
+//	herald-bench bus     -broker nats|kafka [-addr ADDR] -rate 5000 -d 10s
 //
 // docs/performance.md describes each workload and the figures taken with
 // it.
@@ -45,6 +47,7 @@ var workloads = []workload{
 	{"hold", "holds -n long-polls open for -hold", runHold},
 	{"webhook", "wake latency and closed-loop wakes/s of a subscription's consumers", runWebhook},
 	{"pullwake", "-loops closed loops of append, wake event, claim, read, ack of a reserved-API pull-wake subscription", runPullWake},
+	{"bus", "publish → acknowledgement of Herald's NATS JetStream and Kafka publishers: events/s, or latency at -rate", runBus},
 }
 
 func main() {

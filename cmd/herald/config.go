@@ -65,6 +65,8 @@ type serveConfig struct {
 	StreamRoot string
 	// Event delivery (docs/delivery.md).
 	Delivery deliveryConfig
+	// Broker destinations: the built-in ones, and tenants' own.
+	Brokers brokersConfig
 	// Access control.
 	Access accessConfig
 	// TLS is HTTPS: its certificate and key files.
@@ -104,6 +106,7 @@ func serveFlags(cfg *serveConfig) *flag.FlagSet {
 	fs.StringVar(&cfg.PublicURL, "public-url", "", "base URL consumers and browsers reach Herald at, for the callback URL in wakes and the dashboard URL of portal tokens (default: http:// and the listen address, with localhost for an unspecified one such as 0.0.0.0; set it whenever Herald listens beyond loopback)")
 	fs.StringVar(&cfg.StreamRoot, "stream-root", "/", "the URL path under which streams live; paths outside it are not streams. The Durable Streams reserved subscription API is at <stream-root>/__ds/, and the stream paths in its bodies are relative to the root (e.g. /v1/stream)")
 	cfg.Delivery.addFlags(fs)
+	cfg.Brokers.addFlags(fs)
 	cfg.Access.addFlags(fs)
 	cfg.TLS.addFlags(fs)
 	fs.StringVar(&cfg.UIFrameAncestors, "ui-frame-ancestors", "", "comma-separated origins whose pages may embed the dashboard at /_herald/ui/ in a frame, e.g. the platform that shows tenants their portal (default: none may)")
@@ -214,6 +217,7 @@ func (c *serveConfig) validate() error {
 		problems = append(problems, "--log-format must be text or json")
 	}
 	problems = append(problems, c.Delivery.problems()...)
+	problems = append(problems, c.Brokers.problems()...)
 	problems = append(problems, c.Access.problems()...)
 	if tenant, ok := auth.StreamOwner(c.Access.TenantStreamPrefix, c.Delivery.DefaultStream); ok {
 		problems = append(problems, "--delivery-default-stream "+c.Delivery.DefaultStream+" lies in the stream namespace of tenant "+tenant+" (--tenant-stream-prefix): the installation's default events stream must be the platform's")

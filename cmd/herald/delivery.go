@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -133,8 +134,10 @@ type deliveryParams struct {
 	Config *serveConfig
 	Store  dispatch.EngineStore
 	// Sender is the process's one webhook sender (newWebhookSender).
-	Sender  *webhook.Sender
-	Metrics prometheus.Registerer
+	Sender *webhook.Sender
+	// Destinations publishes to brokers (newBusPool).
+	Destinations dispatch.Destinations
+	Metrics      prometheus.Registerer
 	// Tracing traces matches, attempts and their POSTs; nil: off.
 	Tracing trace.TracerProvider
 	Logger  *slog.Logger
@@ -156,6 +159,8 @@ func startDelivery(ctx context.Context, p deliveryParams) (*dispatch.Engine, err
 	eng, err := dispatch.NewEngine(dispatch.EngineConfig{
 		Store:               p.Store,
 		Sender:              p.Sender,
+		Destinations:        p.Destinations,
+		TenantBrokers:       p.Config.Brokers.TenantBrokers,
 		Logger:              p.Logger,
 		Registerer:          p.Metrics,
 		TracerProvider:      p.Tracing,
@@ -183,6 +188,9 @@ func startDelivery(ctx context.Context, p deliveryParams) (*dispatch.Engine, err
 	}
 	if err := eng.Start(ctx); err != nil {
 		return nil, fmt.Errorf("event delivery: %w", err)
+	}
+	if err := ensureBuiltins(ctx, eng, &p.Config.Brokers); err != nil {
+		return nil, errors.Join(fmt.Errorf("event delivery: %w", err), eng.Stop(context.Background()))
 	}
 	return eng, nil
 }

@@ -18,7 +18,8 @@ Usage:
   herald endpoints ls [--tenant T]
   herald endpoints get ID
   herald endpoints create --webhook URL [--event-type TYPE ...] [--stream PATTERN ...] [--tenant T] [--description TEXT]
-  herald endpoints update ID [--webhook URL] [--event-type TYPE ...] [--stream PATTERN ...] [--description TEXT]
+  herald endpoints create --type nats|kafka --config JSON [--event-type TYPE ...] [--stream PATTERN ...] [--tenant T] [--description TEXT]
+  herald endpoints update ID [--webhook URL | --type TYPE --config JSON] [--event-type TYPE ...] [--stream PATTERN ...] [--description TEXT]
   herald endpoints pause ID          (deliveries wait until resume)
   herald endpoints resume ID         (also re-enables an endpoint the breaker disabled)
   herald endpoints rotate-secret ID  (the old secret keeps signing for the overlap)
@@ -26,6 +27,9 @@ Usage:
   herald endpoints rm ID
 
 --webhook is the endpoint's URL (--url is Herald's, as in every command).
+--type nats or kafka publishes to a message broker instead, described by
+--config (its JSON object, or - to read it from standard input, which keeps
+its credentials off the command line).
 create and rotate-secret print the signing secret, which Herald shows only then.
 
 ` + commonFlagsUsage
@@ -92,6 +96,7 @@ const (
 // shows Herald's answer whole.
 type endpointOut struct {
 	ID                  string   `json:"id"`
+	Type                string   `json:"type"`
 	URL                 string   `json:"url"`
 	EventTypes          []string `json:"event_types"`
 	Streams             []string `json:"streams"`
@@ -158,30 +163,43 @@ func fetchList[T any](ctx context.Context, c *apiClient, path string, q url.Valu
 func printEndpoints(c *apiClient, eps []endpointOut) error {
 	rows := make([][]string, 0, len(eps))
 	for _, e := range eps {
-		rows = append(rows, []string{e.ID, e.Status, e.URL, strings.Join(e.EventTypes, ","), strings.Join(e.Streams, ","), e.Tenant, e.Description})
+		where := e.URL
+		if where == "" {
+			where = e.Type // a broker endpoint: get shows its config
+		}
+		rows = append(rows, []string{e.ID, e.Status, where, strings.Join(e.EventTypes, ","), strings.Join(e.Streams, ","), e.Tenant, e.Description})
 	}
 	return c.printTable([]string{"ID", "STATUS", "URL", "EVENT TYPES", "STREAMS", "TENANT", "DESCRIPTION"}, rows)
 }
 
 // endpointFields declares the flags of an endpoint's settings and
 // returns the body they make: only the flags given.
-func endpointFields(c *apiClient) func() map[string]any {
+func endpointFields(c *apiClient) func() (map[string]any, error) {
 	var (
-		u, tenant, description string
-		eventTypes, streams    listFlag
+		u, tenant, description, typ, config string
+		eventTypes, streams                 listFlag
 	)
 	c.fs.StringVar(&u, "webhook", "", "the URL events are POSTed to")
+	c.fs.StringVar(&typ, "type", "", "the destination type: webhook (the default), nats or kafka")
+	c.fs.StringVar(&config, "config", "", "a nats or kafka endpoint's config, JSON (- reads standard input)")
 	c.fs.Var(&eventTypes, "event-type", "an event type (*, prefix.* or exact) it receives (repeat for more)")
 	c.fs.Var(&streams, "stream", "a stream pattern it sources events from (repeat for more)")
 	c.fs.StringVar(&description, "description", "", "what the endpoint is for")
 	c.fs.StringVar(&tenant, "tenant", "", "tenant whose events it receives")
-	return func() map[string]any {
+	return func() (map[string]any, error) {
 		set := setFlags(c.fs)
 		body := map[string]any{}
-		for name, v := range map[string]any{"webhook": u, "description": description, "tenant": tenant} {
+		for name, v := range map[string]any{"webhook": u, "description": description, "tenant": tenant, "type": typ} {
 			if set[name] {
 				body[strings.Replace(name, "webhook", "url", 1)] = v
 			}
+		}
+		if set["config"] {
+			raw, err := jsonArg(c, "--config", config)
+			if err != nil {
+				return nil, err
+			}
+			body["config"] = raw
 		}
 		if set["event-type"] {
 			body["event_types"] = []string(eventTypes)
@@ -189,8 +207,24 @@ func endpointFields(c *apiClient) func() map[string]any {
 		if set["stream"] {
 			body["streams"] = []string(streams)
 		}
-		return body
+		return body, nil
 	}
+}
+
+// jsonArg is a flag's JSON value, read from standard input when it is -.
+func jsonArg(c *apiClient, flag, value string) (json.RawMessage, error) {
+	raw := []byte(value)
+	if value == "-" {
+		b, err := io.ReadAll(c.stdin)
+		if err != nil {
+			return nil, fmt.Errorf("reading standard input: %w", err)
+		}
+		raw = b
+	}
+	if !json.Valid(raw) {
+		return nil, fmt.Errorf("%w: %s is not JSON", errUsage, flag)
+	}
+	return raw, nil
 }
 
 func endpointsAction(c *apiClient, sub string) (*action, bool) {
@@ -239,10 +273,13 @@ func endpointsAction(c *apiClient, sub string) (*action, bool) {
 		return one(http.MethodPost, "/rotate-secret", nil), true
 	case "create":
 		body := endpointFields(c)
-		return &action{args: "--webhook URL", run: func(ctx context.Context, _ []string) error {
-			b := body()
-			if b["url"] == nil || b["url"] == "" {
-				return fmt.Errorf("%w: --webhook is required", errUsage)
+		return &action{args: "--webhook URL | --type nats|kafka --config JSON", run: func(ctx context.Context, _ []string) error {
+			b, err := body()
+			if err != nil {
+				return err
+			}
+			if (b["url"] == nil || b["url"] == "") && b["config"] == nil {
+				return fmt.Errorf("%w: --webhook is required (or --type nats|kafka with --config)", errUsage)
 			}
 			var ep endpointOut
 			raw, err := c.fetch(ctx, http.MethodPost, endpointsPath, b, &ep)
@@ -253,9 +290,12 @@ func endpointsAction(c *apiClient, sub string) (*action, bool) {
 		}}, true
 	case "update":
 		body := endpointFields(c)
-		return &action{args: "ID [--webhook URL] [--event-type TYPE ...] [--stream PATTERN ...] [--description TEXT]", min: 1, max: 1,
+		return &action{args: "ID [--webhook URL | --type TYPE --config JSON] [--event-type TYPE ...] [--stream PATTERN ...] [--description TEXT]", min: 1, max: 1,
 			run: func(ctx context.Context, args []string) error {
-				b := body()
+				b, err := body()
+				if err != nil {
+					return err
+				}
 				if len(b) == 0 {
 					return fmt.Errorf("%w: give at least one setting to change", errUsage)
 				}
@@ -317,16 +357,9 @@ func eventsAction(c *apiClient, sub string) (*action, bool) {
 		if typ == "" || data == "" {
 			return fmt.Errorf("%w: --type and --data are required", errUsage)
 		}
-		raw := []byte(data)
-		if data == "-" {
-			b, err := io.ReadAll(c.stdin)
-			if err != nil {
-				return fmt.Errorf("reading standard input: %w", err)
-			}
-			raw = b
-		}
-		if !json.Valid(raw) {
-			return fmt.Errorf("%w: --data is not JSON", errUsage)
+		raw, err := jsonArg(c, "--data", data)
+		if err != nil {
+			return err
 		}
 		body := map[string]any{"type": typ, "data": json.RawMessage(raw)}
 		for k, v := range map[string]string{"stream": stream, "id": id, "tenant": tenant} {

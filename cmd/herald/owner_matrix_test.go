@@ -401,6 +401,20 @@ func (w *ownerWorld) checkCreate(t *testing.T, rt httpapi.Route, c *ownerCred, s
 	if c.tenant == "" {
 		return // a platform credential creates for anyone: the access matrix's
 	}
+	if rt.Pattern == "/_herald/v1/endpoints" {
+		// Broker endpoints are the installation's unless
+		// --delivery-tenant-brokers: refused for the tenant's own.
+		for typ, body := range map[string]string{
+			"nats":  `{"type":"nats","config":{"servers":["nats://127.0.0.1:4222"]}}`,
+			"kafka": `{"type":"kafka","config":{"brokers":["127.0.0.1:9092"]}}`,
+		} {
+			status, resp := w.send(t, c, rt.Method, rt.Pattern, body)
+			w.clean(t, c, "a "+typ+" endpoint", resp)
+			if status != http.StatusForbidden || scoped && !strings.Contains(resp, `"TENANT_FORBIDDEN"`) {
+				t.Errorf("%s creating a %s endpoint: %d %s, want 403 TENANT_FORBIDDEN", c.name, typ, status, resp)
+			}
+		}
+	}
 	for _, owner := range owners {
 		if c.sees(owner) || owner == "" && rt.Pattern == "/_herald/v1/portal-tokens" {
 			continue

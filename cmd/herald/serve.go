@@ -21,6 +21,7 @@ import (
 
 	apidoc "github.com/heraldstreams/herald/api"
 	"github.com/heraldstreams/herald/auth"
+	"github.com/heraldstreams/herald/bus"
 	"github.com/heraldstreams/herald/delivery/deliveryapi"
 	"github.com/heraldstreams/herald/delivery/dispatch"
 	"github.com/heraldstreams/herald/httpapi"
@@ -47,6 +48,8 @@ type app struct {
 	// reserved is the reserved subscription API's front door.
 	reserved *wake.Reserved
 	deliv    *dispatch.Engine
+	// pool holds the connections to brokers, closed after the engine.
+	pool *bus.Pool
 	// stopStats ends the stats sampler and waits for it.
 	stopStats func()
 	// stopAuth ends the access control's following of key changes and
@@ -144,9 +147,14 @@ func newApp(ctx context.Context, cfg *serveConfig, log *slog.Logger, tp trace.Tr
 	if err != nil {
 		return fail(fmt.Errorf("webhook subscriptions: %w", err))
 	}
-	deliv, err := startDelivery(engineCtx, deliveryParams{Config: cfg, Store: st, Sender: sender, Metrics: metrics, Tracing: tp,
+	pool, err := newBusPool(sender)
+	if err != nil {
+		return fail(errors.Join(err, subs.Stop(context.Background()), reserved.Stop(context.Background())))
+	}
+	deliv, err := startDelivery(engineCtx, deliveryParams{Config: cfg, Store: st, Sender: sender, Destinations: pool, Metrics: metrics, Tracing: tp,
 		Logger: log.With("part", "delivery")})
 	if err != nil {
+		pool.Close()
 		return fail(errors.Join(err, subs.Stop(context.Background()), reserved.Stop(context.Background())))
 	}
 	api.Mount(httpapi.APIs{
@@ -173,7 +181,7 @@ func newApp(ctx context.Context, cfg *serveConfig, log *slog.Logger, tp trace.Tr
 			stopFeed()
 		}
 	}
-	return &app{log: log, st: st, ln: ln, api: api, jwtv: jwtv, subs: subs, reserved: reserved, deliv: deliv, stopStats: stopStats, stopAuth: stopAuth}, nil
+	return &app{log: log, st: st, ln: ln, api: api, jwtv: jwtv, subs: subs, reserved: reserved, deliv: deliv, pool: pool, stopStats: stopStats, stopAuth: stopAuth}, nil
 }
 
 // goUntilStopped runs run in a goroutine until the returned stop is
@@ -228,6 +236,7 @@ func (a *app) stop(ctx context.Context) error {
 	wg.Go(func() { subsErr = errors.Join(a.subs.Stop(ctx), a.reserved.Stop(ctx)) })
 	wg.Go(func() { delivErr = a.deliv.Stop(ctx) })
 	wg.Wait()
+	a.pool.Close() // after the deliveries it publishes
 	if subsErr != nil || delivErr != nil {
 		a.log.Warn("the shutdown deadline cancelled wakes or deliveries in flight; they are sent again after a restart")
 	}

@@ -460,3 +460,30 @@ func TestDashboardInBrowser(t *testing.T) {
 		t.Errorf("the page threw: %v", r.exceptions)
 	}
 }
+
+// A Kafka endpoint created on the page: the list shows its type, its
+// page its config with the password masked, never the password.
+func TestDashboardBrokerEndpoint(t *testing.T) {
+	t.Parallel()
+	r := newUIRig(t)
+	r.do(t, "opening the dashboard", chromedp.Navigate(r.ui), chromedp.WaitVisible(chromedp.CSS(`#signin`)))
+	r.signIn(t, testAdminKey)
+	r.visit(t, "#/endpoints", "#create-endpoint")
+	r.do(t, "creating a Kafka endpoint",
+		chromedp.SetValue(chromedp.CSS(`#create-endpoint select[name=type]`), "kafka"),
+		chromedp.Evaluate[chromedp.Void](`void document.querySelector('#create-endpoint select[name=type]').dispatchEvent(new Event('change'))`),
+		chromedp.WaitVisible(chromedp.CSS(`#create-endpoint textarea[name=config]`)),
+		chromedp.SendKeys(chromedp.CSS(`#create-endpoint textarea[name=config]`),
+			`{"brokers":["127.0.0.1:9092"],"sasl":{"mechanism":"PLAIN","username":"herald","password":"kafka-s3cret"}}`),
+		chromedp.Click(chromedp.CSS(`#create-endpoint button[type=submit]`)),
+		chromedp.WaitVisible(chromedp.CSS(`#secret`)))
+	epID := eval[string](t, r, `document.querySelector('.notice a').textContent`)
+	r.waitText(t, "#endpoint-list", "kafka")
+	r.visit(t, "#/endpoints/"+epID, "#broker-config")
+	r.waitText(t, "#broker-config", `"password": "***"`)
+	r.waitText(t, "#broker-config", "127.0.0.1:9092")
+	if strings.Contains(r.pageText(t), "kafka-s3cret") {
+		t.Error("the endpoint's page shows the broker password")
+	}
+	r.screenshot(t, "30-broker-endpoint")
+}

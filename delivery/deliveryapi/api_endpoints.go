@@ -29,8 +29,12 @@ const MaskedHeaderValue = "***"
 // endpointJSON is an endpoint as the API shows it. Secret is set on
 // create and rotation only.
 type endpointJSON struct {
-	ID                      string                `json:"id"`
-	URL                     string                `json:"url"`
+	ID   string `json:"id"`
+	Type string `json:"type"`
+	URL  string `json:"url"`
+	// Config is a broker endpoint's destination, its credentials masked;
+	// null for a webhook.
+	Config                  json.RawMessage       `json:"config"`
 	Name                    string                `json:"name"`
 	EventTypes              []string              `json:"event_types"`
 	Streams                 []string              `json:"streams"`
@@ -81,7 +85,10 @@ func (a *API) endpointView(ep *store.Endpoint, withSecret bool) endpointJSON {
 		Profile: ep.Profile, FailurePolicy: ep.FailurePolicy, TimeoutMS: ep.Timeout.Milliseconds(),
 		Verify: ep.Verification.Required, VerifiedAt: formatTime(ep.Verification.VerifiedAt),
 		VerificationSentAt: formatTime(ep.Verification.SentAt), VerificationError: ep.Verification.Error,
-		Batch: dispatch.BatchOf(ep),
+		Batch: dispatch.BatchOf(ep), Type: ep.Type, Config: maskedConfig(ep),
+	}
+	if v.Type == "" {
+		v.Type = delivery.DestinationWebhook
 	}
 	// Defaults are shown as they apply now.
 	if v.Profile == "" {
@@ -122,6 +129,10 @@ func (a *API) createEndpoint(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if req.Tenant, err = stampTenant(r.Context(), req.Tenant); err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	if err := a.brokerAllowed(r.Context(), req.Type); err != nil {
 		a.fail(w, r, err)
 		return
 	}
@@ -236,7 +247,7 @@ var patchable = map[string]bool{
 	"url": true, "event_types": true, "streams": true, "filter": true, "description": true, "tenant": true, "active": true,
 	"rate_limit": true, "max_in_flight": true, "ordering": true, "retry_schedule": true, "headers": true,
 	"name": true, "profile": true, "failure_policy": true, "timeout_ms": true,
-	"batch": true,
+	"batch": true, "type": true, "config": true,
 }
 
 func (a *API) patchEndpoint(w http.ResponseWriter, r *http.Request) {
@@ -302,6 +313,14 @@ func (a *API) patchEndpoint(w http.ResponseWriter, r *http.Request) {
 			a.fail(w, r, err)
 			return
 		}
+		// A tenant's credential may not change a broker endpoint, nor make
+		// one, unless the installation allows it.
+		for _, typ := range []string{cur.Type, req.Type} {
+			if err := a.brokerAllowed(ctx, typ); err != nil {
+				a.fail(w, r, err)
+				return
+			}
+		}
 		if _, ok := patch["streams"]; ok {
 			if err := patternsWithinReach(ctx, "streams", req.Streams); err != nil {
 				a.fail(w, r, err)
@@ -311,6 +330,7 @@ func (a *API) patchEndpoint(w http.ResponseWriter, r *http.Request) {
 		if req.Active != nil {
 			active = *req.Active
 		}
+		clearOtherDestination(cur, &req.EndpointConfig, patch)
 		// A masked value sent back (a client patching what it read) keeps
 		// the stored value of that header.
 		for name, v := range req.Headers {
@@ -318,7 +338,7 @@ func (a *API) patchEndpoint(w http.ResponseWriter, r *http.Request) {
 				req.Headers[name] = stored
 			}
 		}
-		dropped := dropHeadersOnNewOrigin(cur, req.Headers, req.URL, patch)
+		dropped := dropHeadersOnNewOrigin(cur, &req.EndpointConfig, patch)
 		ep, err := a.e.UpdateEndpoint(ctx, &dispatch.UpdateEndpointParams{ID: id, Config: req.EndpointConfig, Active: active, Reenable: reenable, ExpectVersion: cur.Version})
 		if errors.Is(err, store.ErrEndpointConflict) {
 			continue
@@ -524,4 +544,20 @@ func (a *API) getReplay(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, replayView(job))
+}
+
+// clearOtherDestination drops, when a PATCH changes an endpoint's type
+// without naming it, what the old type had and the new one may not: the
+// URL of a webhook made a broker endpoint, the config of a broker
+// endpoint made a webhook.
+func clearOtherDestination(cur *store.Endpoint, next *delivery.EndpointConfig, patch map[string]json.RawMessage) {
+	if _, ok := patch["type"]; !ok || delivery.IsBroker(cur.Type) == delivery.IsBroker(next.Type) {
+		return
+	}
+	if _, ok := patch["url"]; !ok && delivery.IsBroker(next.Type) {
+		next.URL = ""
+	}
+	if _, ok := patch["config"]; !ok && !delivery.IsBroker(next.Type) {
+		next.Config = nil
+	}
 }

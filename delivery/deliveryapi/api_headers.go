@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/heraldstreams/herald/delivery"
 	"github.com/heraldstreams/herald/store"
 )
 
@@ -21,8 +22,9 @@ import (
 // headers) the stored headers of cur that the PATCH body patch does not
 // set again with a value (the mask does not count) when nextURL is of
 // another origin than cur's URL, and returns their names, sorted.
-func dropHeadersOnNewOrigin(cur *store.Endpoint, next map[string]string, nextURL string, patch map[string]json.RawMessage) []string {
-	if len(cur.Headers) == 0 || sameOrigin(cur.URL, nextURL) {
+// A broker endpoint's origin is its type and its servers (or brokers).
+func dropHeadersOnNewOrigin(cur *store.Endpoint, next *delivery.EndpointConfig, patch map[string]json.RawMessage) []string {
+	if len(cur.Headers) == 0 || sameDestination(cur, next) {
 		return nil
 	}
 	set := map[string]bool{}
@@ -35,15 +37,30 @@ func dropHeadersOnNewOrigin(cur *store.Endpoint, next map[string]string, nextURL
 		}
 	}
 	var dropped []string
-	for name := range next {
+	for name := range next.Headers {
 		canon := http.CanonicalHeaderKey(name)
 		if _, stored := cur.Headers[canon]; stored && !set[canon] { // stored names are canonical
-			delete(next, name)
+			delete(next.Headers, name)
 			dropped = append(dropped, canon)
 		}
 	}
 	slices.Sort(dropped)
 	return dropped
+}
+
+// sameDestination reports whether next sends where cur does: a URL of
+// the same origin, or a broker of the same type at the same addresses.
+func sameDestination(cur *store.Endpoint, next *delivery.EndpointConfig) bool {
+	curBroker, nextBroker := delivery.IsBroker(cur.Type), delivery.IsBroker(next.Type)
+	if !curBroker && !nextBroker {
+		return sameOrigin(cur.URL, next.URL)
+	}
+	if cur.Type != next.Type {
+		return false
+	}
+	a, errA := delivery.ParseDestination(cur.Type, cur.Destination)
+	b, errB := delivery.ParseDestination(next.Type, next.Config)
+	return errA == nil && errB == nil && slices.Equal(a.Addresses(), b.Addresses())
 }
 
 // sameOrigin reports whether two endpoint URLs share scheme, host and
@@ -70,4 +87,17 @@ func port(u *url.URL) string {
 		return "80"
 	}
 	return ""
+}
+
+// maskedConfig is a broker endpoint's config as the API shows it, its
+// credentials masked; null for a webhook.
+func maskedConfig(ep *store.Endpoint) json.RawMessage {
+	if !delivery.IsBroker(ep.Type) {
+		return json.RawMessage("null")
+	}
+	d, err := delivery.ParseDestination(ep.Type, ep.Destination)
+	if err != nil {
+		return json.RawMessage("null")
+	}
+	return d.Masked()
 }

@@ -64,8 +64,14 @@ func (a *API) endpointHealth(ctx context.Context, ep *store.Endpoint) (*healthJS
 	return h, nil
 }
 
+// attemptOK reports whether an attempt succeeded: answered 2xx, or
+// acknowledged by a broker (no status and no error).
+func attemptOK(at *store.DeliveryAttempt) bool {
+	return at.StatusCode >= 200 && at.StatusCode <= 299 || at.StatusCode == 0 && at.Error == ""
+}
+
 // summarizeAttempts returns how many attempts there are, the share
-// answered 2xx, and the median and 99th percentile of their latencies
+// answered 2xx or acknowledged by a broker, and the median and 99th percentile of their latencies
 // in milliseconds (nearest rank); nil figures without attempts.
 func summarizeAttempts(as []store.DeliveryAttempt) (n int, rate, p50, p99 *float64) {
 	if len(as) == 0 {
@@ -74,7 +80,7 @@ func summarizeAttempts(as []store.DeliveryAttempt) (n int, rate, p50, p99 *float
 	ok := 0
 	lat := make([]time.Duration, len(as))
 	for i, at := range as {
-		if at.StatusCode >= 200 && at.StatusCode <= 299 {
+		if attemptOK(&at) {
 			ok++
 		}
 		lat[i] = at.Latency

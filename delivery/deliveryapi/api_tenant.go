@@ -149,3 +149,19 @@ func (a *API) owned(o owner, h http.HandlerFunc) http.HandlerFunc {
 		h(w, r)
 	}
 }
+
+// brokerAllowed refuses a broker endpoint type to a credential of a
+// tenant unless the installation lets tenants have them
+// (EngineConfig.TenantBrokers): a broker's addresses and credentials are
+// the installation's business by default.
+func (a *API) brokerAllowed(ctx context.Context, typ string) error {
+	if !delivery.IsBroker(typ) || a.e.Config().TenantBrokers {
+		return nil
+	}
+	tenant, err := tenantOf(ctx)
+	if err != nil || tenant == "" {
+		return err
+	}
+	return &httpjson.Error{Status: http.StatusForbidden, Code: string(CodeTenantForbidden), Field: "type",
+		Message: "this installation does not let a credential of a tenant configure " + typ + " endpoints"}
+}

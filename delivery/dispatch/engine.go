@@ -75,6 +75,14 @@ type EngineConfig struct {
 	Store EngineStore
 	// Sender posts deliveries. Required.
 	Sender Sender
+	// Destinations publishes the deliveries of broker endpoints ("nats",
+	// "kafka"); nil: such endpoints cannot be made, and their stored
+	// deliveries fail.
+	Destinations Destinations
+	// TenantBrokers lets a credential of a tenant make and change broker
+	// endpoints (the API's rule): off, a broker's addresses and
+	// credentials are the installation's business only.
+	TenantBrokers bool
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
 	// Rand is the source of ids and secrets; crypto/rand.Reader when nil.
@@ -220,6 +228,8 @@ type liveEndpoint struct {
 	profile  *delivery.Profile
 	policy   string        // failure policy
 	timeout  time.Duration // of one attempt
+	// dest is a broker endpoint's destination; nil for a webhook.
+	dest *delivery.Destination
 }
 
 // NewEngine returns an Engine; Start runs it.
@@ -362,7 +372,11 @@ func (e *Engine) compile(ep *store.Endpoint) (*liveEndpoint, error) {
 	if err != nil {
 		return nil, err
 	}
-	le := &liveEndpoint{ep: *ep, filters: f, schedule: ep.RetrySchedule, profile: profile, policy: ep.FailurePolicy, timeout: e.cfg.Timeout}
+	dest, err := destinationOf(ep)
+	if err != nil {
+		return nil, err
+	}
+	le := &liveEndpoint{ep: *ep, filters: f, schedule: ep.RetrySchedule, profile: profile, policy: ep.FailurePolicy, timeout: e.cfg.Timeout, dest: dest}
 	if le.schedule == nil {
 		le.schedule = e.cfg.RetrySchedule
 	}

@@ -78,6 +78,9 @@ func (e *Engine) uninstall(id string) {
 	if r != nil {
 		r.cancel()
 	}
+	if e.cfg.Destinations != nil {
+		e.cfg.Destinations.Forget(id)
+	}
 }
 
 func (e *Engine) endpoint(id string) *liveEndpoint {

@@ -53,10 +53,14 @@ type CreateEndpointParams struct {
 // CreateEndpoint validates, optionally verifies, and stores an endpoint,
 // and starts delivering to it.
 func (e *Engine) CreateEndpoint(ctx context.Context, p *CreateEndpointParams) (*store.Endpoint, error) {
-	cfg, err := delivery.ValidateEndpoint(ctx, &delivery.ValidateEndpointParams{Config: &p.Config, CheckURL: urlCheck(e.sender.ValidateURL), CompileStream: compileStream,
-		Profiles: e.cfg.Profiles, MaxTimeout: e.cfg.Timeout})
+	cfg, err := e.validate(ctx, &p.Config, nil)
 	if err != nil {
 		return nil, err
+	}
+	broker := delivery.IsBroker(cfg.Type)
+	if broker && p.Verify {
+		return nil, delivery.Invalid(delivery.CodeInvalidDestination, "verify",
+			"a %s endpoint has no URL to prove: verification is for webhooks", cfg.Type)
 	}
 	if err := e.checkEndpointTypes(ctx, cfg.EventTypes, nil); err != nil {
 		return nil, err
@@ -78,7 +82,7 @@ func (e *Engine) CreateEndpoint(ctx context.Context, p *CreateEndpointParams) (*
 	}
 	ep := endpointFromConfig(id, cfg)
 	ep.Active, ep.Secret = p.Active, secret
-	if p.Verify || e.cfg.RequireVerification {
+	if !broker && (p.Verify || e.cfg.RequireVerification) {
 		ep.Verification.Required = true
 		if err := e.challenge(ctx, &ep); err != nil && !errors.Is(err, ErrVerificationFailed) {
 			return nil, err
@@ -92,9 +96,16 @@ func (e *Engine) CreateEndpoint(ctx context.Context, p *CreateEndpointParams) (*
 	return created, nil
 }
 
+// validate validates an endpoint's configuration with the engine's
+// checks (cur is the destination of the endpoint being changed).
+func (e *Engine) validate(ctx context.Context, c *delivery.EndpointConfig, cur *delivery.Destination) (*delivery.EndpointConfig, error) {
+	return delivery.ValidateEndpoint(ctx, &delivery.ValidateEndpointParams{Config: c, CheckURL: urlCheck(e.sender.ValidateURL),
+		CheckAddresses: e.addressCheck, Current: cur, CompileStream: compileStream, Profiles: e.cfg.Profiles, MaxTimeout: e.cfg.Timeout})
+}
+
 func endpointFromConfig(id string, c *delivery.EndpointConfig) store.Endpoint {
 	ep := store.Endpoint{
-		ID: id, URL: c.URL, Name: c.Name, EventTypes: c.EventTypes, Streams: c.Streams, Filter: c.Filter, Description: c.Description,
+		ID: id, Type: c.Type, URL: c.URL, Name: c.Name, EventTypes: c.EventTypes, Streams: c.Streams, Filter: c.Filter, Description: c.Description,
 		Tenant: c.Tenant, RateLimit: c.RateLimit, MaxInFlight: c.MaxInFlight, Ordering: string(c.Ordering),
 		RetrySchedule: c.RetrySchedule, Headers: c.Headers, Profile: c.Profile, FailurePolicy: c.FailurePolicy,
 		Timeout: time.Duration(c.TimeoutMS) * time.Millisecond,
@@ -102,13 +113,16 @@ func endpointFromConfig(id string, c *delivery.EndpointConfig) store.Endpoint {
 	if c.Batch != nil {
 		ep.BatchMaxEvents, ep.BatchMaxWait = c.Batch.MaxEvents, time.Duration(c.Batch.MaxWaitMS)*time.Millisecond
 	}
+	if delivery.IsBroker(c.Type) {
+		ep.Destination = c.Config
+	}
 	return ep
 }
 
 // ConfigOf returns the configuration of a stored endpoint.
 func ConfigOf(ep *store.Endpoint) delivery.EndpointConfig {
 	return delivery.EndpointConfig{
-		URL: ep.URL, Name: ep.Name, EventTypes: ep.EventTypes, Streams: ep.Streams, Filter: ep.Filter, Description: ep.Description,
+		Type: ep.Type, Config: ep.Destination, URL: ep.URL, Name: ep.Name, EventTypes: ep.EventTypes, Streams: ep.Streams, Filter: ep.Filter, Description: ep.Description,
 		Tenant: ep.Tenant, RateLimit: ep.RateLimit, MaxInFlight: ep.MaxInFlight, Ordering: delivery.Ordering(ep.Ordering),
 		RetrySchedule: ep.RetrySchedule, Headers: ep.Headers, Profile: ep.Profile, FailurePolicy: ep.FailurePolicy,
 		TimeoutMS: int(ep.Timeout / time.Millisecond), Batch: BatchOf(ep),
@@ -148,8 +162,11 @@ func (e *Engine) UpdateEndpoint(ctx context.Context, p *UpdateEndpointParams) (*
 	if err != nil {
 		return nil, err
 	}
-	cfg, err := delivery.ValidateEndpoint(ctx, &delivery.ValidateEndpointParams{Config: &p.Config, CheckURL: urlCheck(e.sender.ValidateURL), CompileStream: compileStream,
-		Profiles: e.cfg.Profiles, MaxTimeout: e.cfg.Timeout})
+	curDest, err := destinationOf(cur)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := e.validate(ctx, &p.Config, curDest)
 	if err != nil {
 		return nil, err
 	}
@@ -163,7 +180,12 @@ func (e *Engine) UpdateEndpoint(ctx context.Context, p *UpdateEndpointParams) (*
 	ep.Active = p.Active
 	ep.Secret, ep.PreviousSecret, ep.PreviousSecretUntil = cur.Secret, cur.PreviousSecret, cur.PreviousSecretUntil
 	ep.Verification = cur.Verification
-	if cur.Verification.Required && ep.URL != cur.URL {
+	switch {
+	case delivery.IsBroker(ep.Type):
+		// A broker has no URL to prove.
+		ep.Verification = store.EndpointVerification{}
+	case cur.Verification.Required && ep.URL != cur.URL, delivery.IsBroker(cur.Type) && e.cfg.RequireVerification:
+		// A new URL, or a broker endpoint made a webhook, proves its URL.
 		ep.Verification = store.EndpointVerification{Required: true}
 		if err := e.challenge(ctx, &ep); err != nil && !errors.Is(err, ErrVerificationFailed) {
 			return nil, err
@@ -239,7 +261,10 @@ type TestResult struct {
 }
 
 // OK reports a 2xx answer.
-func (r *TestResult) OK() bool { return r.Error == "" && r.StatusCode >= 200 && r.StatusCode <= 299 }
+// A broker's test has no status: its acknowledgement is the success.
+func (r *TestResult) OK() bool {
+	return r.Error == "" && (r.StatusCode == 0 || r.StatusCode >= 200 && r.StatusCode <= 299)
+}
 
 // SendTest sends one signed test event to an endpoint now, outside the
 // delivery log and the breaker, and returns what came back.
@@ -264,6 +289,17 @@ func (e *Engine) SendTest(ctx context.Context, id string, data json.RawMessage) 
 	body, err := le.profile.Body(&res.Event, ep.Tenant)
 	if err != nil {
 		return nil, err
+	}
+	if le.dest != nil {
+		d := store.Delivery{EventID: eid, EventType: TestEventType, EventTenant: ep.Tenant, Body: body, CreatedAt: now}
+		if err := e.publish(ctx, le, []store.Delivery{d}, now); err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			res.Error = err.Error()
+		}
+		res.Latency = e.now().Sub(now)
+		return res, nil
 	}
 	req, err := e.signedRequest(le, eid, TestEventType, body, now)
 	if err != nil {
@@ -294,6 +330,9 @@ func (e *Engine) SendTest(ctx context.Context, id string, data json.RawMessage) 
 // or the code's hash and why it failed, and then the error wraps
 // ErrVerificationFailed.
 func (e *Engine) challenge(ctx context.Context, ep *store.Endpoint) error {
+	if delivery.IsBroker(ep.Type) {
+		return delivery.Invalid(delivery.CodeInvalidDestination, "type", "a %s endpoint has no URL to prove: verification is for webhooks", ep.Type)
+	}
 	le, err := e.compile(ep)
 	if err != nil {
 		return err

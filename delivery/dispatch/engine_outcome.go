@@ -77,7 +77,7 @@ func decide(le *liveEndpoint, res sendResult, now time.Time) (dr store.DeliveryR
 	switch {
 	case res.err != nil:
 		errText = res.err.Error()
-	case res.resp.OK():
+	case res.acked || res.resp.OK():
 		ok = true
 	default:
 		errText = fmt.Sprintf("HTTP %d", res.resp.StatusCode)

@@ -59,6 +59,8 @@ type sendResult struct {
 	ds      []store.Delivery
 	batchID string
 	resp    *webhook.Response
+	// acked: a broker acknowledged every message (resp is nil).
+	acked   bool
 	err     error
 	at      time.Time
 	latency time.Duration
@@ -370,29 +372,34 @@ func (r *runner) post(parent trace.SpanContext, le *liveEndpoint, g sendGroup) {
 	defer span.End()
 	at := e.now()
 	id, eventType, body, err := d.EventID, d.EventType, d.Body, error(nil)
-	if g.batchID != "" {
+	if g.batchID != "" && le.dest == nil {
 		id, eventType = g.batchID, BatchEventType
 		body, err = batchBody(g)
 	}
-	var req *webhook.Request
-	if err == nil {
-		req, err = e.signedRequest(le, id, eventType, body, at)
-	}
 	var resp *webhook.Response
-	if err == nil {
-		resp, err = e.sender.Send(ctx, req)
+	var acked bool
+	switch {
+	case le.dest != nil:
+		// A broker: every event its own message, whether batched or not.
+		err = e.publish(ctx, le, g.ds, at)
+		acked = err == nil
+	case err == nil:
+		var req *webhook.Request
+		if req, err = e.signedRequest(le, id, eventType, body, at); err == nil {
+			resp, err = e.sender.Send(ctx, req)
+		}
 	}
 	switch {
 	case err != nil:
 		span.SetStatus(codes.Error, err.Error())
-	case !resp.OK():
+	case resp != nil && !resp.OK():
 		span.SetStatus(codes.Error, fmt.Sprintf("HTTP %d", resp.StatusCode))
 	}
 	latency := e.now().Sub(at)
 	if resp != nil {
 		latency = resp.Latency
 	}
-	r.results <- sendResult{ds: g.ds, batchID: g.batchID, resp: resp, err: err, at: at, latency: latency}
+	r.results <- sendResult{ds: g.ds, batchID: g.batchID, resp: resp, acked: acked, err: err, at: at, latency: latency}
 }
 
 // signedRequest builds the POST of one event in the endpoint's profile:

@@ -48,6 +48,12 @@ var layerOf = map[string]int{
 	"auth":             3,
 	"stats":            3,
 	"internal/service": 3,
+	// The broker publishers beside the webhook sender, and the brokers
+	// their tests run.
+	"bus":                 3,
+	"bus/natsbus":         3,
+	"bus/kafkabus":        3,
+	"internal/brokertest": 3,
 	// 4: the engines, and the helpers of their tests.
 	"delivery/dispatch":              4,
 	"delivery/internal/deliverytest": 4,

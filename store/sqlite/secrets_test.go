@@ -90,12 +90,12 @@ func TestEncryptingLeavesNoPlaintextInTheFiles(t *testing.T) {
 	if err := plain.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if leaked := leakedSecrets(t, dir, fx); len(leaked) != 5 {
-		t.Fatalf("a store without a key holds %v in plaintext, want all 5 secrets (the test would prove nothing)", leaked)
+	if leaked := leakedSecrets(t, dir, fx); len(leaked) != 6 {
+		t.Fatalf("a store without a key holds %v in plaintext, want all 6 secrets (the test would prove nothing)", leaked)
 	}
 	s := openStore(t, Config{Dir: dir, Box: newBox(t, "k1")})
-	if st := s.SecretStats(); st.Sealed != 5 {
-		t.Fatalf("stats %+v, want 5 values sealed", st)
+	if st := s.SecretStats(); st.Sealed != 8 {
+		t.Fatalf("stats %+v, want 8 values sealed", st)
 	}
 	if leaked := leakedSecrets(t, dir, fx); len(leaked) > 0 {
 		t.Fatalf("plaintext left in the database files after encrypting: %v", leaked)

@@ -172,7 +172,7 @@ const EndpointColumns = `id, url, event_types, streams, filter, description, ten
 	consecutive_failures, last_success_at, last_failure_at, last_error, disabled_at, disabled_reason,
 	created_at, updated_at, version, health_version,
 	name, profile, failure_policy, timeout_ms, verify, verified_at, verification_hash, verification_sent_at, verification_error,
-	batch_max_events, batch_max_wait_ms`
+	batch_max_events, batch_max_wait_ms, type, destination`
 
 // EndpointStatusSQL is an SQL expression, over an endpoints row, of its
 // status as Endpoint.Status gives it: disabled, pending, active or paused.
@@ -184,6 +184,8 @@ const EndpointStatusSQL = `CASE WHEN disabled_at > 0 THEN 'disabled' WHEN verify
 type EndpointRow struct {
 	Types, Streams, Schedule, Headers string
 	Secret, PreviousSecret            string
+	// Destination is the broker config's JSON, sealed whole.
+	Destination string
 }
 
 // EncodeEndpoint encodes the list-valued columns of an endpoint; the
@@ -227,7 +229,7 @@ func ScanEndpoint(row Row) (store.Endpoint, EndpointRow, error) {
 		&ep.Health.ConsecutiveFailures, &lastOK, &lastFail, &ep.Health.LastError, &disabled, &ep.Health.DisabledReason,
 		&created, &updated, &ep.Version, &ep.HealthVersion,
 		&ep.Name, &ep.Profile, &ep.FailurePolicy, &timeoutMS, &v.Required, &verified, &v.CodeHash, &sent, &v.Error,
-		&ep.BatchMaxEvents, &batchWait)
+		&ep.BatchMaxEvents, &batchWait, &ep.Type, &r.Destination)
 	if err != nil {
 		return ep, r, err
 	}
@@ -342,7 +344,10 @@ func SealEndpoint(ep *store.Endpoint, seal SecretFunc) (EndpointRow, error) {
 	if r.Secret, err = seal(ep.Secret, "endpoints", ep.ID, "secret"); err != nil {
 		return r, err
 	}
-	r.PreviousSecret, err = seal(ep.PreviousSecret, "endpoints", ep.ID, "previous_secret")
+	if r.PreviousSecret, err = seal(ep.PreviousSecret, "endpoints", ep.ID, "previous_secret"); err != nil {
+		return r, err
+	}
+	r.Destination, err = seal(string(ep.Destination), "endpoints", ep.ID, "destination")
 	return r, err
 }
 
@@ -361,6 +366,15 @@ func OpenEndpoint(row Row, open SecretFunc) (store.Endpoint, error) {
 	}
 	if r.Headers, err = open(r.Headers, "endpoints", ep.ID, "headers"); err != nil {
 		return ep, err
+	}
+	if r.Destination != "" {
+		d, err := open(r.Destination, "endpoints", ep.ID, "destination")
+		if err != nil {
+			return ep, err
+		}
+		if d != "" {
+			ep.Destination = []byte(d)
+		}
 	}
 	return ep, DecodeEndpoint(&ep, &r)
 }

@@ -31,13 +31,14 @@ func (s *Store) EndpointCreate(ctx context.Context, params *store.EndpointCreate
 	err = s.write(ctx, ChecksFirst, func(tx Tx) error {
 		n, err := tx.Exec(`INSERT INTO endpoints (`+EndpointColumns+`) VALUES
 			($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, 0, 0, 0, '', 0, '', $17, $18, 1, 1,
-			$19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29)
+			$19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30, $31)
 			ON CONFLICT (id) DO NOTHING`,
 			ep.ID, ep.URL, r.Types, r.Streams, ep.Filter, ep.Description, ep.Tenant, ep.Active, ep.RateLimit, ep.MaxInFlight,
 			ep.Ordering, r.Schedule, r.Headers, r.Secret, r.PreviousSecret, Nanos(ep.PreviousSecretUntil),
 			Nanos(ep.CreatedAt), Nanos(ep.UpdatedAt), ep.Name, ep.Profile, ep.FailurePolicy, ep.Timeout.Milliseconds(),
 			ep.Verification.Required, Nanos(ep.Verification.VerifiedAt), ep.Verification.CodeHash,
-			Nanos(ep.Verification.SentAt), ep.Verification.Error, ep.BatchMaxEvents, ep.BatchMaxWait.Milliseconds())
+			Nanos(ep.Verification.SentAt), ep.Verification.Error, ep.BatchMaxEvents, ep.BatchMaxWait.Milliseconds(),
+			endpointType(&ep), r.Destination)
 		if err != nil {
 			return s.errorf("insert endpoint", err)
 		}
@@ -92,13 +93,13 @@ func (s *Store) EndpointUpdate(ctx context.Context, params *store.EndpointUpdate
 			previous_secret = $14, previous_secret_until = $15, updated_at = $16, version = version + 1,
 			name = $19, profile = $20, failure_policy = $21, timeout_ms = $22, verify = $23, verified_at = $24,
 			verification_hash = $25, verification_sent_at = $26, verification_error = $27,
-			batch_max_events = $28, batch_max_wait_ms = $29
+			batch_max_events = $28, batch_max_wait_ms = $29, type = $30, destination = $31
 			WHERE id = $17 AND version = $18`,
 			ep.URL, r.Types, r.Streams, ep.Filter, ep.Description, ep.Tenant, ep.Active, ep.RateLimit, ep.MaxInFlight,
 			ep.Ordering, r.Schedule, r.Headers, r.Secret, r.PreviousSecret, Nanos(ep.PreviousSecretUntil), Nanos(params.Now),
 			ep.ID, params.ExpectVersion, ep.Name, ep.Profile, ep.FailurePolicy, ep.Timeout.Milliseconds(), ep.Verification.Required,
 			Nanos(ep.Verification.VerifiedAt), ep.Verification.CodeHash, Nanos(ep.Verification.SentAt), ep.Verification.Error,
-			ep.BatchMaxEvents, ep.BatchMaxWait.Milliseconds())
+			ep.BatchMaxEvents, ep.BatchMaxWait.Milliseconds(), endpointType(&ep), r.Destination)
 		if err != nil {
 			return s.errorf("update endpoint", err)
 		}
@@ -168,4 +169,12 @@ func (s *Store) EndpointDelete(ctx context.Context, id string) error {
 func (s *Store) EndpointCount(ctx context.Context) (map[string]int, error) {
 	return s.countBy(ctx, `SELECT `+EndpointStatusSQL+`, count(*) FROM endpoints GROUP BY 1`, "count endpoints",
 		map[string]int{store.EndpointActive: 0, store.EndpointPaused: 0, store.EndpointPending: 0, store.EndpointDisabled: 0})
+}
+
+// endpointType is the stored type of an endpoint: "webhook" when unset.
+func endpointType(ep *store.Endpoint) string {
+	if ep.Type == "" {
+		return "webhook"
+	}
+	return ep.Type
 }

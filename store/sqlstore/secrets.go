@@ -19,6 +19,9 @@ var SecretColumns = []struct{ Table, Column string }{
 	// The custom headers' JSON object, sealed whole: their values are
 	// often credentials of the receiver.
 	{"endpoints", "headers"},
+	// A broker destination's config, sealed whole: it holds the broker
+	// credentials.
+	{"endpoints", "destination"},
 	{"subscriptions", "secret"},
 	{"token_keys", "secret"},
 	{"ds_signing_keys", "secret"},

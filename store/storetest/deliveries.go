@@ -15,6 +15,7 @@ func runDeliveries(t *testing.T, f Factory) {
 	run(t, f, "EndpointCRUD", testEndpointCRUD)
 	run(t, f, "EndpointCursorsSnapshot", testEndpointCursorsSnapshot)
 	run(t, f, "EndpointProfileAndVerification", testEndpointProfileAndVerification)
+	run(t, f, "EndpointDestination", testEndpointDestination)
 	run(t, f, "DeliveryEnqueueCAS", testDeliveryEnqueueCAS)
 	run(t, f, "DeliveryClaimLease", testDeliveryClaimLease)
 	run(t, f, "DeliveryRecentAttempts", testDeliveryRecentAttempts)
@@ -198,6 +199,41 @@ func testEndpointProfileAndVerification(t *testing.T, f Factory) {
 	again, err := s.EndpointGet(ctx, "ep_v")
 	if err != nil || again.Name != "orders v2" || again.Verification != got.Verification {
 		t.Fatalf("after reopen = %+v, %v", again, err)
+	}
+}
+
+// testEndpointDestination round-trips an endpoint's type and broker
+// config through create, update (a webhook made a broker endpoint and
+// back) and a reopen; an endpoint stored without a type reads "webhook".
+func testEndpointDestination(t *testing.T, f Factory) {
+	s := f.Open(t)
+	ctx := context.Background()
+	mustEndpoint(t, s, endpoint("ep_w"))
+	nats := endpoint("ep_n")
+	nats.Type, nats.URL, nats.Destination = "nats", "", []byte(`{"servers":["nats://n.example:4222"],"token":"t0k"}`)
+	mustEndpoint(t, s, nats)
+	w, err := s.EndpointGet(ctx, "ep_w")
+	if err != nil || w.Type != "webhook" || w.Destination != nil {
+		t.Fatalf("webhook = %q %s, %v", w.Type, w.Destination, err)
+	}
+	n, err := s.EndpointGet(ctx, "ep_n")
+	if err != nil || n.Type != "nats" || string(n.Destination) != string(nats.Destination) || n.URL != "" {
+		t.Fatalf("nats = %q %s, %v", n.Type, n.Destination, err)
+	}
+	w.Type, w.URL, w.Destination = "kafka", "", []byte(`{"brokers":["k.example:9092"]}`)
+	upd, err := s.EndpointUpdate(ctx, &store.EndpointUpdateParams{Endpoint: *w, ExpectVersion: w.Version, Now: t0.Add(time.Second)})
+	if err != nil || upd.Type != "kafka" || string(upd.Destination) != `{"brokers":["k.example:9092"]}` {
+		t.Fatalf("update = %q %s, %v", upd.Type, upd.Destination, err)
+	}
+	n.Type, n.URL, n.Destination = "webhook", "https://example.com/n", nil
+	if _, err := s.EndpointUpdate(ctx, &store.EndpointUpdateParams{Endpoint: *n, ExpectVersion: n.Version, Now: t0.Add(time.Second)}); err != nil {
+		t.Fatal(err)
+	}
+	s = f.Reopen(t, s)
+	eps, err := s.EndpointList(ctx, &store.EndpointListParams{})
+	if err != nil || len(eps) != 2 || eps[0].Type != "webhook" || eps[0].Destination != nil || eps[1].Type != "kafka" ||
+		string(eps[1].Destination) != `{"brokers":["k.example:9092"]}` {
+		t.Fatalf("after reopen = %+v, %v", eps, err)
 	}
 }
 

@@ -32,7 +32,7 @@ type SecretsFactory interface {
 
 // secretColumns are the columns whose values are secrets.
 var secretColumns = []struct{ table, column string }{
-	{"endpoints", "secret"}, {"endpoints", "previous_secret"}, {"endpoints", "headers"},
+	{"endpoints", "secret"}, {"endpoints", "previous_secret"}, {"endpoints", "headers"}, {"endpoints", "destination"},
 	{"subscriptions", "secret"}, {"token_keys", "secret"},
 }
 
@@ -73,12 +73,14 @@ func newBox(t *testing.T, keys ...secretbox.Key) *secretbox.Box {
 // SecretsFixture are the secrets WriteSecrets stores, one of each column.
 type SecretsFixture struct {
 	EndpointSecret, PreviousSecret, HeaderValue, SubscriptionSecret string
-	TokenKey                                                        []byte
+	// BrokerPassword is in a broker destination's config.
+	BrokerPassword string
+	TokenKey       []byte
 }
 
 // Plain are the fixture's secrets as they would be stored unsealed.
 func (fx SecretsFixture) Plain() []string {
-	return []string{fx.EndpointSecret, fx.PreviousSecret, fx.HeaderValue, fx.SubscriptionSecret, string(fx.TokenKey)}
+	return []string{fx.EndpointSecret, fx.PreviousSecret, fx.HeaderValue, fx.SubscriptionSecret, fx.BrokerPassword, string(fx.TokenKey)}
 }
 
 // NewSecretsFixture returns secrets that appear nowhere else.
@@ -88,13 +90,14 @@ func NewSecretsFixture() SecretsFixture {
 		PreviousSecret:     "whsec_PreviousSigningSecretValue2",
 		HeaderValue:        "Bearer receiver-credential-3",
 		SubscriptionSecret: "whsec_SubscriptionSecretValue0004",
+		BrokerPassword:     "broker-password-value-0005",
 		TokenKey:           []byte("token-key-secret-bytes-0123456789"),
 	}
 }
 
 // WriteSecrets stores one value of every secret column: an endpoint's
-// secret, previous secret and custom header, a subscription's secret and
-// a token key.
+// secret, previous secret and custom header, a broker endpoint's config,
+// a subscription's secret and a token key.
 func WriteSecrets(t *testing.T, s store.Store, fx SecretsFixture) {
 	t.Helper()
 	ctx := context.Background()
@@ -102,6 +105,11 @@ func WriteSecrets(t *testing.T, s store.Store, fx SecretsFixture) {
 		Headers: map[string]string{"Authorization": fx.HeaderValue}, Secret: fx.EndpointSecret,
 		PreviousSecret: fx.PreviousSecret, PreviousSecretUntil: t0.Add(time.Hour)}
 	if _, err := s.EndpointCreate(ctx, &store.EndpointCreateParams{Endpoint: ep, Now: t0}); err != nil {
+		t.Fatal(err)
+	}
+	broker := store.Endpoint{ID: "ep_2", Type: "kafka", Ordering: "none", Active: true, Secret: fx.EndpointSecret,
+		Destination: brokerConfig(fx)}
+	if _, err := s.EndpointCreate(ctx, &store.EndpointCreateParams{Endpoint: broker, Now: t0}); err != nil {
 		t.Fatal(err)
 	}
 	sub := store.Subscription{ID: "sub_1", Pattern: "/a/*", Webhook: "https://example.com/wake", Secret: fx.SubscriptionSecret}
@@ -123,8 +131,11 @@ func CheckSecrets(t *testing.T, s store.Store, fx SecretsFixture) {
 		t.Fatalf("endpoint read back as %+v, %v", ep, err)
 	}
 	eps, err := s.EndpointList(ctx, &store.EndpointListParams{})
-	if err != nil || len(eps) != 1 || eps[0].Secret != fx.EndpointSecret {
+	if err != nil || len(eps) != 2 || eps[0].Secret != fx.EndpointSecret {
 		t.Fatalf("endpoint list %+v, %v", eps, err)
+	}
+	if b := eps[1]; b.Type != "kafka" || string(b.Destination) != string(brokerConfig(fx)) || eps[0].Type != "webhook" || eps[0].Destination != nil {
+		t.Fatalf("broker endpoint read back as %q %s, webhook as %q %s", b.Type, b.Destination, eps[0].Type, eps[0].Destination)
 	}
 	sub, err := s.SubscriptionGet(ctx, "sub_1")
 	if err != nil || sub.Secret != fx.SubscriptionSecret {
@@ -168,8 +179,8 @@ func storedValues(t *testing.T, sf SecretsFactory, s store.Store) []string {
 func expectSealed(t *testing.T, sf SecretsFactory, s store.Store, fx SecretsFixture, keyID string) {
 	t.Helper()
 	values := storedValues(t, sf, s)
-	if len(values) != 5 {
-		t.Fatalf("%d stored secrets, want 5", len(values))
+	if len(values) != 8 {
+		t.Fatalf("%d stored secrets, want 8", len(values))
 	}
 	for _, v := range values {
 		if id, err := secretbox.KeyID(v); err != nil || id != keyID {
@@ -223,7 +234,7 @@ func testSecretsSealedAtFirstKey(t *testing.T, _ Factory, sf SecretsFactory) {
 	plain := sf.OpenBox(t, nil)
 	WriteSecrets(t, plain, fx)
 	values := storedValues(t, sf, plain)
-	for _, p := range fx.Plain()[:4] {
+	for _, p := range fx.Plain()[:5] {
 		if !strings.Contains(strings.Join(values, "\n"), p) {
 			t.Fatalf("a store without a key does not hold %q in plaintext (the test would prove nothing)", p)
 		}
@@ -234,9 +245,10 @@ func testSecretsSealedAtFirstKey(t *testing.T, _ Factory, sf SecretsFactory) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// secret, previous_secret, headers, the subscription's, the token key.
-	if st := secretStats(t, s); st.Sealed != 5 || st.Rewrapped != 0 || st.KeyID != "k1" {
-		t.Fatalf("stats %+v, want 5 values sealed", st)
+	// ep_1's secret, previous_secret and headers, ep_2's secret, headers
+	// ({}) and destination, the subscription's, the token key.
+	if st := secretStats(t, s); st.Sealed != 8 || st.Rewrapped != 0 || st.KeyID != "k1" {
+		t.Fatalf("stats %+v, want 8 values sealed", st)
 	}
 	CheckSecrets(t, s, fx)
 	expectSealed(t, sf, s, fx, "k1")
@@ -288,8 +300,8 @@ func testSecretsRewrapped(t *testing.T, _ Factory, sf SecretsFactory) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st := secretStats(t, s); st.Rewrapped != 5 || st.Sealed != 0 || st.KeyID != "new" {
-		t.Fatalf("stats %+v, want 5 values rewrapped", st)
+	if st := secretStats(t, s); st.Rewrapped != 8 || st.Sealed != 0 || st.KeyID != "new" {
+		t.Fatalf("stats %+v, want 8 values rewrapped", st)
 	}
 	expectSealed(t, sf, s, fx, "new")
 	closeStore(t, s)
@@ -352,4 +364,9 @@ func testTokenKeysMadeOnce(t *testing.T, _ Factory, sf SecretsFactory) {
 	if err != nil || !reflect.DeepEqual(again, got) {
 		t.Fatalf("init after reopen = %+v, %v; want %+v", again, err, got)
 	}
+}
+
+// brokerConfig is the config of WriteSecrets' broker endpoint.
+func brokerConfig(fx SecretsFixture) []byte {
+	return []byte(`{"brokers":["kafka.example.com:9092"],"sasl":{"mechanism":"PLAIN","username":"herald","password":"` + fx.BrokerPassword + `"}}`)
 }

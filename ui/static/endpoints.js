@@ -5,25 +5,53 @@ import {h, clear, badge, pagedTable, errorBox, field, time, props, pretty, confi
 
 const link = id => h('a', {href: '#/endpoints/' + encodeURIComponent(id), class: 'mono'}, id);
 
+// isBroker reports whether an endpoint type publishes to a broker.
+const isBroker = type => type === 'nats' || type === 'kafka';
+
 function createForm(ctx, onCreated) {
+  const type = h('select', {name: 'type'}, ['webhook', 'nats', 'kafka'].map(t => h('option', {value: t}, t)));
   const url = h('input', {type: 'url', name: 'url', required: true, placeholder: 'https://example.com/webhooks', spellcheck: 'false'});
+  const config = h('textarea', {name: 'config', rows: 4, spellcheck: 'false',
+    placeholder: '{"brokers": ["kafka.example.com:9093"], "tls": {}}  or  {"servers": ["tls://nats.example.com:4222"], "jetstream": true}'});
   const types = h('input', {type: 'text', name: 'event_types', placeholder: '* (every type)', spellcheck: 'false'});
   const desc = h('input', {type: 'text', name: 'description'});
   const tenant = h('input', {type: 'text', name: 'tenant', spellcheck: 'false'});
   const out = h('div', {role: 'status'});
+  const urlField = field('URL', url, true);
+  const configField = field('Broker config (JSON; credentials are never shown again)', config, true);
+  // A webhook has a URL, a broker endpoint a config.
+  const showType = () => {
+    const broker = isBroker(type.value);
+    url.required = !broker;
+    urlField.hidden = broker;
+    configField.hidden = !broker;
+  };
+  type.addEventListener('change', showType);
+  showType();
   const form = h('form', {class: 'inline', id: 'create-endpoint'},
-    field('URL', url, true), field('Event types (comma-separated)', types), field('Description', desc),
+    field('Type', type), urlField, configField, field('Event types (comma-separated)', types), field('Description', desc),
     ctx.me.tenant ? null : field('Tenant (optional)', tenant),
     h('button', {type: 'submit', class: 'primary'}, 'Create endpoint'));
   form.addEventListener('submit', async ev => {
     ev.preventDefault();
-    const body = {url: url.value.trim(), description: desc.value.trim()};
+    const body = {description: desc.value.trim()};
     const t = types.value.split(',').map(s => s.trim()).filter(Boolean);
     if (t.length) body.event_types = t;
     if (!ctx.me.tenant && tenant.value.trim()) body.tenant = tenant.value.trim();
     try {
+      if (isBroker(type.value)) {
+        body.type = type.value;
+        try {
+          body.config = JSON.parse(config.value);
+        } catch {
+          throw new Error('The broker config is not JSON.');
+        }
+      } else {
+        body.url = url.value.trim();
+      }
       const ep = await api('POST', '/_herald/v1/endpoints', body);
       form.reset();
+      showType();
       onCreated(ep, out);
     } catch (e) {
       clear(out, errorBox(e));
@@ -31,6 +59,9 @@ function createForm(ctx, onCreated) {
   });
   return [h('h2', null, 'New endpoint'), form, out];
 }
+
+// destination is where an endpoint sends: its URL, or its broker type.
+const destination = e => isBroker(e.type) ? e.type : e.url;
 
 // secretNotice shows a signing secret once, right after it was made.
 function secretNotice(text, secret) {
@@ -46,8 +77,8 @@ async function list(ctx) {
   const load = async () => {
     clear(body, await pagedTable({
       id: 'endpoint-list', caption: 'Endpoints',
-      headers: ['Endpoint', 'URL', 'Tenant', 'Status', 'Failures in a row', 'Last success', 'Last failure'],
-      cells: e => [link(e.id), h('td', {class: 'mono'}, e.url), e.tenant || '—', badge(e.status), String(e.consecutive_failures), time(e.last_success_at), time(e.last_failure_at)],
+      headers: ['Endpoint', 'URL or broker', 'Tenant', 'Status', 'Failures in a row', 'Last success', 'Last failure'],
+      cells: e => [link(e.id), h('td', {class: 'mono'}, destination(e)), e.tenant || '—', badge(e.status), String(e.consecutive_failures), time(e.last_success_at), time(e.last_failure_at)],
       fetchPage: cursor => api('GET', '/_herald/v1/endpoints' + query({limit: pageSize, cursor})),
       emptyText: ctx.can('endpoints:write') ? 'No endpoint yet: create one below to receive events.' : 'No endpoint yet. Ask an administrator to create one.',
     }));
@@ -113,7 +144,8 @@ async function detail(ctx, id) {
       ctx.can('deliveries:read') ? [' · ', h('a', {href: '#/deliveries?endpoint=' + encodeURIComponent(ep.id), id: 'to-deliveries'}, 'Deliveries')] : null),
     props([
       ['Status', [badge(ep.status), ep.disabled_reason ? ' ' + ep.disabled_reason : '']],
-      ['URL', h('span', {class: 'mono'}, ep.url)],
+      ['Type', ep.type],
+      isBroker(ep.type) ? ['Broker config', h('pre', {id: 'broker-config'}, pretty(JSON.stringify(ep.config)))] : ['URL', h('span', {class: 'mono'}, ep.url)],
       ['Tenant', ep.tenant || '—'],
       ['Description', ep.description || '—'],
       ['Event types', ep.event_types.join(', ')],
