@@ -475,7 +475,7 @@ func (r *runner) record(batch []sendResult) (time.Time, bool) {
 			}
 		}
 		params.Health = toStoreHealth(h)
-		out, err := e.st.DeliveryComplete(ctx, params)
+		out, err := e.completeWhileAway(ctx, params, sent)
 		switch {
 		case err == nil:
 			e.setHealth(r.id, params.Health, out.HealthVersion)
@@ -501,12 +501,52 @@ func (r *runner) record(batch []sendResult) (time.Time, bool) {
 			e.uninstall(r.id)
 			return time.Time{}, false
 		default:
-			// Not recorded: the leases expire and the deliveries are sent
-			// again (at least once).
+			// Not recorded (the database was away until the leases
+			// ended, or the engine stopped): the deliveries are sent
+			// again after their leases (at least once).
 			e.log.Error("recording delivery outcomes failed", "endpoint", r.id, "err", err)
 			return time.Time{}, false
 		}
 	}
 	e.log.Error("recording delivery outcomes kept conflicting", "endpoint", r.id)
 	return time.Time{}, false
+}
+
+// Waits between the writes of an outcome while the database is away.
+const (
+	storeRetryMin = 100 * time.Millisecond
+	storeRetryMax = 2 * time.Second
+)
+
+// completeWhileAway stores outcomes, writing them again while the store
+// says the database is away (store.ErrUnavailable), until it is back: an
+// answer received while it was away (a 2xx above all) is recorded by the
+// replica that received it as soon as it can be, instead of the delivery
+// being sent again when its lease ends, and a stream of an ordered
+// endpoint is not held back meanwhile. It gives up when the leases of
+// the deliveries sent have ended (another replica may have claimed
+// them; their token would not match) or when the engine's work in flight
+// is cancelled (a shutdown's deadline).
+func (e *Engine) completeWhileAway(ctx context.Context, params *store.DeliveryCompleteParams, sent []store.Delivery) (*store.DeliveryCompleteResult, error) {
+	var leaseEnd time.Time
+	for _, d := range sent {
+		if d.LeaseUntil.After(leaseEnd) {
+			leaseEnd = d.LeaseUntil
+		}
+	}
+	wait := storeRetryMin
+	for {
+		out, err := e.st.DeliveryComplete(ctx, params)
+		if !errors.Is(err, store.ErrUnavailable) || !e.now().Add(wait).Before(leaseEnd) {
+			return out, err
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-e.life.WorkContext().Done():
+			t.Stop()
+			return out, err
+		case <-t.C:
+		}
+		wait = min(2*wait, storeRetryMax)
+	}
 }
