@@ -1,7 +1,7 @@
 // Package replica keeps this replica's heartbeat in the store and takes
 // over the work of replicas that stopped beating (docs/operations.md,
 // Replicas): every Interval it beats, and once its own beats have gone
-// through for DeadAfter it asks the store to end the claims of every
+// through for a while it asks the store to end the claims of every
 // replica whose last beat is older than DeadAfter (store.ReplicaStore).
 // The engines then claim that work at once: a replica killed with -9
 // has its deliveries and timers taken over within DeadAfter plus an
@@ -74,6 +74,13 @@ func New(cfg Config) *Heart {
 	return &Heart{cfg: cfg}
 }
 
+// settle is how long this replica's beats must go through before it
+// reaps: long enough for every live replica to beat again after an
+// outage of the database (two Intervals, or half of DeadAfter when that
+// is more), so that only the ones that stopped beating before it, or
+// never came back, are found dead.
+func (h *Heart) settle() time.Duration { return max(2*h.cfg.Interval, h.cfg.DeadAfter/2) }
+
 // Run beats until ctx ends, the first time at once.
 func (h *Heart) Run(ctx context.Context) {
 	p := &service.Periodic{Interval: h.cfg.Interval, Clock: h.cfg.Clock, Immediately: true, Run: func(ctx context.Context) {
@@ -84,13 +91,14 @@ func (h *Heart) Run(ctx context.Context) {
 	p.Loop(ctx)
 }
 
-// Beat makes one beat (Run calls it; it is not for concurrent use) and, when the beats have gone through for
-// DeadAfter, ends the claims of the replicas that stopped beating.
+// Beat makes one beat (Run calls it; it is not for concurrent use) and,
+// once its beats have gone through for a while (settle), ends the claims
+// of the replicas that stopped beating.
 //
-// Waiting for DeadAfter of its own beats first is what keeps a replica
-// from reaping live ones after an outage of the database: while it was
-// away nobody could beat, so every beat is old when it comes back, and
-// the others beat again within an Interval of it.
+// Waiting for its own beats to settle first is what keeps a replica from
+// reaping live ones after an outage of the database: while it was away
+// nobody could beat, so every beat is old when it comes back, and the
+// others beat again within an Interval of it.
 func (h *Heart) Beat(ctx context.Context) error {
 	now := h.cfg.Clock.Now()
 	err := h.cfg.Store.ReplicaBeat(ctx, &store.ReplicaBeatParams{Now: now})
@@ -104,7 +112,7 @@ func (h *Heart) Beat(ctx context.Context) error {
 	if h.since.IsZero() {
 		h.since = now
 	}
-	if now.Sub(h.since) < h.cfg.DeadAfter {
+	if now.Sub(h.since) < h.settle() {
 		return nil
 	}
 	res, err := h.cfg.Store.ReplicaReap(ctx, &store.ReplicaReapParams{Now: now, DeadAfter: h.cfg.DeadAfter})

@@ -44,11 +44,12 @@ func (c *stepClock) Now() time.Time { return c.now }
 
 var t0 = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 
-// TestReapsAfterItsOwnBeatsLastDeadAfter: a replica reaps only once its
-// own beats have gone through for DeadAfter (after a start, and again
-// after an outage of the database, when every beat is old), readiness
-// follows each beat, and the engines are told when claims were ended.
-func TestReapsAfterItsOwnBeatsLastDeadAfter(t *testing.T) {
+// TestReapsOnceItsOwnBeatsSettle: a replica reaps only once its own
+// beats have gone through for half of DeadAfter (after a start, and
+// again after an outage of the database, when every beat is old, so
+// that the live replicas beat again first), readiness follows each beat,
+// and the engines are told when claims were ended.
+func TestReapsOnceItsOwnBeatsSettle(t *testing.T) {
 	t.Parallel()
 	st := &fakeReplicas{}
 	clock := &stepClock{now: t0}
@@ -61,42 +62,42 @@ func TestReapsAfterItsOwnBeatsLastDeadAfter(t *testing.T) {
 		clock.now = t0.Add(at)
 		return h.Beat(context.Background())
 	}
-	for at := time.Duration(0); at < 10*time.Second; at += 2 * time.Second {
+	for at := time.Duration(0); at < 5*time.Second; at += time.Second {
 		if err := beatAt(at); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if len(st.reaps) != 0 {
-		t.Fatalf("reaped %v before its own beats lasted DeadAfter", st.reaps)
+		t.Fatalf("reaped %v before its own beats settled", st.reaps)
 	}
 	st.dead = []string{"gone"}
-	if err := beatAt(10 * time.Second); err != nil {
+	if err := beatAt(5 * time.Second); err != nil {
 		t.Fatal(err)
 	}
 	if len(st.reaps) != 1 || released != 1 {
-		t.Fatalf("at DeadAfter: reaps %v, released %d", st.reaps, released)
+		t.Fatalf("once settled: reaps %v, released %d", st.reaps, released)
 	}
-	if err := beatAt(12 * time.Second); err != nil || len(st.reaps) != 2 || released != 1 {
+	if err := beatAt(7 * time.Second); err != nil || len(st.reaps) != 2 || released != 1 {
 		t.Fatalf("a reap that ended nothing: reaps %v, released %d, %v", st.reaps, released, err)
 	}
 
 	// The database goes away: beats fail, readiness says so, no reap.
 	away := errors.New("database away")
 	st.fail = away
-	if err := beatAt(14 * time.Second); !errors.Is(err, away) {
+	if err := beatAt(9 * time.Second); !errors.Is(err, away) {
 		t.Fatalf("beat while away = %v", err)
 	}
 	st.fail = nil
-	for at := 16 * time.Second; at < 26*time.Second; at += 2 * time.Second {
+	for at := 11 * time.Second; at < 16*time.Second; at += time.Second {
 		if err := beatAt(at); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if len(st.reaps) != 2 {
-		t.Fatalf("reaped within DeadAfter of the database's return: %v", st.reaps)
+		t.Fatalf("reaped before its beats settled after the database's return: %v", st.reaps)
 	}
-	if err := beatAt(26 * time.Second); err != nil || len(st.reaps) != 3 {
-		t.Fatalf("no reap DeadAfter after the return: %v, %v", st.reaps, err)
+	if err := beatAt(16 * time.Second); err != nil || len(st.reaps) != 3 {
+		t.Fatalf("no reap once settled again: %v, %v", st.reaps, err)
 	}
 	var failed int
 	for i, err := range health {

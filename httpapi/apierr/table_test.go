@@ -168,6 +168,11 @@ func TestCallbackAnswersAreTheProtocols(t *testing.T) {
 		e.Code != "STORE_UNAVAILABLE" {
 		t.Errorf("a database away on the callback route = %d %s (known %v), want 503 STORE_UNAVAILABLE", e.Status, e.Code, known)
 	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if e, known := Callback(req.WithContext(ctx), fmt.Errorf("read consumer: %w", context.Canceled)); !known || e.Status != 499 {
+		t.Errorf("a consumer gone from its callback = %d (known %v), want a 499, not a fault", e.Status, known)
+	}
 }
 
 // TestStoreUnavailable: a database that cannot be reached is 503
