@@ -56,12 +56,29 @@ func TestReplicaChaos(t *testing.T) {
 
 	var pmu sync.Mutex
 	processed := map[string]string{} // stream → the NextOffset of its last batch processed
+	seen := map[string]bool{}        // the messages processed, by stream and n
+	var lags []wakeLag               // from each append to its first processing
 	hook := httptest.NewUnstartedServer(nil)
 	secret := createSubscription(t, a.base, "/chaos/*", "chaos", "http://"+hook.Listener.Addr().String()+"/hook")
 	hook.Config.Handler = client.NewConsumer(client.ConsumerConfig{Secret: secret, RetryBackoff: 200 * time.Millisecond,
 		Process: func(_ context.Context, batch client.Batch) error {
+			var msgs []struct {
+				N int
+				T int64 // when its append was sent, unix ns
+			}
+			if err := json.Unmarshal(batch.Data, &msgs); err != nil {
+				return err
+			}
+			now := time.Now()
 			pmu.Lock()
 			processed[batch.Stream] = batch.NextOffset
+			for _, m := range msgs {
+				key := fmt.Sprintf("%s#%d", batch.Stream, m.N)
+				if !seen[key] {
+					seen[key] = true
+					lags = append(lags, wakeLag{sent: time.Unix(0, m.T), lag: now.Sub(time.Unix(0, m.T))})
+				}
+			}
 			pmu.Unlock()
 			return nil
 		}})
@@ -94,7 +111,7 @@ func TestReplicaChaos(t *testing.T) {
 			for n := 0; !stopping.Load(); n++ {
 				hdr := map[string]string{"Content-Type": "application/json", "Producer-Id": "w" + strconv.Itoa(w),
 					"Producer-Epoch": "0", "Producer-Seq": strconv.Itoa(n)}
-				if !f.until(ctx, stats, "POST", path, hdr, fmt.Sprintf(`{"n":%d}`, n)) {
+				if !f.until(ctx, stats, "POST", path, hdr, fmt.Sprintf(`{"n":%d,"t":%d}`, n, time.Now().UnixNano())) {
 					return
 				}
 				appended[w] = n + 1
@@ -181,6 +198,9 @@ func TestReplicaChaos(t *testing.T) {
 			t.Errorf("kill %d: a delivery the killed replica held was sent again %v after the kill, beyond %v", i+1, longest, takeoverBound)
 		}
 	}
+	pmu.Lock()
+	logWakeLags(t, t0, lags)
+	pmu.Unlock()
 	checkAppends(t, f, appended)
 	checkEvents(t, f, published)
 	// A 500 is logged by the replica that answered it (the consumer's
@@ -351,4 +371,29 @@ func sum(xs []int) int {
 		n += x
 	}
 	return n
+}
+
+// wakeLag is how long after its append was sent a message was first
+// processed by the consumer (woken, read, acked).
+type wakeLag struct {
+	sent time.Time
+	lag  time.Duration
+}
+
+// logWakeLags logs the longest wake lag of the messages appended in each
+// two seconds of the timeline.
+func logWakeLags(t *testing.T, t0 time.Time, lags []wakeLag) {
+	t.Helper()
+	worst := map[int]time.Duration{}
+	last := 0
+	for _, l := range lags {
+		slot := int(l.sent.Sub(t0) / (2 * time.Second))
+		worst[slot] = max(worst[slot], l.lag)
+		last = max(last, slot)
+	}
+	var b strings.Builder
+	for slot := 0; slot <= last; slot++ {
+		fmt.Fprintf(&b, " %ds:%v", 2*slot, worst[slot].Round(100*time.Millisecond))
+	}
+	t.Logf("longest wake lag by when the append was sent:%s", b.String())
 }

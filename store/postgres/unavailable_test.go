@@ -143,6 +143,9 @@ func TestDatabaseAwayIsUnavailable(t *testing.T) {
 	if _, err := s.StreamGet(ctx, &store.StreamGetParams{Path: "/away", Now: now}); !errors.Is(err, store.ErrUnavailable) {
 		t.Fatalf("read while away = %v, want ErrUnavailable", err)
 	}
+	if _, err := s.StreamRead(ctx, &store.StreamReadParams{Path: "/away", From: -1, Now: now}); !errors.Is(err, store.ErrUnavailable) {
+		t.Fatalf("catch-up read while away = %v, want ErrUnavailable", err)
+	}
 	if err := s.ReplicaBeat(ctx, &store.ReplicaBeatParams{Now: now}); !errors.Is(err, store.ErrUnavailable) {
 		t.Fatalf("beat while away = %v, want ErrUnavailable", err)
 	}
