@@ -1,0 +1,58 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"testing"
+	"time"
+)
+
+// A callback Herald cannot take now (its database is away: 503
+// STORE_UNAVAILABLE; a proxy in front of it lost the replica: 502) is
+// sent again until it goes through, so the wake stays alive; one that
+// keeps failing is an error once CallbackRetryFor has passed; an answer
+// that means something else is not sent again.
+func TestCallbackClientSendsAgainWhenHeraldCannotTakeIt(t *testing.T) {
+	t.Parallel()
+	f, srv := newFakeHerald(t)
+	f.reply = func(n int, _ map[string]any) (int, string) {
+		switch n {
+		case 1:
+			return http.StatusServiceUnavailable, `{"ok":false,"error":{"code":"STORE_UNAVAILABLE","message":"the database cannot be reached; retry later"}}`
+		case 2:
+			return http.StatusBadGateway, "<html>bad gateway</html>"
+		}
+		return 0, ""
+	}
+	cb := NewCallbackClient(wakeFor(srv), srv.Client())
+	res, err := cb.Send(context.Background(), Callback{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(f.calls) != 3 || len(res.Streams) != 3 || cb.Token() != "t1" {
+		t.Fatalf("calls %q, streams %+v, token %s", f.calls, res.Streams, cb.Token())
+	}
+
+	f.reply = func(int, map[string]any) (int, string) {
+		return http.StatusServiceUnavailable, `{"ok":false,"error":{"code":"STORE_UNAVAILABLE","message":"away"}}`
+	}
+	cb.retryFor = 300 * time.Millisecond
+	before := len(f.calls)
+	_, err = cb.Send(context.Background(), Callback{Done: true})
+	var ce *CallbackError
+	if !errors.As(err, &ce) || ce.Status != http.StatusServiceUnavailable || ce.Code != "STORE_UNAVAILABLE" {
+		t.Fatalf("err = %v", err)
+	}
+	if n := len(f.calls) - before; n < 2 {
+		t.Fatalf("a callback Herald could not take was sent %d times", n)
+	}
+
+	f.reply = func(int, map[string]any) (int, string) {
+		return http.StatusConflict, `{"ok":false,"error":{"code":"STALE_EPOCH","message":"newer wake"}}`
+	}
+	before = len(f.calls)
+	if _, err := cb.Send(context.Background(), Callback{}); !errors.Is(err, ErrFenced) || len(f.calls)-before != 1 {
+		t.Fatalf("a fenced callback: %v after %d sends", err, len(f.calls)-before)
+	}
+}
