@@ -1,9 +1,14 @@
 package client
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -54,5 +59,44 @@ func TestCallbackClientSendsAgainWhenHeraldCannotTakeIt(t *testing.T) {
 	before = len(f.calls)
 	if _, err := cb.Send(context.Background(), Callback{}); !errors.Is(err, ErrFenced) || len(f.calls)-before != 1 {
 		t.Fatalf("a fenced callback: %v after %d sends", err, len(f.calls)-before)
+	}
+}
+
+// A wake whose request ends while it is handled (the replica that sent
+// it died) is handled to its end: the consumer acks and says done
+// instead of leaving the wake claimed until the liveness timeout.
+func TestConsumerServeHTTPOutlivesHeraldsRequest(t *testing.T) {
+	t.Parallel()
+	f, srv := newFakeHerald(t)
+	entered, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	c := NewConsumer(ConsumerConfig{Secret: "whsec_test", HTTPClient: srv.Client(), Process: func(context.Context, Batch) error {
+		once.Do(func() {
+			close(entered)
+			<-release
+		})
+		return nil
+	}})
+	body, err := json.Marshal(wakeFor(srv))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r := httptest.NewRequest("POST", "/hook", bytes.NewReader(body)).WithContext(ctx)
+	r.Header.Set(WakeSignatureHeader, sign("whsec_test", body, time.Now()))
+	w := httptest.NewRecorder()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		c.ServeHTTP(w, r)
+	}()
+	<-entered
+	cancel() // the sender is gone
+	close(release)
+	<-done
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if w.Code != http.StatusOK || len(f.calls) != 6 || !strings.Contains(f.calls[5], `"done":true`) {
+		t.Fatalf("after the request ended: %d, callbacks %q", w.Code, f.calls)
 	}
 }
