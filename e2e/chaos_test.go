@@ -29,7 +29,8 @@ const takeoverBound = 15 * time.Second
 // immediate), and then checks that every acknowledged append is in its
 // stream once and in order, every acknowledged event is in its stream
 // once and in order and was delivered, every consumer acked its streams
-// to their tails (no wake lost), the database's absence was answered
+// to their tails and no append waited for its consumer beyond
+// takeoverBound (no wake lost or stalled), the database's absence was answered
 // 503 STORE_UNAVAILABLE (never 500), and the deliveries a killed replica
 // held were sent again within takeoverBound, not after the 2-minute
 // delivery lease. Not parallel: it times takeovers, which other tests'
@@ -381,7 +382,8 @@ type wakeLag struct {
 }
 
 // logWakeLags logs the longest wake lag of the messages appended in each
-// two seconds of the timeline.
+// two seconds of the timeline, and fails the test when one is beyond
+// takeoverBound: a wake stalled (lost until a timeout).
 func logWakeLags(t *testing.T, t0 time.Time, lags []wakeLag) {
 	t.Helper()
 	worst := map[int]time.Duration{}
@@ -396,4 +398,11 @@ func logWakeLags(t *testing.T, t0 time.Time, lags []wakeLag) {
 		fmt.Fprintf(&b, " %ds:%v", 2*slot, worst[slot].Round(100*time.Millisecond))
 	}
 	t.Logf("longest wake lag by when the append was sent:%s", b.String())
+	for _, l := range lags {
+		if l.lag > takeoverBound {
+			t.Errorf("an append sent at %v waited %v for its consumer: a wake stalled beyond %v", l.sent.Sub(t0).Round(time.Millisecond),
+				l.lag.Round(time.Millisecond), takeoverBound)
+			return
+		}
+	}
 }
