@@ -36,6 +36,9 @@ const takeoverBound = 15 * time.Second
 // delivery lease. Not parallel: it times takeovers, which other tests'
 // load would stretch.
 func TestReplicaChaos(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: runs three replicas and a PostgreSQL cluster of its own through two minutes of faults; run without -short for this one")
+	}
 	pg := startCluster(t)
 	kek := filepath.Join(t.TempDir(), secretbox.DefaultFileName)
 	f := &fleet{}
