@@ -475,7 +475,12 @@ func (r *runner) record(batch []sendResult) (time.Time, bool) {
 			}
 		}
 		params.Health = toStoreHealth(h)
-		out, err := e.completeWhileAway(ctx, params, sent)
+		var out *store.DeliveryCompleteResult
+		err := e.whileAway(leaseEnd(sent), func() error {
+			var err error
+			out, err = e.st.DeliveryComplete(ctx, params)
+			return err
+		})
 		switch {
 		case err == nil:
 			e.setHealth(r.id, params.Health, out.HealthVersion)
@@ -493,7 +498,9 @@ func (r *runner) record(batch []sendResult) (time.Time, bool) {
 			}
 			return now, true
 		case errors.Is(err, store.ErrEndpointConflict):
-			if err := e.EndpointChanged(ctx, r.id); err != nil {
+			// Another replica changed the breaker state: read it again,
+			// also when the database is away a moment.
+			if err := e.whileAway(leaseEnd(sent), func() error { return e.EndpointChanged(ctx, r.id) }); err != nil {
 				e.log.Warn("reloading an endpoint failed", "endpoint", r.id, "err", err)
 				return time.Time{}, false
 			}
@@ -518,35 +525,41 @@ const (
 	storeRetryMax = 2 * time.Second
 )
 
-// completeWhileAway stores outcomes, writing them again while the store
-// says the database is away (store.ErrUnavailable), until it is back: an
-// answer received while it was away (a 2xx above all) is recorded by the
-// replica that received it as soon as it can be, instead of the delivery
-// being sent again when its lease ends, and a stream of an ordered
-// endpoint is not held back meanwhile. It gives up when the leases of
-// the deliveries sent have ended (another replica may have claimed
-// them; their token would not match) or when the engine's work in flight
-// is cancelled (a shutdown's deadline).
-func (e *Engine) completeWhileAway(ctx context.Context, params *store.DeliveryCompleteParams, sent []store.Delivery) (*store.DeliveryCompleteResult, error) {
-	var leaseEnd time.Time
-	for _, d := range sent {
-		if d.LeaseUntil.After(leaseEnd) {
-			leaseEnd = d.LeaseUntil
-		}
-	}
+// whileAway runs fn, the recording of outcomes (or a step of it), and
+// runs it again while the store says the database is away
+// (store.ErrUnavailable), until it is back: an answer received while it
+// was away (a 2xx above all) is recorded by the replica that received it
+// as soon as it can be, instead of the delivery being sent again when
+// its lease ends, and a stream of an ordered endpoint is not held back
+// meanwhile. It gives up when the leases (ending at until) have ended
+// (another replica may have claimed the deliveries; their token would
+// not match) or when the engine's work in flight is cancelled (a
+// shutdown's deadline).
+func (e *Engine) whileAway(until time.Time, fn func() error) error {
 	wait := storeRetryMin
 	for {
-		out, err := e.st.DeliveryComplete(ctx, params)
-		if !errors.Is(err, store.ErrUnavailable) || !e.now().Add(wait).Before(leaseEnd) {
-			return out, err
+		err := fn()
+		if !errors.Is(err, store.ErrUnavailable) || !e.now().Add(wait).Before(until) {
+			return err
 		}
 		t := time.NewTimer(wait)
 		select {
 		case <-e.life.WorkContext().Done():
 			t.Stop()
-			return out, err
+			return err
 		case <-t.C:
 		}
 		wait = min(2*wait, storeRetryMax)
 	}
+}
+
+// leaseEnd is when the last of the leases of ds ends.
+func leaseEnd(ds []store.Delivery) time.Time {
+	var end time.Time
+	for _, d := range ds {
+		if d.LeaseUntil.After(end) {
+			end = d.LeaseUntil
+		}
+	}
+	return end
 }
