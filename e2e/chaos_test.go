@@ -30,7 +30,9 @@ const takeoverBound = 15 * time.Second
 // stream once and in order, every acknowledged event is in its stream
 // once and in order and was delivered, every consumer acked its streams
 // to their tails and no append waited for its consumer beyond
-// takeoverBound (no wake lost or stalled), the database's absence was answered
+// takeoverBound (no wake lost or stalled), an endpoint with ordering
+// "stream" got its stream in order and never more than takeoverBound
+// behind (no stream held back), the database's absence was answered
 // 503 STORE_UNAVAILABLE (never 500), and the deliveries a killed replica
 // held were sent again within takeoverBound, not after the 2-minute
 // delivery lease. Not parallel: it times takeovers, which other tests'
@@ -57,6 +59,13 @@ func TestReplicaChaos(t *testing.T) {
 	events := httptest.NewServer(rc)
 	t.Cleanup(events.Close)
 	createEndpoint(t, a.base, fmt.Sprintf(`{"url":%q,"streams":["/events/**"],"event_types":["chaos.*"]}`, events.URL+"/hook"))
+	// An endpoint that takes the events of /events/p0 one at a time, in
+	// order, answering at once: the stream may not be held back.
+	ordered := newChaosReceiver(0)
+	orderedHook := httptest.NewServer(ordered)
+	t.Cleanup(orderedHook.Close)
+	createEndpoint(t, a.base, fmt.Sprintf(`{"url":%q,"streams":["/events/p0"],"event_types":["chaos.*"],"ordering":"stream"}`,
+		orderedHook.URL+"/hook"))
 
 	var pmu sync.Mutex
 	processed := map[string]string{} // stream → the NextOffset of its last batch processed
@@ -108,6 +117,8 @@ func TestReplicaChaos(t *testing.T) {
 	defer cancel()
 	appended := make([]int, writers)
 	published := make([][]string, publishers)
+	var pubMu sync.Mutex
+	acked := map[string]time.Time{} // when each event's publish was acknowledged
 	var load sync.WaitGroup
 	for w := range writers {
 		load.Go(func() {
@@ -124,13 +135,27 @@ func TestReplicaChaos(t *testing.T) {
 	}
 	for p := range publishers {
 		load.Go(func() {
+			// At most 40 events a second each, and 10 for /events/p0,
+			// whose ordered endpoint sends one at a time: the endpoints'
+			// sends keep up on a small machine running race-detector
+			// builds, so a lag is a stream held back, not a queue.
+			every := 25 * time.Millisecond
+			if p == 0 {
+				every = 100 * time.Millisecond
+			}
+			pace := time.NewTicker(every)
+			defer pace.Stop()
 			for k := 0; !stopping.Load(); k++ {
+				<-pace.C
 				id := fmt.Sprintf("p%d-%d", p, k)
 				body := fmt.Sprintf(`{"id":%q,"type":"chaos.event","stream":"/events/p%d","data":{"k":%d}}`, id, p, k)
 				if !f.until(ctx, stats, "POST", "/_herald/v1/events", jsonBody, body) {
 					return
 				}
 				published[p] = append(published[p], id)
+				pubMu.Lock()
+				acked[id] = time.Now()
+				pubMu.Unlock()
 			}
 		})
 	}
@@ -192,6 +217,9 @@ func TestReplicaChaos(t *testing.T) {
 		if n := rc.missing(ids); n > 0 {
 			return fmt.Sprintf("%d of %d acknowledged events not delivered", n, len(ids))
 		}
+		if n := ordered.missing(published[0]); n > 0 {
+			return fmt.Sprintf("%d of %d acknowledged events of /events/p0 not delivered to the ordered endpoint", n, len(published[0]))
+		}
 		return ackedToTails(t, f, writers, processed, &pmu)
 	})
 
@@ -203,8 +231,9 @@ func TestReplicaChaos(t *testing.T) {
 		}
 	}
 	pmu.Lock()
-	logWakeLags(t, t0, lags)
+	logLags(t, "longest wake lag by when the append was sent", t0, lags)
 	pmu.Unlock()
+	checkOrdered(t, t0, ordered, published[0], acked)
 	checkAppends(t, f, appended)
 	checkEvents(t, f, published)
 	// A 500 is logged by the replica that answered it (the consumer's
@@ -384,10 +413,10 @@ type wakeLag struct {
 	lag  time.Duration
 }
 
-// logWakeLags logs the longest wake lag of the messages appended in each
-// two seconds of the timeline, and fails the test when one is beyond
-// takeoverBound: a wake stalled (lost until a timeout).
-func logWakeLags(t *testing.T, t0 time.Time, lags []wakeLag) {
+// logLags logs the longest lag of the messages sent in each two seconds
+// of the timeline, and fails the test when one is beyond takeoverBound:
+// a wake or a stream stalled.
+func logLags(t *testing.T, what string, t0 time.Time, lags []wakeLag) {
 	t.Helper()
 	worst := map[int]time.Duration{}
 	last := 0
@@ -400,12 +429,34 @@ func logWakeLags(t *testing.T, t0 time.Time, lags []wakeLag) {
 	for slot := 0; slot <= last; slot++ {
 		fmt.Fprintf(&b, " %ds:%v", 2*slot, worst[slot].Round(100*time.Millisecond))
 	}
-	t.Logf("longest wake lag by when the append was sent:%s", b.String())
+	t.Logf("%s:%s", what, b.String())
 	for _, l := range lags {
 		if l.lag > takeoverBound {
-			t.Errorf("an append sent at %v waited %v for its consumer: a wake stalled beyond %v", l.sent.Sub(t0).Round(time.Millisecond),
+			t.Errorf("%s: a message sent at %v waited %v, beyond %v", what, l.sent.Sub(t0).Round(time.Millisecond),
 				l.lag.Round(time.Millisecond), takeoverBound)
 			return
 		}
 	}
+}
+
+// checkOrdered checks the endpoint with ordering "stream" of
+// /events/p0: its events first arrived in the order they were published
+// (ids), and none first arrived later than takeoverBound after its
+// publish was acknowledged (the stream was not held back, whatever died
+// or restarted).
+func checkOrdered(t *testing.T, t0 time.Time, rc *chaosReceiver, ids []string, acked map[string]time.Time) {
+	t.Helper()
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	var lags []wakeLag
+	var last time.Time
+	for _, id := range ids {
+		first := rc.arrivals[id][0]
+		if first.Before(last) {
+			t.Errorf("/events/p0: %s arrived before the event published before it", id)
+		}
+		last = first
+		lags = append(lags, wakeLag{sent: acked[id], lag: first.Sub(acked[id])})
+	}
+	logLags(t, "ordered endpoint: longest delivery lag by when the event was published", t0, lags)
 }
