@@ -585,8 +585,10 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	switch {
-	case !s.ready.Load() || s.shuttingDown.Load():
+	case s.shuttingDown.Load():
 		writeJSON(w, http.StatusServiceUnavailable, statusBody{Status: "unavailable", Reason: "shutting down"})
+	case !s.ready.Load():
+		writeJSON(w, http.StatusServiceUnavailable, statusBody{Status: "unavailable", Reason: "not ready"})
 	case s.storeDown.Load() != nil:
 		writeJSON(w, http.StatusServiceUnavailable, statusBody{Status: "unavailable", Reason: *s.storeDown.Load()})
 	default:
