@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/heraldstreams/herald/internal/httpjson"
 	"github.com/heraldstreams/herald/store"
 )
 
@@ -208,6 +209,9 @@ func (a *Authenticator) load(ctx context.Context, id string, now time.Time) (*ca
 	c := &cachedKey{fetched: now}
 	switch {
 	case errors.Is(err, store.ErrKeyNotFound):
+	case errors.Is(err, store.ErrUnavailable):
+		// The database is away: the same answer as every route's.
+		return nil, httpjson.StoreUnavailable
 	case err != nil:
 		a.log.ErrorContext(ctx, "reading an API key failed", "key_id", id, "err", err)
 		return nil, ErrUnavailable

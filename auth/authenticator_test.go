@@ -3,12 +3,14 @@ package auth
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/heraldstreams/herald/internal/httpjson"
 	"github.com/heraldstreams/herald/store"
 )
 
@@ -209,6 +211,23 @@ func TestStoreFailureIsUnavailableNotUnauthenticated(t *testing.T) {
 	_, err := a.Authenticate(context.Background(), key)
 	wantErr(t, err, ErrUnavailable)
 	// The failure was not cached: the key works once the store is back.
+	m.fail = nil
+	if _, err := a.Authenticate(context.Background(), key); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A database that cannot be reached is STORE_UNAVAILABLE with
+// Retry-After, the answer of every route, and the key works again once
+// it is back.
+func TestDatabaseAwayIsStoreUnavailable(t *testing.T) {
+	t.Parallel()
+	m, c := newMemKeys(), &clock{now: t0}
+	a := newAuth(t, m, c)
+	_, key := addKey(t, m, store.Key{Scopes: []string{"streams:read"}})
+	m.fail = fmt.Errorf("%w: connection refused", store.ErrUnavailable)
+	_, err := a.Authenticate(context.Background(), key)
+	wantErr(t, err, httpjson.StoreUnavailable)
 	m.fail = nil
 	if _, err := a.Authenticate(context.Background(), key); err != nil {
 		t.Fatal(err)

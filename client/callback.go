@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"sync"
+	"time"
 )
 
 // Callback error codes (docs/subscriptions.md, Errors).
@@ -74,7 +76,8 @@ type CallbackResult struct {
 // CallbackClient sends the callbacks of one wake. It claims the wake with
 // the first callback, sends the wake's epoch with every one, and keeps
 // the freshest token: each response's, or the new one a TOKEN_EXPIRED
-// error carries, with which it retries once. It is safe for concurrent
+// error carries, with which it retries once; a callback Herald cannot
+// take now is sent again (Send). It is safe for concurrent
 // use; callbacks are sent one at a time, as Herald processes them.
 type CallbackClient struct {
 	url         string
@@ -82,6 +85,8 @@ type CallbackClient struct {
 	wakeID      string
 	traceparent string
 	hc          *http.Client
+	// retryFor is CallbackRetryFor; tests shorten it.
+	retryFor time.Duration
 
 	mu      sync.Mutex
 	token   string // guarded by mu
@@ -94,7 +99,8 @@ func NewCallbackClient(w *Wake, hc *http.Client) *CallbackClient {
 	if hc == nil {
 		hc = http.DefaultClient
 	}
-	return &CallbackClient{url: w.Callback, epoch: w.Epoch, wakeID: w.WakeID, traceparent: w.Traceparent, hc: hc, token: w.Token}
+	return &CallbackClient{url: w.Callback, epoch: w.Epoch, wakeID: w.WakeID, traceparent: w.Traceparent, hc: hc, token: w.Token,
+		retryFor: CallbackRetryFor}
 }
 
 // Token returns the freshest token.
@@ -128,6 +134,14 @@ const maxCallbackResponse = 1 << 20
 // *CallbackError (errors.Is(err, ErrFenced) when the wake is over), or a
 // transport error, after which the same callback may be sent again
 // (callbacks are idempotent).
+//
+// An answer that says "not now" is sent again for up to
+// CallbackRetryFor, at once: a 503 (Herald's database is away,
+// STORE_UNAVAILABLE, after its Retry-After), a 502 or 504 of a proxy in
+// front of Herald, or a connection that failed (the replica that had it
+// died; another takes the next one). A wake thus survives a restart of
+// Herald's database or the death of a replica, instead of waiting for
+// Herald's liveness timeout.
 func (c *CallbackClient) Send(ctx context.Context, cb Callback) (*CallbackResult, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -135,38 +149,96 @@ func (c *CallbackClient) Send(ctx context.Context, cb Callback) (*CallbackResult
 	if !c.claimed {
 		body.WakeID = c.wakeID
 	}
-	for attempt := 0; ; attempt++ {
-		resp, status, err := c.post(ctx, body)
-		if err != nil {
-			return nil, err
+	giveUp := time.Now().Add(c.retryFor)
+	backoff := callbackRetryMin
+	renewed := false
+	for {
+		resp, err := c.post(ctx, body)
+		if err == nil && resp.body.Token != "" {
+			c.token = resp.body.Token
 		}
-		if resp.Token != "" {
-			c.token = resp.Token
-		}
-		if resp.OK && status == http.StatusOK {
+		if err == nil && resp.body.OK && resp.status == http.StatusOK {
 			c.claimed = true
-			return &CallbackResult{Streams: resp.Streams}, nil
+			return &CallbackResult{Streams: resp.body.Streams}, nil
 		}
-		ce := &CallbackError{Status: status}
-		if resp.Error != nil {
-			ce.Code, ce.Message = resp.Error.Code, resp.Error.Message
+		var ce *CallbackError
+		if err == nil {
+			ce = &CallbackError{Status: resp.status}
+			if resp.body.Error != nil {
+				ce.Code, ce.Message = resp.body.Error.Code, resp.body.Error.Message
+			}
+			if ce.Code == CodeTokenExpired && resp.body.Token != "" && !renewed {
+				renewed = true
+				continue // retry once with the renewed token
+			}
 		}
-		if ce.Code == CodeTokenExpired && resp.Token != "" && attempt == 0 {
-			continue // retry once with the renewed token
+		wait, again := retryWait(resp, backoff)
+		if !again || ctx.Err() != nil || time.Now().Add(wait).After(giveUp) {
+			if err != nil {
+				return nil, err
+			}
+			return nil, ce
 		}
-		return nil, ce
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+		case <-t.C:
+		}
+		backoff = min(2*backoff, callbackRetryMax)
 	}
 }
 
-// post sends one request with the current token; caller holds mu.
-func (c *CallbackClient) post(ctx context.Context, body callbackBody) (*callbackResponse, int, error) {
+// CallbackRetryFor is how long a CallbackClient sends a callback again
+// while the answer says "not now" (see Send): well within Herald's 45 s
+// liveness timeout, so the wake stays alive meanwhile.
+const CallbackRetryFor = 20 * time.Second
+
+// The waits between sends of a callback that met a failed connection or
+// a proxy's 502 or 504; a 503 waits its Retry-After (at most
+// callbackRetryMax).
+const (
+	callbackRetryMin = 100 * time.Millisecond
+	callbackRetryMax = 2 * time.Second
+)
+
+// retryWait says whether a callback answered resp (nil: the connection
+// failed) is sent again, and after how long.
+func retryWait(resp *postResult, backoff time.Duration) (time.Duration, bool) {
+	if resp == nil {
+		return backoff, true
+	}
+	switch resp.status {
+	case http.StatusServiceUnavailable:
+		if secs, err := strconv.Atoi(resp.header.Get("Retry-After")); err == nil && secs >= 0 {
+			return min(time.Duration(secs)*time.Second, callbackRetryMax), true
+		}
+		return backoff, true
+	case http.StatusBadGateway, http.StatusGatewayTimeout:
+		return backoff, true
+	}
+	return 0, false
+}
+
+// postResult is an answer to a callback: its status, headers and body
+// (the zero body when it was not JSON, as a proxy's error page).
+type postResult struct {
+	status int
+	header http.Header
+	body   callbackResponse
+}
+
+// post sends one request with the current token; caller holds mu. A
+// body that is not JSON is an error, with the answer (a proxy's error
+// page: its status says whether to send again).
+func (c *CallbackClient) post(ctx context.Context, body callbackBody) (*postResult, error) {
 	b, err := json.Marshal(body)
 	if err != nil {
-		return nil, 0, err
+		return nil, err
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, bytes.NewReader(b))
 	if err != nil {
-		return nil, 0, err
+		return nil, err
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Authorization", "Bearer "+c.token)
@@ -175,16 +247,16 @@ func (c *CallbackClient) post(ctx context.Context, body callbackBody) (*callback
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
-		return nil, 0, fmt.Errorf("client: callback: %w", err)
+		return nil, fmt.Errorf("client: callback: %w", err)
 	}
 	defer resp.Body.Close()
+	out := &postResult{status: resp.StatusCode, header: resp.Header}
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxCallbackResponse))
 	if err != nil {
-		return nil, 0, fmt.Errorf("client: reading the callback response: %w", err)
+		return nil, fmt.Errorf("client: reading the callback response: %w", err)
 	}
-	var out callbackResponse
-	if err := json.Unmarshal(raw, &out); err != nil {
-		return nil, 0, fmt.Errorf("client: callback answered %d with a body that is not JSON: %w", resp.StatusCode, err)
+	if err := json.Unmarshal(raw, &out.body); err != nil {
+		return out, fmt.Errorf("client: callback answered %d with a body that is not JSON: %w", resp.StatusCode, err)
 	}
-	return &out, resp.StatusCode, nil
+	return out, nil
 }

@@ -117,6 +117,8 @@ const maxWakeBody = 1 << 20
 // (the claim itself failed). The RetryBackoff wait happens while Herald's
 // request is open, and Herald gives up on a request after 30 s: keep the
 // processing of a wake plus RetryBackoff under that, or use HandleWake.
+// A wake whose request ends first (Herald gave up, or the replica that
+// sent it died) is still handled to its end: its callbacks decide.
 func (c *Consumer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	body, err := io.ReadAll(io.LimitReader(r.Body, maxWakeBody))
 	if err != nil {
@@ -133,7 +135,10 @@ func (c *Consumer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	wake.Traceparent = TraceparentOf(r.Header)
-	if err := c.HandleWake(r.Context(), wake); err != nil && !errors.Is(err, ErrFenced) {
+	// The wake goes on when Herald's request does not: the replica that
+	// sent it may have died (its callbacks reach another one), and a wake
+	// left claimed would wait for the 45 s liveness timeout.
+	if err := c.HandleWake(context.WithoutCancel(r.Context()), wake); err != nil && !errors.Is(err, ErrFenced) {
 		c.cfg.Logger.Error("handling a wake", "consumer", wake.ConsumerID, "epoch", wake.Epoch, "err", err)
 		http.Error(w, "processing failed", http.StatusInternalServerError)
 		return

@@ -33,6 +33,8 @@ type fakeStore struct {
 	store.LeaseStore
 	// EventTypeStore is nil for the same reason.
 	store.EventTypeStore
+	// ReplicaStore is nil for the same reason.
+	store.ReplicaStore
 	t        *testing.T
 	create   func(*store.StreamCreateParams) (*store.StreamCreateResult, error)
 	append   func(*store.StreamAppendParams) (*store.StreamAppendResult, error)

@@ -1,6 +1,8 @@
 package httpapi
 
 import (
+	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -339,12 +341,32 @@ func TestHealthAndReadiness(t *testing.T) {
 	check("/_herald/healthz", http.StatusOK)
 	check("/_herald/readyz", http.StatusOK)
 	s.SetReady(false)
-	check("/_herald/readyz", http.StatusServiceUnavailable)
+	if w := do(s, "GET", "/_herald/readyz", nil, nil); w.Code != http.StatusServiceUnavailable || !strings.Contains(w.Body.String(), `"reason":"not ready"`) {
+		t.Errorf("readyz not ready = %d %s", w.Code, w.Body)
+	}
 	s.SetReady(true)
+	check("/_herald/readyz", http.StatusOK)
+	// A store whose heartbeat fails: not ready, with the reason (and no
+	// address), while health stays up; ready again by itself after a
+	// heartbeat that goes through.
+	s.SetStoreHealth(fmt.Errorf("%w: dial tcp 10.0.0.7:5432: connection refused", store.ErrUnavailable))
+	if w := do(s, "GET", "/_herald/readyz", nil, nil); w.Code != http.StatusServiceUnavailable ||
+		!strings.Contains(w.Body.String(), `"reason":"the database cannot be reached"`) || strings.Contains(w.Body.String(), "10.0.0.7") {
+		t.Errorf("readyz with the database away = %d %s", w.Code, w.Body)
+	}
+	check("/_herald/healthz", http.StatusOK)
+	s.SetStoreHealth(errors.New("disk full"))
+	if w := do(s, "GET", "/_herald/readyz", nil, nil); w.Code != http.StatusServiceUnavailable ||
+		!strings.Contains(w.Body.String(), `"reason":"the store failed its heartbeat"`) {
+		t.Errorf("readyz with the store failing = %d %s", w.Code, w.Body)
+	}
+	s.SetStoreHealth(nil)
 	check("/_herald/readyz", http.StatusOK)
 	s.Shutdown()
 	s.Shutdown() // idempotent
-	check("/_herald/readyz", http.StatusServiceUnavailable)
+	if w := do(s, "GET", "/_herald/readyz", nil, nil); w.Code != http.StatusServiceUnavailable || !strings.Contains(w.Body.String(), `"reason":"shutting down"`) {
+		t.Errorf("readyz shutting down = %d %s", w.Code, w.Body)
+	}
 	check("/_herald/healthz", http.StatusOK)
 }
 

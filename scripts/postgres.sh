@@ -10,7 +10,9 @@
 #   source scripts/postgres.sh && trap herald_postgres_stop EXIT
 #
 # Run, it starts the cluster, prints the export line and leaves the
-# cluster running; `scripts/postgres.sh stop DIR` stops one started so.
+# cluster running; `scripts/postgres.sh stop DIR` stops one started so,
+# and `scripts/postgres.sh restart DIR fast|immediate` restarts it (the
+# replica chaos test restarts its own cluster so).
 set -euo pipefail
 
 herald_postgres_bindir() {
@@ -70,9 +72,22 @@ herald_postgres_stop() {
   rm -rf "$dir"
 }
 
+# herald_postgres_restart restarts the cluster in DIR with the shutdown
+# mode MODE (fast: connections are ended and the server stops cleanly;
+# immediate: it stops at once, as in a crash, and recovers at start), on
+# the same port, and waits until it takes connections again.
+herald_postgres_restart() {
+  local dir=${1:?usage: postgres.sh restart DIR fast|immediate} mode=${2:?usage: postgres.sh restart DIR fast|immediate}
+  herald_postgres_run "$(herald_postgres_bindir)/pg_ctl" -D "$dir/data" -m "$mode" -w -l "$dir/sock/server.log" restart >/dev/null
+}
+
 if [ "${BASH_SOURCE[0]}" = "$0" ]; then
   if [ "${1:-}" = stop ]; then
     herald_postgres_stop "${2:?usage: postgres.sh stop DIR}"
+    exit 0
+  fi
+  if [ "${1:-}" = restart ]; then
+    herald_postgres_restart "${2:-}" "${3:-}"
     exit 0
   fi
   herald_postgres_start

@@ -33,6 +33,12 @@ var (
 	ErrPositionBeyondTail = errors.New("store: position is beyond the tail")
 	// ErrClosedStore: the store was closed.
 	ErrClosedStore = errors.New("store: closed")
+	// ErrUnavailable: the database cannot be reached (it is down,
+	// restarting or unreachable). The call's transaction is written
+	// whole or not at all (a connection lost during the commit leaves
+	// which unknown), and the same call may succeed once the database is
+	// back. A backend wraps the cause with it.
+	ErrUnavailable = errors.New("store: the database cannot be reached")
 )
 
 // ClosedError is returned when appending to a closed stream. Tail is the

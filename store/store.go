@@ -77,6 +77,10 @@ type Store interface {
 	// LeaseStore keeps named leases (jobs one handle runs at a time).
 	LeaseStore
 
+	// ReplicaStore keeps the handles' heartbeats and ends the claims of
+	// a handle that stopped beating.
+	ReplicaStore
+
 	// Peers reports whether other handles (replicas) may open this
 	// store's database while this one is open, sharing its leases and
 	// limits. A backend that owns its database alone says false: no peer

@@ -31,7 +31,8 @@ func TestServeDefaults(t *testing.T) {
 	if cfg.Addr != "127.0.0.1:4437" || cfg.Access.enabled() || cfg.DataDir != "./data" || cfg.LongPollTimeout != 30*time.Second ||
 		cfg.MaxBodyBytes != 16<<20 || cfg.LogLevel != slog.LevelInfo || cfg.LogFormat != "text" ||
 		cfg.MaxBufferedBytes != 128<<20 || cfg.BodyReadTimeout != 10*time.Second || cfg.MinBodyRate != 16<<10 ||
-		cfg.MaxConnections != 10000 || cfg.MaxHeaderBytes != 64<<10 || cfg.HeaderTimeout != 10*time.Second || cfg.MaxClientConnections != 0 {
+		cfg.MaxConnections != 10000 || cfg.MaxHeaderBytes != 64<<10 || cfg.HeaderTimeout != 10*time.Second || cfg.MaxClientConnections != 0 ||
+		cfg.ReplicaHeartbeat != 2*time.Second || cfg.ReplicaDeadAfter != 10*time.Second {
 		t.Fatalf("defaults = %+v", cfg)
 	}
 }
@@ -79,6 +80,8 @@ func TestBadConfigurationIsAUsageError(t *testing.T) {
 		{[]string{"--max-connections", "0"}, nil, "--max-connections must be positive"},
 		{[]string{"--max-header-bytes", "-5"}, nil, "--max-header-bytes must be positive"},
 		{[]string{"--header-timeout", "0s"}, nil, "--header-timeout must be positive"},
+		{[]string{"--replica-heartbeat", "0s"}, nil, "--replica-heartbeat must be positive"},
+		{[]string{"--replica-heartbeat", "3s", "--replica-dead-after", "5s"}, nil, "--replica-dead-after must be at least twice --replica-heartbeat"},
 		{[]string{"--max-connections-per-client", "-1"}, nil, "--max-connections-per-client must not be negative"},
 		{[]string{"--allowed-origins", "https://a.example"}, nil, "flag provided but not defined: -allowed-origins"},
 		{[]string{"--log-level", "loud"}, nil, `invalid value "loud" for flag -log-level: must be debug, info, warn or error`},

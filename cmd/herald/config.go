@@ -13,6 +13,7 @@ import (
 	"github.com/heraldstreams/herald/auth"
 	"github.com/heraldstreams/herald/httpapi"
 	"github.com/heraldstreams/herald/internal/secretbox"
+	"github.com/heraldstreams/herald/replica"
 	"github.com/heraldstreams/herald/subscription"
 	"github.com/heraldstreams/herald/ui"
 	"github.com/heraldstreams/herald/webhook"
@@ -41,6 +42,10 @@ type serveConfig struct {
 	MaxReadBytes    int
 	SSEMaxDuration  time.Duration
 	ShutdownTimeout time.Duration
+	// ReplicaHeartbeat and ReplicaDeadAfter time the replicas' heartbeats
+	// (package replica).
+	ReplicaHeartbeat time.Duration
+	ReplicaDeadAfter time.Duration
 	// Limits on what clients can make Herald hold.
 	MaxBufferedBytes int64
 	BodyReadTimeout  time.Duration
@@ -89,6 +94,8 @@ func serveFlags(cfg *serveConfig) *flag.FlagSet {
 	fs.IntVar(&cfg.MaxReadBytes, "max-read-bytes", 4<<20, "most data returned by one catch-up read or SSE event")
 	fs.DurationVar(&cfg.SSEMaxDuration, "sse-max-duration", 60*time.Second, "how long an SSE response stays open before the client is asked to reconnect")
 	fs.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "how long a graceful shutdown may take in total: draining in-flight requests, finishing the wakes and deliveries in flight (those still running then are cancelled and sent again after a restart), and closing the store")
+	fs.DurationVar(&cfg.ReplicaHeartbeat, "replica-heartbeat", replica.DefaultInterval, "how often this replica records in the store that it is alive (and checks that the database answers: /_herald/readyz is 503 while it does not)")
+	fs.DurationVar(&cfg.ReplicaDeadAfter, "replica-dead-after", replica.DefaultDeadAfter, "how long after its last heartbeat a replica counts as dead: another then ends its delivery leases, timers and named leases and takes its work over (several --replica-heartbeat, and more than the clocks of the replicas' hosts differ)")
 	fs.Int64Var(&cfg.MaxBufferedBytes, "max-buffered-bytes", httpapi.DefaultMaxBufferedBytes, "most bytes of request bodies held in memory at once, all requests together (beyond: 503 SERVER_BUSY); at least --max-body-bytes")
 	fs.DurationVar(&cfg.BodyReadTimeout, "body-read-timeout", httpapi.DefaultBodyReadTimeout, "how long a request body may take beyond the time its size needs at --min-body-rate (beyond: 408 BODY_TIMEOUT)")
 	fs.Int64Var(&cfg.MinBodyRate, "min-body-rate", httpapi.DefaultMinBodyRate, "slowest average rate, in bytes a second, a request body may arrive at")
@@ -170,6 +177,12 @@ func (c *serveConfig) validate() error {
 	}
 	if c.ShutdownTimeout <= 0 {
 		problems = append(problems, "--shutdown-timeout must be positive")
+	}
+	if c.ReplicaHeartbeat <= 0 {
+		problems = append(problems, "--replica-heartbeat must be positive")
+	}
+	if c.ReplicaDeadAfter < 2*c.ReplicaHeartbeat {
+		problems = append(problems, "--replica-dead-after must be at least twice --replica-heartbeat, or a live replica late with one beat counts as dead")
 	}
 	if c.MaxBufferedBytes < c.MaxBodyBytes {
 		problems = append(problems, "--max-buffered-bytes must be at least --max-body-bytes, or the largest body could never be read")

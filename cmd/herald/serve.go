@@ -28,6 +28,7 @@ import (
 	"github.com/heraldstreams/herald/httpapi/apierr"
 	"github.com/heraldstreams/herald/internal/secretbox"
 	"github.com/heraldstreams/herald/reaper"
+	"github.com/heraldstreams/herald/replica"
 	"github.com/heraldstreams/herald/stats"
 	"github.com/heraldstreams/herald/store"
 	"github.com/heraldstreams/herald/store/postgres"
@@ -55,6 +56,8 @@ type app struct {
 	// stopAuth ends the access control's following of key changes and
 	// waits for it.
 	stopAuth func()
+	// stopHeart ends the replica's heartbeat and waits for it.
+	stopHeart func()
 }
 
 // newApp opens the store, listens on cfg.Addr and mounts every route;
@@ -181,7 +184,18 @@ func newApp(ctx context.Context, cfg *serveConfig, log *slog.Logger, tp trace.Tr
 			stopFeed()
 		}
 	}
-	return &app{log: log, st: st, ln: ln, api: api, jwtv: jwtv, subs: subs, reserved: reserved, deliv: deliv, pool: pool, stopStats: stopStats, stopAuth: stopAuth}, nil
+	// The heartbeat runs until the engines have stopped: a replica that
+	// finishes its work in flight during a shutdown is alive, and its
+	// claims are its own until it is gone.
+	heart := replica.New(replica.Config{Store: st, Interval: cfg.ReplicaHeartbeat, DeadAfter: cfg.ReplicaDeadAfter,
+		Logger: log.With("part", "replica"), Health: api.SetStoreHealth, Released: func() {
+			deliv.ClaimNow()
+			subs.SweepNow()
+		}})
+	stopHeart := goUntilStopped(ctx, heart.Run)
+	log.Info("replica heartbeat", "replica", st.ReplicaID(), "every", cfg.ReplicaHeartbeat, "dead_after", cfg.ReplicaDeadAfter)
+	return &app{log: log, st: st, ln: ln, api: api, jwtv: jwtv, subs: subs, reserved: reserved, deliv: deliv, pool: pool, stopStats: stopStats, stopAuth: stopAuth,
+		stopHeart: stopHeart}, nil
 }
 
 // goUntilStopped runs run in a goroutine until the returned stop is
@@ -240,6 +254,7 @@ func (a *app) stop(ctx context.Context) error {
 	if subsErr != nil || delivErr != nil {
 		a.log.Warn("the shutdown deadline cancelled wakes or deliveries in flight; they are sent again after a restart")
 	}
+	a.stopHeart()
 	if a.jwtv != nil {
 		a.jwtv.Close()
 	}

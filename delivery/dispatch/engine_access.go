@@ -25,3 +25,8 @@ func (e *Engine) Logger() *slog.Logger { return e.log }
 
 // Breaker returns the breaker rules every endpoint's runner follows.
 func (e *Engine) Breaker() delivery.Breaker { return e.breaker }
+
+// ClaimNow makes every endpoint's runner claim at once: claims were
+// ended elsewhere (a dead replica's, package replica), so deliveries may
+// be due that no runner knows of.
+func (e *Engine) ClaimNow() { e.wakeRunners() }

@@ -482,7 +482,12 @@ func (r *runner) record(batch []sendResult) (time.Time, bool) {
 			}
 		}
 		params.Health = toStoreHealth(h)
-		out, err := e.st.DeliveryComplete(ctx, params)
+		var out *store.DeliveryCompleteResult
+		err := e.whileAway(leaseEnd(sent), func() error {
+			var err error
+			out, err = e.st.DeliveryComplete(ctx, params)
+			return err
+		})
 		switch {
 		case err == nil:
 			e.setHealth(r.id, params.Health, out.HealthVersion)
@@ -500,7 +505,9 @@ func (r *runner) record(batch []sendResult) (time.Time, bool) {
 			}
 			return now, true
 		case errors.Is(err, store.ErrEndpointConflict):
-			if err := e.EndpointChanged(ctx, r.id); err != nil {
+			// Another replica changed the breaker state: read it again,
+			// also when the database is away a moment.
+			if err := e.whileAway(leaseEnd(sent), func() error { return e.EndpointChanged(ctx, r.id) }); err != nil {
 				e.log.Warn("reloading an endpoint failed", "endpoint", r.id, "err", err)
 				return time.Time{}, false
 			}
@@ -508,12 +515,58 @@ func (r *runner) record(batch []sendResult) (time.Time, bool) {
 			e.uninstall(r.id)
 			return time.Time{}, false
 		default:
-			// Not recorded: the leases expire and the deliveries are sent
-			// again (at least once).
+			// Not recorded (the database was away until the leases
+			// ended, or the engine stopped): the deliveries are sent
+			// again after their leases (at least once).
 			e.log.Error("recording delivery outcomes failed", "endpoint", r.id, "err", err)
 			return time.Time{}, false
 		}
 	}
 	e.log.Error("recording delivery outcomes kept conflicting", "endpoint", r.id)
 	return time.Time{}, false
+}
+
+// Waits between the writes of an outcome while the database is away.
+const (
+	storeRetryMin = 100 * time.Millisecond
+	storeRetryMax = 2 * time.Second
+)
+
+// whileAway runs fn, the recording of outcomes (or a step of it), and
+// runs it again while the store says the database is away
+// (store.ErrUnavailable), until it is back: an answer received while it
+// was away (a 2xx above all) is recorded by the replica that received it
+// as soon as it can be, instead of the delivery being sent again when
+// its lease ends, and a stream of an ordered endpoint is not held back
+// meanwhile. It gives up when the leases (ending at until) have ended
+// (another replica may have claimed the deliveries; their token would
+// not match) or when the engine's work in flight is cancelled (a
+// shutdown's deadline).
+func (e *Engine) whileAway(until time.Time, fn func() error) error {
+	wait := storeRetryMin
+	for {
+		err := fn()
+		if !errors.Is(err, store.ErrUnavailable) || !e.now().Add(wait).Before(until) {
+			return err
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-e.life.WorkContext().Done():
+			t.Stop()
+			return err
+		case <-t.C:
+		}
+		wait = min(2*wait, storeRetryMax)
+	}
+}
+
+// leaseEnd is when the last of the leases of ds ends.
+func leaseEnd(ds []store.Delivery) time.Time {
+	var end time.Time
+	for _, d := range ds {
+		if d.LeaseUntil.After(end) {
+			end = d.LeaseUntil
+		}
+	}
+	return end
 }

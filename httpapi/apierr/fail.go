@@ -9,6 +9,7 @@ import (
 
 	"github.com/heraldstreams/herald/delivery"
 	"github.com/heraldstreams/herald/internal/httpjson"
+	"github.com/heraldstreams/herald/store"
 	"github.com/heraldstreams/herald/subscription"
 )
 
@@ -86,10 +87,15 @@ func Failer(log *slog.Logger) func(http.ResponseWriter, *http.Request, error) {
 }
 
 // Callback is the answer to a callback error (docs/subscriptions.md,
-// Errors): its status, code and message from the table; known is false
-// for any error the callback protocol does not name, a server fault.
+// Errors): its status, code and message from the table, 503
+// STORE_UNAVAILABLE while the database cannot be reached (the consumer
+// retries the callback), or 499 when the consumer went away; known is
+// false for any other error the callback protocol does not name, a
+// server fault.
 func Callback(r *http.Request, err error) (e *httpjson.Error, known bool) {
-	if _, ok := subscription.CallbackErrorCode(err); !ok {
+	_, ok := subscription.CallbackErrorCode(err)
+	gone := errors.Is(err, context.Canceled) && r.Context().Err() != nil
+	if !ok && !gone && !errors.Is(err, store.ErrUnavailable) {
 		return httpjson.Internal, false
 	}
 	return Classify(r, err)

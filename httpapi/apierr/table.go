@@ -18,6 +18,7 @@ import (
 
 	"github.com/heraldstreams/herald/delivery/dispatch"
 	"github.com/heraldstreams/herald/glob"
+	"github.com/heraldstreams/herald/internal/httpjson"
 	"github.com/heraldstreams/herald/protocol"
 	"github.com/heraldstreams/herald/store"
 	"github.com/heraldstreams/herald/subscription"
@@ -143,6 +144,18 @@ var Table = []Row{
 		Why: "publishing to a deleted stream conflicts with its state, as a PUT of a deleted path does; a read of it is 410"},
 
 	{Err: store.ErrClosedStore, Status: http.StatusServiceUnavailable, Code: "UNAVAILABLE"},
+	// The database is away (restarting, down, unreachable): nothing of
+	// the request was done, and the same request may succeed in a moment.
+	{As: storeUnavailable, Status: httpjson.StoreUnavailable.Status, Code: httpjson.StoreUnavailable.Code},
+}
+
+// storeUnavailable matches store.ErrUnavailable, answered as
+// httpjson.StoreUnavailable says (when to retry).
+func storeUnavailable(err error) (string, func(http.Header), bool) {
+	if !errors.Is(err, store.ErrUnavailable) {
+		return "", nil, false
+	}
+	return httpjson.StoreUnavailable.Message, httpjson.StoreUnavailable.Header, true
 }
 
 // typed is the As of a row for the typed error E, whose message and

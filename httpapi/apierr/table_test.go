@@ -14,6 +14,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/heraldstreams/herald/internal/httpjson"
 	"github.com/heraldstreams/herald/protocol"
 	"github.com/heraldstreams/herald/store"
 	"github.com/heraldstreams/herald/subscription"
@@ -162,6 +163,37 @@ func TestCallbackAnswersAreTheProtocols(t *testing.T) {
 	}
 	if e, known := Callback(req, store.ErrClosedStore); known || e.Status != 500 {
 		t.Errorf("a closed store on the callback route = %d (known %v), want a 500", e.Status, known)
+	}
+	if e, known := Callback(req, fmt.Errorf("%w: dial tcp: connection refused", store.ErrUnavailable)); !known || e.Status != 503 ||
+		e.Code != "STORE_UNAVAILABLE" {
+		t.Errorf("a database away on the callback route = %d %s (known %v), want 503 STORE_UNAVAILABLE", e.Status, e.Code, known)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if e, known := Callback(req.WithContext(ctx), fmt.Errorf("read consumer: %w", context.Canceled)); !known || e.Status != 499 {
+		t.Errorf("a consumer gone from its callback = %d (known %v), want a 499, not a fault", e.Status, known)
+	}
+}
+
+// TestStoreUnavailable: a database that cannot be reached is 503
+// STORE_UNAVAILABLE with Retry-After on every route, whatever wraps it,
+// with a message that says nothing of the database's address, and is not
+// logged as a fault.
+func TestStoreUnavailable(t *testing.T) {
+	t.Parallel()
+	var logged strings.Builder
+	err := fmt.Errorf("postgres: append: %w", fmt.Errorf("%w: failed to connect to `user=herald database=herald`: 10.0.0.7:5432: connection refused",
+		store.ErrUnavailable))
+	for _, method := range []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodDelete} {
+		w := httptest.NewRecorder()
+		Fail(w, httptest.NewRequest(method, "/s", nil), slogTo(&logged), err)
+		if w.Code != 503 || w.Header().Get("Retry-After") != httpjson.StoreRetryAfter || !strings.Contains(w.Body.String(), `"STORE_UNAVAILABLE"`) ||
+			strings.Contains(w.Body.String(), "10.0.0.7") {
+			t.Errorf("%s: %d %v %s", method, w.Code, w.Header(), w.Body)
+		}
+	}
+	if logged.Len() != 0 {
+		t.Errorf("a database away was logged as a fault: %s", logged.String())
 	}
 }
 

@@ -79,3 +79,19 @@ func CheckQuery(r *http.Request, known ...string) error {
 	}
 	return nil
 }
+
+// StoreUnavailable is the answer while the database cannot be reached
+// (the store's ErrUnavailable): the request did nothing and may be sent
+// again after Retry-After. The error table answers it on every route,
+// and access control when a credential cannot be read.
+var StoreUnavailable = &Error{Status: http.StatusServiceUnavailable, Code: "STORE_UNAVAILABLE",
+	Message: "the database cannot be reached; retry later", Header: retryAfterStore}
+
+// StoreRetryAfter is the Retry-After, in seconds, of StoreUnavailable: a
+// restart of the database takes seconds, and a client that retries
+// sooner only adds load while it comes back.
+const StoreRetryAfter = "1"
+
+var valStoreRetryAfter = []string{StoreRetryAfter}
+
+func retryAfterStore(h http.Header) { h["Retry-After"] = valStoreRetryAfter }

@@ -59,6 +59,7 @@ var layerOf = map[string]int{
 	"delivery/internal/deliverytest": 4,
 	"subscription/wake":              4,
 	"reaper":                         4,
+	"replica":                        4,
 	"internal/testhttp":              4,
 	// 5: the HTTP handlers of the features, and the error table.
 	"delivery/deliveryapi": 5,

@@ -51,7 +51,7 @@ func (k backend) Read(ctx context.Context, fn func(sqlstore.Executor) error) err
 	if err := k.s.usable(); err != nil {
 		return err
 	}
-	return fn(poolExec{ctx, k.s})
+	return unavailable(fn(poolExec{ctx, k.s}))
 }
 
 // pgTx runs statements in a write transaction.

@@ -110,6 +110,9 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	if opts.MaxConns > 0 {
 		cfg.MaxConns = opts.MaxConns
 	}
+	if cfg.ConnConfig.ConnectTimeout == 0 {
+		cfg.ConnConfig.ConnectTimeout = connectTimeout
+	}
 	if opts.ConfigureConn != nil {
 		opts.ConfigureConn(cfg.ConnConfig)
 	}
@@ -227,8 +230,11 @@ func (s *Store) tx(ctx context.Context, fn func(tx *wtx) error) error {
 		err := s.runTx(ctx, w, fn)
 		if err != nil {
 			s.forgetNotes(w.notes)
-			if try == maxTries || !retryable(err) {
-				return err
+			// A pooled connection that the database closed (it
+			// restarted) fails before anything is sent: another
+			// connection is tried.
+			if try == maxTries || !(retryable(err) || pgconn.SafeToRetry(err)) || ctx.Err() != nil {
+				return unavailable(err)
 			}
 			continue
 		}

@@ -97,7 +97,7 @@ func (s *Store) StreamRead(ctx context.Context, params *store.StreamReadParams) 
 		return nil
 	})
 	if err != nil {
-		return nil, err
+		return nil, unavailable(err)
 	}
 	if err := s.TouchStream(ctx, &res.Stream, params.Internal, params.Now); err != nil {
 		return nil, err

@@ -24,6 +24,7 @@ func (s *Store) startClaims(ctx context.Context) error {
 			`UPDATE deliveries SET lease_until = 0, lease_token = 0, lease_owner = '' WHERE lease_until > 0`,
 			`UPDATE consumers SET timer_until = 0, timer_owner = '' WHERE timer_until > 0`,
 			`DELETE FROM leases`,
+			`DELETE FROM replicas`,
 		} {
 			if _, err := s.wconn.ExecContext(ctx, q); err != nil {
 				return fmt.Errorf("sqlite: end the previous process's leases: %w", err)

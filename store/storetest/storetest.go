@@ -65,6 +65,7 @@ func Run(t *testing.T, f Factory) {
 	runReplays(t, f)
 	runKeys(t, f)
 	runPeers(t, f)
+	runReplicas(t, f)
 	runEventTypes(t, f)
 	runSecrets(t, f)
 }

@@ -1,0 +1,119 @@
+package dispatch
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/heraldstreams/herald/delivery"
+	"github.com/heraldstreams/herald/store"
+)
+
+// awayStore fails the next outcomes written with store.ErrUnavailable,
+// as a store whose database is away; conflict makes the next outcomes
+// meet another replica's change of the breaker state first, and then
+// the reads of the endpoint fail as away too (readsAway of them).
+type awayStore struct {
+	EngineStore
+	// away counts the DeliveryComplete calls still to fail.
+	away      atomic.Int64
+	tries     atomic.Int64
+	conflict  atomic.Int64
+	readsAway atomic.Int64
+}
+
+var errAway = fmt.Errorf("%w: connection refused", store.ErrUnavailable)
+
+func (s *awayStore) DeliveryComplete(ctx context.Context, p *store.DeliveryCompleteParams) (*store.DeliveryCompleteResult, error) {
+	s.tries.Add(1)
+	if s.conflict.Add(-1) >= 0 {
+		return nil, store.ErrEndpointConflict
+	}
+	if s.away.Add(-1) >= 0 {
+		return nil, errAway
+	}
+	return s.EngineStore.DeliveryComplete(ctx, p)
+}
+
+func (s *awayStore) EndpointGet(ctx context.Context, id string) (*store.Endpoint, error) {
+	if s.readsAway.Add(-1) >= 0 {
+		return nil, errAway
+	}
+	return s.EngineStore.EndpointGet(ctx, id)
+}
+
+// An answer received while the database is away is recorded by the
+// replica that received it as soon as the database is back, not left to
+// the lease: the delivery is delivered once, and the next delivery of an
+// ordered stream goes at once.
+func TestOutcomeWrittenWhenTheDatabaseIsBack(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		var away *awayStore
+		r := newRig(t, func(cfg *EngineConfig) {
+			away = &awayStore{EngineStore: cfg.Store}
+			cfg.Store = away
+		})
+		ep := r.endpoint(&CreateEndpointParams{Active: true, Config: delivery.EndpointConfig{Ordering: delivery.OrderingStream}})
+		r.rc.SetRespond(func(int, delivery.Event) (int, map[string]string) { return http.StatusOK, nil })
+		away.away.Store(5) // about three seconds of retries
+		r.publish("order.created", "/orders", `{"n":1}`)
+		r.publish("order.created", "/orders", `{"n":2}`)
+		synctest.Wait()
+		time.Sleep(5 * time.Second) // the database is back after about 3 s
+		synctest.Wait()
+		if n := away.away.Load(); n >= 0 {
+			t.Fatalf("%d writes of the outcome still to fail 5 s later", n+1)
+		}
+		if n := len(r.rc.Requests()); n != 2 {
+			t.Fatalf("%d requests, want 2 (each event once, in order)", n)
+		}
+		for _, d := range r.deliveries(ep.ID) {
+			if d.Status != store.DeliveryDelivered || d.Attempts != 1 {
+				t.Fatalf("delivery %s: %s after %d attempts", d.EventID, d.Status, d.Attempts)
+			}
+		}
+		if away.tries.Load() < 6 {
+			t.Fatalf("the outcome was written %d times", away.tries.Load())
+		}
+	})
+}
+
+// An outcome that meets another replica's change of the breaker state
+// while the database goes away (the endpoint cannot be read again) is
+// still written once the database is back, not left to the lease: the
+// ordered stream goes on at once.
+func TestOutcomeWrittenAfterAConflictWhileAway(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		var away *awayStore
+		r := newRig(t, func(cfg *EngineConfig) {
+			away = &awayStore{EngineStore: cfg.Store}
+			cfg.Store = away
+		})
+		ep := r.endpoint(&CreateEndpointParams{Active: true, Config: delivery.EndpointConfig{Ordering: delivery.OrderingStream}})
+		r.rc.SetRespond(func(int, delivery.Event) (int, map[string]string) { return http.StatusOK, nil })
+		away.conflict.Store(1)
+		away.readsAway.Store(5)
+		r.publish("order.created", "/orders", `{"n":1}`)
+		r.publish("order.created", "/orders", `{"n":2}`)
+		synctest.Wait()
+		time.Sleep(5 * time.Second) // the database is back after about 3 s
+		synctest.Wait()
+		if n := away.readsAway.Load(); n >= 0 {
+			t.Fatalf("%d reads of the endpoint still to fail 5 s later", n+1)
+		}
+		if n := len(r.rc.Requests()); n != 2 {
+			t.Fatalf("%d requests, want 2 (each event once, in order)", n)
+		}
+		for _, d := range r.deliveries(ep.ID) {
+			if d.Status != store.DeliveryDelivered || d.Attempts != 1 {
+				t.Fatalf("delivery %s: %s after %d attempts", d.EventID, d.Status, d.Attempts)
+			}
+		}
+	})
+}

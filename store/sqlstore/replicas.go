@@ -1,0 +1,92 @@
+package sqlstore
+
+import (
+	"context"
+
+	"github.com/heraldstreams/herald/store"
+)
+
+// ClaimHolder is a kind of claim a replica holds in the rows of a table:
+// the column that names its holder (a replica's ID), and how a claim
+// ends (the assignments of an UPDATE, or the row's removal).
+type ClaimHolder struct {
+	Table, Owner string
+	// Release assigns the columns of an ended claim; "" deletes the row.
+	Release string
+}
+
+// ClaimHolders are every kind of claim a replica takes: ReplicaReap ends
+// those of a replica that stopped beating. A new kind of claim records
+// its holder in a column and adds its row here; nothing else changes.
+var ClaimHolders = []ClaimHolder{
+	// A released delivery lease has no token: the late outcome of its
+	// old holder is not recorded (CompleteSQL), the fencing of a lease
+	// that ended.
+	{Table: "deliveries", Owner: "lease_owner", Release: "lease_until = 0, lease_token = 0, lease_owner = ''"},
+	{Table: "consumers", Owner: "timer_owner", Release: "timer_until = 0, timer_owner = ''"},
+	// The reserved subscription API's timers (retries, lease expiry).
+	{Table: "ds_subscriptions", Owner: "timer_owner", Release: "timer_until = 0, timer_owner = ''"},
+	{Table: "leases", Owner: "owner"},
+}
+
+// deadSQL selects the replicas that stopped beating before $1, other
+// than $2 (the caller).
+const deadSQL = `SELECT id FROM replicas WHERE beat_at < $1 AND id <> $2`
+
+// ReplicaID implements store.ReplicaStore.
+func (s *Store) ReplicaID() string { return s.owner }
+
+// ReplicaBeat implements store.ReplicaStore. It is relaxed: a lost beat
+// is made again a moment later.
+func (s *Store) ReplicaBeat(ctx context.Context, params *store.ReplicaBeatParams) error {
+	return s.write(ctx, Relaxed, func(tx Tx) error {
+		_, err := tx.Exec(`INSERT INTO replicas (id, beat_at, started_at) VALUES ($1, $2, $2)
+			ON CONFLICT (id) DO UPDATE SET beat_at = excluded.beat_at`, s.owner, Nanos(params.Now))
+		if err != nil {
+			return s.errorf("beat", err)
+		}
+		return nil
+	})
+}
+
+// ReplicaReap implements store.ReplicaStore: the dead replicas' rows are
+// locked first (a beat that comes meanwhile waits, then finds its row
+// gone and makes it again), then every ClaimHolder's claims of them end.
+func (s *Store) ReplicaReap(ctx context.Context, params *store.ReplicaReapParams) (*store.ReplicaReapResult, error) {
+	res := &store.ReplicaReapResult{}
+	before := Nanos(params.Now.Add(-params.DeadAfter))
+	err := s.write(ctx, Relaxed, func(tx Tx) error {
+		res.Replicas, res.Released = nil, 0
+		err := tx.Query(deadSQL+` ORDER BY id `+s.d.ForUpdate, []any{before, s.owner}, func(r Row) error {
+			var id string
+			err := r.Scan(&id)
+			res.Replicas = append(res.Replicas, id)
+			return err
+		})
+		if err != nil {
+			return s.errorf("find dead replicas", err)
+		}
+		if len(res.Replicas) == 0 {
+			return nil
+		}
+		for _, h := range ClaimHolders {
+			sql := `DELETE FROM ` + h.Table
+			if h.Release != "" {
+				sql = `UPDATE ` + h.Table + ` SET ` + h.Release
+			}
+			n, err := tx.Exec(sql+` WHERE `+h.Owner+` IN (`+deadSQL+`)`, before, s.owner)
+			if err != nil {
+				return s.errorf("release the claims of "+h.Table, err)
+			}
+			res.Released += int(n)
+		}
+		if _, err := tx.Exec(`DELETE FROM replicas WHERE id IN (`+deadSQL+`)`, before, s.owner); err != nil {
+			return s.errorf("forget dead replicas", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return res, nil
+}

@@ -1,0 +1,169 @@
+package storetest
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/heraldstreams/herald/store"
+)
+
+// The replica tests: a handle that stops beating has every claim it
+// holds ended by a live one at once, whatever is left of the claims'
+// leases; a live handle keeps its claims; a handle never reaps itself.
+func runReplicas(t *testing.T, f Factory) {
+	run(t, f, "ReplicaReap", testReplicaReap)
+	run(t, f, "ReplicaLiveKept", testReplicaLiveKept)
+	run(t, f, "ReplicaNotSelf", testReplicaNotSelf)
+}
+
+// deadAfter is the liveness limit of the replica tests.
+const deadAfter = 10 * time.Second
+
+func beat(t *testing.T, s store.Store, at time.Duration) {
+	t.Helper()
+	if err := s.ReplicaBeat(context.Background(), &store.ReplicaBeatParams{Now: t0.Add(at)}); err != nil {
+		t.Fatalf("beat: %v", err)
+	}
+}
+
+func reap(t *testing.T, s store.Store, at time.Duration) *store.ReplicaReapResult {
+	t.Helper()
+	res, err := s.ReplicaReap(context.Background(), &store.ReplicaReapParams{Now: t0.Add(at), DeadAfter: deadAfter})
+	if err != nil {
+		t.Fatalf("reap: %v", err)
+	}
+	return res
+}
+
+// holdClaims makes h hold, at t0 with a one minute lease, three delivery
+// leases of endpoint "ep", the timer of one consumer, the timer of one
+// reserved-API subscription and the named lease "sweep", and returns the
+// deliveries.
+func holdClaims(t *testing.T, h store.Store) []store.Delivery {
+	t.Helper()
+	ctx := context.Background()
+	mustEndpoint(t, h, endpoint("ep"))
+	manyDeliveries(t, h, "ep", 3)
+	c := consumer("s:%2Fc", "s", "/c", "/c")
+	c.DueAt = t0
+	if _, err := h.ConsumerInsert(ctx, &store.ConsumerInsertParams{Consumers: []store.Consumer{c}}); err != nil {
+		t.Fatal(err)
+	}
+	claimed := mustClaim(t, h, "ep", 10, t0)
+	timers, err := h.ConsumerClaimDue(ctx, &store.ConsumerClaimDueParams{Now: t0, Limit: 10, Lease: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub := dsSub("ds", "", "h")
+	sub.DueAt = t0
+	if _, err := h.DSSubscriptionCreate(ctx, &store.DSSubscriptionCreateParams{Subscription: sub, Now: t0}); err != nil {
+		t.Fatal(err)
+	}
+	dsTimers, _, err := h.DSSubscriptionClaimDue(ctx, t0, time.Minute, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	held, err := h.LeaseAcquire(ctx, &store.LeaseAcquireParams{Name: "sweep", TTL: time.Minute, Now: t0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(claimed.Deliveries) != 3 || len(timers.Consumers) != 1 || len(dsTimers) != 1 || !held {
+		t.Fatalf("claims taken: %d deliveries, %d timers, %d reserved-API timers, lease %v", len(claimed.Deliveries), len(timers.Consumers), len(dsTimers), held)
+	}
+	return claimed.Deliveries
+}
+
+// A handle whose beat is older than the limit loses every claim to a
+// live peer at once: the peer claims its deliveries and its timer and
+// takes its named lease long before their leases end, and the dead
+// handle's late outcome is not recorded.
+func testReplicaReap(t *testing.T, f Factory) {
+	s := f.Open(t)
+	p := peerOf(t, f, s)
+	if p == s {
+		return // no peer can reap this backend's only handle (ReplicaNotSelf)
+	}
+	ctx := context.Background()
+	if s.ReplicaID() == "" || s.ReplicaID() == p.ReplicaID() {
+		t.Fatalf("replica ids %q and %q", s.ReplicaID(), p.ReplicaID())
+	}
+	beat(t, s, 0)
+	beat(t, p, 0)
+	dead := holdClaims(t, s)
+	beat(t, p, 9*time.Second)
+	if res := reap(t, p, 9*time.Second); len(res.Replicas) != 0 {
+		t.Fatalf("reaped a replica whose beat is within the limit: %+v", res)
+	}
+	beat(t, p, 11*time.Second)
+	res := reap(t, p, 11*time.Second)
+	if !slices.Equal(res.Replicas, []string{s.ReplicaID()}) || res.Released != 6 {
+		t.Fatalf("reap = %+v, want %s with 6 claims", res, s.ReplicaID())
+	}
+	if again := reap(t, p, 12*time.Second); len(again.Replicas) != 0 || again.Released != 0 {
+		t.Fatalf("a second reap = %+v", again)
+	}
+	now := t0.Add(11 * time.Second)
+	if taken := mustClaim(t, p, "ep", 10, now); len(taken.Deliveries) != 3 {
+		t.Fatalf("the peer claimed %d of the dead handle's deliveries", len(taken.Deliveries))
+	}
+	timers, err := p.ConsumerClaimDue(ctx, &store.ConsumerClaimDueParams{Now: now, Limit: 10, Lease: time.Minute})
+	if err != nil || len(timers.Consumers) != 1 {
+		t.Fatalf("the peer claimed %+v, %v of the dead handle's timers", timers, err)
+	}
+	if ids, _, err := p.DSSubscriptionClaimDue(ctx, now, time.Minute, 10); err != nil || !slices.Equal(ids, []string{"ds"}) {
+		t.Fatalf("the peer claimed %v, %v of the dead handle's reserved-API timers", ids, err)
+	}
+	if held, err := p.LeaseAcquire(ctx, &store.LeaseAcquireParams{Name: "sweep", TTL: time.Minute, Now: now}); err != nil || !held {
+		t.Fatalf("the peer took the dead handle's named lease: %v, %v", held, err)
+	}
+	ep, err := s.EndpointGet(ctx, "ep")
+	if err != nil {
+		t.Fatal(err)
+	}
+	late, err := s.DeliveryComplete(ctx, &store.DeliveryCompleteParams{EndpointID: "ep", ExpectHealthVersion: ep.HealthVersion, Now: now,
+		Results: []store.DeliveryResult{{DeliveryID: dead[0].ID, LeaseToken: dead[0].LeaseToken, Status: store.DeliveryDelivered,
+			Attempt: store.DeliveryAttempt{At: t0, StatusCode: 200}}}})
+	if err != nil || late.Applied != 0 {
+		t.Fatalf("the dead handle's late outcome = %+v, %v", late, err)
+	}
+	// A reaped handle that beats again is alive again.
+	beat(t, s, 20*time.Second)
+	if res := reap(t, p, 25*time.Second); len(res.Replicas) != 0 {
+		t.Fatalf("reaped a handle that beats again: %+v", res)
+	}
+}
+
+// A handle that keeps beating keeps its claims, however long they run.
+func testReplicaLiveKept(t *testing.T, f Factory) {
+	s := f.Open(t)
+	p := peerOf(t, f, s)
+	if p == s {
+		return
+	}
+	beat(t, s, 0)
+	holdClaims(t, s)
+	beat(t, s, 25*time.Second)
+	beat(t, p, 30*time.Second)
+	if res := reap(t, p, 30*time.Second); len(res.Replicas) != 0 || res.Released != 0 {
+		t.Fatalf("reaped a live handle: %+v", res)
+	}
+	if res := mustClaim(t, p, "ep", 10, t0.Add(30*time.Second)); len(res.Deliveries) != 0 {
+		t.Fatalf("the peer claimed %d deliveries of a live handle", len(res.Deliveries))
+	}
+}
+
+// A handle never reaps itself, however old its own beat: on a backend
+// without peers nothing is ever reaped, and its claims run their leases.
+func testReplicaNotSelf(t *testing.T, f Factory) {
+	s := f.Open(t)
+	beat(t, s, 0)
+	holdClaims(t, s)
+	if res := reap(t, s, time.Hour); len(res.Replicas) != 0 || res.Released != 0 {
+		t.Fatalf("a handle reaped itself: %+v", res)
+	}
+	if res := mustClaim(t, s, "ep", 10, t0.Add(30*time.Second)); len(res.Deliveries) != 0 || res.InFlight != 3 {
+		t.Fatalf("claims after a reap of oneself = %+v", res)
+	}
+}
