@@ -264,8 +264,8 @@ func TestKEKRotate(t *testing.T) {
 
 	out, code := runHerald(t, nil, "kek", "rotate", "--data-dir", dataDir)
 	// The endpoint's secret and headers, the subscription's secret, the
-	// token key.
-	if code != 0 || !strings.Contains(out, "4 secrets re-encrypted") {
+	// token key, the reserved subscription API's webhook signing key.
+	if code != 0 || !strings.Contains(out, "5 secrets re-encrypted") {
 		t.Fatalf("rotate: exit %d\n%s", code, out)
 	}
 	newFile, err := os.ReadFile(kekFile)

@@ -2,8 +2,10 @@ package main
 
 import (
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // exerciseReserved drives every route of the reserved subscription API
@@ -32,6 +34,20 @@ func exerciseReserved(c *specCheck) {
 
 	// New work: a stream the pattern matches, created after it.
 	m.admin(t, "PUT", "/area/ds/one", `{"n":1}`, http.StatusCreated, nil)
+	// The subscription links the stream once its engine has seen the
+	// append: there is work to claim from then on.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		var got struct {
+			Streams []struct{ Path string } `json:"streams"`
+		}
+		m.admin(t, "GET", sub, "", http.StatusOK, &got)
+		if slices.ContainsFunc(got.Streams, func(l struct{ Path string }) bool { return l.Path == "area/ds/one" }) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the subscription never linked area/ds/one: %+v", got.Streams)
+		}
+	}
 	var claim struct {
 		WakeID     string `json:"wake_id"`
 		Generation int64
