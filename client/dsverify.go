@@ -101,7 +101,11 @@ func (v *DSVerifier) key(ctx context.Context, kid string, now time.Time) (ed2551
 	return nil, fmt.Errorf("%w: unknown kid %q", ErrDSSignature, kid)
 }
 
-// fetch reads the key set: its OKP Ed25519 signing keys by kid.
+// fetch reads the key set: its OKP Ed25519 signing keys by kid. The SDK
+// uses only the standard library (docs/sdk.md), so a receiver importing
+// it pulls in nothing else; reading a JWKS for Ed25519 keys alone is one
+// GET and a filter, and the cache and its refresh bound are key's. The
+// server, which verifies every kind of platform JWT, uses jwkset.
 func (v *DSVerifier) fetch(ctx context.Context) (map[string]ed25519.PublicKey, error) {
 	hc := v.HTTPClient
 	if hc == nil {
