@@ -23,7 +23,7 @@ func (k backend) SnapshotCursors(tx sqlstore.Tx, endpointID string, now time.Tim
 
 // EachStream implements sqlstore.Backend, a page of streams at a time.
 func (k backend) EachStream(tx sqlstore.Tx, prefix string, now time.Time, fn func(*store.Stream) error) error {
-	return sqlstore.EachStreamRow(tx, prefix, "", now, func(st *store.Stream) (bool, error) {
+	return k.s.EachStreamRow(tx, prefix, "", now, func(st *store.Stream) (bool, error) {
 		return true, fn(st)
 	})
 }

@@ -68,22 +68,30 @@ func (b *batch) streamsFor(sc trace.SpanContext) *batchStreams {
 	return &b.streams
 }
 
-// get returns the stream at path as of this batch, or nil.
-func (b *batch) get(path string) *entry {
+// get returns the stream at path as of this batch, or nil: the overlay,
+// else the cache, else its committed row.
+func (b *batch) get(path string) (*entry, error) {
 	if e, ok := b.overlay[path]; ok {
-		return e
+		return e, nil
 	}
-	return b.s.byPath[path] // committer is the only writer of the maps
+	if e := b.s.cache.get(path); e != nil {
+		return e, nil
+	}
+	return b.load(streamByPathSQL, path)
 }
 
-func (b *batch) getID(id int64) *entry {
+// getID is get by the stream's id.
+func (b *batch) getID(id int64) (*entry, error) {
 	if b.removed[id] {
-		return nil
+		return nil, nil
 	}
 	if e, ok := b.overID[id]; ok {
-		return e
+		return e, nil
 	}
-	return b.s.byID[id]
+	if e := b.s.cache.getID(id); e != nil {
+		return e, nil
+	}
+	return b.load(streamByIDSQL, id)
 }
 
 // put records a changed or new entry and schedules its row write.
@@ -160,28 +168,14 @@ func (b *batch) flush() error {
 // publish installs the overlay in the cache after a successful commit.
 func (b *batch) publish() {
 	s := b.s
-	s.cacheMu.Lock()
-	for path, e := range b.overlay {
-		if e == nil {
-			if cur, ok := s.byPath[path]; ok && b.removed[cur.id] {
-				delete(s.byPath, path)
-			}
-			continue
-		}
-		s.byPath[path] = e
-		s.byID[e.id] = e
-	}
-	for id := range b.removed {
-		delete(s.byID, id)
-	}
-	s.cacheMu.Unlock()
+	s.cache.publish(b.overlay, b.removed)
 	s.recent.put(b.recent)
 	for id := range b.removed {
 		delete(s.producers, id)
 		s.recent.drop(id)
 	}
 	for k, p := range b.prod {
-		if s.byID[k.stream] != nil {
+		if !b.removed[k.stream] {
 			s.cacheProducer(k.stream, k.id, p)
 		}
 	}
@@ -401,7 +395,10 @@ func (o *touchOp) apply(b *batch) error {
 	}
 	s.touchMu.Unlock()
 	for id, t := range o.written {
-		e := b.getID(id)
+		e, err := b.getID(id)
+		if err != nil {
+			return err
+		}
 		if e == nil || t <= e.accessedAt {
 			continue
 		}
