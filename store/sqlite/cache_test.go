@@ -59,7 +59,8 @@ func TestOpenLoadsNoStream(t *testing.T) {
 }
 
 // The cache never holds more than its bound, however many streams are
-// created, read, appended to and listed.
+// created, read, appended to (by a producer) and listed; nor does the
+// producer cache.
 func TestStreamCacheBound(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -78,10 +79,18 @@ func TestStreamCacheBound(t *testing.T) {
 	}
 	for i := range 100 {
 		path := fmt.Sprintf("/bound/%d/0", i)
-		if _, err := s.StreamAppend(ctx, &store.StreamAppendParams{Path: path, ContentType: "text/plain", Data: []byte("y"), Now: now}); err != nil {
+		if _, err := s.StreamAppend(ctx, &store.StreamAppendParams{Path: path, ContentType: "text/plain", Data: []byte("y"),
+			Producer: &store.Producer{ID: "p"}, Now: now}); err != nil {
 			t.Fatal(err)
 		}
 		check("append")
+		var producers int
+		if err := s.write(ctx, func(b *batch) error { producers = len(b.s.producers); return nil }); err != nil {
+			t.Fatal(err)
+		}
+		if producers > bound {
+			t.Fatalf("the producer cache holds %d streams, bound %d", producers, bound)
+		}
 		res, err := s.StreamRead(ctx, &store.StreamReadParams{Path: path, Now: now})
 		if err != nil || string(res.Data) != "xy" {
 			t.Fatalf("read %s: %q, %v", path, res.Data, err)

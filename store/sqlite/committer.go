@@ -137,10 +137,21 @@ func (b *batch) setProducer(e *entry, id string, p streamrules.ProducerState) er
 	return err
 }
 
-// cacheProducer records committed producer state; committer only.
+// cacheProducer records committed producer state; committer only. The
+// cache holds the producers of at most as many streams as the stream
+// cache: past that, the streams that go are the first the map's
+// iteration yields (random), whose producers are read again when used.
 func (s *Store) cacheProducer(stream int64, id string, p streamrules.ProducerState) {
 	m := s.producers[stream]
 	if m == nil {
+		if len(s.producers) >= s.cache.max {
+			for k := range s.producers {
+				delete(s.producers, k)
+				if len(s.producers) < s.cache.max-s.cache.max/16 {
+					break
+				}
+			}
+		}
 		m = make(map[string]streamrules.ProducerState, 1)
 		s.producers[stream] = m
 	}

@@ -4,9 +4,10 @@
 // and read through a pool of read-only connections.
 //
 // The process that opens the directory owns it (an exclusive lock file), so
-// the committer can keep every stream's metadata in memory: writes validate
-// against it without a query, and readers take immutable snapshots of it.
-// What the backends share is written once in package sqlstore, whose
+// the committer can cache the metadata of the streams in use (cache.go):
+// writes validate against it without a query, and readers take immutable
+// snapshots of it. A stream not cached is read from its row when used;
+// nothing reads every stream, at open or later. What the backends share is written once in package sqlstore, whose
 // writes this one runs in the committer's batches.
 package sqlite
 
