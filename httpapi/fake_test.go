@@ -29,6 +29,8 @@ type fakeStore struct {
 	store.LeaseStore
 	// EventTypeStore is nil for the same reason.
 	store.EventTypeStore
+	// StreamChangeStore is nil for the same reason.
+	store.StreamChangeStore
 	t        *testing.T
 	create   func(*store.StreamCreateParams) (*store.StreamCreateResult, error)
 	append   func(*store.StreamAppendParams) (*store.StreamAppendResult, error)

@@ -72,6 +72,9 @@ type Store interface {
 	// LeaseStore keeps named leases (jobs one handle runs at a time).
 	LeaseStore
 
+	// StreamChangeStore numbers the streams' changes.
+	StreamChangeStore
+
 	// Peers reports whether other handles (replicas) may open this
 	// store's database while this one is open, sharing its leases and
 	// limits. A backend that owns its database alone says false: no peer

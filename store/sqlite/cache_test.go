@@ -285,8 +285,14 @@ func TestStreamQueriesUseIndexes(t *testing.T) {
 		strings.Contains(p, "TEMP B-TREE") {
 		t.Errorf("expiry sweep plan: %s; want the deadline index, in its order", p)
 	}
+	// The streams changed since a mark: a few of many, read from the
+	// index of change sequences.
+	q, args := sqlstore.StreamPageQuery("/", "", 5, 10)
+	if p := plan(q, args...); !strings.Contains(p, "USING INDEX streams_changed") {
+		t.Errorf("changed streams plan: %s; want the change sequence index", p)
+	}
 	for _, prefix := range []string{"/a/", ""} {
-		q, args := sqlstore.StreamPageQuery(prefix, "", 10)
+		q, args := sqlstore.StreamPageQuery(prefix, "", 0, 10)
 		p := plan(q, args...)
 		if !strings.Contains(p, "USING INDEX sqlite_autoindex_streams") || strings.Contains(p, "TEMP B-TREE") ||
 			(prefix != "" && !strings.Contains(p, "path<?")) {

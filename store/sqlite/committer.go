@@ -40,6 +40,9 @@ type batch struct {
 	// streams is the core's state of the streams in the batch, one for
 	// all its ops (see streamsFor).
 	streams batchStreams
+	// reserved is the change sequence reservation the batch wrote, 0
+	// when none (see changes.go).
+	reserved int64
 }
 
 type prodKey struct {
@@ -164,22 +167,24 @@ func (b *batch) invalidate(kind store.CacheKind, id string) {
 	b.afterRun = append(b.afterRun, func() { b.s.hub.Invalidate(store.Invalidation{Kind: kind, ID: id}) })
 }
 
-// flush writes the dirty stream rows.
+// flush writes the dirty stream rows, each with the next change
+// sequence number.
 func (b *batch) flush() error {
 	for _, e := range b.dirty {
 		cbID, cbEpoch, cbSeq := sqlstore.ClosedByArgs(e.closedBy())
 		if _, err := b.s.stmts.updateStream.ExecContext(b.ctx, e.tail, e.closed, cbID, cbEpoch, cbSeq,
-			e.accessedAt, e.lastSeq, e.softDeleted, e.id); err != nil {
+			e.accessedAt, e.lastSeq, e.softDeleted, e.id, b.nextChangeSeq()); err != nil {
 			return fmt.Errorf("update stream: %w", err)
 		}
 	}
-	return nil
+	return b.reserveChangeSeq()
 }
 
 // publish installs the overlay in the cache after a successful commit.
 func (b *batch) publish() {
 	s := b.s
 	s.cache.publish(b.overlay, b.removed)
+	b.publishChangeSeq()
 	s.recent.put(b.recent)
 	for id := range b.removed {
 		delete(s.producers, id)

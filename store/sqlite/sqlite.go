@@ -114,6 +114,11 @@ type Store struct {
 	// producer id; only the committer reads or writes it.
 	producers map[int64]map[string]streamrules.ProducerState
 	recent    *recentCache
+	// seq is the last change sequence number given, reserved the last
+	// reservation committed (committer only); publishedSeq is seq as of
+	// the last batch published (see changes.go).
+	seq, reserved int64
+	publishedSeq  atomic.Int64
 }
 
 var _ store.Store = (*Store)(nil)
@@ -256,7 +261,7 @@ func (s *Store) open(ctx context.Context) error {
 	if s.stmts, err = prepare(ctx, s.wconn); err != nil {
 		return err
 	}
-	return nil
+	return s.openChangeSeq(ctx)
 }
 
 // lockDir takes an exclusive lock on the data directory so two processes

@@ -73,6 +73,10 @@ type Backend interface {
 	// none, and returns where the event starts. A request that breaks a
 	// rule of the stream returns a RuleError.
 	PublishAppend(ctx context.Context, tx Tx, params *store.EventPublishParams) (int64, error)
+	// ChangeMark returns the mark of the streams' changes (see
+	// store.StreamChangeStore.StreamChangeMark): how the backend numbers
+	// them is its own.
+	ChangeMark(ctx context.Context) (int64, error)
 }
 
 // Dialect is how a backend's SQL differs from the core's.
