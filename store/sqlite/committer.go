@@ -40,9 +40,10 @@ type batch struct {
 	// streams is the core's state of the streams in the batch, one for
 	// all its ops (see streamsFor).
 	streams batchStreams
-	// reserved is the change sequence reservation the batch wrote, 0
-	// when none (see changes.go).
-	reserved int64
+	// seq is the batch's change sequence number, 0 until it writes a
+	// stream row; reserved the reservation it wrote, 0 when none (see
+	// changes.go).
+	seq, reserved int64
 }
 
 type prodKey struct {
@@ -167,17 +168,23 @@ func (b *batch) invalidate(kind store.CacheKind, id string) {
 	b.afterRun = append(b.afterRun, func() { b.s.hub.Invalidate(store.Invalidation{Kind: kind, ID: id}) })
 }
 
-// flush writes the dirty stream rows, each with the next change
-// sequence number.
+// flush writes the dirty stream rows, with the batch's change sequence
+// number.
 func (b *batch) flush() error {
+	if len(b.dirty) == 0 {
+		return nil
+	}
+	if err := b.useChangeSeq(); err != nil {
+		return err
+	}
 	for _, e := range b.dirty {
 		cbID, cbEpoch, cbSeq := sqlstore.ClosedByArgs(e.closedBy())
 		if _, err := b.s.stmts.updateStream.ExecContext(b.ctx, e.tail, e.closed, cbID, cbEpoch, cbSeq,
-			e.accessedAt, e.lastSeq, e.softDeleted, e.id, b.nextChangeSeq()); err != nil {
+			e.accessedAt, e.lastSeq, e.softDeleted, e.id); err != nil {
 			return fmt.Errorf("update stream: %w", err)
 		}
 	}
-	return b.reserveChangeSeq()
+	return nil
 }
 
 // publish installs the overlay in the cache after a successful commit.

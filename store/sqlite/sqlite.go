@@ -114,9 +114,9 @@ type Store struct {
 	// producer id; only the committer reads or writes it.
 	producers map[int64]map[string]streamrules.ProducerState
 	recent    *recentCache
-	// seq is the last change sequence number given, reserved the last
-	// reservation committed (committer only); publishedSeq is seq as of
-	// the last batch published (see changes.go).
+	// seq is the last change sequence number given to a batch, reserved
+	// the last reservation committed (committer only); publishedSeq is
+	// the number of the last batch published (see changes.go).
 	seq, reserved int64
 	publishedSeq  atomic.Int64
 }
@@ -258,10 +258,13 @@ func (s *Store) open(ctx context.Context) error {
 	if s.readChunks, err = s.reader.PrepareContext(ctx, chunksFromSQL); err != nil {
 		return fmt.Errorf("sqlite: prepare read: %w", err)
 	}
+	if err := s.openChangeSeq(ctx); err != nil {
+		return err
+	}
 	if s.stmts, err = prepare(ctx, s.wconn); err != nil {
 		return err
 	}
-	return s.openChangeSeq(ctx)
+	return nil
 }
 
 // lockDir takes an exclusive lock on the data directory so two processes

@@ -34,7 +34,7 @@ func prepare(ctx context.Context, conn *sql.Conn) (*statements, error) {
 		sql string
 	}{
 		{&st.insertStream, sqlstore.InsertStreamSQL},
-		{&st.updateStream, sqlstore.UpdateStreamSQL("$10")},
+		{&st.updateStream, sqlstore.UpdateStreamSQL(changeBatchSQL)},
 		{&st.insertChunk, sqlstore.InsertChunkSQL},
 		{&st.getProducer, sqlstore.GetProducerSQL},
 		{&st.upsertProducer, sqlstore.UpsertProducerSQL},

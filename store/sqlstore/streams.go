@@ -43,8 +43,8 @@ const (
 // closed_by_id, closed_by_epoch, closed_by_seq, accessed_at, last_seq,
 // soft_deleted, and the id ninth (ClosedByArgs gives the closing
 // producer's three); and its change sequence (see
-// store.StreamChangeStore), the value of the SQL expression seq: "$10"
-// for a value the backend passes, or the backend's own expression.
+// store.StreamChangeStore), the value of the SQL expression seq: the
+// backend's own.
 func UpdateStreamSQL(seq string) string {
 	return `UPDATE streams SET tail = $1, closed = $2, closed_by_id = $3, closed_by_epoch = $4, closed_by_seq = $5,
 		accessed_at = $6, last_seq = $7, soft_deleted = $8, changed_seq = ` + seq + ` WHERE id = $9`
