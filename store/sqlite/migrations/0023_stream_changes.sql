@@ -1,6 +1,6 @@
--- The change sequence of the streams (store.StreamChangeStore): the
--- committer gives every stream row it writes the next number of a counter
--- it reserves ahead in change_seq (so that numbers never go back after a
+-- The change sequence of the streams (store.StreamChangeStore): each
+-- batch of the committer that writes stream rows gives them the next
+-- number of a counter it reserves ahead in change_seq (so that numbers never go back after a
 -- restart, even when the stream that had the last one is gone), and a
 -- reader that checked every change below a mark records it in
 -- checked_marks, to read only the streams changed since. Streams stored
