@@ -28,7 +28,7 @@ const reconciledMark = "delivery.reconciled"
 // before it began, so that the next reads only what changed since: after
 // a restart, the work follows the changes made, not the streams stored.
 // It runs at start and when changes may have been missed, never on a
-// timer: with no endpoint it reads nothing.
+// timer: with no endpoint it reads no stream.
 func (e *Engine) reconcile(ctx context.Context) {
 	mark, err := e.st.StreamChangeMark(ctx)
 	if err != nil {
