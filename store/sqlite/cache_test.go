@@ -300,3 +300,44 @@ func TestStreamQueriesUseIndexes(t *testing.T) {
 		}
 	}
 }
+
+// A stream's change sequence number moves on only at a mark: appends
+// between two marks keep it, so the index of the numbers is not written
+// at every append.
+func TestChangeSeqMovesOnlyAtMarks(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	now := time.Now()
+	s := openStore(t, Config{Dir: t.TempDir()})
+	createStreams(t, s, "/seq/s", 1, now)
+	mark, err := s.StreamChangeMark(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rowSeq := func() int64 {
+		t.Helper()
+		var seq int64
+		if err := s.reader.QueryRow(`SELECT changed_seq FROM streams WHERE path = '/seq/s0'`).Scan(&seq); err != nil {
+			t.Fatal(err)
+		}
+		return seq
+	}
+	for range 3 {
+		if _, err := s.StreamAppend(ctx, &store.StreamAppendParams{Path: "/seq/s0", ContentType: "text/plain", Data: []byte("y"), Now: now}); err != nil {
+			t.Fatal(err)
+		}
+		if got := rowSeq(); got != mark {
+			t.Fatalf("changed_seq after an append = %d, want the mark %d", got, mark)
+		}
+	}
+	next, err := s.StreamChangeMark(ctx)
+	if err != nil || next <= mark {
+		t.Fatalf("next mark = %d, %v; want above %d", next, err, mark)
+	}
+	if _, err := s.StreamAppend(ctx, &store.StreamAppendParams{Path: "/seq/s0", ContentType: "text/plain", Data: []byte("z"), Now: now}); err != nil {
+		t.Fatal(err)
+	}
+	if got := rowSeq(); got != next {
+		t.Fatalf("changed_seq after the next mark = %d, want %d", got, next)
+	}
+}

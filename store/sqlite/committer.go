@@ -40,10 +40,9 @@ type batch struct {
 	// streams is the core's state of the streams in the batch, one for
 	// all its ops (see streamsFor).
 	streams batchStreams
-	// seq is the batch's change sequence number, 0 until it writes a
-	// stream row; reserved the reservation it wrote, 0 when none (see
-	// changes.go).
-	seq, reserved int64
+	// reserved is the change sequence reservation the batch wrote, 0
+	// when none (see changes.go).
+	reserved int64
 }
 
 type prodKey struct {
@@ -168,18 +167,30 @@ func (b *batch) invalidate(kind store.CacheKind, id string) {
 	b.afterRun = append(b.afterRun, func() { b.s.hub.Invalidate(store.Invalidation{Kind: kind, ID: id}) })
 }
 
-// flush writes the dirty stream rows, with the batch's change sequence
-// number.
-func (b *batch) flush() error {
-	if len(b.dirty) == 0 {
-		return nil
-	}
-	if err := b.useChangeSeq(); err != nil {
-		return err
-	}
+// flush writes the dirty stream rows, with the current change sequence
+// number (see changes.go). The last flush of a batch (final) writes the
+// number only into the rows that do not hold it yet, and records it in
+// their entries; an earlier one (a walk over the rows in the batch)
+// writes it into every row and records nothing, since the savepoint of
+// the op it runs in may be rolled back.
+func (b *batch) flush(final bool) error {
+	seqSet := false
 	for _, e := range b.dirty {
+		stmt := b.s.stmts.updateKeepSeq
+		if !final || e.changedSeq != b.s.seq {
+			if !seqSet {
+				if err := b.setChangeSeq(); err != nil {
+					return err
+				}
+				seqSet = true
+			}
+			stmt = b.s.stmts.updateStream
+			if final {
+				e.changedSeq = b.s.seq
+			}
+		}
 		cbID, cbEpoch, cbSeq := sqlstore.ClosedByArgs(e.closedBy())
-		if _, err := b.s.stmts.updateStream.ExecContext(b.ctx, e.tail, e.closed, cbID, cbEpoch, cbSeq,
+		if _, err := stmt.ExecContext(b.ctx, e.tail, e.closed, cbID, cbEpoch, cbSeq,
 			e.accessedAt, e.lastSeq, e.softDeleted, e.id); err != nil {
 			return fmt.Errorf("update stream: %w", err)
 		}
@@ -191,7 +202,9 @@ func (b *batch) flush() error {
 func (b *batch) publish() {
 	s := b.s
 	s.cache.publish(b.overlay, b.removed)
-	b.publishChangeSeq()
+	if b.reserved > s.reserved {
+		s.reserved = b.reserved
+	}
 	s.recent.put(b.recent)
 	for id := range b.removed {
 		delete(s.producers, id)
@@ -351,7 +364,7 @@ func (s *Store) execBatch(b *batch, ops []op) (time.Duration, error) {
 				return err
 			}
 		}
-		return b.flush()
+		return b.flush(true)
 	})
 }
 

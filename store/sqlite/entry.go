@@ -15,7 +15,7 @@ import (
 // cache an entry is never modified (readers hold it without a lock); the
 // committer clones it to change it.
 //
-// Every stream has one, so it is kept small (112 bytes, one allocation
+// Every cached stream has one, so it is kept small (112 bytes, one allocation
 // with its path): times are Unix nanoseconds, content types are interned,
 // and what few streams have (a fork origin, a closing producer, an
 // absolute expiry) sits behind one pointer. Producer state and recent
@@ -29,6 +29,9 @@ type entry struct {
 	accessedAt  int64 // Unix ns
 	createdAt   int64 // Unix ns
 	lastSeq     string
+	// changedSeq is the change sequence number in the stream's row (see
+	// changes.go).
+	changedSeq  int64
 	rare        *entryRare // nil for most streams; never modified once set
 	closed      bool
 	softDeleted bool
@@ -142,6 +145,7 @@ func newEntry(r *sqlstore.StreamRow) *entry {
 		accessedAt:  sqlstore.Nanos(r.AccessedAt),
 		createdAt:   sqlstore.Nanos(r.CreatedAt),
 		lastSeq:     r.LastSeq,
+		changedSeq:  r.ChangedSeq,
 		closed:      r.Closed,
 		softDeleted: r.SoftDeleted,
 	}

@@ -40,7 +40,7 @@ func (k backend) EachStream(tx sqlstore.Tx, prefix string, now time.Time, fn fun
 // flushes, with what changed since), then the rows are read a page at a
 // time, so the walk holds one page, never every stream.
 func (b *batch) eachStream(prefix string, now time.Time, fn func(*store.Stream) error) error {
-	if err := b.flush(); err != nil {
+	if err := b.flush(false); err != nil {
 		return err
 	}
 	return b.s.EachStreamRow(txOf(b), prefix, "", now, func(st *store.Stream) (bool, error) {

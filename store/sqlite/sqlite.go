@@ -114,11 +114,10 @@ type Store struct {
 	// producer id; only the committer reads or writes it.
 	producers map[int64]map[string]streamrules.ProducerState
 	recent    *recentCache
-	// seq is the last change sequence number given to a batch, reserved
-	// the last reservation committed (committer only); publishedSeq is
-	// the number of the last batch published (see changes.go).
+	// seq is the change sequence number the stream rows written now
+	// take, reserved the last reservation committed (committer only; see
+	// changes.go).
 	seq, reserved int64
-	publishedSeq  atomic.Int64
 }
 
 var _ store.Store = (*Store)(nil)

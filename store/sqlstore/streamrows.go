@@ -24,6 +24,9 @@ type StreamRow struct {
 	SourceID    int64
 	ClosedBy    *store.Producer
 	SoftDeleted bool
+	// ChangedSeq is the number of the stream's last change (see
+	// store.StreamChangeStore).
+	ChangedSeq int64
 }
 
 // ScanStream scans a row of StreamColumns into dst.
@@ -38,7 +41,7 @@ func ScanStream(r Row, dst *StreamRow) error {
 	st := &dst.Stream
 	err := r.Scan(&st.ID, &st.Path, &st.ContentType, &st.Tail, &st.Closed, &closedByID, &closedByEpoch, &closedBySeq,
 		&ttl, &expires, &acc, &created, &sourceID, &st.ForkSource, &st.ForkPosition,
-		&st.ForkOffset, &st.ForkSubOffset, &st.LastSeq, &dst.SoftDeleted)
+		&st.ForkOffset, &st.ForkSubOffset, &st.LastSeq, &dst.SoftDeleted, &dst.ChangedSeq)
 	if err != nil {
 		return err
 	}

@@ -32,9 +32,20 @@ func changeMark(t *testing.T, s store.Store) int64 {
 	return mark
 }
 
-// A stream created or appended to after a mark is listed from it; one
-// not changed since is not. Marks never go back across a restart, even
-// when the stream changed last is gone.
+// includes reports whether every path of want is in got.
+func includes(got []string, want ...string) bool {
+	for _, w := range want {
+		if !slices.Contains(got, w) {
+			return false
+		}
+	}
+	return true
+}
+
+// A stream created or appended to after a mark is listed from it (one
+// changed before may be listed too: a backend's mark may lag what is
+// committed, never what is not). Marks never go back across a restart,
+// even when the stream changed last is gone.
 func testStreamChanges(t *testing.T, f Factory) {
 	s := f.Open(t)
 	ctx := context.Background()
@@ -45,12 +56,9 @@ func testStreamChanges(t *testing.T, f Factory) {
 		t.Fatalf("changed from the first mark: %v, want both", got)
 	}
 	afterCreate := changeMark(t, s)
-	if got := changedPaths(t, s, afterCreate); len(got) != 0 {
-		t.Fatalf("changed from a mark after the creates: %v, want none", got)
-	}
 	mustAppend(t, s, &store.StreamAppendParams{Path: "/changes/a", ContentType: "text/plain", Data: []byte("x")})
-	if got := changedPaths(t, s, afterCreate); !slices.Equal(got, []string{"/changes/a"}) {
-		t.Fatalf("changed after the append: %v, want /changes/a", got)
+	if got := changedPaths(t, s, afterCreate); !includes(got, "/changes/a") {
+		t.Fatalf("changed after the append: %v, want /changes/a in it", got)
 	}
 	// The stream changed last goes, the store restarts: the next change
 	// still comes after every mark taken before.
@@ -60,12 +68,9 @@ func testStreamChanges(t *testing.T, f Factory) {
 		t.Fatal(err)
 	}
 	s = f.Reopen(t, s)
-	if got := changedPaths(t, s, beforeRestart); len(got) != 0 {
-		t.Fatalf("changed after the restart, before any change: %v, want none", got)
-	}
 	mustAppend(t, s, &store.StreamAppendParams{Path: "/changes/b", ContentType: "text/plain", Data: []byte("y")})
-	if got := changedPaths(t, s, beforeRestart); !slices.Equal(got, []string{"/changes/b"}) {
-		t.Fatalf("changed after the restart: %v, want /changes/b", got)
+	if got := changedPaths(t, s, beforeRestart); !includes(got, "/changes/b") {
+		t.Fatalf("changed after the restart: %v, want /changes/b in it", got)
 	}
 	// Without a mark, every stream.
 	if got := changedPaths(t, s, 0); !slices.Equal(got, []string{"/changes/a", "/changes/b"}) {
