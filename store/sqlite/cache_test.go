@@ -24,6 +24,15 @@ func createStreams(t *testing.T, s *Store, prefix string, n int, now time.Time) 
 	}
 }
 
+// storeOver returns a store opened (with cfg) over n streams
+// prefix0..prefix(n-1) made by another, closed since.
+func storeOver(t *testing.T, prefix string, n int, now time.Time, cfg Config) *Store {
+	t.Helper()
+	s := openStore(t, Config{Dir: t.TempDir()})
+	createStreams(t, s, prefix, n, now)
+	return reopen(t, s, cfg)
+}
+
 // reopen closes s and opens its directory again with cfg.
 func reopen(t *testing.T, s *Store, cfg Config) *Store {
 	t.Helper()
@@ -40,9 +49,7 @@ func TestOpenLoadsNoStream(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	now := time.Now()
-	s := openStore(t, Config{Dir: t.TempDir()})
-	createStreams(t, s, "/open/s", 200, now)
-	s = reopen(t, s, Config{})
+	s := storeOver(t, "/open/s", 200, now, Config{})
 	if n := s.cache.size(); n != 0 {
 		t.Fatalf("cache holds %d streams after open, want 0", n)
 	}
@@ -112,9 +119,7 @@ func TestStaleReadNotCached(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	now := time.Now()
-	s := openStore(t, Config{Dir: t.TempDir()})
-	createStreams(t, s, "/stale/s", 1, now)
-	s = reopen(t, s, Config{})
+	s := storeOver(t, "/stale/s", 1, now, Config{})
 	var once sync.Once
 	s.cache.loaded = func() {
 		once.Do(func() {

@@ -166,32 +166,31 @@ const DeadlineSQL = `(CASE WHEN expires_at > 0 THEN CAST(expires_at AS numeric) 
 const ExpiredStreamsSQL = `SELECT path FROM streams WHERE NOT soft_deleted AND (expires_at > 0 OR ttl_seconds > 0)
 	AND ` + DeadlineSQL + ` <= $1 ORDER BY ` + DeadlineSQL + ` LIMIT $2`
 
+// expiredQuery is ExpiredStreamsSQL for up to limit (1000 when 0)
+// streams expired at now.
+func expiredQuery(now time.Time, limit int) *query {
+	if limit <= 0 {
+		limit = 1000
+	}
+	return &query{sql: ExpiredStreamsSQL, args: []any{Nanos(now), limit}}
+}
+
+func scanPath(r Row) (string, error) {
+	var p string
+	return p, r.Scan(&p)
+}
+
 // ExpiredPaths returns the paths of up to limit (1000 when 0) live
 // streams whose rows expired at now (ExpiredStreamsSQL). A row may lag
 // what a backend holds in memory (a renewal not written yet): the caller
 // deletes each through ExpireStream, which checks it again.
 func ExpiredPaths(x Executor, now time.Time, limit int) ([]string, error) {
-	if limit <= 0 {
-		limit = 1000
-	}
-	return collect(x, &query{sql: ExpiredStreamsSQL, args: []any{Nanos(now), limit}}, func(r Row) (string, error) {
-		var p string
-		return p, r.Scan(&p)
-	})
+	return collect(x, expiredQuery(now, limit), scanPath)
 }
 
 // ExpiredStreams returns ExpiredPaths read on the backend's read.
 func (s *Store) ExpiredStreams(ctx context.Context, now time.Time, limit int) ([]string, error) {
-	var paths []string
-	err := s.b.Read(ctx, func(x Executor) error {
-		var err error
-		paths, err = ExpiredPaths(x, now, limit)
-		return err
-	})
-	if err != nil {
-		return nil, s.errorf("find expired streams", err)
-	}
-	return paths, nil
+	return list(ctx, s, expiredQuery(now, limit), "find expired streams", scanPath)
 }
 
 // WriteStreams runs fn in a durable write with the backend's state of
