@@ -35,7 +35,7 @@ func (k backend) PublishAppend(ctx context.Context, tx sqlstore.Tx, params *stor
 }
 
 // updateStreamSQL writes a stream's row with the transaction's id as its
-// change sequence (see migration 0007).
+// change sequence (see migration 0010_stream_changes).
 var updateStreamSQL = sqlstore.UpdateStreamSQL(`CAST(CAST(pg_current_xact_id() AS text) AS bigint)`)
 
 // ChangeMark implements sqlstore.Backend: the oldest transaction still
