@@ -35,6 +35,8 @@ type fakeStore struct {
 	store.EventTypeStore
 	// ReplicaStore is nil for the same reason.
 	store.ReplicaStore
+	// StreamChangeStore is nil for the same reason.
+	store.StreamChangeStore
 	t        *testing.T
 	create   func(*store.StreamCreateParams) (*store.StreamCreateResult, error)
 	append   func(*store.StreamAppendParams) (*store.StreamAppendResult, error)

@@ -81,6 +81,9 @@ type Store interface {
 	// a handle that stopped beating.
 	ReplicaStore
 
+	// StreamChangeStore numbers the streams' changes.
+	StreamChangeStore
+
 	// Peers reports whether other handles (replicas) may open this
 	// store's database while this one is open, sharing its leases and
 	// limits. A backend that owns its database alone says false: no peer

@@ -252,5 +252,8 @@ type StreamListParams struct {
 	// (0: all).
 	After string
 	Limit int
-	Now   time.Time
+	// ChangedFrom, when not 0, lists only the streams whose last change
+	// has a sequence at or above it (a StreamChangeStore mark).
+	ChangedFrom int64
+	Now         time.Time
 }

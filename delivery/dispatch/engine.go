@@ -30,6 +30,7 @@ type EngineStore interface {
 	StreamGet(ctx context.Context, params *store.StreamGetParams) (*store.Stream, error)
 	StreamRead(ctx context.Context, params *store.StreamReadParams) (*store.StreamReadResult, error)
 	StreamList(ctx context.Context, params *store.StreamListParams) ([]store.Stream, error)
+	store.StreamChangeStore
 	Notifier() store.Notifier
 }
 
@@ -217,6 +218,8 @@ type Engine struct {
 	reconcileKick service.Kick
 	failedMu      sync.Mutex
 	failed        map[string]struct{} // streams whose match failed, matched again at the next sweep; guarded by failedMu
+	// checking is what a reconciliation waits to see matched.
+	checking checkSet
 }
 
 // liveEndpoint is an endpoint as the engine runs it.
@@ -320,6 +323,7 @@ func NewEngine(cfg EngineConfig) (*Engine, error) {
 
 		reconcileKick: service.NewKick(),
 		failed:        make(map[string]struct{}),
+		checking:      newCheckSet(),
 		global:        make(chan struct{}, cfg.GlobalMaxInFlight),
 		freed:         make(chan struct{}),
 		rand:          cfg.Rand,

@@ -16,12 +16,6 @@ import (
 	"github.com/heraldstreams/herald/store"
 )
 
-// reconcilePage is how many streams one page of a reconciliation reads:
-// large, since a store may scan every stream for each page (the embedded
-// store does), yet bounded, so that a reconciliation never holds every
-// stream at once.
-const reconcilePage = 50_000
-
 // Start loads the endpoints and starts the matcher, the runners, the
 // pruner, the replay jobs whose engine is gone, and a reconciliation of
 // the streams the endpoints source from (what a crash left unmatched).
@@ -101,7 +95,8 @@ func (e *Engine) matchWorker() {
 		if !ok {
 			return
 		}
-		e.matchTraced(parent, path)
+		counted := e.checking.begin(path)
+		e.checking.end(path, counted, e.matchTraced(parent, path))
 		e.queue.Done(path)
 	}
 }
@@ -109,7 +104,7 @@ func (e *Engine) matchWorker() {
 // matchTraced matches a stream; when a traced request caused it, as a
 // span that is that request's child (a reconciliation's matches are not
 // traced: they would be a root span per stream).
-func (e *Engine) matchTraced(parent trace.SpanContext, path string) {
+func (e *Engine) matchTraced(parent trace.SpanContext, path string) bool {
 	ctx := e.life.Context()
 	var span trace.Span
 	if parent.IsValid() {
@@ -125,7 +120,9 @@ func (e *Engine) matchTraced(parent trace.SpanContext, path string) {
 		if span != nil {
 			span.SetStatus(codes.Error, err.Error())
 		}
+		return false
 	}
+	return true
 }
 
 // retryFailed queues again the streams whose match failed.
@@ -145,38 +142,6 @@ func (e *Engine) wakeRunners() {
 	defer e.mu.RUnlock()
 	for _, r := range e.runners {
 		r.wake()
-	}
-}
-
-// reconcile queues the streams some endpoint sources from that hold
-// messages of their own, reading them a page at a time under the
-// literal prefixes of the endpoints' patterns; the matcher skips those
-// whose cursors are at their tail. It runs at start (a crash may have
-// left appends unmatched) and when changes may have been missed, never
-// on a timer: with no endpoint it reads nothing. The queue applies
-// backpressure: a page is read once the previous one has been taken.
-func (e *Engine) reconcile(ctx context.Context) {
-	for _, prefix := range e.sourcePrefixes() {
-		after := ""
-		for ctx.Err() == nil {
-			streams, err := e.st.StreamList(ctx, &store.StreamListParams{Prefix: prefix, After: after, Limit: reconcilePage, Now: e.now()})
-			if err != nil {
-				if ctx.Err() == nil {
-					e.log.Warn("reconciling streams failed; it runs again when changes are missed", "err", err)
-				}
-				return
-			}
-			for _, s := range streams {
-				if s.Tail > s.ForkPosition && len(e.endpointsFor(s.Path)) > 0 {
-					e.queue.Push(s.Path, trace.SpanContext{})
-				}
-			}
-			if len(streams) < reconcilePage {
-				break
-			}
-			after = streams[len(streams)-1].Path
-			e.queue.WaitBelow(ctx, reconcilePage)
-		}
 	}
 }
 

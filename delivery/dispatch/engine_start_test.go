@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"slices"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -19,6 +21,8 @@ import (
 type countingStore struct {
 	EngineStore
 	lists    atomic.Int64
+	listedMu sync.Mutex
+	listed   []string // the paths StreamList returned; guarded by listedMu
 	failList bool
 	// failStreamLists fails this many StreamList calls first.
 	failStreamLists atomic.Int64
@@ -30,7 +34,20 @@ func (s *countingStore) StreamList(ctx context.Context, p *store.StreamListParam
 	if s.failStreamLists.Add(-1) >= 0 {
 		return nil, errors.New("database is locked")
 	}
-	return s.EngineStore.StreamList(ctx, p)
+	list, err := s.EngineStore.StreamList(ctx, p)
+	s.listedMu.Lock()
+	for _, st := range list {
+		s.listed = append(s.listed, st.Path)
+	}
+	s.listedMu.Unlock()
+	return list, err
+}
+
+// listedPaths returns the paths StreamList returned so far.
+func (s *countingStore) listedPaths() []string {
+	s.listedMu.Lock()
+	defer s.listedMu.Unlock()
+	return slices.Clone(s.listed)
 }
 
 func (s *countingStore) EndpointList(ctx context.Context, p *store.EndpointListParams) ([]store.Endpoint, error) {
@@ -126,6 +143,46 @@ func TestEngineReconcilesAtStart(t *testing.T) {
 		synctest.Wait()
 		if n := st.lists.Load(); n != 1 {
 			t.Fatalf("%d stream lists after an hour idle, want none since the start", n-1)
+		}
+	})
+}
+
+// TestEngineReconcilesOnlyChanges: a start reads only the streams that
+// changed since the last reconciliation that finished (the store's
+// mark), not every stream: an event appended while no engine ran is
+// delivered, the streams matched before are not read again.
+func TestEngineReconcilesOnlyChanges(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		sq := deliverytest.OpenStore(t)
+		createStoredEndpoint(t, sq, "/**")
+		appendEvent(t, sq, "/orders/1", `{"id":"o-1","type":"order.paid"}`)
+		appendEvent(t, sq, "/orders/2", `{"id":"o-2","type":"order.paid"}`)
+		first := &countingStore{EngineStore: sq}
+		rc := &deliverytest.Receiver{}
+		e := newStartEngine(t, first, rc)
+		if err := e.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		if err := e.Stop(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if got := first.listedPaths(); !slices.Equal(got, []string{"/orders/1", "/orders/2"}) {
+			t.Fatalf("the first start read %v, want every stream (no mark yet)", got)
+		}
+		appendEvent(t, sq, "/orders/3", `{"id":"o-3","type":"order.paid"}`)
+		second := &countingStore{EngineStore: sq}
+		runEngine(t, newStartEngine(t, second, rc))
+		if got := second.listedPaths(); !slices.Equal(got, []string{"/orders/3"}) {
+			t.Fatalf("the second start read %v, want only the stream changed since the first", got)
+		}
+		var ids []string
+		for _, r := range rc.Requests() {
+			ids = append(ids, r.Event.ID)
+		}
+		if slices.Sort(ids); !slices.Equal(ids, []string{"o-1", "o-2", "o-3"}) {
+			t.Fatalf("delivered %v, want each event once", ids)
 		}
 	})
 }

@@ -23,7 +23,7 @@ func (k backend) SnapshotCursors(tx sqlstore.Tx, endpointID string, now time.Tim
 
 // EachStream implements sqlstore.Backend, a page of streams at a time.
 func (k backend) EachStream(tx sqlstore.Tx, prefix string, now time.Time, fn func(*store.Stream) error) error {
-	return sqlstore.EachStreamRow(tx, prefix, "", now, func(st *store.Stream) (bool, error) {
+	return k.s.EachStreamRow(tx, prefix, "", now, func(st *store.Stream) (bool, error) {
 		return true, fn(st)
 	})
 }
@@ -32,4 +32,19 @@ func (k backend) EachStream(tx sqlstore.Tx, prefix string, now time.Time, fn fun
 // is missing, and the append, in the transaction.
 func (k backend) PublishAppend(ctx context.Context, tx sqlstore.Tx, params *store.EventPublishParams) (int64, error) {
 	return sqlstore.PublishStream(k.s.streamsOf(tx), params)
+}
+
+// updateStreamSQL writes a stream's row with the transaction's id as its
+// change sequence (see migration 0010_stream_changes).
+var updateStreamSQL = sqlstore.UpdateStreamSQL(`CAST(CAST(pg_current_xact_id() AS text) AS bigint)`)
+
+// ChangeMark implements sqlstore.Backend: the oldest transaction still
+// running; every row written by one not committed yet carries its id,
+// at or above it.
+func (k backend) ChangeMark(ctx context.Context) (int64, error) {
+	var mark int64
+	err := k.Read(ctx, func(x sqlstore.Executor) error {
+		return x.QueryRow(`SELECT CAST(CAST(pg_snapshot_xmin(pg_current_snapshot()) AS text) AS bigint)`).Scan(&mark)
+	})
+	return mark, err
 }

@@ -117,7 +117,7 @@ func (w *rows) Apply(r *sqlstore.StreamRow, c sqlstore.StreamChange) (store.Stre
 	}
 	st.AccessedAt = c.Now
 	byID, byEpoch, bySeq := sqlstore.ClosedByArgs(closedBy)
-	if _, err := w.tx.Exec(w.ctx, sqlstore.UpdateStreamSQL,
+	if _, err := w.tx.Exec(w.ctx, updateStreamSQL,
 		st.Tail, st.Closed, byID, byEpoch, bySeq, sqlstore.Nanos(st.AccessedAt), st.LastSeq, r.SoftDeleted, st.ID); err != nil {
 		return st, fmt.Errorf("write stream: %w", err)
 	}

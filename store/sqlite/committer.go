@@ -40,6 +40,9 @@ type batch struct {
 	// streams is the core's state of the streams in the batch, one for
 	// all its ops (see streamsFor).
 	streams batchStreams
+	// reserved is the change sequence reservation the batch wrote, 0
+	// when none (see changes.go).
+	reserved int64
 }
 
 type prodKey struct {
@@ -68,22 +71,30 @@ func (b *batch) streamsFor(sc trace.SpanContext) *batchStreams {
 	return &b.streams
 }
 
-// get returns the stream at path as of this batch, or nil.
-func (b *batch) get(path string) *entry {
+// get returns the stream at path as of this batch, or nil: the overlay,
+// else the cache, else its committed row.
+func (b *batch) get(path string) (*entry, error) {
 	if e, ok := b.overlay[path]; ok {
-		return e
+		return e, nil
 	}
-	return b.s.byPath[path] // committer is the only writer of the maps
+	if e := b.s.cache.get(path); e != nil {
+		return e, nil
+	}
+	return b.load(streamByPathSQL, path)
 }
 
-func (b *batch) getID(id int64) *entry {
+// getID is get by the stream's id.
+func (b *batch) getID(id int64) (*entry, error) {
 	if b.removed[id] {
-		return nil
+		return nil, nil
 	}
 	if e, ok := b.overID[id]; ok {
-		return e
+		return e, nil
 	}
-	return b.s.byID[id]
+	if e := b.s.cache.getID(id); e != nil {
+		return e, nil
+	}
+	return b.load(streamByIDSQL, id)
 }
 
 // put records a changed or new entry and schedules its row write.
@@ -129,10 +140,21 @@ func (b *batch) setProducer(e *entry, id string, p streamrules.ProducerState) er
 	return err
 }
 
-// cacheProducer records committed producer state; committer only.
+// cacheProducer records committed producer state; committer only. The
+// cache holds the producers of at most as many streams as the stream
+// cache: past that, the streams that go are the first the map's
+// iteration yields (random), whose producers are read again when used.
 func (s *Store) cacheProducer(stream int64, id string, p streamrules.ProducerState) {
 	m := s.producers[stream]
 	if m == nil {
+		if len(s.producers) >= s.cache.max {
+			for k := range s.producers {
+				delete(s.producers, k)
+				if len(s.producers) < s.cache.max-s.cache.max/16 {
+					break
+				}
+			}
+		}
 		m = make(map[string]streamrules.ProducerState, 1)
 		s.producers[stream] = m
 	}
@@ -145,11 +167,30 @@ func (b *batch) invalidate(kind store.CacheKind, id string) {
 	b.afterRun = append(b.afterRun, func() { b.s.hub.Invalidate(store.Invalidation{Kind: kind, ID: id}) })
 }
 
-// flush writes the dirty stream rows.
-func (b *batch) flush() error {
+// flush writes the dirty stream rows, with the current change sequence
+// number (see changes.go). The last flush of a batch (final) writes the
+// number only into the rows that do not hold it yet, and records it in
+// their entries; an earlier one (a walk over the rows in the batch)
+// writes it into every row and records nothing, since the savepoint of
+// the op it runs in may be rolled back.
+func (b *batch) flush(final bool) error {
+	seqSet := false
 	for _, e := range b.dirty {
+		stmt := b.s.stmts.updateKeepSeq
+		if !final || e.changedSeq != b.s.seq {
+			if !seqSet {
+				if err := b.setChangeSeq(); err != nil {
+					return err
+				}
+				seqSet = true
+			}
+			stmt = b.s.stmts.updateStream
+			if final {
+				e.changedSeq = b.s.seq
+			}
+		}
 		cbID, cbEpoch, cbSeq := sqlstore.ClosedByArgs(e.closedBy())
-		if _, err := b.s.stmts.updateStream.ExecContext(b.ctx, e.tail, e.closed, cbID, cbEpoch, cbSeq,
+		if _, err := stmt.ExecContext(b.ctx, e.tail, e.closed, cbID, cbEpoch, cbSeq,
 			e.accessedAt, e.lastSeq, e.softDeleted, e.id); err != nil {
 			return fmt.Errorf("update stream: %w", err)
 		}
@@ -160,28 +201,17 @@ func (b *batch) flush() error {
 // publish installs the overlay in the cache after a successful commit.
 func (b *batch) publish() {
 	s := b.s
-	s.cacheMu.Lock()
-	for path, e := range b.overlay {
-		if e == nil {
-			if cur, ok := s.byPath[path]; ok && b.removed[cur.id] {
-				delete(s.byPath, path)
-			}
-			continue
-		}
-		s.byPath[path] = e
-		s.byID[e.id] = e
+	s.cache.publish(b.overlay, b.removed)
+	if b.reserved > s.reserved {
+		s.reserved = b.reserved
 	}
-	for id := range b.removed {
-		delete(s.byID, id)
-	}
-	s.cacheMu.Unlock()
 	s.recent.put(b.recent)
 	for id := range b.removed {
 		delete(s.producers, id)
 		s.recent.drop(id)
 	}
 	for k, p := range b.prod {
-		if s.byID[k.stream] != nil {
+		if !b.removed[k.stream] {
 			s.cacheProducer(k.stream, k.id, p)
 		}
 	}
@@ -334,7 +364,7 @@ func (s *Store) execBatch(b *batch, ops []op) (time.Duration, error) {
 				return err
 			}
 		}
-		return b.flush()
+		return b.flush(true)
 	})
 }
 
@@ -401,7 +431,10 @@ func (o *touchOp) apply(b *batch) error {
 	}
 	s.touchMu.Unlock()
 	for id, t := range o.written {
-		e := b.getID(id)
+		e, err := b.getID(id)
+		if err != nil {
+			return err
+		}
 		if e == nil || t <= e.accessedAt {
 			continue
 		}

@@ -1,10 +1,8 @@
 package sqlite
 
 import (
-	"context"
 	"database/sql"
 	"errors"
-	"fmt"
 	"strings"
 	"time"
 	"unique"
@@ -17,7 +15,7 @@ import (
 // cache an entry is never modified (readers hold it without a lock); the
 // committer clones it to change it.
 //
-// Every stream has one, so it is kept small (112 bytes, one allocation
+// Every cached stream has one, so it is kept small (112 bytes, one allocation
 // with its path): times are Unix nanoseconds, content types are interned,
 // and what few streams have (a fork origin, a closing producer, an
 // absolute expiry) sits behind one pointer. Producer state and recent
@@ -31,6 +29,9 @@ type entry struct {
 	accessedAt  int64 // Unix ns
 	createdAt   int64 // Unix ns
 	lastSeq     string
+	// changedSeq is the change sequence number in the stream's row (see
+	// changes.go).
+	changedSeq  int64
 	rare        *entryRare // nil for most streams; never modified once set
 	closed      bool
 	softDeleted bool
@@ -144,6 +145,7 @@ func newEntry(r *sqlstore.StreamRow) *entry {
 		accessedAt:  sqlstore.Nanos(r.AccessedAt),
 		createdAt:   sqlstore.Nanos(r.CreatedAt),
 		lastSeq:     r.LastSeq,
+		changedSeq:  r.ChangedSeq,
 		closed:      r.Closed,
 		softDeleted: r.SoftDeleted,
 	}
@@ -154,54 +156,22 @@ func newEntry(r *sqlstore.StreamRow) *entry {
 	return e
 }
 
-// loadStreams fills the cache from the database at start.
-func (s *Store) loadStreams(ctx context.Context) error {
-	rows, err := s.wconn.QueryContext(ctx, `SELECT `+sqlstore.StreamColumns+` FROM streams`)
-	if err != nil {
-		return fmt.Errorf("sqlite: load streams: %w", err)
-	}
-	defer rows.Close()
-	var r sqlstore.StreamRow // one for every row: only the entry is kept
-	for rows.Next() {
-		if err := sqlstore.ScanStream(rows, &r); err != nil {
-			return fmt.Errorf("sqlite: load streams: %w", err)
-		}
-		e := newEntry(&r)
-		s.byPath[e.path] = e
-		s.byID[e.id] = e
-	}
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("sqlite: load streams: %w", err)
-	}
-	return nil
-}
-
-// lookup returns the published entry at path, or nil.
-func (s *Store) lookup(path string) *entry {
-	s.cacheMu.RLock()
-	defer s.cacheMu.RUnlock()
-	return s.byPath[path]
-}
-
-func (s *Store) lookupID(id int64) *entry {
-	s.cacheMu.RLock()
-	defer s.cacheMu.RUnlock()
-	return s.byID[id]
-}
-
 // accessedAt is the stream's last access (Unix ns) including renewals not
 // yet written by the touch loop.
 func (s *Store) accessedAt(e *entry) int64 {
 	if e.ttl <= 0 {
 		return e.accessedAt // only a sliding TTL reads it; touch skips these
 	}
+	return max(s.pendingAccess(e.id), e.accessedAt)
+}
+
+// pendingAccess is the last read-driven access of stream id (Unix ns)
+// that the touch loop has not written yet, 0 when none
+// (sqlstore.Config.PendingAccess).
+func (s *Store) pendingAccess(id int64) int64 {
 	s.touchMu.Lock()
-	t, ok := s.touches[e.id]
-	s.touchMu.Unlock()
-	if ok && t > e.accessedAt {
-		return t
-	}
-	return e.accessedAt
+	defer s.touchMu.Unlock()
+	return s.touches[id]
 }
 
 // view returns the stream as clients see it at now: its snapshot with the

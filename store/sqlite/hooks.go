@@ -3,8 +3,6 @@ package sqlite
 import (
 	"context"
 	"fmt"
-	"slices"
-	"strings"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
@@ -18,80 +16,36 @@ import (
 
 var _ store.DeliveryStore = (*Store)(nil)
 
-// SnapshotCursors implements sqlstore.Backend from the committer's view
-// of the streams (see batch.snapshotCursors).
+// SnapshotCursors implements sqlstore.Backend: a cursor at the tail of
+// every live stream, walked from the rows in path order a page at a time
+// (see batch.eachStream).
 func (k backend) SnapshotCursors(tx sqlstore.Tx, endpointID string, now time.Time) error {
-	return tx.(*batchTx).b.snapshotCursors(endpointID, now)
-}
-
-// snapshotCursors gives the endpoint a cursor at the tail of every live
-// stream that has none, as of this batch (the committer's view includes
-// appends earlier in the batch).
-func (b *batch) snapshotCursors(endpointID string, now time.Time) error {
-	seen := make(map[string]bool)
-	visit := func(path string, e *entry) error {
-		if seen[path] {
-			return nil
-		}
-		seen[path] = true
-		if e == nil {
-			return nil
-		}
-		st, err := b.s.view(e, now)
-		if err != nil {
-			return nil // deleted or expired: nothing to deliver from it
-		}
-		_, err = b.exec(sqlstore.InsertCursorSQL, st.Path, endpointID, st.ID, st.Tail)
-		if err != nil {
+	b := tx.(*batchTx).b
+	return b.eachStream("", now, func(st *store.Stream) error {
+		if _, err := b.exec(sqlstore.InsertCursorSQL, st.Path, endpointID, st.ID, st.Tail); err != nil {
 			return fmt.Errorf("insert cursor: %w", err)
 		}
 		return nil
-	}
-	for path, e := range b.overlay {
-		if err := visit(path, e); err != nil {
-			return err
-		}
-	}
-	// The committer is the only writer of byPath: reading it here is safe.
-	for path, e := range b.s.byPath {
-		if err := visit(path, e); err != nil {
-			return err
-		}
-	}
-	return nil
+	})
 }
 
-// EachStream implements sqlstore.Backend from the committer's view of the
-// streams: this batch's changes over the published cache. Only the
-// entries are collected up front; each stream is viewed and handed to fn
-// in turn, in path order (for consumers, nearly their id order: their
-// inserts land in neighbouring pages).
+// EachStream implements sqlstore.Backend (see batch.eachStream).
 func (k backend) EachStream(tx sqlstore.Tx, prefix string, now time.Time, fn func(*store.Stream) error) error {
-	b := tx.(*batchTx).b
-	var entries []*entry
-	for path, e := range b.overlay {
-		if e != nil && strings.HasPrefix(path, prefix) {
-			entries = append(entries, e)
-		}
+	return tx.(*batchTx).b.eachStream(prefix, now, fn)
+}
+
+// eachStream calls fn for every live stream whose path starts with
+// prefix, as of this batch, in path order: the rows of the streams this
+// batch changed are written first (they are written again when it
+// flushes, with what changed since), then the rows are read a page at a
+// time, so the walk holds one page, never every stream.
+func (b *batch) eachStream(prefix string, now time.Time, fn func(*store.Stream) error) error {
+	if err := b.flush(false); err != nil {
+		return err
 	}
-	// The committer is the only writer of byPath: reading it here is safe.
-	for path, e := range b.s.byPath {
-		if _, staged := b.overlay[path]; !staged && strings.HasPrefix(path, prefix) {
-			entries = append(entries, e)
-		}
-	}
-	slices.SortFunc(entries, func(x, y *entry) int { return strings.Compare(x.path, y.path) })
-	for i, e := range entries {
-		entries[i] = nil // let the collector have what fn is done with
-		st, err := b.s.view(e, now)
-		if err != nil {
-			continue // soft-deleted or expired
-		}
-		if err := fn(&st); err != nil {
-			return err
-		}
-	}
-	return nil
+	return b.s.EachStreamRow(txOf(b), prefix, "", now, func(st *store.Stream) (bool, error) {
+		return true, fn(st)
+	})
 }
 
 // PublishAppend implements sqlstore.Backend with the core's create and

@@ -62,12 +62,13 @@ func mustCreateN(tb testing.TB, s store.Store, prefix string, n int, now time.Ti
 	}
 }
 
-// maxStreamHeap is the live heap one idle stream may cost the embedded
-// store (its metadata stays in memory): 100,000 streams must fit in a
-// process of 200 MB with a subscription's consumers.
+// maxStreamHeap is the live heap one cached stream may cost the embedded
+// store (its metadata in the stream cache, which holds up to
+// DefaultStreamCache of them): a full cache must fit in a process of
+// 200 MB with a subscription's consumers.
 const maxStreamHeap = 280
 
-// TestStreamMemory: an idle stream costs at most maxStreamHeap bytes of
+// TestStreamMemory: a cached stream costs at most maxStreamHeap bytes of
 // live heap (453 when every entry carried a full Stream, a producer map
 // and its last chunk).
 func TestStreamMemory(t *testing.T) {

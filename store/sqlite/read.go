@@ -11,7 +11,11 @@ import (
 
 // StreamGet implements store.Store.
 func (s *Store) StreamGet(ctx context.Context, params *store.StreamGetParams) (*store.Stream, error) {
-	st, err := s.view(s.lookup(params.Path), params.Now)
+	e, err := s.lookup(ctx, params.Path)
+	if err != nil {
+		return nil, err
+	}
+	st, err := s.view(e, params.Now)
 	if err != nil {
 		return nil, err
 	}
@@ -21,7 +25,10 @@ func (s *Store) StreamGet(ctx context.Context, params *store.StreamGetParams) (*
 // StreamRead implements store.Store. It reads without the committer: data
 // below a published tail is committed and never changes.
 func (s *Store) StreamRead(ctx context.Context, params *store.StreamReadParams) (*store.StreamReadResult, error) {
-	e := s.lookup(params.Path)
+	e, err := s.lookup(ctx, params.Path)
+	if err != nil {
+		return nil, err
+	}
 	st, err := s.view(e, params.Now)
 	if err != nil {
 		return nil, err
@@ -54,7 +61,10 @@ type chunkSource struct {
 func (c chunkSource) Fork(e *entry) (int64, bool) { return e.forkPosition(), e.sourceID() != 0 }
 
 func (c chunkSource) Source(e *entry) (*entry, error) {
-	src := c.s.lookupID(e.sourceID())
+	src, err := c.s.lookupID(c.ctx, e.sourceID())
+	if err != nil {
+		return nil, err
+	}
 	if src == nil {
 		return nil, fmt.Errorf("sqlite: fork source %d of %s is missing", e.sourceID(), e.path)
 	}
@@ -89,9 +99,12 @@ func (c chunkSource) Chunks(e *entry, r *sqlstore.Range) error {
 // into fork sources) and the chunk's start position (nil at pos when no
 // chunk holds it). It runs on the writer connection, inside the
 // committer's transaction.
-func (s *Store) chunkAt(ctx context.Context, e *entry, pos int64) ([]byte, int64, error) {
+func (b *batch) chunkAt(e *entry, pos int64) ([]byte, int64, error) {
 	for e.sourceID() != 0 && pos < e.forkPosition() {
-		src := s.byID[e.sourceID()]
+		src, err := b.getID(e.sourceID())
+		if err != nil {
+			return nil, 0, err
+		}
 		if src == nil {
 			return nil, 0, fmt.Errorf("sqlite: fork source %d of %s is missing", e.sourceID(), e.path)
 		}
@@ -99,7 +112,7 @@ func (s *Store) chunkAt(ctx context.Context, e *entry, pos int64) ([]byte, int64
 	}
 	var start, stop int64
 	var data []byte
-	err := s.stmts.chunksFrom.QueryRowContext(ctx, e.id, pos, pos+1).Scan(&start, &stop, &data)
+	err := b.s.stmts.chunksFrom.QueryRowContext(b.ctx, e.id, pos, pos+1).Scan(&start, &stop, &data)
 	if isNoRows(err) {
 		return nil, pos, nil // no data at pos: the sub-offset spans nothing
 	}

@@ -4,9 +4,10 @@
 // and read through a pool of read-only connections.
 //
 // The process that opens the directory owns it (an exclusive lock file), so
-// the committer can keep every stream's metadata in memory: writes validate
-// against it without a query, and readers take immutable snapshots of it.
-// What the backends share is written once in package sqlstore, whose
+// the committer can cache the metadata of the streams in use (cache.go):
+// writes validate against it without a query, and readers take immutable
+// snapshots of it. A stream not cached is read from its row when used;
+// nothing reads every stream, at open or later. What the backends share is written once in package sqlstore, whose
 // writes this one runs in the committer's batches.
 package sqlite
 
@@ -53,6 +54,10 @@ type Config struct {
 	// CheckpointInterval is how often the WAL is checkpointed into the
 	// database file in the background (default 1s).
 	CheckpointInterval time.Duration
+	// StreamCache bounds how many streams' metadata the store keeps in
+	// memory (default DefaultStreamCache); the others are read from
+	// their rows when used.
+	StreamCache int
 	// RelaxedInterval is the least time between two commits made only of
 	// relaxed writes (the delivery engine's bookkeeping); writes that come
 	// meanwhile join the next one (default 5ms; negative: no wait).
@@ -101,15 +106,18 @@ type Store struct {
 	// rprepared caches statements prepared on the read pool.
 	rprepMu   sync.Mutex
 	rprepared map[string]*sql.Stmt
-	cacheMu   sync.RWMutex // guards the maps, not the entries (immutable once published)
-	byPath    map[string]*entry
-	byID      map[int64]*entry
-	touchMu   sync.Mutex
-	touches   map[int64]int64 // read-driven TTL renewals (Unix ns) not yet written
+	// cache holds the metadata of the streams in use (see streamCache).
+	cache   *streamCache
+	touchMu sync.Mutex
+	touches map[int64]int64 // read-driven TTL renewals (Unix ns) not yet written
 	// producers caches idempotent producer state by stream id and
 	// producer id; only the committer reads or writes it.
 	producers map[int64]map[string]streamrules.ProducerState
 	recent    *recentCache
+	// seq is the change sequence number the stream rows written now
+	// take, reserved the last reservation committed (committer only; see
+	// changes.go).
+	seq, reserved int64
 }
 
 var _ store.Store = (*Store)(nil)
@@ -158,8 +166,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		hub:       store.NewHub(),
 		ops:       make(chan op, 4096),
 		stop:      make(chan struct{}),
-		byPath:    make(map[string]*entry),
-		byID:      make(map[int64]*entry),
+		cache:     newStreamCache(cfg.StreamCache),
 		touches:   make(map[int64]int64),
 		producers: make(map[int64]map[string]streamrules.ProducerState),
 		recent:    newRecentCache(),
@@ -174,7 +181,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	}
 	// The owner names this process in the leases it takes (see claims.go).
 	s.Store = sqlstore.New(sqlstore.Config{Backend: backend{s}, Dialect: dialect, Box: cfg.Box, Logger: cfg.Logger,
-		Owner: hex.EncodeToString(owner)})
+		Owner: hex.EncodeToString(owner), PendingAccess: s.pendingAccess})
 	if err := s.open(ctx); err != nil {
 		s.closeHandles()
 		return nil, err
@@ -250,10 +257,13 @@ func (s *Store) open(ctx context.Context) error {
 	if s.readChunks, err = s.reader.PrepareContext(ctx, chunksFromSQL); err != nil {
 		return fmt.Errorf("sqlite: prepare read: %w", err)
 	}
+	if err := s.openChangeSeq(ctx); err != nil {
+		return err
+	}
 	if s.stmts, err = prepare(ctx, s.wconn); err != nil {
 		return err
 	}
-	return s.loadStreams(ctx)
+	return nil
 }
 
 // lockDir takes an exclusive lock on the data directory so two processes

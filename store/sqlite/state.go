@@ -26,8 +26,8 @@ type batchStreams struct {
 var _ sqlstore.StreamState[*entry] = (*batchStreams)(nil)
 
 func (t *batchStreams) Load(path string) (*entry, bool, error) {
-	e := t.b.get(path)
-	return e, e != nil, nil
+	e, err := t.b.get(path)
+	return e, e != nil, err
 }
 
 func (t *batchStreams) View(e *entry, now time.Time) (store.Stream, error) { return t.b.s.view(e, now) }
@@ -39,7 +39,7 @@ func (t *batchStreams) Producer(e *entry, id string) (streamrules.ProducerState,
 }
 
 func (t *batchStreams) ChunkRest(e *entry, pos int64) ([]byte, error) {
-	chunk, start, err := t.b.s.chunkAt(t.b.ctx, e, pos)
+	chunk, start, err := t.b.chunkAt(e, pos)
 	if err != nil || chunk == nil {
 		return nil, err
 	}
@@ -147,6 +147,6 @@ func (t *batchStreams) Remove(e *entry) error {
 }
 
 func (t *batchStreams) Source(e *entry) (*entry, bool, error) {
-	src := t.b.getID(e.sourceID())
-	return src, src != nil, nil
+	src, err := t.b.getID(e.sourceID())
+	return src, src != nil, err
 }

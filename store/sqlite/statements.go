@@ -14,6 +14,7 @@ import (
 type statements struct {
 	insertStream    *sql.Stmt
 	updateStream    *sql.Stmt
+	updateKeepSeq   *sql.Stmt
 	insertChunk     *sql.Stmt
 	getProducer     *sql.Stmt
 	upsertProducer  *sql.Stmt
@@ -34,7 +35,8 @@ func prepare(ctx context.Context, conn *sql.Conn) (*statements, error) {
 		sql string
 	}{
 		{&st.insertStream, sqlstore.InsertStreamSQL},
-		{&st.updateStream, sqlstore.UpdateStreamSQL},
+		{&st.updateStream, sqlstore.UpdateStreamSQL(changeBatchSQL)},
+		{&st.updateKeepSeq, sqlstore.UpdateStreamSQL(`changed_seq`)},
 		{&st.insertChunk, sqlstore.InsertChunkSQL},
 		{&st.getProducer, sqlstore.GetProducerSQL},
 		{&st.upsertProducer, sqlstore.UpsertProducerSQL},
@@ -67,7 +69,7 @@ func (st *statements) byName(name string) *sql.Stmt {
 
 func (st *statements) close() error {
 	var errs []error
-	for _, s := range []*sql.Stmt{st.insertStream, st.updateStream, st.insertChunk, st.getProducer, st.upsertProducer,
+	for _, s := range []*sql.Stmt{st.insertStream, st.updateStream, st.updateKeepSeq, st.insertChunk, st.getProducer, st.upsertProducer,
 		st.countForks, st.deleteChunks, st.deleteProducers, st.deleteStream, st.chunksFrom} {
 		if s != nil {
 			errs = append(errs, s.Close())

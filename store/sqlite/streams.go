@@ -158,18 +158,14 @@ func (o *expireOp) finish(err error) {
 	close(o.done)
 }
 
-// apply selects the expired streams from the cache (every stream is in
-// it) and deletes them through the core, which checks each again as of
-// the batch.
+// apply selects the streams whose rows expired through the index of
+// their deadlines, and deletes them through the core, which checks each
+// again as of the batch (with the renewals not written yet, and this
+// batch's changes).
 func (o *expireOp) apply(b *batch) error {
-	var expired []string
-	for _, e := range b.s.byPath {
-		if !e.softDeleted && b.s.expired(e, o.p.Now) {
-			expired = append(expired, e.path)
-			if o.p.Limit > 0 && len(expired) >= o.p.Limit {
-				break
-			}
-		}
+	expired, err := sqlstore.ExpiredPaths(txOf(b), o.p.Now, o.p.Limit)
+	if err != nil {
+		return fmt.Errorf("find expired streams: %w", err)
 	}
 	t := b.streamsFor(trace.SpanContext{})
 	for _, path := range expired {

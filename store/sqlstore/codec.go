@@ -54,7 +54,7 @@ func FromNanos(n int64) time.Time {
 // backends scan them.
 const StreamColumns = `id, path, content_type, tail, closed, closed_by_id, closed_by_epoch, closed_by_seq,
 	ttl_seconds, expires_at, accessed_at, created_at, fork_source_id, fork_source_path, fork_position,
-	fork_offset, fork_sub_offset, last_seq, soft_deleted`
+	fork_offset, fork_sub_offset, last_seq, soft_deleted, changed_seq`
 
 // SubscriptionColumns are the columns ScanSubscription reads.
 const SubscriptionColumns = `id, pattern, webhook, secret, description, created_at, tenant`

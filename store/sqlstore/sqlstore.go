@@ -73,6 +73,10 @@ type Backend interface {
 	// none, and returns where the event starts. A request that breaks a
 	// rule of the stream returns a RuleError.
 	PublishAppend(ctx context.Context, tx Tx, params *store.EventPublishParams) (int64, error)
+	// ChangeMark returns the mark of the streams' changes (see
+	// store.StreamChangeStore.StreamChangeMark): how the backend numbers
+	// them is its own.
+	ChangeMark(ctx context.Context) (int64, error)
 }
 
 // Dialect is how a backend's SQL differs from the core's.
@@ -116,6 +120,11 @@ type Config struct {
 	Logger *slog.Logger
 	// Owner names this handle in the leases it takes.
 	Owner string
+	// PendingAccess returns the last access of stream id (Unix ns) that
+	// the backend has not written to its row yet, 0 when none: a backend
+	// that writes read-driven TTL renewals later (SQLite) gives it, so
+	// that a stream read from its row is not taken for expired.
+	PendingAccess func(id int64) int64
 }
 
 // Store implements the storage contract on a Backend. A backend embeds
@@ -131,6 +140,8 @@ type Store struct {
 	// ids names deliveries, claims leases them (see LoadDeliveryIDs).
 	ids    *DeliveryIDs
 	claims *Claims
+	// pending is Config.PendingAccess (nil when the backend has none).
+	pending func(id int64) int64
 }
 
 // New returns the core over cfg's backend.
@@ -138,7 +149,8 @@ func New(cfg Config) *Store {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Store{b: cfg.Backend, d: cfg.Dialect, box: cfg.Box, log: cfg.Logger, owner: cfg.Owner}
+	return &Store{b: cfg.Backend, d: cfg.Dialect, box: cfg.Box, log: cfg.Logger, owner: cfg.Owner,
+		pending: cfg.PendingAccess}
 }
 
 // Owner is the name of this handle in the leases it takes.

@@ -24,6 +24,9 @@ type StreamRow struct {
 	SourceID    int64
 	ClosedBy    *store.Producer
 	SoftDeleted bool
+	// ChangedSeq is the number of the stream's last change (see
+	// store.StreamChangeStore).
+	ChangedSeq int64
 }
 
 // ScanStream scans a row of StreamColumns into dst.
@@ -38,7 +41,7 @@ func ScanStream(r Row, dst *StreamRow) error {
 	st := &dst.Stream
 	err := r.Scan(&st.ID, &st.Path, &st.ContentType, &st.Tail, &st.Closed, &closedByID, &closedByEpoch, &closedBySeq,
 		&ttl, &expires, &acc, &created, &sourceID, &st.ForkSource, &st.ForkPosition,
-		&st.ForkOffset, &st.ForkSubOffset, &st.LastSeq, &dst.SoftDeleted)
+		&st.ForkOffset, &st.ForkSubOffset, &st.LastSeq, &dst.SoftDeleted, &dst.ChangedSeq)
 	if err != nil {
 		return err
 	}
@@ -103,46 +106,6 @@ func (s *Store) loadStream(x Executor, col string, key any, lock bool) (*StreamR
 	return &r, nil
 }
 
-// StreamPageSize is how many streams EachStreamRow and ListStreams read
-// at a time.
-const StreamPageSize = 500
-
-// streamPage reads up to limit streams whose path starts with prefix and
-// comes after after, in path order.
-func streamPage(x Executor, prefix, after string, limit int) ([]*StreamRow, error) {
-	q := &query{sql: `SELECT ` + StreamColumns + ` FROM streams WHERE substr(path, 1, length($1)) = $1 AND path > $2
-		ORDER BY path LIMIT $3`, args: []any{prefix, after, limit}}
-	return collect(x, q, func(r Row) (*StreamRow, error) {
-		var row StreamRow
-		return &row, ScanStream(r, &row)
-	})
-}
-
-// EachStreamRow calls fn for every live stream at now whose path starts
-// with prefix and comes after after, in path order, a page at a time;
-// fn returns false to stop.
-func EachStreamRow(x Executor, prefix, after string, now time.Time, fn func(*store.Stream) (bool, error)) error {
-	for {
-		page, err := streamPage(x, prefix, after, StreamPageSize)
-		if err != nil {
-			return fmt.Errorf("list streams: %w", err)
-		}
-		for _, r := range page {
-			st, err := r.View(now)
-			if err != nil {
-				continue // soft-deleted or expired
-			}
-			if more, err := fn(&st); err != nil || !more {
-				return err
-			}
-		}
-		if len(page) < StreamPageSize {
-			return nil
-		}
-		after = page[len(page)-1].Path
-	}
-}
-
 // GetStream implements store.Store.StreamGet from the stream's row.
 func (s *Store) GetStream(ctx context.Context, params *store.StreamGetParams) (*store.Stream, error) {
 	var r *StreamRow
@@ -159,22 +122,6 @@ func (s *Store) GetStream(ctx context.Context, params *store.StreamGetParams) (*
 		return nil, err
 	}
 	return &st, nil
-}
-
-// ListStreams implements store.SubscriptionStore.StreamList from the
-// streams' rows.
-func (s *Store) ListStreams(ctx context.Context, params *store.StreamListParams) ([]store.Stream, error) {
-	var out []store.Stream
-	err := s.b.Read(ctx, func(x Executor) error {
-		return EachStreamRow(x, params.Prefix, params.After, params.Now, func(st *store.Stream) (bool, error) {
-			out = append(out, *st)
-			return params.Limit <= 0 || len(out) < params.Limit, nil
-		})
-	})
-	if err != nil {
-		return nil, s.errorf("list streams", err)
-	}
-	return out, nil
 }
 
 // Touched reports whether a read of st is an access that renews its TTL:
@@ -206,18 +153,44 @@ const ExpiredSQL = `CASE WHEN expires_at > 0 THEN expires_at <= $1
 	WHEN ttl_seconds > 0 THEN CAST(accessed_at AS numeric) + CAST(ttl_seconds AS numeric) * 1000000000 <= $1
 	ELSE false END`
 
-// ExpiredStreams returns the paths of up to limit (1000 when 0) live
-// streams expired at now, oldest first.
-func (s *Store) ExpiredStreams(ctx context.Context, now time.Time, limit int) ([]string, error) {
+// DeadlineSQL is when a stream's row expires (Unix ns): at its absolute
+// expiry, else a sliding TTL after its last access; NULL when it never
+// does. Both backends index it for the streams that can expire
+// (streams_deadline, in their migrations, which must spell it exactly as
+// here for the sweep's query to use the index).
+const DeadlineSQL = `(CASE WHEN expires_at > 0 THEN CAST(expires_at AS numeric) WHEN ttl_seconds > 0 THEN CAST(accessed_at AS numeric) + CAST(ttl_seconds AS numeric) * 1000000000 END)`
+
+// ExpiredStreamsSQL selects the paths of up to $2 live streams whose
+// rows expired at $1 (Unix ns), earliest deadline first, through the
+// index of the deadlines: it reads the expired streams, not every one.
+const ExpiredStreamsSQL = `SELECT path FROM streams WHERE NOT soft_deleted AND (expires_at > 0 OR ttl_seconds > 0)
+	AND ` + DeadlineSQL + ` <= $1 ORDER BY ` + DeadlineSQL + ` LIMIT $2`
+
+// expiredQuery is ExpiredStreamsSQL for up to limit (1000 when 0)
+// streams expired at now.
+func expiredQuery(now time.Time, limit int) *query {
 	if limit <= 0 {
 		limit = 1000
 	}
-	return list(ctx, s, &query{sql: `SELECT path FROM streams WHERE NOT soft_deleted AND (expires_at > 0 OR ttl_seconds > 0)
-		AND ` + ExpiredSQL + ` ORDER BY id LIMIT $2`, args: []any{Nanos(now), limit}}, "find expired streams",
-		func(r Row) (string, error) {
-			var p string
-			return p, r.Scan(&p)
-		})
+	return &query{sql: ExpiredStreamsSQL, args: []any{Nanos(now), limit}}
+}
+
+func scanPath(r Row) (string, error) {
+	var p string
+	return p, r.Scan(&p)
+}
+
+// ExpiredPaths returns the paths of up to limit (1000 when 0) live
+// streams whose rows expired at now (ExpiredStreamsSQL). A row may lag
+// what a backend holds in memory (a renewal not written yet): the caller
+// deletes each through ExpireStream, which checks it again.
+func ExpiredPaths(x Executor, now time.Time, limit int) ([]string, error) {
+	return collect(x, expiredQuery(now, limit), scanPath)
+}
+
+// ExpiredStreams returns ExpiredPaths read on the backend's read.
+func (s *Store) ExpiredStreams(ctx context.Context, now time.Time, limit int) ([]string, error) {
+	return list(ctx, s, expiredQuery(now, limit), "find expired streams", scanPath)
 }
 
 // WriteStreams runs fn in a durable write with the backend's state of

@@ -31,12 +31,6 @@ const (
 	// last_seq.
 	UpsertProducerSQL = `INSERT INTO producers (stream_id, producer_id, epoch, last_seq) VALUES ($1, $2, $3, $4)
 		ON CONFLICT (stream_id, producer_id) DO UPDATE SET epoch = excluded.epoch, last_seq = excluded.last_seq`
-	// UpdateStreamSQL writes a stream's changing columns: tail, closed,
-	// closed_by_id, closed_by_epoch, closed_by_seq, accessed_at,
-	// last_seq, soft_deleted, and the id last (ClosedByArgs gives the
-	// closing producer's three).
-	UpdateStreamSQL = `UPDATE streams SET tail = $1, closed = $2, closed_by_id = $3, closed_by_epoch = $4, closed_by_seq = $5,
-		accessed_at = $6, last_seq = $7, soft_deleted = $8 WHERE id = $9`
 	// InsertCursorSQL gives an endpoint a cursor on a stream unless it has
 	// one: stream, endpoint_id, stream_id, position.
 	InsertCursorSQL = `INSERT INTO delivery_cursors (stream, endpoint_id, stream_id, position) VALUES ($1, $2, $3, $4)
@@ -44,6 +38,17 @@ const (
 	// CountForksSQL counts the streams forked from stream $1.
 	CountForksSQL = `SELECT count(*) FROM streams WHERE fork_source_id = $1`
 )
+
+// UpdateStreamSQL writes a stream's changing columns: tail, closed,
+// closed_by_id, closed_by_epoch, closed_by_seq, accessed_at, last_seq,
+// soft_deleted, and the id ninth (ClosedByArgs gives the closing
+// producer's three); and its change sequence (see
+// store.StreamChangeStore), the value of the SQL expression seq: the
+// backend's own.
+func UpdateStreamSQL(seq string) string {
+	return `UPDATE streams SET tail = $1, closed = $2, closed_by_id = $3, closed_by_epoch = $4, closed_by_seq = $5,
+		accessed_at = $6, last_seq = $7, soft_deleted = $8, changed_seq = ` + seq + ` WHERE id = $9`
+}
 
 // DeleteStreamSQL are the statements that remove stream $1 and its data,
 // in order.

@@ -22,6 +22,8 @@ func runSubscriptions(t *testing.T, f Factory) {
 	run(t, f, "ConsumerRace", testConsumerRace)
 	run(t, f, "ConsumerReadsUnderLoad", testConsumerReadsUnderLoad)
 	run(t, f, "StreamList", testStreamList)
+	run(t, f, "StreamChanges", testStreamChanges)
+	run(t, f, "CheckedMarks", testCheckedMarks)
 }
 
 func consumer(id, sub, primary string, paths ...string) store.Consumer {
