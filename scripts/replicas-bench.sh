@@ -82,6 +82,12 @@ if [ -n "$KILL_AT" ]; then
     -d "${WEBHOOK_SECS}s" -wake-timeout "$WAKE_TIMEOUT" -mode callback &
   bench=$!
   sleep "$KILL_AT"
+  # How many wakes each replica had sent: the one killed was sending its
+  # share.
+  for b in "${bases[@]}"; do
+    curl -fs "$b/_herald/metrics" | awk -v b="$b" '/^herald_subscription_webhook_deliveries_total/ { n += $NF }
+      END { printf "%s had sent %d wakes\n", b, n }'
+  done
   kill -9 "$victim"
   echo "killed replica ${bases[$((REPLICAS - 1))]} (pid $victim) with -9 at ${KILL_AT}s"
   wait "$bench"
