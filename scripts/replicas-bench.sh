@@ -9,12 +9,24 @@
 #   - cross-replica live reads: herald-bench live appends through one
 #     replica and reads (long-poll, then SSE) through another.
 #
+# With KILL_AT=S it runs, instead, the no-lost-wake benchmark with a
+# replica killed: herald-bench webhook (-streams/-c STREAMS, for
+# WEBHOOK_SECS seconds) against REPLICAS (3) replicas, appending and
+# calling back through the first, while the last is killed with -9 S
+# seconds into the run. Every loop that waits more than WAKE_TIMEOUT
+# (15s) for a wake counts as stalled.
+#
 # Needs HERALD_TEST_POSTGRES_URL (a server where it may create and drop
 # the database herald_replicas): `source scripts/postgres.sh` first.
 set -euo pipefail
 : "${HERALD_TEST_POSTGRES_URL:?source scripts/postgres.sh first}"
 IDLE_SECS=${IDLE_SECS:-30}
 N=${N:-1000}
+KILL_AT=${KILL_AT:-}
+REPLICAS=${REPLICAS:-3}
+STREAMS=${STREAMS:-200}
+WEBHOOK_SECS=${WEBHOOK_SECS:-40}
+WAKE_TIMEOUT=${WAKE_TIMEOUT:-15s}
 root=$(cd "$(dirname "$0")/.." && pwd)
 work=$(mktemp -d /tmp/herald-replicas.XXXXXX)
 pids=()
@@ -32,14 +44,16 @@ psql -qAt "$admin" -c 'DROP DATABASE IF EXISTS herald_replicas' -c 'CREATE DATAB
 (cd "$root" && go build -o "$work/herald" ./cmd/herald && go build -o "$work/herald-bench" ./cmd/herald-bench)
 
 port=$((21000 + RANDOM % 20000))
-# start_replicas N: starts N replicas sharing one key-encryption key.
+# start_replicas N [FLAG...]: starts N replicas sharing one key-encryption
+# key, each with the flags given.
 start_replicas() {
-  local i
-  for ((i = 0; i < $1; i++)); do
+  local i n=$1
+  shift
+  for ((i = 0; i < n; i++)); do
     port=$((port + 1))
     mkdir -p "$work/r$port"
     "$work/herald" serve --store postgres --postgres-url "$db_url" --kek-file "$work/herald.kek" \
-      --data-dir "$work/r$port" --addr "127.0.0.1:$port" --log-level warn >"$work/r$port/log" 2>&1 &
+      --data-dir "$work/r$port" --addr "127.0.0.1:$port" --log-level warn "$@" >"$work/r$port/log" 2>&1 &
     pids+=($!)
     until curl -fs "http://127.0.0.1:$port/_herald/readyz" >/dev/null; do sleep 0.1; done
     bases+=("http://127.0.0.1:$port")
@@ -57,6 +71,28 @@ xacts() {
 }
 
 bases=()
+if [ -n "$KILL_AT" ]; then
+  # Every replica names the first in its wakes' callback URL, as a load
+  # balancer in front of them would: the consumer's callbacks must not
+  # follow the replica that is killed.
+  first=http://127.0.0.1:$((port + 1))
+  start_replicas "$REPLICAS" --webhook-allow-cidrs 127.0.0.0/8 --public-url "$first"
+  victim=${pids[$((REPLICAS - 1))]}
+  "$work/herald-bench" webhook -base "${bases[0]}" -streams "$STREAMS" -c "$STREAMS" -lat 0 \
+    -d "${WEBHOOK_SECS}s" -wake-timeout "$WAKE_TIMEOUT" -mode callback &
+  bench=$!
+  sleep "$KILL_AT"
+  # How many wakes each replica had sent: the one killed was sending its
+  # share.
+  for b in "${bases[@]}"; do
+    curl -fs "$b/_herald/metrics" | awk -v b="$b" '/^herald_subscription_webhook_deliveries_total/ { n += $NF }
+      END { printf "%s had sent %d wakes\n", b, n }'
+  done
+  kill -9 "$victim"
+  echo "killed replica ${bases[$((REPLICAS - 1))]} (pid $victim) with -9 at ${KILL_AT}s"
+  wait "$bench"
+  exit
+fi
 # The first start creates the tables; the measure with no replica then
 # counts what the database does by itself (autovacuum visits), which the
 # per-replica figures leave out.

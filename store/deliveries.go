@@ -346,8 +346,11 @@ type Delivery struct {
 	NextAttemptAt time.Time
 	// LeaseUntil is when the current lease ends (zero: not leased). Given
 	// to DeliveryEnqueue, it asks for the delivery to be inserted leased.
-	LeaseUntil     time.Time
-	LeaseToken     int64
+	LeaseUntil time.Time
+	LeaseToken int64
+	// LeaseOwner is the ReplicaID of the replica that holds the lease
+	// ("" when none): read back, never written by the caller.
+	LeaseOwner     string
 	LastStatusCode int
 	LastError      string
 	CreatedAt      time.Time

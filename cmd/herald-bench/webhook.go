@@ -280,7 +280,11 @@ func (rc *receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		rc.router.deliver(wake.PrimaryStream, at)
 		return
 	}
-	if err := cfg.consumer.HandleWake(r.Context(), wake); err != nil && !errors.Is(err, client.ErrFenced) {
+	// As the SDK's handler does: a wake whose request is cut (the replica
+	// that sent it died) is still handled to its end through the
+	// callbacks, which reach a live replica; a wake left claimed would
+	// wait for the 45 s liveness timeout, a stall.
+	if err := cfg.consumer.HandleWake(context.WithoutCancel(r.Context()), wake); err != nil && !errors.Is(err, client.ErrFenced) {
 		rc.failed.Add(1)
 		rc.errs.note(err)
 		http.Error(w, "handling the wake failed", http.StatusInternalServerError)

@@ -72,6 +72,18 @@ func TestDashboardInBrowser(t *testing.T) {
 	}
 	r.screenshot(t, "05-delivery-retried")
 
+	// A delivery whose receiver holds the request is in flight: the list
+	// and its page say on which replica and until when.
+	var held struct {
+		ID string `json:"id"`
+	}
+	r.admin(t, "POST", "/_herald/v1/endpoints", `{"url":"`+r.receiver.URL+`/hang/held","event_types":["held.*"]}`, http.StatusCreated, &held)
+	r.publish(t, "held.created", "", 3)
+	r.until(t, "#/deliveries?endpoint="+held.ID, "#delivery-list", "in flight on replica")
+	r.do(t, "opening the delivery in flight", chromedp.Click(chromedp.CSS(`#delivery-list tbody a`)), chromedp.WaitVisible(chromedp.CSS(`#payload`)))
+	r.waitText(t, "#delivery-status", "in flight on replica")
+	r.screenshot(t, "05b-delivery-in-flight")
+
 	// The endpoint's actions: pause and resume, a test event.
 	r.visit(t, "#/endpoints/"+epID, "#pause")
 	r.do(t, "pausing", chromedp.Click(chromedp.CSS(`#pause`)), chromedp.WaitVisible(chromedp.CSS(`#resume`)))

@@ -16,23 +16,33 @@ import (
 
 // deliveryJSON is a delivery as the API shows it.
 type deliveryJSON struct {
-	ID             string          `json:"id"`
-	EndpointID     string          `json:"endpoint_id"`
-	EventID        string          `json:"event_id"`
-	EventType      string          `json:"event_type"`
-	Stream         string          `json:"stream"`
-	Offset         string          `json:"offset"`
-	Status         string          `json:"status"`
-	AttemptCount   int             `json:"attempt_count"`
-	NextAttemptAt  *string         `json:"next_attempt_at"`
-	LastStatusCode int             `json:"last_status_code"`
-	LastError      string          `json:"last_error,omitempty"`
-	BatchID        string          `json:"batch_id,omitempty"`
-	CreatedAt      *string         `json:"created_at"`
-	UpdatedAt      *string         `json:"updated_at"`
-	FinishedAt     *string         `json:"finished_at"`
-	Payload        json.RawMessage `json:"payload,omitempty"`
-	Attempts       []attemptJSON   `json:"attempts,omitempty"`
+	ID             string  `json:"id"`
+	EndpointID     string  `json:"endpoint_id"`
+	EventID        string  `json:"event_id"`
+	EventType      string  `json:"event_type"`
+	Stream         string  `json:"stream"`
+	Offset         string  `json:"offset"`
+	Status         string  `json:"status"`
+	AttemptCount   int     `json:"attempt_count"`
+	NextAttemptAt  *string `json:"next_attempt_at"`
+	LastStatusCode int     `json:"last_status_code"`
+	LastError      string  `json:"last_error,omitempty"`
+	BatchID        string  `json:"batch_id,omitempty"`
+	CreatedAt      *string `json:"created_at"`
+	UpdatedAt      *string `json:"updated_at"`
+	FinishedAt     *string `json:"finished_at"`
+	// Lease is there while a replica holds the delivery (in flight).
+	Lease    *leaseJSON      `json:"lease,omitempty"`
+	Payload  json.RawMessage `json:"payload,omitempty"`
+	Attempts []attemptJSON   `json:"attempts,omitempty"`
+}
+
+// leaseJSON is the claim a replica holds on a delivery it is sending: the
+// replica (as its heartbeat and logs name it) and when the lease ends,
+// after which another replica may send the delivery again.
+type leaseJSON struct {
+	Replica string  `json:"replica"`
+	Until   *string `json:"until"`
 }
 
 type attemptJSON struct {
@@ -44,7 +54,10 @@ type attemptJSON struct {
 	BatchID      string   `json:"batch_id,omitempty"`
 }
 
-func deliveryView(d *store.Delivery) deliveryJSON {
+// deliveryView is d as the API shows it at now: a lease that ended
+// before now (its holder died, and no one claimed it again yet) is not
+// shown, as nobody is sending the delivery.
+func deliveryView(d *store.Delivery, now time.Time) deliveryJSON {
 	v := deliveryJSON{
 		ID: d.ID, EndpointID: d.EndpointID, EventID: d.EventID, EventType: d.EventType, Stream: d.Stream,
 		Offset: protocol.FormatOffset(d.Position), Status: d.Status, AttemptCount: d.Attempts,
@@ -53,6 +66,9 @@ func deliveryView(d *store.Delivery) deliveryJSON {
 	}
 	if d.Status == store.DeliveryPending || d.Status == store.DeliveryFailed {
 		v.NextAttemptAt = formatTime(d.NextAttemptAt)
+		if d.LeaseOwner != "" && d.LeaseUntil.After(now) {
+			v.Lease = &leaseJSON{Replica: d.LeaseOwner, Until: formatTime(d.LeaseUntil)}
+		}
 	}
 	if len(d.Body) > 0 {
 		v.Payload = d.Body
@@ -123,7 +139,9 @@ func (a *API) listDeliveries(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var out listDeliveriesJSON
-	out.Data, out.NextCursor = pageOf(ds, limit, func(d *store.Delivery) string { return d.ID }, deliveryView)
+	now := a.e.Now()
+	out.Data, out.NextCursor = pageOf(ds, limit, func(d *store.Delivery) string { return d.ID },
+		func(d *store.Delivery) deliveryJSON { return deliveryView(d, now) })
 	if count {
 		n, err := a.e.Store().DeliveryCount(r.Context(), p)
 		if err != nil {
@@ -151,7 +169,7 @@ func (a *API) getDelivery(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, err)
 		return
 	}
-	v := deliveryView(d)
+	v := deliveryView(d, a.e.Now())
 	v.Attempts = []attemptJSON{}
 	for _, at := range atts {
 		v.Attempts = append(v.Attempts, attemptJSON{At: formatTime(at.At), StatusCode: at.StatusCode,
@@ -171,7 +189,7 @@ func (a *API) retryDelivery(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusAccepted, deliveryView(d))
+	writeJSON(w, http.StatusAccepted, deliveryView(d, a.e.Now()))
 }
 
 // publishJSON is the answer to POST /v1/events.

@@ -65,16 +65,29 @@ type Claims struct {
 	Token func(tx ClaimTx) (int64, error)
 }
 
+// LeaseColumns are a delivery's lease: until when, its token, and the
+// replica that holds it (ScanLease reads them).
+const LeaseColumns = `lease_until, lease_token, lease_owner`
+
 // DeliveryLeaseColumns are DeliveryColumns followed by the body and the
 // lease (ScanLeased reads them).
-const DeliveryLeaseColumns = DeliveryColumns + `, body, lease_until, lease_token`
+const DeliveryLeaseColumns = DeliveryColumns + `, body, ` + LeaseColumns
 
 // ScanLeased scans a row of DeliveryLeaseColumns.
 func (c *Claims) ScanLeased(row Row) (store.Delivery, error) {
 	var body []byte
+	d, err := ScanLease(c.IDs, row, &body)
+	d.Body = body
+	return d, err
+}
+
+// ScanLease scans a row of DeliveryColumns, the extra destinations given,
+// then LeaseColumns.
+func ScanLease(ids *DeliveryIDs, row Row, extra ...any) (store.Delivery, error) {
 	var until, token int64
-	d, err := ScanDelivery(c.IDs, row, &body, &until, &token)
-	d.Body, d.LeaseUntil, d.LeaseToken = body, FromNanos(until), token
+	var owner string
+	d, err := ScanDelivery(ids, row, append(extra, &until, &token, &owner)...)
+	d.LeaseUntil, d.LeaseToken, d.LeaseOwner = FromNanos(until), token, owner
 	return d, err
 }
 

@@ -252,15 +252,12 @@ func (s *Store) DeliveryGet(ctx context.Context, id string) (*store.Delivery, er
 
 // scanListed scans a delivery of DeliveryColumns and its lease.
 func (s *Store) scanListed(r Row) (store.Delivery, error) {
-	var until, token int64
-	d, err := ScanDelivery(s.ids, r, &until, &token)
-	d.LeaseUntil, d.LeaseToken = FromNanos(until), token
-	return d, err
+	return ScanLease(s.ids, r)
 }
 
 // DeliveryList implements store.DeliveryStore.
 func (s *Store) DeliveryList(ctx context.Context, params *store.DeliveryListParams) ([]store.Delivery, error) {
-	q := deliveryFilter(`SELECT `+DeliveryColumns+`, lease_until, lease_token FROM deliveries`, params)
+	q := deliveryFilter(`SELECT `+DeliveryColumns+`, `+LeaseColumns+` FROM deliveries`, params)
 	if params.Before != "" {
 		seq, ok := s.ids.Seq(params.Before)
 		if !ok {
@@ -352,7 +349,7 @@ func (s *Store) DeliveryRetry(ctx context.Context, params *store.DeliveryRetryPa
 		var err error
 		out, err = s.scanListed(tx.QueryRow(`UPDATE deliveries SET status = 'pending', round_attempts = 0,
 			next_attempt_at = $1, finished_at = 0, updated_at = $1 WHERE seq = $2
-			RETURNING `+DeliveryColumns+`, lease_until, lease_token`, Nanos(params.Now), seq))
+			RETURNING `+DeliveryColumns+`, `+LeaseColumns, Nanos(params.Now), seq))
 		if s.d.IsNoRows(err) {
 			return rule(store.ErrDeliveryNotFound)
 		}

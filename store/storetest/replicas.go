@@ -16,6 +16,7 @@ func runReplicas(t *testing.T, f Factory) {
 	run(t, f, "ReplicaReap", testReplicaReap)
 	run(t, f, "ReplicaLiveKept", testReplicaLiveKept)
 	run(t, f, "ReplicaNotSelf", testReplicaNotSelf)
+	run(t, f, "DeliveryLeaseOwner", testDeliveryLeaseOwner)
 }
 
 // deadAfter is the liveness limit of the replica tests.
@@ -165,5 +166,55 @@ func testReplicaNotSelf(t *testing.T, f Factory) {
 	}
 	if res := mustClaim(t, s, "ep", 10, t0.Add(30*time.Second)); len(res.Deliveries) != 0 || res.InFlight != 3 {
 		t.Fatalf("claims after a reap of oneself = %+v", res)
+	}
+}
+
+// A delivery read while it is leased names the replica that holds it and
+// until when, by id and in the list; one never claimed or finished names
+// none, nor one whose holder was reaped.
+func testDeliveryLeaseOwner(t *testing.T, f Factory) {
+	s := f.Open(t)
+	ctx := context.Background()
+	mustEndpoint(t, s, endpoint("ep"))
+	manyDeliveries(t, s, "ep", 3)
+	claimed := mustClaim(t, s, "ep", 2, t0).Deliveries
+	if len(claimed) != 2 {
+		t.Fatalf("claimed %d deliveries", len(claimed))
+	}
+	got, err := s.DeliveryGet(ctx, claimed[0].ID)
+	if err != nil || got.LeaseOwner != s.ReplicaID() || !got.LeaseUntil.Equal(t0.Add(time.Minute)) {
+		t.Fatalf("claimed delivery = owner %q until %v, %v; want %q until %v", got.LeaseOwner, got.LeaseUntil, err, s.ReplicaID(), t0.Add(time.Minute))
+	}
+	hv := mustHealthVersion(t, s, "ep")
+	if res, err := s.DeliveryComplete(ctx, &store.DeliveryCompleteParams{EndpointID: "ep", ExpectHealthVersion: hv, Now: t0,
+		Results: []store.DeliveryResult{{DeliveryID: claimed[0].ID, LeaseToken: claimed[0].LeaseToken, Status: store.DeliveryDelivered,
+			Attempt: store.DeliveryAttempt{At: t0, StatusCode: 200}}}}); err != nil || res.Applied != 1 {
+		t.Fatalf("complete = %+v, %v", res, err)
+	}
+	list, err := s.DeliveryList(ctx, &store.DeliveryListParams{EndpointID: "ep", Limit: 10})
+	if err != nil || len(list) != 3 {
+		t.Fatalf("list = %d deliveries, %v", len(list), err)
+	}
+	owners := map[string]string{}
+	for _, d := range list {
+		owners[d.ID] = d.LeaseOwner
+		if (d.LeaseOwner == "") != d.LeaseUntil.IsZero() {
+			t.Fatalf("listed %s: owner %q until %v", d.ID, d.LeaseOwner, d.LeaseUntil)
+		}
+	}
+	if owners[claimed[0].ID] != "" || owners[claimed[1].ID] != s.ReplicaID() || len(owners) != 3 {
+		t.Fatalf("listed owners = %v; want only %s held by %q", owners, claimed[1].ID, s.ReplicaID())
+	}
+	p := peerOf(t, f, s)
+	if p == s {
+		return // no peer can reap this backend's only handle
+	}
+	beat(t, s, 0)
+	beat(t, p, 11*time.Second)
+	if res := reap(t, p, 11*time.Second); res.Released == 0 {
+		t.Fatalf("reap = %+v", res)
+	}
+	if got, err := p.DeliveryGet(ctx, claimed[1].ID); err != nil || got.LeaseOwner != "" || !got.LeaseUntil.IsZero() {
+		t.Fatalf("reaped delivery = owner %q until %v, %v", got.LeaseOwner, got.LeaseUntil, err)
 	}
 }

@@ -53,7 +53,7 @@ async function list(ctx) {
     list = await pagedTable({
       id: 'delivery-list', caption: 'Deliveries, newest first',
       headers: ['Created', 'Delivery', 'Event type', 'Status', 'Attempts', 'Last status', 'Next attempt'],
-      cells: d => [time(d.created_at), h('a', {href: '#/deliveries/' + encodeURIComponent(d.id), class: 'mono'}, d.id), d.event_type, badge(d.status),
+      cells: d => [time(d.created_at), h('a', {href: '#/deliveries/' + encodeURIComponent(d.id), class: 'mono'}, d.id), d.event_type, [badge(d.status), ' ', inFlight(d)],
         String(d.attempt_count), d.last_status_code ? String(d.last_status_code) : '—', time(d.next_attempt_at)],
       fetchPage: cursor => api('GET', path + query(Object.assign({cursor}, filter))),
       emptyText: 'No delivery matches. Widen the filter, or publish an event the endpoint subscribes to.',
@@ -62,6 +62,13 @@ async function list(ctx) {
     return [h('h1', null, 'Deliveries'), form, errorBox(e)];
   }
   return [h('h1', null, 'Deliveries'), form, list];
+}
+
+// inFlight says which replica is sending the delivery and until when its
+// lease runs (the API shows a lease only while it is live), or nothing.
+function inFlight(d) {
+  return d.lease ? h('span', {class: 'lease'}, 'in flight on replica ', h('span', {class: 'mono'}, d.lease.replica),
+    ' until ', time(d.lease.until)) : null;
 }
 
 async function detail(ctx, id) {
@@ -85,7 +92,7 @@ async function detail(ctx, id) {
     h('p', null, h('a', {href: '#/deliveries?endpoint=' + encodeURIComponent(d.endpoint_id)}, '← Deliveries of ', d.endpoint_id),
       ' · ', h('a', {href: '#/endpoints/' + encodeURIComponent(d.endpoint_id)}, 'Endpoint')),
     props([
-      ['Status', h('span', {id: 'delivery-status'}, badge(d.status))],
+      ['Status', h('span', {id: 'delivery-status'}, badge(d.status), ' ', inFlight(d))],
       ['Event', [d.event_type, ' ', h('span', {class: 'mono'}, d.event_id)]],
       ['Stream', h('span', {class: 'mono'}, d.stream + ' @ ' + d.offset)],
       ['Attempts', String(d.attempt_count)],
