@@ -27,6 +27,8 @@ func TestPullWakeSurvivesKill9(t *testing.T) {
 	resp, body = do(t, "PUT", root+"/events/a", map[string]string{"Content-Type": "text/plain"}, "first")
 	wantStatus(t, resp, body, http.StatusCreated, "the stream")
 	acked := resp.Header.Get("Stream-Next-Offset")
+	// Work is there to claim once its wake event is written.
+	awaitWakeEvent(t, root+"/wake/pool", "-1", 1, s)
 
 	type claim struct {
 		WakeID     string `json:"wake_id"`
