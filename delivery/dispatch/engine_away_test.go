@@ -69,14 +69,7 @@ func TestOutcomeWrittenWhenTheDatabaseIsBack(t *testing.T) {
 		if n := away.away.Load(); n >= 0 {
 			t.Fatalf("%d writes of the outcome still to fail 5 s later", n+1)
 		}
-		if n := len(r.rc.Requests()); n != 2 {
-			t.Fatalf("%d requests, want 2 (each event once, in order)", n)
-		}
-		for _, d := range r.deliveries(ep.ID) {
-			if d.Status != store.DeliveryDelivered || d.Attempts != 1 {
-				t.Fatalf("delivery %s: %s after %d attempts", d.EventID, d.Status, d.Attempts)
-			}
-		}
+		r.wantEachSentOnce(t, ep.ID, 2)
 		if away.tries.Load() < 6 {
 			t.Fatalf("the outcome was written %d times", away.tries.Load())
 		}
@@ -107,13 +100,21 @@ func TestOutcomeWrittenAfterAConflictWhileAway(t *testing.T) {
 		if n := away.readsAway.Load(); n >= 0 {
 			t.Fatalf("%d reads of the endpoint still to fail 5 s later", n+1)
 		}
-		if n := len(r.rc.Requests()); n != 2 {
-			t.Fatalf("%d requests, want 2 (each event once, in order)", n)
-		}
-		for _, d := range r.deliveries(ep.ID) {
-			if d.Status != store.DeliveryDelivered || d.Attempts != 1 {
-				t.Fatalf("delivery %s: %s after %d attempts", d.EventID, d.Status, d.Attempts)
-			}
-		}
+		r.wantEachSentOnce(t, ep.ID, 2)
 	})
+}
+
+// wantEachSentOnce checks that the receiver got n requests and that every
+// delivery of the endpoint is delivered at its first attempt: no outcome
+// was left to the lease and sent again.
+func (r *rig) wantEachSentOnce(t *testing.T, endpointID string, n int) {
+	t.Helper()
+	if got := len(r.rc.Requests()); got != n {
+		t.Fatalf("%d requests, want %d (each event once, in order)", got, n)
+	}
+	for _, d := range r.deliveries(endpointID) {
+		if d.Status != store.DeliveryDelivered || d.Attempts != 1 {
+			t.Fatalf("delivery %s: %s after %d attempts", d.EventID, d.Status, d.Attempts)
+		}
+	}
 }
