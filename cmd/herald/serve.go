@@ -143,6 +143,12 @@ func newApp(ctx context.Context, cfg *serveConfig, log *slog.Logger, tp trace.Tr
 	// signal's) ends: their work in flight finishes within the shutdown
 	// deadline.
 	engineCtx := context.WithoutCancel(ctx)
+	// The replica beats once before its engines claim anything: a claim
+	// whose holder has no heartbeat row is never found dead, and waits
+	// out its lease if the replica dies before its heart's first beat.
+	if err := st.ReplicaBeat(ctx, &store.ReplicaBeatParams{Now: time.Now()}); err != nil {
+		log.Warn("replica heartbeat failed", "replica", st.ReplicaID(), "err", err)
+	}
 	subs, reserved, err := startSubscriptions(engineCtx, subscriptionsParams{
 		Config: cfg, Store: st, Reserved: st, Sender: sender, TokenKeys: st, Metrics: metrics, Tracing: tp,
 		Logger: log.With("part", "subscriptions"), Listener: ln.Addr(),
