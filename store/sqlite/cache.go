@@ -166,19 +166,13 @@ func (c *streamCache) evictLocked() {
 	}
 }
 
-// The statements that read one stream's row on a cache miss.
-var (
-	streamByPathSQL = `SELECT ` + sqlstore.StreamColumns + ` FROM streams WHERE path = $1`
-	streamByIDSQL   = `SELECT ` + sqlstore.StreamColumns + ` FROM streams WHERE id = $1`
-)
-
 // lookup returns the published entry at path, read from its row on a
 // miss (nil when there is no stream).
 func (s *Store) lookup(ctx context.Context, path string) (*entry, error) {
 	if e := s.cache.get(path); e != nil {
 		return e, nil
 	}
-	return s.read(ctx, streamByPathSQL, path)
+	return s.read(ctx, sqlstore.StreamByPathSQL, path)
 }
 
 // lookupID is lookup by the stream's id (a fork's source).
@@ -186,7 +180,7 @@ func (s *Store) lookupID(ctx context.Context, id int64) (*entry, error) {
 	if e := s.cache.getID(id); e != nil {
 		return e, nil
 	}
-	return s.read(ctx, streamByIDSQL, id)
+	return s.read(ctx, sqlstore.StreamByIDSQL, id)
 }
 
 // read reads a stream's row on the read pool and caches it (insertRead).

@@ -80,7 +80,7 @@ func (b *batch) get(path string) (*entry, error) {
 	if e := b.s.cache.get(path); e != nil {
 		return e, nil
 	}
-	return b.load(streamByPathSQL, path)
+	return b.load(sqlstore.StreamByPathSQL, path)
 }
 
 // getID is get by the stream's id.
@@ -94,7 +94,7 @@ func (b *batch) getID(id int64) (*entry, error) {
 	if e := b.s.cache.getID(id); e != nil {
 		return e, nil
 	}
-	return b.load(streamByIDSQL, id)
+	return b.load(sqlstore.StreamByIDSQL, id)
 }
 
 // put records a changed or new entry and schedules its row write.

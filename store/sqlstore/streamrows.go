@@ -78,20 +78,26 @@ func (r *StreamRow) View(now time.Time) (store.Stream, error) {
 	return r.Stream, nil
 }
 
+// The statements that read one stream's row, by path and by id: a
+// backend with a cache of streams reads a missing one with them too.
+const (
+	StreamByPathSQL = `SELECT ` + StreamColumns + ` FROM streams WHERE path = $1`
+	StreamByIDSQL   = `SELECT ` + StreamColumns + ` FROM streams WHERE id = $1`
+)
+
 // LoadStream reads the stream at path (nil when none); lock ends the
 // SELECT with the dialect's ForUpdate, for a write that changes it.
 func (s *Store) LoadStream(x Executor, path string, lock bool) (*StreamRow, error) {
-	return s.loadStream(x, `path`, path, lock)
+	return s.loadStream(x, StreamByPathSQL, path, lock)
 }
 
 // LoadStreamID reads the stream with an id (nil when none), as
 // LoadStream.
 func (s *Store) LoadStreamID(x Executor, id int64, lock bool) (*StreamRow, error) {
-	return s.loadStream(x, `id`, id, lock)
+	return s.loadStream(x, StreamByIDSQL, id, lock)
 }
 
-func (s *Store) loadStream(x Executor, col string, key any, lock bool) (*StreamRow, error) {
-	q := `SELECT ` + StreamColumns + ` FROM streams WHERE ` + col + ` = $1`
+func (s *Store) loadStream(x Executor, q string, key any, lock bool) (*StreamRow, error) {
 	if lock && s.d.ForUpdate != "" {
 		q += ` ` + s.d.ForUpdate
 	}
