@@ -157,3 +157,60 @@ export function confirmAction(message, confirmLabel) {
     dlg.showModal();
   });
 }
+
+// copyText puts text on the clipboard: the Clipboard API where the page
+// may use it (a secure context), else a selected, off-screen textarea and
+// the copy command. It resolves true when the text was copied.
+export async function copyText(text) {
+  try {
+    if (navigator.clipboard && window.isSecureContext) {
+      await navigator.clipboard.writeText(text);
+      return true;
+    }
+  } catch {
+    // refused (no permission, no focus): try the copy command
+  }
+  const area = h('textarea', {readonly: true, class: 'offscreen', 'aria-hidden': 'true', tabindex: -1});
+  area.value = text;
+  document.body.append(area);
+  area.select();
+  let ok = false;
+  try {
+    ok = document.execCommand('copy');
+  } catch {
+    ok = false;
+  }
+  area.remove();
+  return ok;
+}
+
+// copyButton copies text when pressed and says whether it did; label
+// names what it copies for a screen reader ("Copy the key"). Its face is
+// drawn by app.css, so the text of what it sits beside stays the value.
+export function copyButton(text, label) {
+  const button = h('button', {type: 'button', class: 'copy', 'aria-label': label, title: label});
+  button.addEventListener('click', async () => {
+    const ok = await copyText(text);
+    button.dataset.copied = ok ? 'yes' : 'no';
+    button.title = ok ? 'Copied' : 'Copying failed: select the text and copy it';
+    button.setAttribute('aria-label', ok ? label + ': copied' : label + ': failed, select the text and copy it');
+  });
+  return button;
+}
+
+// idText shows an id on one line, cut with an ellipsis when the space is
+// short (the whole id in its title), with a button that copies it. href
+// makes the id a link.
+export function idText(id, href) {
+  const text = href ? h('a', {href, class: 'mono id', title: id}, id) : h('span', {class: 'mono id', title: id}, id);
+  return h('span', {class: 'idbox'}, text, copyButton(id, 'Copy ' + id));
+}
+
+// shownOnce shows a secret that Herald answers only once (a key, a
+// signing secret): selectable, copyable, with what it is and that it
+// will not be shown again. id names the element holding the value.
+export function shownOnce(label, value, id) {
+  return h('div', {class: 'secret'},
+    h('p', null, h('strong', null, label), ' (shown only now: copy it and keep it somewhere safe)'),
+    h('p', {class: 'idbox'}, h('code', {class: 'mono secret-value', id}, value), copyButton(value, 'Copy the ' + label.toLowerCase())));
+}

@@ -1,0 +1,237 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/heraldstreams/herald/auth"
+)
+
+// setInput gives the control at sel a value as typing does: its value,
+// then an input event.
+func (r *uiRig) setInput(t *testing.T, sel, value string) {
+	t.Helper()
+	js, err := json.Marshal([]string{sel, value})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.do(t, "typing into "+sel, chromedp.Evaluate[chromedp.Void](fmt.Sprintf(
+		`(([s, v]) => { const e = document.querySelector(s); e.value = v; e.dispatchEvent(new Event('input', {bubbles: true})); })(%s)`, js)))
+}
+
+// confirm clicks sel and answers the confirmation dialog it opens with yes.
+func (r *uiRig) confirm(t *testing.T, what, sel string) {
+	t.Helper()
+	r.do(t, what, chromedp.Click(chromedp.CSS(sel)), chromedp.WaitVisible(chromedp.CSS(`#confirm-yes`)), chromedp.Click(chromedp.CSS(`#confirm-yes`)),
+		chromedp.WaitNotPresent(chromedp.CSS(`dialog`)))
+}
+
+// recordCopies makes the page's clipboard a list the test reads
+// (window.copied), so a copy button is checked for what it copies.
+func (r *uiRig) recordCopies(t *testing.T) {
+	t.Helper()
+	r.do(t, "recording copies", chromedp.Evaluate[chromedp.Void](
+		`window.copied = []; navigator.clipboard.writeText = text => { window.copied.push(text); return Promise.resolve(); }`))
+}
+
+// copied presses the copy button beside sel and returns what it copied.
+func (r *uiRig) copied(t *testing.T, sel string) string {
+	t.Helper()
+	r.recordCopies(t)
+	js, err := json.Marshal(sel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.do(t, "copying "+sel, chromedp.Evaluate[chromedp.Void](`document.querySelector(`+string(js)+`).parentElement.querySelector('button.copy').click()`),
+		chromedp.Poll[chromedp.Void](`window.copied.length === 1`, chromedp.WithPollingTimeout(5*time.Second)))
+	if state := eval[string](t, r, `document.querySelector(`+string(js)+`).parentElement.querySelector('button.copy').dataset.copied`); state != "yes" {
+		t.Errorf("the copy button of %s says %q, want yes", sel, state)
+	}
+	return eval[string](t, r, `window.copied[0]`)
+}
+
+// fieldError waits until the input named name in form shows err beside it.
+func (r *uiRig) fieldError(t *testing.T, form, name, want string) {
+	t.Helper()
+	js, err := json.Marshal([]string{form, name, want})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.do(t, "waiting for the error on "+name, chromedp.Poll[chromedp.Void](fmt.Sprintf(`(([f, n, w]) => {
+		const i = document.querySelector(f + ' [name="' + n + '"]') || document.querySelector(f + ' #key-' + n);
+		const note = i && document.getElementById(i.id + '-error');
+		return !!note && i.getAttribute('aria-invalid') === 'true' && note.innerText.includes(w);
+	})(%s)`, js), chromedp.WithPollingTimeout(15*time.Second)))
+}
+
+// tenantView is tenant-a's side of the management views: an admin key
+// of tenant-a, and tenant-b's key and subscription, of which tenant-a's
+// pages must show nothing.
+type tenantView struct {
+	r      *uiRig
+	admin  string // an admin key of tenant-a
+	theirs string // the id of a key of tenant-b
+}
+
+// newTenantView makes tenant-a's admin key, and tenant-b's key and
+// subscription (theirs-sub, whose webhook is .../theirs-private).
+func newTenantView(t *testing.T, r *uiRig) *tenantView {
+	t.Helper()
+	theirKey := r.key(t, []auth.Scope{auth.ScopeSubscriptionsWrite, auth.ScopeSubscriptionsRead, auth.ScopeStreamsWrite}, otherTenant)
+	status, body := r.call(t, "PUT", "/tenants/"+otherTenant+"/**?subscription=theirs-sub", map[string]string{"Authorization": "Bearer " + theirKey, "Content-Type": "application/json"},
+		`{"webhook":"`+r.receiver.URL+`/hang/theirs-private"}`)
+	if status != http.StatusCreated {
+		t.Fatalf("tenant-b's subscription: %d %s", status, body)
+	}
+	if status, body := r.call(t, "PUT", "/tenants/"+otherTenant+"/s1", map[string]string{"Authorization": "Bearer " + theirKey}, ""); status != http.StatusCreated {
+		t.Fatalf("tenant-b's stream: %d %s", status, body)
+	}
+	return &tenantView{r: r, admin: r.key(t, []auth.Scope{auth.ScopeAdmin}, matrixTenant), theirs: strings.Split(theirKey, "_")[1]}
+}
+
+// switchTo signs out and signs in with key.
+func (r *uiRig) switchTo(t *testing.T, key string) {
+	t.Helper()
+	r.do(t, "signing out", chromedp.Click(chromedp.CSS(`#signout`)), chromedp.WaitVisible(chromedp.CSS(`#signin`)))
+	r.signIn(t, key)
+}
+
+// signIn signs in as tenant-a's admin.
+func (tv *tenantView) signIn(t *testing.T) {
+	t.Helper()
+	tv.r.switchTo(t, tv.admin)
+	tv.r.waitText(t, "#who", matrixTenant)
+}
+
+// hidden checks that the page shows nothing of tenant-b's, nor of the
+// platform's; asked by id, the page may repeat the id it was asked.
+func (tv *tenantView) hidden(t *testing.T, where string, asked ...string) {
+	t.Helper()
+	page := tv.r.pageText(t)
+	for _, a := range asked {
+		page = strings.ReplaceAll(page, a, "")
+	}
+	for _, s := range []string{"theirs-sub", "theirs-private", otherTenant, tv.theirs, "ui-stuck", "ui-ds"} {
+		if strings.Contains(page, s) {
+			t.Errorf("%s: the tenant's page shows %q", where, s)
+		}
+	}
+}
+
+// TestDashboardManage drives the management views as an operator and as
+// a tenant; see manageSubscriptions.
+func TestDashboardManage(t *testing.T) {
+	t.Parallel()
+	r := newUIRig(t)
+	tv := newTenantView(t, r)
+	r.signIn(t, testAdminKey)
+	manageSubscriptions(t, r, tv)
+}
+
+// manageSubscriptions: an operator creates a subscription (its secret
+// shown once and copied) after a server error shown on the field it is
+// about, sees its consumer's lag and a stuck consumer marked with
+// Herald's reason, looks up a reserved-API subscription and deletes the
+// subscription; a tenant creates its own and sees only its own
+// subscriptions and consumers.
+func manageSubscriptions(t *testing.T, r *uiRig, tv *tenantView) {
+	// None yet but tenant-b's, which the operator sees.
+	r.visit(t, "#/subscriptions?pattern=/made/**", "#subscription-list .empty")
+	if href := eval[string](t, r, `document.getElementById('subscriptions-docs').href`); !strings.HasSuffix(href, "/docs/subscriptions.md") {
+		t.Errorf("the empty subscriptions view links to %s", href)
+	}
+	// A webhook Herald must not call: the error is on the webhook field.
+	r.setInput(t, `#create-subscription [name=id]`, "ui-made")
+	r.setInput(t, `#create-subscription [name=pattern]`, "/made/**")
+	r.setInput(t, `#create-subscription [name=webhook]`, "http://169.254.169.254/latest")
+	r.do(t, "creating a refused subscription", chromedp.Click(chromedp.CSS(`#create-subscription button[type=submit]`)))
+	r.fieldError(t, "#create-subscription", "webhook", "")
+	r.setInput(t, `#create-subscription [name=webhook]`, r.receiver.URL+"/hang/made")
+	r.setInput(t, `#create-subscription [name=description]`, "made in the dashboard")
+	r.do(t, "creating a subscription", chromedp.Click(chromedp.CSS(`#create-subscription button[type=submit]`)), chromedp.WaitVisible(chromedp.CSS(`#subscription-secret`)))
+	secret := eval[string](t, r, `document.getElementById('subscription-secret').textContent`)
+	if !strings.HasPrefix(secret, "whsec_") {
+		t.Fatalf("the new subscription's secret is shown as %q", secret)
+	}
+	if got := r.copied(t, "#subscription-secret"); got != secret {
+		t.Errorf("the copy button copied %q, want the secret", got)
+	}
+	r.waitText(t, "#subscription-list", "made in the dashboard")
+	var sub struct{ Webhook string }
+	r.admin(t, "GET", "/**?subscription=ui-made", "", http.StatusOK, &sub)
+	if sub.Webhook != r.receiver.URL+"/hang/made" {
+		t.Errorf("the subscription was stored with webhook %q", sub.Webhook)
+	}
+	r.screenshot(t, "manage-01-subscription-created")
+	r.visit(t, "#/subscriptions?again", "#subscription-list table")
+	if strings.Contains(r.pageText(t), secret) {
+		t.Error("the secret is shown again after the view is reloaded")
+	}
+
+	// Its consumer, woken but never answering, is behind its stream's
+	// tail by the bytes appended.
+	r.admin(t, "PUT", "/made/s1", `[]`, http.StatusCreated, nil)
+	r.admin(t, "POST", "/made/s1", `{"lag":"twenty bytes"}`, http.StatusNoContent, nil)
+	tail := r.streamTail(t, "/made/s1")
+	bytes, err := strconv.ParseInt(strings.ReplaceAll(tail, "_", ""), 10, 64)
+	if err != nil || bytes == 0 {
+		t.Fatalf("tail %q", tail)
+	}
+	r.until(t, "#/subscriptions/ui-made", "#consumer-list", "ui-made:%2Fmade%2Fs1")
+	r.waitText(t, "#consumer-list", fmt.Sprintf("%d bytes on 1 of 1 stream", bytes))
+	r.waitText(t, "#consumer-list", "not stuck")
+	r.screenshot(t, "manage-02-consumers")
+
+	// A consumer woken again and again without an ack is marked stuck,
+	// with Herald's reason, in its subscription's consumer list.
+	nokey := newKeylessConsumer(t, r.matrix, "ui-stuck", "/stuck/*")
+	r.admin(t, "PUT", "/stuck/s1", `[]`, http.StatusCreated, nil)
+	nokey.waitStuck(t)
+	r.until(t, "#/subscriptions/ui-stuck", "#consumer-list", "woken 10 times in ")
+	r.waitText(t, "#stuck-summary", "1 consumer is stuck")
+	if n := eval[float64](t, r, `document.querySelectorAll('#consumer-list td.stuck').length`); n != 1 {
+		t.Errorf("%v consumers are marked stuck, want 1", n)
+	}
+	r.screenshot(t, "manage-03-stuck-consumer")
+
+	// A reserved-API subscription, looked up by its address.
+	if status, body := r.call(t, "PUT", "/ds-pool", map[string]string{"Authorization": "Bearer " + testAdminKey, "Content-Type": "application/json"}, ""); status != http.StatusCreated {
+		t.Fatalf("the wake stream: %d %s", status, body)
+	}
+	r.admin(t, "PUT", "/__ds/subscriptions/ui-ds", `{"type":"pull-wake","pattern":"dsorders/*","wake_stream":"ds-pool","description":"reserved from the dashboard test"}`, http.StatusCreated, nil)
+	r.visit(t, "#/subscriptions", "#reserved-lookup")
+	r.setInput(t, `#reserved-address`, "/__ds/subscriptions/ui-ds")
+	r.do(t, "looking up a reserved subscription", chromedp.Click(chromedp.CSS(`#reserved-lookup button[type=submit]`)))
+	r.waitText(t, "#reserved-subscription", "pull-wake")
+	r.waitText(t, "#reserved-subscription", "reserved from the dashboard test")
+
+	// Deleting, confirmed.
+	r.confirm(t, "deleting ui-made", `#subscription-list button.delete-subscription[data-id="ui-made"]`)
+	r.do(t, "waiting for ui-made to go", chromedp.Poll[chromedp.Void](`!document.querySelector('#subscription-list').innerText.includes('ui-made')`, chromedp.WithPollingTimeout(15*time.Second)))
+	r.admin(t, "GET", "/**?subscription=ui-made", "", http.StatusNotFound, nil)
+
+	// A tenant: its own subscriptions and consumers only.
+	tv.signIn(t)
+	r.visit(t, "#/subscriptions", "#create-subscription")
+	r.setInput(t, `#create-subscription [name=id]`, "mine-sub")
+	r.setInput(t, `#create-subscription [name=pattern]`, "/tenants/"+matrixTenant+"/**")
+	r.setInput(t, `#create-subscription [name=webhook]`, r.receiver.URL+"/hang/mine")
+	r.do(t, "creating the tenant's subscription", chromedp.Click(chromedp.CSS(`#create-subscription button[type=submit]`)), chromedp.WaitVisible(chromedp.CSS(`#subscription-secret`)))
+	r.waitText(t, "#subscription-list", "mine-sub")
+	tv.hidden(t, "subscriptions")
+	r.screenshot(t, "manage-08-portal-subscriptions")
+	r.admin(t, "PUT", "/tenants/"+matrixTenant+"/s1", `[]`, http.StatusCreated, nil)
+	r.until(t, "#/subscriptions/mine-sub", "#consumer-list", "mine-sub:")
+	tv.hidden(t, "consumers")
+	r.visit(t, "#/subscriptions/theirs-sub", "main .error")
+	r.waitText(t, "main", "belongs to another tenant")
+	tv.hidden(t, "another tenant's subscription by id", "theirs-sub")
+	r.switchTo(t, testAdminKey)
+}
