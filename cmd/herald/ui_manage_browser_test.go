@@ -71,6 +71,13 @@ func (r *uiRig) fieldError(t *testing.T, form, name, want string) {
 	})(%s)`, js), chromedp.WithPollingTimeout(15*time.Second)))
 }
 
+// whoamiStatus is the status of GET /_herald/v1/whoami with key.
+func (r *uiRig) whoamiStatus(t *testing.T, key string) int {
+	t.Helper()
+	status, _ := r.call(t, "GET", "/_herald/v1/whoami", map[string]string{"Authorization": "Bearer " + key}, "")
+	return status
+}
+
 // tenantView is tenant-a's side of the management views: an admin key
 // of tenant-a, and tenant-b's key and subscription, of which tenant-a's
 // pages must show nothing.
@@ -126,13 +133,14 @@ func (tv *tenantView) hidden(t *testing.T, where string, asked ...string) {
 }
 
 // TestDashboardManage drives the management views as an operator and as
-// a tenant; see manageSubscriptions.
+// a tenant; see manageSubscriptions and manageKeys.
 func TestDashboardManage(t *testing.T) {
 	t.Parallel()
 	r := newUIRig(t)
 	tv := newTenantView(t, r)
 	r.signIn(t, testAdminKey)
 	manageSubscriptions(t, r, tv)
+	manageKeys(t, r, tv)
 }
 
 // manageSubscriptions: an operator creates a subscription (its secret
@@ -233,5 +241,102 @@ func manageSubscriptions(t *testing.T, r *uiRig, tv *tenantView) {
 	r.visit(t, "#/subscriptions/theirs-sub", "main .error")
 	r.waitText(t, "main", "belongs to another tenant")
 	tv.hidden(t, "another tenant's subscription by id", "theirs-sub")
+	r.switchTo(t, testAdminKey)
+}
+
+// manageKeys: an operator creates a key from the server's scope list
+// after a server error shown on the field it is about (the key shown
+// once, copyable, and it works), revokes it (it stops working), mints a
+// portal token with its embed snippet; a key without the admin scope is
+// told it cannot manage keys; a tenant's admin sees only its tenant's
+// keys and makes keys and tokens of its tenant only.
+func manageKeys(t *testing.T, r *uiRig, tv *tenantView) {
+	// Keys: the scopes offered are the server's.
+	r.visit(t, "#/keys", "#create-key")
+	offered := eval[[]any](t, r, `[...document.querySelectorAll('#create-key input[name=scope]')].map(b => b.value)`)
+	if len(offered) != len(auth.AllScopes) {
+		t.Errorf("the key form offers %v, want every scope %v", offered, auth.AllScopes)
+	}
+	for i, s := range auth.AllScopes {
+		if i < len(offered) && offered[i] != string(s) {
+			t.Errorf("scope %d offered is %v, want %s", i, offered[i], s)
+		}
+	}
+	// An expiry in the past: the error is on the expiry field.
+	r.do(t, "choosing scopes",
+		chromedp.Click(chromedp.CSS(`#create-key input[value="endpoints:read"]`)),
+		chromedp.Click(chromedp.CSS(`#create-key input[value="deliveries:read"]`)))
+	r.setInput(t, `#create-key [name=tenant]`, matrixTenant)
+	r.setInput(t, `#create-key [name=paths]`, "/tenants/"+matrixTenant+"/orders/**")
+	r.setInput(t, `#create-key [name=description]`, "made in the dashboard")
+	r.setInput(t, `#create-key [name=expires_at]`, "2001-01-01T00:00:00")
+	r.do(t, "creating a key that expired", chromedp.Click(chromedp.CSS(`#create-key button[type=submit]`)))
+	r.fieldError(t, "#create-key", "expires_at", "")
+	r.setInput(t, `#create-key [name=expires_at]`, time.Now().Add(48*time.Hour).Format("2006-01-02T15:04:05"))
+	r.do(t, "creating a key", chromedp.Click(chromedp.CSS(`#create-key button[type=submit]`)), chromedp.WaitVisible(chromedp.CSS(`#new-key`)))
+	newKey := eval[string](t, r, `document.getElementById('new-key').textContent`)
+	if got := r.copied(t, "#new-key"); got != newKey || !strings.HasPrefix(newKey, "hk_") {
+		t.Errorf("the new key is %q and its copy button copied %q", newKey, got)
+	}
+	var who struct {
+		Tenant string
+		Scopes []string
+		Paths  []string
+	}
+	status, body := r.call(t, "GET", "/_herald/v1/whoami", map[string]string{"Authorization": "Bearer " + newKey}, "")
+	if err := json.Unmarshal([]byte(body), &who); status != http.StatusOK || err != nil || who.Tenant != matrixTenant ||
+		strings.Join(who.Scopes, ",") != "endpoints:read,deliveries:read" || len(who.Paths) != 1 {
+		t.Errorf("the key made on the page is %d %s", status, body)
+	}
+	newID := strings.Split(newKey, "_")[1]
+	r.waitText(t, "#key-list", newID)
+	r.screenshot(t, "manage-04-keys")
+	r.confirm(t, "revoking the new key", `#key-list button.revoke-key[data-id="`+newID+`"]`)
+	r.do(t, "waiting for the key to go", chromedp.Poll[chromedp.Void](`!document.querySelector('#key-list').innerText.includes('`+newID+`')`, chromedp.WithPollingTimeout(15*time.Second)))
+	if s := r.whoamiStatus(t, newKey); s != http.StatusUnauthorized {
+		t.Errorf("the revoked key still answers %d", s)
+	}
+
+	// A portal token with its embed snippet.
+	r.setInput(t, `#mint-portal-token [name=tenant]`, matrixTenant)
+	r.do(t, "minting a portal token", chromedp.Click(chromedp.CSS(`#mint-portal-token button[type=submit]`)), chromedp.WaitVisible(chromedp.CSS(`#portal-snippet`)))
+	url := eval[string](t, r, `document.getElementById('portal-url').textContent`)
+	token := eval[string](t, r, `document.getElementById('portal-token-value').textContent`)
+	if !strings.HasSuffix(url, "/_herald/ui/#key="+token) || !strings.HasPrefix(token, "hk_") {
+		t.Errorf("the portal token %q has url %q", token, url)
+	}
+	snippet := r.copied(t, "#portal-snippet")
+	if !strings.HasPrefix(snippet, `<iframe src="`+url+`"`) || !strings.HasSuffix(snippet, "</iframe>") {
+		t.Errorf("the embed snippet is %q", snippet)
+	}
+	r.screenshot(t, "manage-05-portal-token")
+
+	// A key without the admin scope: no Keys view, and a clear message
+	// at its address.
+	r.switchTo(t, r.key(t, []auth.Scope{auth.ScopeEndpointsRead}, ""))
+	if nav := eval[string](t, r, `document.querySelector('#nav').innerText`); strings.Contains(nav, "Keys") {
+		t.Errorf("a key without the admin scope has the views %q", nav)
+	}
+	r.visit(t, "#/keys", "#keys-not-allowed")
+	r.waitText(t, "#keys-not-allowed", "needs a key with the admin scope")
+	r.screenshot(t, "manage-07-keys-refused")
+
+	tv.signIn(t)
+	r.visit(t, "#/keys", "#key-list")
+	r.waitText(t, "#key-list", strings.Split(tv.admin, "_")[1])
+	tv.hidden(t, "keys")
+	if v := eval[[]any](t, r, `[document.querySelector('#create-key [name=tenant]').value, document.querySelector('#create-key [name=tenant]').readOnly, document.querySelector('#mint-portal-token [name=tenant]').value]`); v[0] != matrixTenant || v[1] != true || v[2] != matrixTenant {
+		t.Errorf("a tenant admin's key and portal forms name the tenant as %v, want %s, read-only", v, matrixTenant)
+	}
+	r.do(t, "creating a key of the tenant", chromedp.Click(chromedp.CSS(`#create-key input[value="endpoints:read"]`)),
+		chromedp.Click(chromedp.CSS(`#create-key button[type=submit]`)), chromedp.WaitVisible(chromedp.CSS(`#new-key`)))
+	status, body = r.call(t, "GET", "/_herald/v1/whoami", map[string]string{"Authorization": "Bearer " + eval[string](t, r, `document.getElementById('new-key').textContent`)}, "")
+	if status != http.StatusOK || !strings.Contains(body, `"tenant":"`+matrixTenant+`"`) {
+		t.Errorf("the key a tenant's admin made is %d %s", status, body)
+	}
+	r.do(t, "minting a portal token of the tenant", chromedp.Click(chromedp.CSS(`#mint-portal-token button[type=submit]`)), chromedp.WaitVisible(chromedp.CSS(`#portal-snippet`)))
+	r.waitText(t, "#portal-token", "of tenant "+matrixTenant)
+	tv.hidden(t, "keys, after a key and a token were made")
+	r.screenshot(t, "manage-09-portal-keys")
 	r.switchTo(t, testAdminKey)
 }
