@@ -133,7 +133,7 @@ func (tv *tenantView) hidden(t *testing.T, where string, asked ...string) {
 }
 
 // TestDashboardManage drives the management views as an operator and as
-// a tenant; see manageSubscriptions and manageKeys.
+// a tenant; see manageSubscriptions, manageKeys and manageEventTypes.
 func TestDashboardManage(t *testing.T) {
 	t.Parallel()
 	r := newUIRig(t)
@@ -141,6 +141,7 @@ func TestDashboardManage(t *testing.T) {
 	r.signIn(t, testAdminKey)
 	manageSubscriptions(t, r, tv)
 	manageKeys(t, r, tv)
+	manageEventTypes(t, r, tv)
 }
 
 // manageSubscriptions: an operator creates a subscription (its secret
@@ -339,4 +340,72 @@ func manageKeys(t *testing.T, r *uiRig, tv *tenantView) {
 	tv.hidden(t, "keys, after a key and a token were made")
 	r.screenshot(t, "manage-09-portal-keys")
 	r.switchTo(t, testAdminKey)
+}
+
+// manageEventTypes: an operator creates an event type in the schema
+// editor, which checks the schema and an example as they are typed and
+// shows Herald's own error on the schema field, edits it and deprecates
+// it; a tenant reads the catalogue without a control to change it.
+func manageEventTypes(t *testing.T, r *uiRig, tv *tenantView) {
+	// Event types: the editor checks the schema as it is typed...
+	r.visit(t, "#/event-types", "#create-event-type")
+	r.setInput(t, `#create-event-type [name=name]`, "ui.parcel.sent")
+	r.setInput(t, `#create-event-type [name=schema]`, `{"type": "object",`)
+	r.waitText(t, "#schema-check", "Not JSON: it ends too soon at line 1, column 19")
+	r.setInput(t, `#create-event-type [name=schema]`, `{"type": "strang"}`)
+	r.waitText(t, "#schema-check", "schema/type: type must be one of")
+	r.setInput(t, `#create-event-type [name=schema]`, `{"type": "object", "required": ["carrier"], "properties": {"carrier": {"type": "string", "minLength": 2}}}`)
+	r.waitText(t, "#schema-check", "valid structure")
+	// ... and an example against it.
+	r.setInput(t, `#create-event-type [name=example]`, `{"carrier": 7}`)
+	r.waitText(t, "#example-check", "data/carrier: is integer, want string")
+	r.setInput(t, `#create-event-type [name=example]`, `{}`)
+	r.waitText(t, "#example-check", "lacks the required property carrier")
+	r.setInput(t, `#create-event-type [name=example]`, `{"carrier": "ups"}`)
+	r.waitText(t, "#example-check", "The example matches the schema.")
+	r.do(t, "keeping the example", chromedp.Click(chromedp.CSS(`#keep-example`)))
+	r.screenshot(t, "manage-06-event-type-editor")
+	// A schema only Herald can refuse: its error is on the schema field.
+	schema := eval[string](t, r, `document.querySelector('#create-event-type [name=schema]').value`)
+	r.setInput(t, `#create-event-type [name=schema]`, `{"$ref": "#/$defs/missing"}`)
+	r.do(t, "creating with a schema Herald refuses", chromedp.Click(chromedp.CSS(`#create-event-type button[type=submit]`)))
+	r.fieldError(t, "#create-event-type", "schema", "")
+	r.setInput(t, `#create-event-type [name=schema]`, schema)
+	r.setInput(t, `#create-event-type [name=description]`, "A parcel left.")
+	r.do(t, "creating the event type", chromedp.Click(chromedp.CSS(`#create-event-type button[type=submit]`)))
+	r.waitText(t, "#event-type-saved", "Created ui.parcel.sent")
+	r.waitText(t, "#event-type-list", "ui.parcel.sent\tA parcel left.\tcurrent")
+	var et struct {
+		Schema struct {
+			Examples []map[string]string `json:"examples"`
+		} `json:"schema"`
+		Deprecated  bool `json:"deprecated"`
+		Description string
+	}
+	r.admin(t, "GET", "/_herald/v1/event-types/ui.parcel.sent", "", http.StatusOK, &et)
+	if len(et.Schema.Examples) != 1 || et.Schema.Examples[0]["carrier"] != "ups" {
+		t.Errorf("the stored schema's examples are %v", et.Schema.Examples)
+	}
+	// Edited on its page: its example is the schema's.
+	r.visit(t, "#/event-types/ui.parcel.sent", "#edit-event-type")
+	r.waitText(t, "#example-check", "The example matches the schema.")
+	r.setInput(t, `#edit-event-type [name=description]`, "A parcel left the depot.")
+	r.do(t, "saving the event type", chromedp.Click(chromedp.CSS(`#edit-event-type button[type=submit]`)))
+	r.waitText(t, "#event-type-saved", "Saved ui.parcel.sent")
+	// Deprecated from the list.
+	r.visit(t, "#/event-types", "#event-type-list table")
+	r.do(t, "deprecating", chromedp.Click(chromedp.CSS(`button.deprecate[data-name="ui.parcel.sent"]`)))
+	r.waitText(t, "#event-type-list", "ui.parcel.sent\tA parcel left the depot.\tdeprecated")
+	r.admin(t, "GET", "/_herald/v1/event-types/ui.parcel.sent", "", http.StatusOK, &et)
+	if !et.Deprecated || et.Description != "A parcel left the depot." {
+		t.Errorf("after the edit and deprecation the type is %+v", et)
+	}
+
+	tv.signIn(t)
+	r.visit(t, "#/event-types", "#event-type-list table")
+	if n := eval[float64](t, r, `document.querySelectorAll('main form, main textarea, main button.deprecate').length`); n != 0 {
+		t.Errorf("a tenant's event types view has %v editing controls; the catalogue is the installation's", n)
+	}
+	r.visit(t, "#/event-types/ui.parcel.sent", "#event-type-list table")
+	tv.hidden(t, "event types")
 }
