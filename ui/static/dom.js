@@ -50,9 +50,15 @@ export function badge(word) {
 }
 
 // rows makes one table row per item; cells(item) returns the row's cells
-// (a td of its own, or what goes in one).
-function rows(items, cells) {
-  return items.map(it => h('tr', null, cells(it).map(c => c instanceof Node && c.tagName === 'TD' ? c : h('td', null, c))));
+// (a td of its own, or what goes in one). Each cell carries its column's
+// header as data-label: on a narrow screen a row is stacked as
+// "label: value" lines (app.css), the header row being hidden.
+function rows(items, cells, headers) {
+  return items.map(it => h('tr', null, cells(it).map((c, i) => {
+    const td = c instanceof Node && c.tagName === 'TD' ? c : h('td', null, c);
+    td.dataset.label = headers[i] || '';
+    return td;
+  })));
 }
 
 function tableOf(caption, headers, tbody) {
@@ -66,7 +72,7 @@ function tableOf(caption, headers, tbody) {
 // table makes an accessible table: caption, header cells with scope, and
 // one row per item; cells(item) returns the row's cells.
 export function table(caption, headers, items, cells) {
-  return tableOf(caption, headers, h('tbody', null, rows(items, cells)));
+  return tableOf(caption, headers, h('tbody', null, rows(items, cells, headers)));
 }
 
 // pagedTable shows a list route page by page: a table of the first page
@@ -78,7 +84,7 @@ export async function pagedTable(opts) {
   const first = await opts.fetchPage('');
   const wrap = h('div', {id: opts.id});
   if (!first.data.length) return add(wrap, empty(opts.emptyText));
-  const tbody = h('tbody', null, rows(first.data, opts.cells));
+  const tbody = h('tbody', null, rows(first.data, opts.cells, opts.headers));
   const status = h('p', {class: 'muted', role: 'status', tabindex: -1});
   const more = h('button', {type: 'button', class: 'more', id: opts.id + '-more'}, 'Load more');
   const problem = h('div');
@@ -93,7 +99,7 @@ export async function pagedTable(opts) {
     clear(problem);
     try {
       const page = await opts.fetchPage(cursor);
-      add(tbody, rows(page.data, opts.cells));
+      add(tbody, rows(page.data, opts.cells, opts.headers));
       shown += page.data.length;
       cursor = page.next_cursor;
       update();
