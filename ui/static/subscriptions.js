@@ -56,14 +56,31 @@ function lagText(lag, streams) {
   return `${lag.bytes} bytes on ${lag.behind} of ${streams} stream${streams === 1 ? '' : 's'}`;
 }
 
-// lagCell is a consumer's lag, measured once its streams' tails are in.
+// onSight runs a cell's measure once the cell is on screen: a page
+// holds up to 1000 consumers, and measuring a lag takes a HEAD of each
+// of the consumer's streams, so only the rows someone looks at are
+// measured.
+const pending = new WeakMap();
+const sight = new IntersectionObserver(entries => {
+  for (const e of entries) {
+    if (!e.isIntersecting) continue;
+    sight.unobserve(e.target);
+    const measure = pending.get(e.target);
+    pending.delete(e.target);
+    if (measure) measure();
+  }
+});
+
+// lagCell is a consumer's lag, measured once the cell is on screen and
+// its streams' tails are in.
 function lagCell(c) {
   const td = h('td', {class: 'lag'}, h('span', {class: 'muted'}, 'measuring…'));
-  Promise.all(c.streams.map(s => streamTail(s.path).catch(() => null))).then(tails => {
+  pending.set(td, () => Promise.all(c.streams.map(s => streamTail(s.path).catch(() => null))).then(tails => {
     const lag = lagOf(c.streams, tails);
     td.dataset.bytes = String(lag.bytes);
     clear(td, lag.behind ? h('span', {class: 'badge warn'}, lagText(lag, c.streams.length)) : lagText(lag, c.streams.length));
-  });
+  }));
+  sight.observe(td);
   return td;
 }
 
@@ -139,7 +156,7 @@ async function consumers(ctx, id) {
     headers: ['Consumer', 'Stream', 'State', 'Progress', 'Lag', 'Epoch', 'Attempts', 'Next deadline', ''],
     emptyText: 'No consumer yet: one appears when a stream matching the pattern gets data.',
     fetchPage: async cursor => {
-      const page = await api('GET', '/_herald/v1/subscriptions/' + encodeURIComponent(id) + '/consumers' + query({limit: 100, cursor}));
+      const page = await api('GET', '/_herald/v1/subscriptions/' + encodeURIComponent(id) + '/consumers' + query({limit: 1000, cursor}));
       stuck += page.data.filter(c => c.stuck).length;
       return page;
     },
