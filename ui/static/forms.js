@@ -1,7 +1,7 @@
 // What the management views' forms share: the API's validation errors
 // shown on the field they are about, and a submit handler that shows
 // every other failure beside the form.
-import {h, clear, errorBox} from './dom.js';
+import {h, clear, errorBox, confirmAction} from './dom.js';
 
 // clearInvalid takes the marks of a previous failure off inputs.
 export function clearInvalid(inputs) {
@@ -47,4 +47,22 @@ export function onSubmit(form, inputs, out, act, byCode) {
       button.disabled = false;
     }
   });
+}
+
+// confirmedButton is a button that asks question (confirmLabel says yes)
+// and, once confirmed, runs act with the button disabled; a failure is
+// shown in out and the button is usable again. attrs are the button's.
+export function confirmedButton(label, attrs, question, confirmLabel, act, out) {
+  const button = h('button', Object.assign({type: 'button'}, attrs), label);
+  button.addEventListener('click', async () => {
+    if (!await confirmAction(question, confirmLabel)) return;
+    button.disabled = true;
+    try {
+      await act();
+    } catch (e) {
+      clear(out, errorBox(e));
+      button.disabled = false;
+    }
+  });
+  return button;
 }

@@ -3,8 +3,8 @@
 // snippet that embeds it. The key API needs the admin scope; an admin key
 // of a tenant sees and makes keys of its own tenant only.
 import {api, query} from './api.js';
-import {h, clear, pagedTable, errorBox, field, time, idText, shownOnce, copyButton, confirmAction} from './dom.js';
-import {onSubmit} from './forms.js';
+import {h, clear, pagedTable, errorBox, field, time, idText, shownOnce, copyButton} from './dom.js';
+import {onSubmit, confirmedButton} from './forms.js';
 
 // scopeList is every scope Herald knows, read from its OpenAPI document
 // (the Scope schema's enum), so the form offers exactly the server's.
@@ -143,19 +143,13 @@ export async function keys(ctx) {
 
 // revokeButton revokes key k after a confirmation, then reloads.
 function revokeButton(ctx, k, out, reload) {
-  return h('button', {type: 'button', class: 'danger revoke-key', 'data-id': k.id, onclick: async ev => {
-    const button = ev.currentTarget;
-    const self = k.id === ctx.me.id ? ' This is the key you are signed in with: the dashboard will ask for another.' : '';
-    if (!await confirmAction(`Revoke key ${k.id}? Every request with it fails from now on.${self}`, 'Revoke')) return;
-    button.disabled = true;
-    try {
+  const self = k.id === ctx.me.id ? ' This is the key you are signed in with: the dashboard will ask for another.' : '';
+  return confirmedButton('Revoke…', {class: 'danger revoke-key', 'data-id': k.id},
+    `Revoke key ${k.id}? Every request with it fails from now on.${self}`, 'Revoke',
+    async () => {
       await api('DELETE', '/_herald/v1/keys/' + encodeURIComponent(k.id));
       await reload();
-    } catch (e) {
-      clear(out, errorBox(e));
-      button.disabled = false;
-    }
-  }}, 'Revoke…');
+    }, out);
 }
 
 // keysNeedAdmin is what a key without the admin scope sees on the keys

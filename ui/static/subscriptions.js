@@ -3,8 +3,8 @@
 // with their state, lag and why one is stuck; a subscription of the
 // reserved API looked up by id, read-only.
 import {api, query, streamTail} from './api.js';
-import {h, clear, badge, table, pagedTable, empty, errorBox, field, time, props, idText, shownOnce, confirmAction} from './dom.js';
-import {onSubmit} from './forms.js';
+import {h, clear, badge, table, pagedTable, empty, errorBox, field, time, props, idText, shownOnce} from './dom.js';
+import {onSubmit, confirmedButton} from './forms.js';
 
 // docsURL is the page that describes subscriptions.
 const docsURL = 'https://github.com/heraldstreams/herald/blob/main/docs/subscriptions.md';
@@ -131,18 +131,12 @@ function consumerDetail(id, cell) {
 // deleteButton deletes subscription s, consumers included, once
 // confirmed, then calls done.
 function deleteButton(s, out, done) {
-  return h('button', {type: 'button', class: 'danger delete-subscription', 'data-id': s.subscription_id, onclick: async ev => {
-    const button = ev.currentTarget;
-    if (!await confirmAction(`Delete subscription ${s.subscription_id}? Its consumers are removed at once and its webhook is not woken again.`, 'Delete')) return;
-    button.disabled = true;
-    try {
+  return confirmedButton('Delete…', {class: 'danger delete-subscription', 'data-id': s.subscription_id},
+    `Delete subscription ${s.subscription_id}? Its consumers are removed at once and its webhook is not woken again.`, 'Delete',
+    async () => {
       await api('DELETE', '/**' + query({subscription: s.subscription_id}));
-      done();
-    } catch (e) {
-      clear(out, errorBox(e));
-      button.disabled = false;
-    }
-  }}, 'Delete…');
+      await done();
+    }, out);
 }
 
 async function consumers(ctx, id) {
