@@ -242,6 +242,21 @@ func manageSubscriptions(t *testing.T, r *uiRig, tv *tenantView) {
 	r.visit(t, "#/subscriptions/theirs-sub", "main .error")
 	r.waitText(t, "main", "belongs to another tenant")
 	tv.hidden(t, "another tenant's subscription by id", "theirs-sub")
+
+	// A tenant's key that only reads subscriptions reads them, with no
+	// control to change them.
+	r.switchTo(t, r.key(t, []auth.Scope{auth.ScopeSubscriptionsRead, auth.ScopeStreamsRead}, matrixTenant))
+	r.visit(t, "#/subscriptions", "#subscription-list table")
+	r.waitText(t, "#subscription-list", "mine-sub")
+	if n := eval[float64](t, r, `document.querySelectorAll('#create-subscription, button.delete-subscription').length`); n != 0 {
+		t.Errorf("a key that only reads subscriptions has %v controls to change them", n)
+	}
+	tv.hidden(t, "subscriptions, read-only")
+	r.visit(t, "#/subscriptions/mine-sub", "#consumer-list table")
+	if n := eval[float64](t, r, `document.querySelectorAll('button.delete-subscription').length`); n != 0 {
+		t.Error("a key that only reads subscriptions may delete one")
+	}
+	tv.hidden(t, "consumers, read-only")
 	r.switchTo(t, testAdminKey)
 }
 
