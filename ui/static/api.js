@@ -41,16 +41,20 @@ async function failure(res) {
   const text = await res.text();
   let message = text || res.statusText || 'request failed';
   let code = String(res.status);
+  let field = '';
   try {
     const e = JSON.parse(text).error;
     if (e && e.message) {
       message = e.message;
       code = e.code || code;
+      field = e.field || '';
     }
   } catch {
     // not JSON: the text is the message
   }
-  return new ApiError(res.status, code, advice(res.status, message));
+  const err = new ApiError(res.status, code, advice(res.status, message));
+  err.field = field; // the input the error is about ("schema/properties/x"), '' for none
+  return err;
 }
 
 async function send(url, init) {

@@ -8,6 +8,7 @@ import {subscriptions} from './subscriptions.js';
 import {endpoints} from './endpoints.js';
 import {deliveries} from './deliveries.js';
 import {eventTypes} from './eventtypes.js';
+import {keys, keysNeedAdmin} from './keys.js';
 import {keyFromFragment, offerKey} from './keylink.js';
 
 // can reports whether the signed-in credential holds scope.
@@ -25,6 +26,7 @@ const views = [
   {name: 'endpoints', title: 'Endpoints', allowed: me => can(me, 'endpoints:read'), render: endpoints},
   {name: 'deliveries', title: 'Deliveries', allowed: me => can(me, 'deliveries:read') && can(me, 'endpoints:read'), render: deliveries},
   {name: 'event-types', title: 'Event types', allowed: me => can(me, 'endpoints:read'), render: eventTypes},
+  {name: 'keys', title: 'Keys', allowed: me => me.admin, render: keys, refused: keysNeedAdmin},
 ];
 
 const main = document.getElementById('main');
@@ -169,6 +171,16 @@ async function route(refresh) {
   const allowed = views.filter(v => v.allowed(me));
   const r = parseRoute();
   let view = allowed.find(v => v.name === r.name);
+  const refused = views.find(v => v.name === r.name && v.refused && !v.allowed(me));
+  if (refused) {
+    // A view the key may not use, opened by its address: say why
+    // rather than show another view or a failed request.
+    clear(main, refused.refused(me));
+    document.title = refused.title + ' · Herald';
+    main.querySelector('h1').tabIndex = -1;
+    main.querySelector('h1').focus();
+    return;
+  }
   if (!view) {
     if (!allowed.length) {
       clear(main, h('h1', null, 'Nothing to show'), errorBox(new Error('This key has none of the scopes the dashboard uses (endpoints:read, deliveries:read, streams:read, subscriptions:read). Ask an administrator for a key with them.')));

@@ -50,9 +50,15 @@ export function badge(word) {
 }
 
 // rows makes one table row per item; cells(item) returns the row's cells
-// (a td of its own, or what goes in one).
-function rows(items, cells) {
-  return items.map(it => h('tr', null, cells(it).map(c => c instanceof Node && c.tagName === 'TD' ? c : h('td', null, c))));
+// (a td of its own, or what goes in one). Each cell carries its column's
+// header as data-label: on a narrow screen a row is stacked as
+// "label: value" lines (app.css), the header row being hidden.
+function rows(items, cells, headers) {
+  return items.map(it => h('tr', null, cells(it).map((c, i) => {
+    const td = c instanceof Node && c.tagName === 'TD' ? c : h('td', null, c);
+    td.dataset.label = headers[i] || '';
+    return td;
+  })));
 }
 
 function tableOf(caption, headers, tbody) {
@@ -66,7 +72,7 @@ function tableOf(caption, headers, tbody) {
 // table makes an accessible table: caption, header cells with scope, and
 // one row per item; cells(item) returns the row's cells.
 export function table(caption, headers, items, cells) {
-  return tableOf(caption, headers, h('tbody', null, rows(items, cells)));
+  return tableOf(caption, headers, h('tbody', null, rows(items, cells, headers)));
 }
 
 // pagedTable shows a list route page by page: a table of the first page
@@ -78,7 +84,7 @@ export async function pagedTable(opts) {
   const first = await opts.fetchPage('');
   const wrap = h('div', {id: opts.id});
   if (!first.data.length) return add(wrap, empty(opts.emptyText));
-  const tbody = h('tbody', null, rows(first.data, opts.cells));
+  const tbody = h('tbody', null, rows(first.data, opts.cells, opts.headers));
   const status = h('p', {class: 'muted', role: 'status', tabindex: -1});
   const more = h('button', {type: 'button', class: 'more', id: opts.id + '-more'}, 'Load more');
   const problem = h('div');
@@ -93,7 +99,7 @@ export async function pagedTable(opts) {
     clear(problem);
     try {
       const page = await opts.fetchPage(cursor);
-      add(tbody, rows(page.data, opts.cells));
+      add(tbody, rows(page.data, opts.cells, opts.headers));
       shown += page.data.length;
       cursor = page.next_cursor;
       update();
@@ -156,4 +162,61 @@ export function confirmAction(message, confirmLabel) {
     document.body.append(dlg);
     dlg.showModal();
   });
+}
+
+// copyText puts text on the clipboard: the Clipboard API where the page
+// may use it (a secure context), else a selected, off-screen textarea and
+// the copy command. It resolves true when the text was copied.
+export async function copyText(text) {
+  try {
+    if (navigator.clipboard && window.isSecureContext) {
+      await navigator.clipboard.writeText(text);
+      return true;
+    }
+  } catch {
+    // refused (no permission, no focus): try the copy command
+  }
+  const area = h('textarea', {readonly: true, class: 'offscreen', 'aria-hidden': 'true', tabindex: -1});
+  area.value = text;
+  document.body.append(area);
+  area.select();
+  let ok = false;
+  try {
+    ok = document.execCommand('copy');
+  } catch {
+    ok = false;
+  }
+  area.remove();
+  return ok;
+}
+
+// copyButton copies text when pressed and says whether it did; label
+// names what it copies for a screen reader ("Copy the key"). Its face is
+// drawn by app.css, so the text of what it sits beside stays the value.
+export function copyButton(text, label) {
+  const button = h('button', {type: 'button', class: 'copy', 'aria-label': label, title: label});
+  button.addEventListener('click', async () => {
+    const ok = await copyText(text);
+    button.dataset.copied = ok ? 'yes' : 'no';
+    button.title = ok ? 'Copied' : 'Copying failed: select the text and copy it';
+    button.setAttribute('aria-label', ok ? label + ': copied' : label + ': failed, select the text and copy it');
+  });
+  return button;
+}
+
+// idText shows an id on one line, cut with an ellipsis when the space is
+// short (the whole id in its title), with a button that copies it. href
+// makes the id a link.
+export function idText(id, href) {
+  const text = href ? h('a', {href, class: 'mono id', title: id}, id) : h('span', {class: 'mono id', title: id}, id);
+  return h('span', {class: 'idbox'}, text, copyButton(id, 'Copy ' + id));
+}
+
+// shownOnce shows a secret that Herald answers only once (a key, a
+// signing secret): selectable, copyable, with what it is and that it
+// will not be shown again. id names the element holding the value.
+export function shownOnce(label, value, id) {
+  return h('div', {class: 'secret'},
+    h('p', null, h('strong', null, label), ' (shown only now: copy it and keep it somewhere safe)'),
+    h('p', {class: 'idbox'}, h('code', {class: 'mono secret-value', id}, value), copyButton(value, 'Copy the ' + label.toLowerCase())));
 }

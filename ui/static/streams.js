@@ -4,15 +4,18 @@ import {api, query, readStream, tailStream} from './api.js';
 import {h, clear, add, empty, errorBox, field, pretty, pagedTable, time} from './dom.js';
 
 // browse lists the streams under a prefix from GET /_herald/v1/streams, a
-// page at a time; each path opens the stream in the reader below it.
+// page at a time, from the moment the view opens (under / when no prefix
+// is given); each path opens the stream in the reader below it.
 function browse(ctx) {
-  const prefix = h('input', {type: 'text', name: 'prefix', id: 'stream-prefix', placeholder: '/orders/', value: ctx.params.get('prefix') || '', spellcheck: 'false'});
+  const prefix = h('input', {type: 'text', name: 'prefix', id: 'stream-prefix', placeholder: '/ (every stream)', value: ctx.params.get('prefix') || '', spellcheck: 'false'});
   const out = h('div', {id: 'stream-browse'});
+  let seq = 0; // the latest listing: an earlier one that answers later is dropped
   const list = async () => {
     const p = prefix.value.trim() || '/';
+    const mine = ++seq;
     clear(out, h('p', {class: 'muted', role: 'status'}, 'Loading…'));
     try {
-      clear(out, await pagedTable({
+      const table = await pagedTable({
         id: 'stream-list',
         caption: `Streams under ${p}`,
         headers: ['Path', 'Content type', 'Next offset', 'Closed', 'Created', 'Expires'],
@@ -21,9 +24,10 @@ function browse(ctx) {
         cells: s => [h('a', {href: '#/streams' + query({path: s.path, prefix: p}), class: 'mono'}, s.path),
           h('td', {class: 'mono'}, s.content_type), h('td', {class: 'mono'}, s.next_offset),
           s.closed ? 'closed' : 'open', time(s.created_at), s.expires_at ? time(s.expires_at) : 'never'],
-      }));
+      });
+      if (mine === seq && !ctx.signal.aborted) clear(out, table);
     } catch (e) {
-      if (e.name !== 'AbortError') clear(out, errorBox(e));
+      if (e.name !== 'AbortError' && mine === seq) clear(out, errorBox(e));
     }
   };
   const form = h('form', {class: 'inline', id: 'stream-browse-form'},
@@ -32,7 +36,9 @@ function browse(ctx) {
     ev.preventDefault();
     list();
   });
-  if (prefix.value) queueMicrotask(list);
+  // The view opens with the streams under the prefix, every stream when
+  // none is given, rather than empty until asked.
+  queueMicrotask(list);
   return [form, out];
 }
 
