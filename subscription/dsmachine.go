@@ -10,16 +10,19 @@ import (
 
 // Phases of a reserved-API subscription (docs/subscriptions.md, The
 // reserved subscription API: delivery).
+//
+// They are the consumer states of the query-string model (State): a
+// reserved-API subscription is stored as a consumer, in the same rows.
 const (
 	// DSIdle: no wake in flight, no lease held.
-	DSIdle = "idle"
+	DSIdle = string(StateIdle)
 	// DSWaking: a wake was issued and is not yet taken: a webhook being
 	// delivered (or waiting for its retry), or a wake event written to
 	// the wake stream and not yet claimed.
-	DSWaking = "waking"
+	DSWaking = string(StateWaking)
 	// DSLive: a lease is held, by a worker's claim or by a webhook that
 	// answered 2xx without done.
-	DSLive = "live"
+	DSLive = string(StateLive)
 )
 
 // DSAttemptTimeout is how long a webhook attempt may stay unanswered

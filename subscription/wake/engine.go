@@ -295,6 +295,11 @@ func (e *Engine) apply(ctx context.Context, id string, ev subscription.Event, ex
 		if fresh {
 			var err error
 			sc, err = e.st.ConsumerGet(ctx, id)
+			if err == nil && sc.Kind != store.ConsumerWake {
+				// A reserved-API subscription's row: its own front
+				// door decides on it, never this one's callbacks.
+				err = store.ErrConsumerNotFound
+			}
 			if errors.Is(err, store.ErrConsumerNotFound) {
 				e.members.observe(known, nil)
 				return applied{}, fmt.Errorf("%w: %s", subscription.ErrConsumerGone, id)

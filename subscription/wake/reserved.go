@@ -24,6 +24,12 @@ import (
 type ReservedStore interface {
 	store.DSSubscriptionStore
 	store.SigningKeyStore
+	// The consumer rows a subscription is kept in.
+	ConsumerGet(ctx context.Context, id string) (*store.Consumer, error)
+	ConsumerUpdate(ctx context.Context, params *store.ConsumerUpdateParams) (int64, error)
+	ConsumerDelete(ctx context.Context, params *store.ConsumerDeleteParams) error
+	ConsumerClaimDue(ctx context.Context, params *store.ConsumerClaimDueParams) (*store.ConsumerClaimDueResult, error)
+	ConsumerListByStream(ctx context.Context, params *store.ConsumerListByStreamParams) ([]store.Consumer, error)
 	StreamGet(ctx context.Context, params *store.StreamGetParams) (*store.Stream, error)
 	StreamAppend(ctx context.Context, params *store.StreamAppendParams) (*store.StreamAppendResult, error)
 	StreamList(ctx context.Context, params *store.StreamListParams) ([]store.Stream, error)
@@ -58,12 +64,16 @@ type ReservedConfig struct {
 }
 
 // Reserved runs the subscriptions of the Durable Streams protocol's
-// reserved API (docs/subscriptions.md, The reserved subscription API):
-// it links streams to subscriptions, issues wakes by webhook or to a wake
-// stream, and applies callbacks, claims, acks and releases. Every change
-// of a subscription is a compare-and-set of its row, decided by
+// reserved API (docs/reserved-subscriptions.md): it links streams to
+// subscriptions, issues wakes by webhook or to a wake stream, and applies
+// callbacks, claims, acks and releases. A subscription is a consumer row
+// of kind store.ConsumerReserved (its links the consumer's memberships),
+// so it shares the other front door's durable model: every change is a
+// compare-and-set of the row (ConsumerUpdate), decided by
 // subscription.DSMachine, so replicas and restarts agree; every deadline
-// is the row's due_at, whose timer one replica claims at a time.
+// is the row's due_at, whose timer one replica claims at a time
+// (ConsumerClaimDue), and a dead replica's claims end as every consumer's
+// do.
 type Reserved struct {
 	st      ReservedStore
 	sender  WebhookSender
@@ -272,28 +282,29 @@ func (r *Reserved) refreshPatterns(ctx context.Context) error {
 	var fresh []string
 	r.patternsMu.RLock()
 	for _, s := range subs {
-		known[s.ID] = s.CreatedAt
-		if was, ok := r.known[s.ID]; !ok || !was.Equal(s.CreatedAt) {
-			fresh = append(fresh, s.ID)
+		id := dsSubscriptionID(s.ID)
+		known[id] = s.CreatedAt
+		if was, ok := r.known[id]; !ok || !was.Equal(s.CreatedAt) {
+			fresh = append(fresh, id)
 		}
 		if s.Pattern == "" {
 			continue
 		}
-		if old, ok := r.patterns[s.ID]; ok && old.created.Equal(s.CreatedAt) {
-			next[s.ID] = old
+		if old, ok := r.patterns[id]; ok && old.created.Equal(s.CreatedAt) {
+			next[id] = old
 			continue
 		}
 		p, err := glob.Compile(s.Pattern)
 		if err != nil {
-			r.log.Warn("a reserved-API subscription has an invalid pattern", "subscription", s.ID, "err", err)
+			r.log.Warn("a reserved-API subscription has an invalid pattern", "subscription", id, "err", err)
 			continue
 		}
 		cfg, err := configOf(s.Config)
 		if err != nil {
-			r.log.Warn("a reserved-API subscription has an invalid configuration", "subscription", s.ID, "err", err)
+			r.log.Warn("a reserved-API subscription has an invalid configuration", "subscription", id, "err", err)
 			continue
 		}
-		next[s.ID] = dsPattern{p: p, created: s.CreatedAt, wake: r.wakePath(&cfg)}
+		next[id] = dsPattern{p: p, created: s.CreatedAt, wake: r.wakePath(&cfg)}
 	}
 	r.patternsMu.RUnlock()
 	r.patternsMu.Lock()
@@ -325,21 +336,70 @@ func (r *Reserved) wakePath(cfg *subscription.DSConfig) string {
 	return r.root.Abs(cfg.WakeStream)
 }
 
-// stateOf decodes a stored state.
-func stateOf(raw string) (subscription.DSState, error) {
-	var st subscription.DSState
-	if err := json.Unmarshal([]byte(raw), &st); err != nil {
-		return st, fmt.Errorf("subscription: a stored reserved-API state is malformed: %w", err)
+// dsPrefix begins the consumer id of a reserved-API subscription (and
+// the subject of its tokens): a query-string consumer's id holds a ':'
+// and no '/', so neither front door can name the other's rows.
+const dsPrefix = "__ds/"
+
+// dsConsumerID is the consumer id of subscription id.
+func dsConsumerID(id string) string { return dsPrefix + id }
+
+// dsSubscriptionID is the subscription id of a consumer id.
+func dsSubscriptionID(consumerID string) string { return strings.TrimPrefix(consumerID, dsPrefix) }
+
+// dsStateOf reads a subscription's delivery state from its consumer
+// row: the phase is the consumer's state, the generation its epoch, the
+// lease's end its liveness deadline, an attempt in flight its waking
+// deadline, a retry (or an owed wake event) its next retry, a failed
+// attempt its failing_since.
+func dsStateOf(c *store.Consumer) subscription.DSState {
+	st := subscription.DSState{Phase: c.State, Generation: c.Epoch, WakeID: c.WakeID, Holder: c.Holder,
+		LeaseUntil: c.LivenessDeadline, Attempts: c.Attempts, Failed: !c.FailingSince.IsZero(), WakeWritten: c.WakeWritten,
+		NextAttemptAt: c.NextRetryAt}
+	if !c.WakingDeadline.IsZero() {
+		st.Sending, st.NextAttemptAt = true, c.WakingDeadline
 	}
-	return st, nil
+	return st
 }
 
-func encodeState(st *subscription.DSState) string {
-	b, err := json.Marshal(st)
-	if err != nil {
-		panic("subscription: encoding a state: " + err.Error()) // plain data
+// putDSState writes a delivery state into a consumer row (dsStateOf's
+// inverse); a failure first seen at now starts failing_since.
+func putDSState(c *store.Consumer, st *subscription.DSState, now time.Time) {
+	c.State, c.Epoch, c.WakeID, c.Holder = st.Phase, st.Generation, st.WakeID, st.Holder
+	c.LivenessDeadline, c.Attempts, c.WakeWritten = st.LeaseUntil, st.Attempts, st.WakeWritten
+	c.WakingDeadline, c.NextRetryAt = time.Time{}, st.NextAttemptAt
+	if st.Sending {
+		c.WakingDeadline, c.NextRetryAt = st.NextAttemptAt, time.Time{}
 	}
-	return string(b)
+	switch {
+	case !st.Failed:
+		c.FailingSince = time.Time{}
+	case c.FailingSince.IsZero():
+		c.FailingSince = now
+	}
+	c.DueAt = st.Due()
+}
+
+// dsLinksOf are a row's memberships as the machine's links.
+func dsLinksOf(c *store.Consumer) []subscription.DSLink {
+	links := make([]subscription.DSLink, 0, len(c.Streams))
+	for _, m := range c.Streams {
+		links = append(links, subscription.DSLink{Path: m.Path, Glob: m.Glob, Explicit: m.Explicit, Acked: m.Acked, Notified: m.Notified})
+	}
+	return links
+}
+
+// dsMemberships are links as a row's memberships (nil for none, as the
+// store reads them).
+func dsMemberships(links []subscription.DSLink) []store.ConsumerStream {
+	if len(links) == 0 {
+		return nil
+	}
+	out := make([]store.ConsumerStream, 0, len(links))
+	for _, l := range links {
+		out = append(out, store.ConsumerStream{Path: l.Path, Glob: l.Glob, Explicit: l.Explicit, Acked: l.Acked, Notified: l.Notified})
+	}
+	return out
 }
 
 // configOf decodes a stored configuration.

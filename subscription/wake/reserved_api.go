@@ -48,17 +48,17 @@ func (r *Reserved) Create(ctx context.Context, p *ReservedCreateParams) (view *s
 	if err != nil {
 		return nil, false, err
 	}
-	row := store.DSSubscription{ID: p.ID, Tenant: p.Caller.Tenant, Incarnation: inc, Config: string(raw), ConfigHash: cfg.Hash(),
-		State: encodeState(&subscription.DSState{Phase: subscription.DSIdle})}
+	row := store.Consumer{ID: dsConsumerID(p.ID), Kind: store.ConsumerReserved, SubscriptionID: dsConsumerID(p.ID),
+		Tenant: p.Caller.Tenant, Incarnation: inc, Config: string(raw), ConfigHash: cfg.Hash(), State: subscription.DSIdle}
 	for _, rel := range cfg.Streams {
 		abs := r.root.Abs(rel)
 		acked, err := r.linkOffset(ctx, abs, now, "", now)
 		if err != nil {
 			return nil, false, err
 		}
-		row.Links = append(row.Links, store.DSLink{Path: abs, Explicit: true, Acked: acked})
+		row.Streams = append(row.Streams, store.ConsumerStream{Path: abs, Explicit: true, Acked: acked})
 	}
-	params := &store.DSSubscriptionCreateParams{Subscription: row, Now: now}
+	params := &store.DSSubscriptionCreateParams{Consumer: row, Now: now}
 	var pattern *glob.Pattern
 	var dp dsPattern
 	if cfg.Pattern != "" {
@@ -66,16 +66,16 @@ func (r *Reserved) Create(ctx context.Context, p *ReservedCreateParams) (view *s
 			return nil, false, err
 		}
 		row.Pattern = pattern.String()
-		params.Subscription.Pattern = row.Pattern
+		params.Consumer.Pattern = row.Pattern
 		// The eager backfill: every stream the pattern matches now is
 		// linked at its tail, so creation replays nothing.
 		params.Prefix = pattern.Prefix()
 		dp = dsPattern{p: pattern, wake: r.wakePath(&cfg)}
-		params.Match = func(s *store.Stream) (store.DSLink, bool) {
+		params.Match = func(s *store.Stream) (store.ConsumerStream, bool) {
 			if !dp.links(r.root, s.Path) {
-				return store.DSLink{}, false
+				return store.ConsumerStream{}, false
 			}
-			return store.DSLink{Path: s.Path, Glob: true, Acked: protocol.FormatOffset(s.Tail)}, true
+			return store.ConsumerStream{Path: s.Path, Glob: true, Acked: protocol.FormatOffset(s.Tail)}, true
 		}
 	}
 	res, err := r.st.DSSubscriptionCreate(ctx, params)
@@ -88,10 +88,10 @@ func (r *Reserved) Create(ctx context.Context, p *ReservedCreateParams) (view *s
 	if res.Created {
 		r.patternsMu.Lock()
 		if pattern != nil {
-			dp.created = res.Subscription.CreatedAt
+			dp.created = res.Consumer.CreatedAt
 			r.patterns[p.ID] = dp
 		}
-		r.known[p.ID] = res.Subscription.CreatedAt
+		r.known[p.ID] = res.Consumer.CreatedAt
 		r.count.Store(int64(len(r.known)))
 		r.patternsMu.Unlock()
 	}
@@ -138,8 +138,8 @@ func (r *Reserved) checkPaths(c *Caller, rels []string) error {
 // visible returns the stored subscription id when the caller may see it
 // (its owner's, within its stream paths), ErrSubscriptionNotFound when
 // it may not or there is none.
-func (r *Reserved) visible(ctx context.Context, c *Caller, id string) (*store.DSSubscription, error) {
-	row, err := r.st.DSSubscriptionGet(ctx, id)
+func (r *Reserved) visible(ctx context.Context, c *Caller, id string) (*store.Consumer, error) {
+	row, err := r.get(ctx, id)
 	if errors.Is(err, store.ErrSubscriptionNotFound) {
 		return nil, fmt.Errorf("%w: %s", ErrSubscriptionNotFound, id)
 	}
@@ -150,7 +150,7 @@ func (r *Reserved) visible(ctx context.Context, c *Caller, id string) (*store.DS
 		return nil, fmt.Errorf("%w: %s", ErrSubscriptionNotFound, id)
 	}
 	if c.AllowsPath != nil {
-		for _, l := range row.Links {
+		for _, l := range row.Streams {
 			if l.Explicit && !c.AllowsPath(l.Path) {
 				return nil, fmt.Errorf("%w: %s", ErrSubscriptionNotFound, id)
 			}
@@ -168,28 +168,24 @@ func (r *Reserved) Get(ctx context.Context, c Caller, id string) (*subscription.
 	return r.view(row)
 }
 
-func (r *Reserved) view(row *store.DSSubscription) (*subscription.DSSubscriptionView, error) {
+func (r *Reserved) view(row *store.Consumer) (*subscription.DSSubscriptionView, error) {
 	cfg, err := configOf(row.Config)
 	if err != nil {
 		return nil, err
 	}
-	st, err := stateOf(row.State)
-	if err != nil {
-		return nil, err
-	}
-	v := &subscription.DSSubscriptionView{ID: row.ID, SubscriptionID: row.ID, Type: cfg.Type, LeaseTTLMs: cfg.LeaseTTLMs,
+	id := dsSubscriptionID(row.ID)
+	v := &subscription.DSSubscriptionView{ID: id, SubscriptionID: id, Type: cfg.Type, LeaseTTLMs: cfg.LeaseTTLMs,
 		CreatedAt: subscription.FormatDSTime(row.CreatedAt), Status: "active", Description: cfg.Description,
-		Generation: st.Generation, Streams: make([]subscription.DSLinkView, 0, len(row.Links))}
-	if st.Failed {
+		Generation: row.Epoch, Streams: make([]subscription.DSLinkView, 0, len(row.Streams))}
+	if !row.FailingSince.IsZero() {
 		v.Status = "failed"
 	}
 	if cfg.Pattern != "" {
 		v.Pattern = &cfg.Pattern
 	}
-	for _, l := range row.Links {
+	for _, l := range dsLinksOf(row) {
 		rel, _ := r.root.Rel(l.Path)
-		link := subscription.DSLink(l)
-		v.Streams = append(v.Streams, subscription.DSLinkView{Path: rel, LinkType: link.LinkType(), AckedOffset: l.Acked})
+		v.Streams = append(v.Streams, subscription.DSLinkView{Path: rel, LinkType: l.LinkType(), AckedOffset: l.Acked})
 	}
 	switch cfg.Type {
 	case subscription.DSTypeWebhook:
@@ -207,8 +203,8 @@ func (r *Reserved) Delete(ctx context.Context, c Caller, id string) error {
 	if _, err := r.visible(ctx, &c, id); err != nil {
 		return err
 	}
-	err := r.st.DSSubscriptionDelete(ctx, id, c.Tenant)
-	if errors.Is(err, store.ErrSubscriptionNotFound) {
+	err := r.st.ConsumerDelete(ctx, &store.ConsumerDeleteParams{ID: dsConsumerID(id), Tenant: c.Tenant})
+	if errors.Is(err, store.ErrConsumerNotFound) {
 		return fmt.Errorf("%w: %s", ErrSubscriptionNotFound, id)
 	}
 	if err == nil {
@@ -249,7 +245,7 @@ func (r *Reserved) RemoveStream(ctx context.Context, c Caller, id, rel string) e
 		}
 	}
 	path := r.root.Abs(rel)
-	_, err = r.apply(ctx, id, func(sub *subscription.DSSub, _ *store.DSSubscription, _ *subscription.DSConfig, _ subscription.Tails) (subscription.DSEffect, error) {
+	_, err = r.apply(ctx, id, func(sub *subscription.DSSub, _ *store.Consumer, _ *subscription.DSConfig, _ subscription.Tails) (subscription.DSEffect, error) {
 		for i := range sub.Links {
 			l := &sub.Links[i]
 			if l.Path != path || !l.Explicit {
@@ -281,7 +277,7 @@ func (r *Reserved) Claim(ctx context.Context, c Caller, id, worker string) (*sub
 	if _, err := r.visible(ctx, &c, id); err != nil {
 		return nil, err
 	}
-	a, err := r.apply(ctx, id, func(sub *subscription.DSSub, _ *store.DSSubscription, _ *subscription.DSConfig, tails subscription.Tails) (subscription.DSEffect, error) {
+	a, err := r.apply(ctx, id, func(sub *subscription.DSSub, _ *store.Consumer, _ *subscription.DSConfig, tails subscription.Tails) (subscription.DSEffect, error) {
 		return r.machine.Claim(sub, worker, tails, r.now())
 	})
 	if err != nil {
@@ -310,7 +306,7 @@ func (r *Reserved) Ack(ctx context.Context, id, token string, req *subscription.
 		acks = append(acks, subscription.DSAck{Path: r.root.Abs(rel), Offset: a.Offset})
 	}
 	var next bool
-	_, err := r.apply(ctx, id, func(sub *subscription.DSSub, row *store.DSSubscription, _ *subscription.DSConfig, tails subscription.Tails) (subscription.DSEffect, error) {
+	_, err := r.apply(ctx, id, func(sub *subscription.DSSub, row *store.Consumer, _ *subscription.DSConfig, tails subscription.Tails) (subscription.DSEffect, error) {
 		if err := r.checkToken(token, row, sub, req.Generation); err != nil {
 			return subscription.DSNone, err
 		}
@@ -326,7 +322,7 @@ func (r *Reserved) Ack(ctx context.Context, id, token string, req *subscription.
 
 // Release ends a wake without acking, with the wake's token.
 func (r *Reserved) Release(ctx context.Context, id, token string, req *subscription.DSAckRequest) error {
-	_, err := r.apply(ctx, id, func(sub *subscription.DSSub, row *store.DSSubscription, _ *subscription.DSConfig, tails subscription.Tails) (subscription.DSEffect, error) {
+	_, err := r.apply(ctx, id, func(sub *subscription.DSSub, row *store.Consumer, _ *subscription.DSConfig, tails subscription.Tails) (subscription.DSEffect, error) {
 		if err := r.checkToken(token, row, sub, req.Generation); err != nil {
 			return subscription.DSNone, err
 		}
@@ -338,8 +334,8 @@ func (r *Reserved) Release(ctx context.Context, id, token string, req *subscript
 // checkToken verifies a callback or claim token: signed by a callback
 // token key, for this subscription's incarnation; a token of another
 // generation than the request's or the current one is fenced.
-func (r *Reserved) checkToken(token string, row *store.DSSubscription, sub *subscription.DSSub, gen int64) error {
-	claims, err := r.keys.Verify(token, "__ds/"+row.ID, r.now())
+func (r *Reserved) checkToken(token string, row *store.Consumer, sub *subscription.DSSub, gen int64) error {
+	claims, err := r.keys.Verify(token, row.ID, r.now())
 	if err != nil {
 		return err
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"time"
 
@@ -27,16 +28,27 @@ type dsApplied struct {
 
 // dsDecide is one decision on a subscription: it changes sub (and
 // reports what to run), or returns an error that leaves it unchanged.
-type dsDecide func(sub *subscription.DSSub, row *store.DSSubscription, cfg *subscription.DSConfig, tails subscription.Tails) (subscription.DSEffect, error)
+type dsDecide func(sub *subscription.DSSub, row *store.Consumer, cfg *subscription.DSConfig, tails subscription.Tails) (subscription.DSEffect, error)
+
+// get reads subscription id's consumer row; ErrSubscriptionNotFound
+// when there is none.
+func (r *Reserved) get(ctx context.Context, id string) (*store.Consumer, error) {
+	row, err := r.st.ConsumerGet(ctx, dsConsumerID(id))
+	if errors.Is(err, store.ErrConsumerNotFound) || err == nil && row.Kind != store.ConsumerReserved {
+		return nil, store.ErrSubscriptionNotFound
+	}
+	return row, err
+}
 
 // apply reads subscription id, its links' tails, decides with fn, and
-// stores the result by compare-and-set (again on a conflict); then runs
-// the effect. A decision that changes nothing writes nothing.
+// stores the result by compare-and-set of its consumer row (again on a
+// conflict); then runs the effect. A decision that changes nothing
+// writes nothing.
 func (r *Reserved) apply(ctx context.Context, id string, fn dsDecide) (dsApplied, error) {
 	unlock := r.lock(id)
 	defer unlock()
 	for range casAttempts {
-		row, err := r.st.DSSubscriptionGet(ctx, id)
+		row, err := r.get(ctx, id)
 		if err != nil {
 			return dsApplied{}, err
 		}
@@ -44,44 +56,37 @@ func (r *Reserved) apply(ctx context.Context, id string, fn dsDecide) (dsApplied
 		if err != nil {
 			return dsApplied{}, err
 		}
-		st, err := stateOf(row.State)
-		if err != nil {
-			return dsApplied{}, err
-		}
-		sub := subscription.DSSub{Type: cfg.Type, Lease: cfg.Lease(), State: st, Links: make([]subscription.DSLink, 0, len(row.Links))}
-		for _, l := range row.Links {
-			sub.Links = append(sub.Links, subscription.DSLink(l))
-		}
+		sub := subscription.DSSub{Type: cfg.Type, Lease: cfg.Lease(), State: dsStateOf(row), Links: dsLinksOf(row)}
 		tails, err := r.tails(ctx, sub.Links)
 		if err != nil {
 			return dsApplied{}, err
 		}
-		before := encodeState(&sub.State)
-		beforeLinks := fmt.Sprint(sub.Links)
 		eff, err := fn(&sub, row, &cfg, tails)
 		if err != nil {
 			return dsApplied{}, err
 		}
+		if len(sub.Links) > store.MaxLinks {
+			return dsApplied{}, store.ErrTooManyLinks
+		}
 		a := dsApplied{id: id, incarnation: row.Incarnation, cfg: cfg, sub: sub, tails: tails, effect: eff}
-		after := encodeState(&sub.State)
-		if after == before && fmt.Sprint(sub.Links) == beforeLinks {
+		next := *row
+		putDSState(&next, &sub.State, r.now())
+		next.Streams = dsMemberships(sub.Links)
+		if reflect.DeepEqual(&next, row) {
 			r.run(a)
 			return a, nil
 		}
-		links := make([]store.DSLink, 0, len(sub.Links))
-		for _, l := range sub.Links {
-			links = append(links, store.DSLink(l))
-		}
-		due := sub.State.Due()
-		_, err = r.st.DSSubscriptionUpdate(ctx, &store.DSSubscriptionUpdateParams{ID: id, State: after, DueAt: due, Links: links, ExpectVersion: row.Version})
-		if errors.Is(err, store.ErrConsumerConflict) {
+		_, err = r.st.ConsumerUpdate(ctx, &store.ConsumerUpdateParams{Consumer: next, ExpectVersion: row.Version})
+		switch {
+		case errors.Is(err, store.ErrConsumerConflict):
 			continue
-		}
-		if err != nil {
+		case errors.Is(err, store.ErrConsumerNotFound):
+			return dsApplied{}, store.ErrSubscriptionNotFound
+		case err != nil:
 			return dsApplied{}, err
 		}
-		if !due.IsZero() {
-			r.timers.add(due)
+		if !next.DueAt.IsZero() {
+			r.timers.add(next.DueAt)
 		}
 		r.run(a)
 		return a, nil
@@ -151,7 +156,7 @@ func (r *Reserved) deliver(a dsApplied) {
 	if ctx.Err() != nil {
 		return // stopping: the attempt's deadline retries it
 	}
-	_, err = r.apply(ctx, a.id, func(sub *subscription.DSSub, row *store.DSSubscription, _ *subscription.DSConfig, tails subscription.Tails) (subscription.DSEffect, error) {
+	_, err = r.apply(ctx, a.id, func(sub *subscription.DSSub, row *store.Consumer, _ *subscription.DSConfig, tails subscription.Tails) (subscription.DSEffect, error) {
 		if row.Incarnation != a.incarnation {
 			return subscription.DSNone, nil
 		}
@@ -185,7 +190,7 @@ func (r *Reserved) appendWake(a dsApplied) {
 		}
 		return
 	}
-	_, err = r.apply(ctx, a.id, func(sub *subscription.DSSub, row *store.DSSubscription, _ *subscription.DSConfig, _ subscription.Tails) (subscription.DSEffect, error) {
+	_, err = r.apply(ctx, a.id, func(sub *subscription.DSSub, row *store.Consumer, _ *subscription.DSConfig, _ subscription.Tails) (subscription.DSEffect, error) {
 		if row.Incarnation == a.incarnation {
 			r.machine.WakeWritten(sub, st.Generation)
 		}
@@ -233,7 +238,7 @@ func (r *Reserved) wakeStreams(links []subscription.DSLink, tails subscription.T
 // subscription's incarnation at one generation. The subject cannot be a
 // consumer id of the other front door (those hold a ':').
 func (r *Reserved) tokenSubject(id, incarnation string, gen int64) subscription.TokenSubject {
-	return subscription.TokenSubject{ConsumerID: "__ds/" + id, Incarnation: incarnation, Epoch: gen}
+	return subscription.TokenSubject{ConsumerID: dsConsumerID(id), Incarnation: incarnation, Epoch: gen}
 }
 
 // work links and wakes for the streams the tail listener queued.
@@ -260,12 +265,15 @@ func (r *Reserved) streamChanged(ctx context.Context, path string) error {
 	if _, under := r.root.Rel(path); !under || strings.HasPrefix(path, r.root.Reserved()) {
 		return nil
 	}
-	linked, err := r.st.DSSubscriptionsLinking(ctx, path)
+	rows, err := r.st.ConsumerListByStream(ctx, &store.ConsumerListByStreamParams{Path: path, Kind: store.ConsumerReserved})
 	if err != nil {
 		return err
 	}
-	has := make(map[string]bool, len(linked))
-	for _, id := range linked {
+	linked := make([]string, 0, len(rows))
+	has := make(map[string]bool, len(rows))
+	for _, c := range rows {
+		id := dsSubscriptionID(c.ID)
+		linked = append(linked, id)
 		has[id] = true
 	}
 	r.patternsMu.RLock()
@@ -293,7 +301,7 @@ func (r *Reserved) streamChanged(ctx context.Context, path string) error {
 
 // settle issues a wake when the subscription is idle with pending work.
 func (r *Reserved) settle(ctx context.Context, id string) error {
-	_, err := r.apply(ctx, id, func(sub *subscription.DSSub, _ *store.DSSubscription, _ *subscription.DSConfig, tails subscription.Tails) (subscription.DSEffect, error) {
+	_, err := r.apply(ctx, id, func(sub *subscription.DSSub, _ *store.Consumer, _ *subscription.DSConfig, tails subscription.Tails) (subscription.DSEffect, error) {
 		return r.machine.Settle(sub, tails, r.now())
 	})
 	return err
@@ -304,7 +312,7 @@ func (r *Reserved) settle(ctx context.Context, id string) error {
 // created after the subscription; then settles it.
 func (r *Reserved) linkStreams(ctx context.Context, id string, paths []string, explicit bool, start string) error {
 	now := r.now()
-	_, err := r.apply(ctx, id, func(sub *subscription.DSSub, row *store.DSSubscription, _ *subscription.DSConfig, tails subscription.Tails) (subscription.DSEffect, error) {
+	_, err := r.apply(ctx, id, func(sub *subscription.DSSub, row *store.Consumer, _ *subscription.DSConfig, tails subscription.Tails) (subscription.DSEffect, error) {
 		for _, p := range paths {
 			if l := findLink(sub, p); l != nil {
 				l.Explicit = l.Explicit || explicit
@@ -391,18 +399,19 @@ func (r *Reserved) linkMatching(ctx context.Context, id string) error {
 func (r *Reserved) sweepDue(ctx context.Context) {
 	now := r.now()
 	r.timers.popDue(now)
-	ids, next, err := r.st.DSSubscriptionClaimDue(ctx, now, 30*time.Second, sweepPage)
+	res, err := r.st.ConsumerClaimDue(ctx, &store.ConsumerClaimDueParams{Now: now, Lease: TimerLease, Limit: sweepPage, Kind: store.ConsumerReserved})
 	if err != nil {
 		if ctx.Err() == nil {
 			r.log.Warn("claiming due reserved-API subscriptions", "err", err)
 		}
 		return
 	}
-	if !next.IsZero() {
-		r.timers.add(next)
+	if !res.NextDueAt.IsZero() {
+		r.timers.add(res.NextDueAt)
 	}
-	for _, id := range ids {
-		_, err := r.apply(ctx, id, func(sub *subscription.DSSub, _ *store.DSSubscription, _ *subscription.DSConfig, tails subscription.Tails) (subscription.DSEffect, error) {
+	for _, c := range res.Consumers {
+		id := dsSubscriptionID(c.ID)
+		_, err := r.apply(ctx, id, func(sub *subscription.DSSub, _ *store.Consumer, _ *subscription.DSConfig, tails subscription.Tails) (subscription.DSEffect, error) {
 			return r.machine.Tick(sub, tails, r.now())
 		})
 		if err != nil && !errors.Is(err, store.ErrSubscriptionNotFound) && ctx.Err() == nil {
