@@ -54,13 +54,13 @@ type SubscriptionStore interface {
 	// params.Tenant is not "", it is that tenant's.
 	ConsumerDelete(ctx context.Context, params *ConsumerDeleteParams) error
 	// ConsumerClaimDue leases, until params.Now+params.Lease, up to
-	// params.Limit consumers of params.Kind whose DueAt is at or before params.Now and
+	// params.Limit consumers (of both kinds) whose DueAt is at or before params.Now and
 	// whose timer no running lease holds, earliest first, and returns
 	// them: one handle fires each due timer. ConsumerUpdate ends the
 	// lease (the update set the next deadline). The result also says
 	// when the earliest timer after params.Now falls due.
 	ConsumerClaimDue(ctx context.Context, params *ConsumerClaimDueParams) (*ConsumerClaimDueResult, error)
-	// ConsumerListByStream returns the consumers of params.Kind
+	// ConsumerListByStream returns the consumers (of both kinds)
 	// subscribed to a stream path (primary or secondary).
 	ConsumerListByStream(ctx context.Context, params *ConsumerListByStreamParams) ([]Consumer, error)
 	// ConsumerListByPrimary returns the consumers a stream spawned.
@@ -250,9 +250,6 @@ type ConsumerClaimDueParams struct {
 	Now   time.Time
 	Limit int // 0: 1000
 	Lease time.Duration
-	// Kind is the kind of consumer claimed (ConsumerWake, the zero
-	// value, or ConsumerReserved).
-	Kind string
 }
 
 // ConsumerClaimDueResult is the output of ConsumerClaimDue.
@@ -267,9 +264,6 @@ type ConsumerClaimDueResult struct {
 // ConsumerListByPrimary.
 type ConsumerListByStreamParams struct {
 	Path string
-	// Kind is the kind of consumer listed (ConsumerWake, the zero value,
-	// or ConsumerReserved).
-	Kind string
 }
 
 // ConsumerListBySubscriptionParams are the inputs of

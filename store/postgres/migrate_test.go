@@ -204,11 +204,11 @@ func TestMigrationMakesReservedSubscriptionsConsumers(t *testing.T) {
 		!pull.FailingSince.IsZero() || !pull.DueAt.IsZero() || !slices.Equal(pull.Streams, []store.ConsumerStream{{Path: "/x", Acked: "-1", Explicit: true}}) {
 		t.Fatalf("the pull-wake subscription after the upgrade: %+v", pull)
 	}
-	linking, err := s.ConsumerListByStream(ctx, &store.ConsumerListByStreamParams{Path: "/ev/b", Kind: store.ConsumerReserved})
+	linking, err := s.ConsumerListByStream(ctx, &store.ConsumerListByStreamParams{Path: "/ev/b"})
 	if err != nil || len(linking) != 1 || linking[0].ID != "__ds/hook" {
 		t.Fatalf("subscriptions linking /ev/b: %+v, %v", linking, err)
 	}
-	due, err := s.ConsumerClaimDue(ctx, &store.ConsumerClaimDueParams{Now: next, Lease: time.Minute, Kind: store.ConsumerReserved})
+	due, err := s.ConsumerClaimDue(ctx, &store.ConsumerClaimDueParams{Now: next, Lease: time.Minute})
 	if err != nil || len(due.Consumers) != 1 || due.Consumers[0].ID != "__ds/hook" {
 		t.Fatalf("due reserved-API timers: %+v, %v", due, err)
 	}

@@ -230,11 +230,11 @@ func TestMigrationMakesReservedSubscriptionsConsumers(t *testing.T) {
 	if list, err := s.DSSubscriptionList(ctx); err != nil || len(list) != 2 {
 		t.Fatalf("reserved-API subscriptions after the upgrade: %+v, %v", list, err)
 	}
-	linking, err := s.ConsumerListByStream(ctx, &store.ConsumerListByStreamParams{Path: "/ev/b", Kind: store.ConsumerReserved})
+	linking, err := s.ConsumerListByStream(ctx, &store.ConsumerListByStreamParams{Path: "/ev/b"})
 	if err != nil || len(linking) != 1 || linking[0].ID != "__ds/hook" {
 		t.Fatalf("subscriptions linking /ev/b: %+v, %v", linking, err)
 	}
-	due, err := s.ConsumerClaimDue(ctx, &store.ConsumerClaimDueParams{Now: next, Lease: time.Minute, Kind: store.ConsumerReserved})
+	due, err := s.ConsumerClaimDue(ctx, &store.ConsumerClaimDueParams{Now: next, Lease: time.Minute})
 	if err != nil || len(due.Consumers) != 1 || due.Consumers[0].ID != "__ds/hook" {
 		t.Fatalf("due reserved-API timers: %+v, %v", due, err)
 	}

@@ -281,18 +281,17 @@ func CompleteArgs(dr *store.DeliveryResult, seq int64, endpoint string, now int6
 		[]any{seq, Nanos(a.At), a.StatusCode, body, int64(a.Latency), a.Error, a.BatchID}
 }
 
-// ConsumerClaimSQL leases due consumer timers of one kind ($5) ($1 now,
+// ConsumerClaimSQL leases due consumer timers, of both kinds ($1 now,
 // $2 the lease's end, $3 the owner, at most $4), earliest first; %LOCK%
 // as in claimSQL. (SQLite's RETURNING takes no table names: the columns
 // go bare.)
 var ConsumerClaimSQL = `UPDATE consumers SET timer_until = $2, timer_owner = $3
-	WHERE id IN (SELECT id FROM consumers WHERE due_at > 0 AND due_at <= $1 AND timer_until <= $1 AND kind = $5
+	WHERE id IN (SELECT id FROM consumers WHERE due_at > 0 AND due_at <= $1 AND timer_until <= $1
 		ORDER BY due_at, id LIMIT $4 %LOCK%)
 	RETURNING ` + strings.ReplaceAll(ConsumerColumns, "c.", "")
 
-// ConsumerNextDueSQL is the earliest timer after now ($1) of one kind
-// ($2).
-const ConsumerNextDueSQL = `SELECT min(due_at) FROM consumers WHERE due_at > $1 AND kind = $2`
+// ConsumerNextDueSQL is the earliest timer after now ($1).
+const ConsumerNextDueSQL = `SELECT min(due_at) FROM consumers WHERE due_at > $1`
 
 // LeaseSQL takes or renews a named lease ($1) for an owner ($2) until $3
 // when it is free at now ($4), and returns the holder.
@@ -347,7 +346,7 @@ func ClaimConsumers(tx ClaimTx, params *store.ConsumerClaimDueParams, owner, loc
 	}
 	now := Nanos(params.Now)
 	res := &store.ConsumerClaimDueResult{}
-	err := tx.Query(WithLock(ConsumerClaimSQL, lock), []any{now, Nanos(params.Now.Add(params.Lease)), owner, limit, params.Kind}, func(r Row) error {
+	err := tx.Query(WithLock(ConsumerClaimSQL, lock), []any{now, Nanos(params.Now.Add(params.Lease)), owner, limit}, func(r Row) error {
 		c, err := ScanConsumer(r)
 		res.Consumers = append(res.Consumers, c)
 		return err
@@ -356,7 +355,7 @@ func ClaimConsumers(tx ClaimTx, params *store.ConsumerClaimDueParams, owner, loc
 		return nil, err
 	}
 	var next *int64
-	if err := tx.QueryRow(ConsumerNextDueSQL, now, params.Kind).Scan(&next); err != nil {
+	if err := tx.QueryRow(ConsumerNextDueSQL, now).Scan(&next); err != nil {
 		return nil, err
 	}
 	if next != nil {

@@ -260,13 +260,13 @@ func (s *Store) ConsumerGet(ctx context.Context, id string) (*store.Consumer, er
 
 // ConsumerListByStream implements store.SubscriptionStore.
 func (s *Store) ConsumerListByStream(ctx context.Context, params *store.ConsumerListByStreamParams) ([]store.Consumer, error) {
-	return list(ctx, s, consumersWhere(`c.id IN (SELECT consumer_id FROM consumer_paths WHERE path = $1) AND c.kind = $2`,
-		params.Path, params.Kind), "read consumers", ScanConsumer)
+	return list(ctx, s, consumersWhere(`c.id IN (SELECT consumer_id FROM consumer_paths WHERE path = $1)`, params.Path),
+		"read consumers", ScanConsumer)
 }
 
 // ConsumerListByPrimary implements store.SubscriptionStore.
 func (s *Store) ConsumerListByPrimary(ctx context.Context, params *store.ConsumerListByStreamParams) ([]store.Consumer, error) {
-	return list(ctx, s, consumersWhere(`c.primary_stream = $1 AND c.kind = $2`, params.Path, params.Kind), "read consumers", ScanConsumer)
+	return list(ctx, s, consumersWhere(`c.primary_stream = $1`, params.Path), "read consumers", ScanConsumer)
 }
 
 // ConsumerListBySubscription implements store.SubscriptionStore. The

@@ -18,7 +18,7 @@ func runDSSubscriptions(t *testing.T, f Factory) {
 	run(t, f, "DSUpdateCompareAndSet", testDSUpdateCompareAndSet)
 	run(t, f, "DSDeleteOwner", testDSDeleteOwner)
 	run(t, f, "DSClaimDueOnce", testDSClaimDueOnce)
-	run(t, f, "DSKindsApart", testDSKindsApart)
+	run(t, f, "DSKindsShareRows", testDSKindsShareRows)
 	run(t, f, "DSSigningKeys", testDSSigningKeys)
 }
 
@@ -84,7 +84,7 @@ func testDSBackfillAtTail(t *testing.T, f Factory) {
 	if !slices.Equal(got.Streams, want) || len(res.Consumer.Streams) != 2 {
 		t.Fatalf("links = %+v, want %+v", got.Streams, want)
 	}
-	linking, err := s.ConsumerListByStream(ctx, &store.ConsumerListByStreamParams{Path: "/ev/a", Kind: store.ConsumerReserved})
+	linking, err := s.ConsumerListByStream(ctx, &store.ConsumerListByStreamParams{Path: "/ev/a"})
 	if err != nil || len(linking) != 1 || linking[0].ID != "__ds/s1" {
 		t.Fatalf("linking /ev/a = %+v, %v", linking, err)
 	}
@@ -117,7 +117,7 @@ func testDSUpdateCompareAndSet(t *testing.T, f Factory) {
 		t.Fatalf("after reopen = %+v, %v", got, err)
 	}
 	// The index follows the links: the explicit link went.
-	if left, err := s.ConsumerListByStream(ctx, &store.ConsumerListByStreamParams{Path: "/manual/a", Kind: store.ConsumerReserved}); err != nil || len(left) != 0 {
+	if left, err := s.ConsumerListByStream(ctx, &store.ConsumerListByStreamParams{Path: "/manual/a"}); err != nil || len(left) != 0 {
 		t.Fatalf("linking /manual/a after the update = %+v, %v", left, err)
 	}
 }
@@ -134,7 +134,7 @@ func testDSDeleteOwner(t *testing.T, f Factory) {
 	if err := s.ConsumerDelete(ctx, &store.ConsumerDeleteParams{ID: "__ds/s1", Tenant: "acme"}); err != nil {
 		t.Fatal(err)
 	}
-	if ids, err := s.ConsumerListByStream(ctx, &store.ConsumerListByStreamParams{Path: "/manual/a", Kind: store.ConsumerReserved}); err != nil || len(ids) != 0 {
+	if ids, err := s.ConsumerListByStream(ctx, &store.ConsumerListByStreamParams{Path: "/manual/a"}); err != nil || len(ids) != 0 {
 		t.Fatalf("links after delete = %v, %v", ids, err)
 	}
 	if list, err := s.DSSubscriptionList(ctx); err != nil || len(list) != 0 {
@@ -158,7 +158,7 @@ func testDSClaimDueOnce(t *testing.T, f Factory) {
 		}
 	}
 	claim := func(h store.Store, now time.Time, limit int) ([]string, time.Time, error) {
-		res, err := h.ConsumerClaimDue(ctx, &store.ConsumerClaimDueParams{Now: now, Lease: 30 * time.Second, Limit: limit, Kind: store.ConsumerReserved})
+		res, err := h.ConsumerClaimDue(ctx, &store.ConsumerClaimDueParams{Now: now, Lease: 30 * time.Second, Limit: limit})
 		if err != nil {
 			return nil, time.Time{}, err
 		}
@@ -193,10 +193,10 @@ func testDSClaimDueOnce(t *testing.T, f Factory) {
 	}
 }
 
-// testDSKindsApart: both kinds of consumer share the rows, the
-// memberships index and the timer claim, and each front door sees its
-// own kind only.
-func testDSKindsApart(t *testing.T, f Factory) {
+// testDSKindsShareRows: both kinds of consumer share the rows, the
+// memberships index and the timer claim, each row saying its kind: one
+// engine finds, claims and reconciles them all.
+func testDSKindsShareRows(t *testing.T, f Factory) {
 	s := f.Open(t)
 	ctx := context.Background()
 	sub := dsSub("s1", "", "h")
@@ -210,18 +210,36 @@ func testDSKindsApart(t *testing.T, f Factory) {
 	if _, err := s.ConsumerInsert(ctx, &store.ConsumerInsertParams{Consumers: []store.Consumer{c}}); err != nil {
 		t.Fatal(err)
 	}
-	for kind, want := range map[string]string{store.ConsumerWake: "q:%2Fshared", store.ConsumerReserved: "__ds/s1"} {
-		got, err := s.ConsumerListByStream(ctx, &store.ConsumerListByStreamParams{Path: "/shared", Kind: kind})
-		if err != nil || len(got) != 1 || got[0].ID != want {
-			t.Fatalf("consumers of kind %q of /shared = %+v, %v; want %s", kind, got, err, want)
+	kinds := func(list []store.Consumer) []string {
+		var out []string
+		for _, c := range list {
+			out = append(out, c.ID+"="+c.Kind)
 		}
-		due, err := s.ConsumerClaimDue(ctx, &store.ConsumerClaimDueParams{Now: t0, Lease: time.Minute, Kind: kind})
-		if err != nil || len(due.Consumers) != 1 || due.Consumers[0].ID != want || due.Consumers[0].Kind != kind {
-			t.Fatalf("due timers of kind %q = %+v, %v; want %s", kind, due, err, want)
-		}
+		return out
+	}
+	want := []string{"__ds/s1=" + store.ConsumerReserved, "q:%2Fshared=" + store.ConsumerWake}
+	got, err := s.ConsumerListByStream(ctx, &store.ConsumerListByStreamParams{Path: "/shared"})
+	if err != nil || !slices.Equal(kinds(got), want) {
+		t.Fatalf("consumers of /shared = %v, %v; want %v", kinds(got), err, want)
+	}
+	due, err := s.ConsumerClaimDue(ctx, &store.ConsumerClaimDueParams{Now: t0, Lease: time.Minute})
+	if err != nil || !slices.Equal(kinds(due.Consumers), want) {
+		t.Fatalf("due timers = %v, %v; want %v", kinds(due.Consumers), err, want)
 	}
 	if paths, err := s.ConsumerPathList(ctx, &store.ConsumerPathListParams{}); err != nil || !slices.Equal(paths, []string{"/shared"}) {
 		t.Fatalf("consumer paths = %v, %v", paths, err)
+	}
+	// A query-string subscription of the reserved one's id is another
+	// subscription: deleting it leaves the reserved one.
+	if _, err := s.SubscriptionCreate(ctx, &store.SubscriptionCreateParams{Subscription: store.Subscription{ID: "s1", Pattern: "/q/*",
+		Webhook: "https://example.com/h", Secret: "whsec_x"}, Now: t0}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.SubscriptionDelete(ctx, &store.SubscriptionDeleteParams{ID: "s1"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.ConsumerGet(ctx, "__ds/s1"); err != nil {
+		t.Fatalf("the reserved-API subscription after deleting the query-string one of its id: %v", err)
 	}
 }
 

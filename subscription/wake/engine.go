@@ -127,6 +127,9 @@ type EngineConfig struct {
 	// gets events instead of asking the store at every append. Leave it
 	// false when replicas share the store.
 	ExclusiveStore bool
+	// Reserved opens the engine's second front door, the reserved
+	// subscription API (Engine.Reserved), when its Store is set.
+	Reserved ReservedConfig
 	// StreamOwner names the tenant whose namespace holds a stream path
 	// (ok false: no tenant's). A consumer of a tenant's subscription may
 	// subscribe only to streams of that tenant; nil: to none beyond
@@ -141,6 +144,12 @@ type EngineConfig struct {
 // timers, removal). Appends never wait for it: it learns of them from the
 // store's tail-change feed and catches what the feed drops through the timer
 // sweep and a reconciliation at start.
+//
+// It is the one wake engine of both subscription models: the consumers
+// of the reserved API's front door (Reserved) are rows of the same
+// table, found by the same workers for a stream's changes, timed by the
+// same sweep and claim, and reconciled with the others; each row goes to
+// the front door of its kind.
 type Engine struct {
 	st      EngineStore
 	sender  WebhookSender
@@ -182,6 +191,8 @@ type Engine struct {
 	life *service.Lifecycle
 	// reconcileKick asks for a reconciliation of the consumers' streams.
 	reconcileKick service.Kick
+	// ds is the reserved API's front door; nil without one.
+	ds *Reserved
 }
 
 // NewEngine returns an Engine for cfg. Start runs it.
@@ -239,8 +250,15 @@ func NewEngine(cfg EngineConfig) (*Engine, error) {
 		return nil, err
 	}
 	e.metrics = m
+	if cfg.Reserved.Store != nil {
+		e.ds = newReserved(e, cfg.Reserved)
+	}
 	return e, nil
 }
+
+// Reserved returns the engine's front door for the reserved
+// subscription API; nil when EngineConfig.Reserved has no store.
+func (e *Engine) Reserved() *Reserved { return e.ds }
 
 // random is the engine's source of randomness.
 func (e *Engine) random() io.Reader {

@@ -159,6 +159,7 @@ func (e *Engine) streamChanged(ctx context.Context, path string, spawn bool) err
 			e.members.fill(path, gen, consumers)
 		}
 	}
+	consumers, reserved := byKind(consumers)
 	if spawn {
 		inserted, err := e.spawn(ctx, path, consumers)
 		if err != nil {
@@ -172,9 +173,29 @@ func (e *Engine) streamChanged(ctx context.Context, path string, spawn bool) err
 			for i := range consumers {
 				e.members.observe(nil, &consumers[i])
 			}
+			consumers, reserved = byKind(consumers)
 		}
 	}
-	return e.applyEach(ctx, consumers, subscription.TailsChanged{}, true)
+	err := e.applyEach(ctx, consumers, subscription.TailsChanged{}, true)
+	if e.ds != nil {
+		err = errors.Join(err, e.ds.streamChanged(ctx, path, reserved, spawn))
+	}
+	return err
+}
+
+// byKind parts a stream's consumers by front door: the query-string
+// subscriptions' consumers, and the ids of the reserved API's
+// subscriptions.
+func byKind(consumers []store.Consumer) (wake []store.Consumer, reserved []string) {
+	wake = consumers[:0:0]
+	for _, c := range consumers {
+		if c.Kind == store.ConsumerReserved {
+			reserved = append(reserved, dsSubscriptionID(c.ID))
+			continue
+		}
+		wake = append(wake, c)
+	}
+	return wake, reserved
 }
 
 // applyEach applies ev to each consumer and runs the effects; a consumer
@@ -258,6 +279,9 @@ func (e *Engine) streamDeleted(ctx context.Context, path string) error {
 			errs = append(errs, err)
 			continue
 		}
+		// A reserved-API subscription keeps the link of a deleted
+		// stream: a stream made again at the path is linked still.
+		consumers, _ = byKind(consumers)
 		errs = append(errs, e.applyEach(ctx, consumers, subscription.StreamDeleted{Path: path}, false))
 	}
 	return errors.Join(errs...)
@@ -302,6 +326,17 @@ func (e *Engine) tickAll(ctx context.Context, batch []store.Consumer) error {
 		go func(c *store.Consumer) {
 			defer wg.Done()
 			defer func() { <-sem }()
+			if c.Kind == store.ConsumerReserved {
+				if e.ds == nil {
+					return // its timer goes back to the store when the claim's lease ends
+				}
+				if err := e.ds.tick(ctx, dsSubscriptionID(c.ID)); err != nil {
+					mu.Lock()
+					errs = append(errs, err)
+					mu.Unlock()
+				}
+				return
+			}
 			a, err := e.apply(ctx, c.ID, subscription.Tick{}, nil, c)
 			if err != nil {
 				if !errors.Is(err, subscription.ErrConsumerGone) {

@@ -86,6 +86,7 @@ func (r *Reserved) Create(ctx context.Context, p *ReservedCreateParams) (view *s
 		return nil, false, err
 	}
 	if res.Created {
+		r.members.observe(nil, &res.Consumer)
 		r.patternsMu.Lock()
 		if pattern != nil {
 			dp.created = res.Consumer.CreatedAt
@@ -200,14 +201,16 @@ func (r *Reserved) view(row *store.Consumer) (*subscription.DSSubscriptionView, 
 // Delete removes the subscription: callbacks, acks and releases of its
 // wakes fail from then on (their tokens name its incarnation).
 func (r *Reserved) Delete(ctx context.Context, c Caller, id string) error {
-	if _, err := r.visible(ctx, &c, id); err != nil {
+	row, err := r.visible(ctx, &c, id)
+	if err != nil {
 		return err
 	}
-	err := r.st.ConsumerDelete(ctx, &store.ConsumerDeleteParams{ID: dsConsumerID(id), Tenant: c.Tenant})
+	err = r.st.ConsumerDelete(ctx, &store.ConsumerDeleteParams{ID: dsConsumerID(id), Tenant: c.Tenant})
 	if errors.Is(err, store.ErrConsumerNotFound) {
 		return fmt.Errorf("%w: %s", ErrSubscriptionNotFound, id)
 	}
 	if err == nil {
+		r.members.observe(row, nil)
 		r.patternsMu.Lock()
 		delete(r.patterns, id)
 		r.patternsMu.Unlock()

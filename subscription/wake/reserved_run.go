@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"time"
 
@@ -76,15 +77,20 @@ func (r *Reserved) apply(ctx context.Context, id string, fn dsDecide) (dsApplied
 			r.run(a)
 			return a, nil
 		}
-		_, err = r.st.ConsumerUpdate(ctx, &store.ConsumerUpdateParams{Consumer: next, ExpectVersion: row.Version})
+		version, err := r.st.ConsumerUpdate(ctx, &store.ConsumerUpdateParams{Consumer: next, ExpectVersion: row.Version})
 		switch {
 		case errors.Is(err, store.ErrConsumerConflict):
 			continue
 		case errors.Is(err, store.ErrConsumerNotFound):
+			r.members.observe(row, nil)
 			return dsApplied{}, store.ErrSubscriptionNotFound
 		case err != nil:
 			return dsApplied{}, err
 		}
+		next.Version = version
+		// The engine's workers find the subscription by the streams it
+		// links now.
+		r.members.observe(row, &next)
 		if !next.DueAt.IsZero() {
 			r.timers.add(next.DueAt)
 		}
@@ -241,58 +247,41 @@ func (r *Reserved) tokenSubject(id, incarnation string, gen int64) subscription.
 	return subscription.TokenSubject{ConsumerID: dsConsumerID(id), Incarnation: incarnation, Epoch: gen}
 }
 
-// work links and wakes for the streams the tail listener queued.
-func (r *Reserved) work() {
-	run := r.life.Context()
-	for {
-		path, _, ok := r.queue.Pop(run)
-		if !ok {
-			return
-		}
-		if err := r.streamChanged(run, path); err != nil && run.Err() == nil {
-			r.log.Warn("processing a stream change for reserved-API subscriptions", "stream", path, "err", err)
-		}
-		r.queue.Done(path)
-	}
-}
-
 // streamChanged links a stream to the subscriptions whose pattern
-// matches it and settles every subscription linking it.
-func (r *Reserved) streamChanged(ctx context.Context, path string) error {
-	if r.count.Load() == 0 {
-		return nil // no subscription to link or wake
-	}
-	if _, under := r.root.Rel(path); !under || strings.HasPrefix(path, r.root.Reserved()) {
-		return nil
-	}
-	rows, err := r.st.ConsumerListByStream(ctx, &store.ConsumerListByStreamParams{Path: path, Kind: store.ConsumerReserved})
-	if err != nil {
-		return err
-	}
-	linked := make([]string, 0, len(rows))
-	has := make(map[string]bool, len(rows))
-	for _, c := range rows {
-		id := dsSubscriptionID(c.ID)
-		linked = append(linked, id)
-		has[id] = true
-	}
-	r.patternsMu.RLock()
-	var link []string
-	for id, p := range r.patterns {
-		if !has[id] && p.links(r.root, path) {
-			link = append(link, id)
-		}
-	}
-	r.patternsMu.RUnlock()
-	for _, id := range link {
-		// A stream first seen by an append after the subscription was
-		// made is new work from its start: linked before that append.
-		if err := r.linkStreams(ctx, id, []string{path}, false, subscription.OffsetStart); err != nil && !errors.Is(err, store.ErrSubscriptionNotFound) {
+// matches it (when spawn: a live change, not a reconciliation) and
+// settles linked, the subscriptions linking it: the engine's workers
+// call it with the reserved-API rows among the stream's consumers.
+func (r *Reserved) streamChanged(ctx context.Context, path string, linked []string, spawn bool) error {
+	if spawn && r.count.Load() > 0 {
+		if err := r.linkNew(ctx, path, linked); err != nil {
 			return err
 		}
 	}
 	for _, id := range linked {
 		if err := r.settle(ctx, id); err != nil && !errors.Is(err, store.ErrSubscriptionNotFound) {
+			return err
+		}
+	}
+	return nil
+}
+
+// linkNew links a stream to the subscriptions, not among linked, whose
+// pattern matches it: from its start, as it was first seen by a change
+// after the subscription was made.
+func (r *Reserved) linkNew(ctx context.Context, path string, linked []string) error {
+	if _, under := r.root.Rel(path); !under || strings.HasPrefix(path, r.root.Reserved()) {
+		return nil
+	}
+	r.patternsMu.RLock()
+	var link []string
+	for id, p := range r.patterns {
+		if !slices.Contains(linked, id) && p.links(r.root, path) {
+			link = append(link, id)
+		}
+	}
+	r.patternsMu.RUnlock()
+	for _, id := range link {
+		if err := r.linkStreams(ctx, id, []string{path}, false, subscription.OffsetStart); err != nil && !errors.Is(err, store.ErrSubscriptionNotFound) {
 			return err
 		}
 	}
@@ -394,36 +383,14 @@ func (r *Reserved) linkMatching(ctx context.Context, id string) error {
 	return r.linkStreams(ctx, id, paths, false, subscription.OffsetStart)
 }
 
-// sweepDue fires the timers due now, on the subscriptions this process
-// claims.
-func (r *Reserved) sweepDue(ctx context.Context) {
-	now := r.now()
-	r.timers.popDue(now)
-	res, err := r.st.ConsumerClaimDue(ctx, &store.ConsumerClaimDueParams{Now: now, Lease: TimerLease, Limit: sweepPage, Kind: store.ConsumerReserved})
-	if err != nil {
-		if ctx.Err() == nil {
-			r.log.Warn("claiming due reserved-API subscriptions", "err", err)
-		}
-		return
+// tick fires subscription id's due deadlines: the engine's sweep
+// claimed its timer.
+func (r *Reserved) tick(ctx context.Context, id string) error {
+	_, err := r.apply(ctx, id, func(sub *subscription.DSSub, _ *store.Consumer, _ *subscription.DSConfig, tails subscription.Tails) (subscription.DSEffect, error) {
+		return r.machine.Tick(sub, tails, r.now())
+	})
+	if errors.Is(err, store.ErrSubscriptionNotFound) {
+		return nil
 	}
-	if !res.NextDueAt.IsZero() {
-		r.timers.add(res.NextDueAt)
-	}
-	for _, c := range res.Consumers {
-		id := dsSubscriptionID(c.ID)
-		_, err := r.apply(ctx, id, func(sub *subscription.DSSub, _ *store.Consumer, _ *subscription.DSConfig, tails subscription.Tails) (subscription.DSEffect, error) {
-			return r.machine.Tick(sub, tails, r.now())
-		})
-		if err != nil && !errors.Is(err, store.ErrSubscriptionNotFound) && ctx.Err() == nil {
-			r.log.Warn("firing a reserved-API subscription's timer", "subscription", id, "err", err)
-		}
-	}
-}
-
-func (r *Reserved) untilDeadline() (time.Duration, bool) {
-	t, ok := r.timers.next()
-	if !ok {
-		return 0, false
-	}
-	return max(t.Sub(r.now()), 0), true
+	return err
 }
