@@ -4,6 +4,7 @@ import (
 	"container/heap"
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"time"
 
@@ -137,7 +138,7 @@ func (e *Engine) processStream(ctx context.Context, path string, flags uint8) er
 		errs = append(errs, e.streamDeleted(ctx, path))
 	}
 	if flags&flagChanged != 0 {
-		errs = append(errs, e.streamChanged(ctx, path, flags&flagSpawn != 0))
+		errs = append(errs, e.streamChanged(ctx, path, flags&flagSpawn != 0, nil))
 	}
 	return errors.Join(errs...)
 }
@@ -146,8 +147,10 @@ func (e *Engine) processStream(ctx context.Context, path string, flags uint8) er
 // true for a live change (an append or a creation): matching
 // subscriptions without a consumer get one, and the member cache keeps
 // the stream's consumers (a reconciliation does not fill it, so idle
-// streams cost no memory).
-func (e *Engine) streamChanged(ctx context.Context, path string, spawn bool) error {
+// streams cost no memory). settled, in a reconciliation, holds the
+// reserved-API subscriptions it settled already: a settle reads every
+// stream the subscription links, so one per pass is enough.
+func (e *Engine) streamChanged(ctx context.Context, path string, spawn bool, settled *sync.Map) error {
 	consumers, gen, cached := e.members.get(path)
 	if !cached {
 		var err error
@@ -177,6 +180,12 @@ func (e *Engine) streamChanged(ctx context.Context, path string, spawn bool) err
 		}
 	}
 	err := e.applyEach(ctx, consumers, subscription.TailsChanged{}, true)
+	if settled != nil {
+		reserved = slices.DeleteFunc(reserved, func(id string) bool {
+			_, done := settled.LoadOrStore(id, struct{}{})
+			return done
+		})
+	}
 	if e.ds != nil {
 		err = errors.Join(err, e.ds.streamChanged(ctx, path, reserved, spawn))
 	}
@@ -373,6 +382,7 @@ func (e *Engine) reconcile(ctx context.Context) {
 	sem := make(chan struct{}, reconcileWorkers)
 	var wg sync.WaitGroup
 	defer wg.Wait()
+	var settled sync.Map
 	after := ""
 	for {
 		paths, err := e.st.ConsumerPathList(ctx, &store.ConsumerPathListParams{After: after, Limit: reconcilePage})
@@ -392,7 +402,7 @@ func (e *Engine) reconcile(ctx context.Context) {
 			go func() {
 				defer wg.Done()
 				defer func() { <-sem }()
-				if err := e.streamChanged(ctx, path, false); err != nil && ctx.Err() == nil {
+				if err := e.streamChanged(ctx, path, false, &settled); err != nil && ctx.Err() == nil {
 					e.log.Warn("reconciling a stream", "stream", path, "err", err)
 				}
 			}()
