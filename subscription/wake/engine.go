@@ -500,10 +500,12 @@ func fromStored(sc *store.Consumer) subscription.Consumer {
 		FailingSince:     sc.FailingSince,
 		StalledWakes:     sc.StalledWakes,
 		StalledSince:     sc.StalledSince,
+		Holder:           sc.Holder,
+		WakeWritten:      sc.WakeWritten,
 		Streams:          make([]subscription.StreamCursor, 0, len(sc.Streams)),
 	}
 	for _, s := range sc.Streams {
-		c.Streams = append(c.Streams, subscription.StreamCursor{Path: s.Path, Acked: s.Acked, Notified: s.Notified})
+		c.Streams = append(c.Streams, subscription.StreamCursor{Path: s.Path, Acked: s.Acked, Notified: s.Notified, Glob: s.Glob, Explicit: s.Explicit})
 	}
 	return c
 }
@@ -526,11 +528,13 @@ func toStored(c *subscription.Consumer) store.Consumer {
 		FailingSince:     c.FailingSince,
 		StalledWakes:     c.StalledWakes,
 		StalledSince:     c.StalledSince,
+		Holder:           c.Holder,
+		WakeWritten:      c.WakeWritten,
 		DueAt:            c.NextDeadline(),
 		Streams:          make([]store.ConsumerStream, 0, len(c.Streams)),
 	}
 	for _, s := range c.Streams {
-		sc.Streams = append(sc.Streams, store.ConsumerStream{Path: s.Path, Acked: s.Acked, Notified: s.Notified})
+		sc.Streams = append(sc.Streams, store.ConsumerStream{Path: s.Path, Acked: s.Acked, Notified: s.Notified, Glob: s.Glob, Explicit: s.Explicit})
 	}
 	return sc
 }
@@ -543,7 +547,7 @@ func sameConsumer(a, b *subscription.Consumer) bool {
 		!a.WakingDeadline.Equal(b.WakingDeadline) || !a.NextRetryAt.Equal(b.NextRetryAt) ||
 		!a.LivenessDeadline.Equal(b.LivenessDeadline) || !a.FailingSince.Equal(b.FailingSince) ||
 		a.StalledWakes != b.StalledWakes || !a.StalledSince.Equal(b.StalledSince) ||
-		len(a.Streams) != len(b.Streams) {
+		a.Holder != b.Holder || a.WakeWritten != b.WakeWritten || len(a.Streams) != len(b.Streams) {
 		return false
 	}
 	for i := range a.Streams {

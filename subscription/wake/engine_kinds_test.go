@@ -61,7 +61,7 @@ func TestOneEngineWakesBothKinds(t *testing.T) {
 			t.Fatalf("the reserved-API subscription after the refused callback: %+v", v)
 		}
 		row, err := r.st.ConsumerGet(ctx, "__ds/both")
-		if err != nil || row.Kind != store.ConsumerReserved || row.State != subscription.DSLive && row.State != subscription.DSWaking {
+		if err != nil || row.Kind != store.ConsumerReserved || row.State != string(subscription.StateLive) && row.State != string(subscription.StateWaking) {
 			t.Fatalf("the subscription's row: %+v, %v", row, err)
 		}
 	})

@@ -295,61 +295,6 @@ func dsConsumerID(id string) string { return dsPrefix + id }
 // dsSubscriptionID is the subscription id of a consumer id.
 func dsSubscriptionID(consumerID string) string { return strings.TrimPrefix(consumerID, dsPrefix) }
 
-// dsStateOf reads a subscription's delivery state from its consumer
-// row: the phase is the consumer's state, the generation its epoch, the
-// lease's end its liveness deadline, an attempt in flight its waking
-// deadline, a retry (or an owed wake event) its next retry, a failed
-// attempt its failing_since.
-func dsStateOf(c *store.Consumer) subscription.DSState {
-	st := subscription.DSState{Phase: c.State, Generation: c.Epoch, WakeID: c.WakeID, Holder: c.Holder,
-		LeaseUntil: c.LivenessDeadline, Attempts: c.Attempts, Failed: !c.FailingSince.IsZero(), WakeWritten: c.WakeWritten,
-		NextAttemptAt: c.NextRetryAt}
-	if !c.WakingDeadline.IsZero() {
-		st.Sending, st.NextAttemptAt = true, c.WakingDeadline
-	}
-	return st
-}
-
-// putDSState writes a delivery state into a consumer row (dsStateOf's
-// inverse); a failure first seen at now starts failing_since.
-func putDSState(c *store.Consumer, st *subscription.DSState, now time.Time) {
-	c.State, c.Epoch, c.WakeID, c.Holder = st.Phase, st.Generation, st.WakeID, st.Holder
-	c.LivenessDeadline, c.Attempts, c.WakeWritten = st.LeaseUntil, st.Attempts, st.WakeWritten
-	c.WakingDeadline, c.NextRetryAt = time.Time{}, st.NextAttemptAt
-	if st.Sending {
-		c.WakingDeadline, c.NextRetryAt = st.NextAttemptAt, time.Time{}
-	}
-	switch {
-	case !st.Failed:
-		c.FailingSince = time.Time{}
-	case c.FailingSince.IsZero():
-		c.FailingSince = now
-	}
-	c.DueAt = st.Due()
-}
-
-// dsLinksOf are a row's memberships as the machine's links.
-func dsLinksOf(c *store.Consumer) []subscription.DSLink {
-	links := make([]subscription.DSLink, 0, len(c.Streams))
-	for _, m := range c.Streams {
-		links = append(links, subscription.DSLink{Path: m.Path, Glob: m.Glob, Explicit: m.Explicit, Acked: m.Acked, Notified: m.Notified})
-	}
-	return links
-}
-
-// dsMemberships are links as a row's memberships (nil for none, as the
-// store reads them).
-func dsMemberships(links []subscription.DSLink) []store.ConsumerStream {
-	if len(links) == 0 {
-		return nil
-	}
-	out := make([]store.ConsumerStream, 0, len(links))
-	for _, l := range links {
-		out = append(out, store.ConsumerStream{Path: l.Path, Glob: l.Glob, Explicit: l.Explicit, Acked: l.Acked, Notified: l.Notified})
-	}
-	return out
-}
-
 // configOf decodes a stored configuration.
 func configOf(raw string) (subscription.DSConfig, error) {
 	var c subscription.DSConfig

@@ -49,7 +49,7 @@ func (r *Reserved) Create(ctx context.Context, p *ReservedCreateParams) (view *s
 		return nil, false, err
 	}
 	row := store.Consumer{ID: dsConsumerID(p.ID), Kind: store.ConsumerReserved, SubscriptionID: dsConsumerID(p.ID),
-		Tenant: p.Caller.Tenant, Incarnation: inc, Config: string(raw), ConfigHash: cfg.Hash(), State: subscription.DSIdle}
+		Tenant: p.Caller.Tenant, Incarnation: inc, Config: string(raw), ConfigHash: cfg.Hash(), State: string(subscription.StateIdle)}
 	for _, rel := range cfg.Streams {
 		abs := r.root.Abs(rel)
 		acked, err := r.linkOffset(ctx, abs, now, "", now)
@@ -184,9 +184,10 @@ func (r *Reserved) view(row *store.Consumer) (*subscription.DSSubscriptionView, 
 	if cfg.Pattern != "" {
 		v.Pattern = &cfg.Pattern
 	}
-	for _, l := range dsLinksOf(row) {
-		rel, _ := r.root.Rel(l.Path)
-		v.Streams = append(v.Streams, subscription.DSLinkView{Path: rel, LinkType: l.LinkType(), AckedOffset: l.Acked})
+	for _, m := range row.Streams {
+		l := subscription.StreamCursor{Glob: m.Glob, Explicit: m.Explicit}
+		rel, _ := r.root.Rel(m.Path)
+		v.Streams = append(v.Streams, subscription.DSLinkView{Path: rel, LinkType: l.LinkType(), AckedOffset: m.Acked})
 	}
 	switch cfg.Type {
 	case subscription.DSTypeWebhook:
@@ -249,15 +250,15 @@ func (r *Reserved) RemoveStream(ctx context.Context, c Caller, id, rel string) e
 	}
 	path := r.root.Abs(rel)
 	_, err = r.apply(ctx, id, func(sub *subscription.DSSub, _ *store.Consumer, _ *subscription.DSConfig, _ subscription.Tails) (subscription.DSEffect, error) {
-		for i := range sub.Links {
-			l := &sub.Links[i]
+		for i := range sub.Streams {
+			l := &sub.Streams[i]
 			if l.Path != path || !l.Explicit {
 				continue
 			}
 			if l.Glob || pattern != nil && pattern.Match(path) {
 				l.Explicit, l.Glob = false, true
 			} else {
-				sub.Links = append(sub.Links[:i], sub.Links[i+1:]...)
+				sub.Streams = append(sub.Streams[:i], sub.Streams[i+1:]...)
 			}
 			break
 		}
@@ -286,13 +287,13 @@ func (r *Reserved) Claim(ctx context.Context, c Caller, id, worker string) (*sub
 	if err != nil {
 		return nil, r.notFound(id, err)
 	}
-	st := a.sub.State
-	token, err := r.keys.Issue(r.tokenSubject(id, a.incarnation, st.Generation), r.now())
+	st := a.sub.Consumer
+	token, err := r.keys.Issue(r.tokenSubject(id, a.incarnation, st.Epoch), r.now())
 	if err != nil {
 		return nil, err
 	}
-	return &subscription.DSClaimResponse{WakeID: st.WakeID, Generation: st.Generation, Token: token,
-		Streams: r.wakeStreams(a.sub.Links, a.tails), LeaseTTLMs: a.cfg.LeaseTTLMs}, nil
+	return &subscription.DSClaimResponse{WakeID: st.WakeID, Generation: st.Epoch, Token: token,
+		Streams: r.wakeStreams(a.sub.Streams, a.tails), LeaseTTLMs: a.cfg.LeaseTTLMs}, nil
 }
 
 // Ack applies a webhook callback or a pull-wake ack, with the wake's
@@ -345,7 +346,7 @@ func (r *Reserved) checkToken(token string, row *store.Consumer, sub *subscripti
 	if claims.Incarnation != row.Incarnation {
 		return fmt.Errorf("%w: the token was issued for a deleted subscription", subscription.ErrTokenInvalid)
 	}
-	if claims.Epoch != gen || claims.Epoch != sub.State.Generation {
+	if claims.Epoch != gen || claims.Epoch != sub.Epoch {
 		return fmt.Errorf("%w: the token is for generation %d", subscription.ErrFenced, claims.Epoch)
 	}
 	return nil

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"reflect"
 	"slices"
 	"strings"
 	"time"
@@ -57,8 +56,9 @@ func (r *Reserved) apply(ctx context.Context, id string, fn dsDecide) (dsApplied
 		if err != nil {
 			return dsApplied{}, err
 		}
-		sub := subscription.DSSub{Type: cfg.Type, Lease: cfg.Lease(), State: dsStateOf(row), Links: dsLinksOf(row)}
-		tails, err := r.tails(ctx, sub.Links)
+		sub := subscription.DSSub{Type: cfg.Type, Lease: cfg.Lease(), Consumer: fromStored(row)}
+		before := sub.Clone()
+		tails, err := r.tails(ctx, sub.Streams)
 		if err != nil {
 			return dsApplied{}, err
 		}
@@ -66,17 +66,17 @@ func (r *Reserved) apply(ctx context.Context, id string, fn dsDecide) (dsApplied
 		if err != nil {
 			return dsApplied{}, err
 		}
-		if len(sub.Links) > store.MaxLinks {
+		if len(sub.Streams) > store.MaxLinks {
 			return dsApplied{}, store.ErrTooManyLinks
 		}
 		a := dsApplied{id: id, incarnation: row.Incarnation, cfg: cfg, sub: sub, tails: tails, effect: eff}
-		next := *row
-		putDSState(&next, &sub.State, r.now())
-		next.Streams = dsMemberships(sub.Links)
-		if reflect.DeepEqual(&next, row) {
+		if sameConsumer(&before, &sub.Consumer) {
 			r.run(a)
 			return a, nil
 		}
+		next := toStored(&sub.Consumer)
+		next.DueAt = sub.Due()
+		next.Kind, next.Tenant, next.Config, next.ConfigHash, next.Pattern, next.CreatedAt = row.Kind, row.Tenant, row.Config, row.ConfigHash, row.Pattern, row.CreatedAt
 		version, err := r.st.ConsumerUpdate(ctx, &store.ConsumerUpdateParams{Consumer: next, ExpectVersion: row.Version})
 		switch {
 		case errors.Is(err, store.ErrConsumerConflict):
@@ -102,7 +102,7 @@ func (r *Reserved) apply(ctx context.Context, id string, fn dsDecide) (dsApplied
 
 // tails reads the tail of every linked stream; a stream that does not
 // exist (yet, or any more) is left out: it has no pending work.
-func (r *Reserved) tails(ctx context.Context, links []subscription.DSLink) (subscription.Tails, error) {
+func (r *Reserved) tails(ctx context.Context, links []subscription.StreamCursor) (subscription.Tails, error) {
 	t := make(subscription.Tails, len(links))
 	now := r.now()
 	for _, l := range links {
@@ -132,16 +132,16 @@ func (r *Reserved) run(a dsApplied) {
 // applies the answer.
 func (r *Reserved) deliver(a dsApplied) {
 	ctx := r.life.WorkContext()
-	st := a.sub.State
+	st := a.sub.Consumer
 	now := r.now()
-	token, err := r.keys.Issue(r.tokenSubject(a.id, a.incarnation, st.Generation), now)
+	token, err := r.keys.Issue(r.tokenSubject(a.id, a.incarnation, st.Epoch), now)
 	if err != nil {
 		r.log.Warn("issuing a wake token", "subscription", a.id, "err", err)
 		return
 	}
 	body, err := json.Marshal(subscription.DSWebhookBody{
-		SubscriptionID: a.id, WakeID: st.WakeID, Generation: st.Generation,
-		Streams:     r.wakeStreams(a.sub.Links, a.tails),
+		SubscriptionID: a.id, WakeID: st.WakeID, Generation: st.Epoch,
+		Streams:     r.wakeStreams(a.sub.Streams, a.tails),
 		CallbackURL: r.base + r.root.Reserved() + "subscriptions/" + a.id + "/callback", CallbackToken: token,
 	})
 	if err != nil {
@@ -166,7 +166,7 @@ func (r *Reserved) deliver(a dsApplied) {
 		if row.Incarnation != a.incarnation {
 			return subscription.DSNone, nil
 		}
-		return r.machine.WebhookResult(sub, st.Generation, st.WakeID, st.Attempts, delivered, done, tails, r.now())
+		return r.machine.WebhookResult(sub, st.Epoch, st.WakeID, st.Attempts, delivered, done, tails, r.now())
 	})
 	if err != nil && !errors.Is(err, store.ErrSubscriptionNotFound) {
 		r.log.Warn("recording a webhook's answer", "subscription", a.id, "err", err)
@@ -178,15 +178,15 @@ func (r *Reserved) deliver(a dsApplied) {
 // application creates it; the event is tried again later.
 func (r *Reserved) appendWake(a dsApplied) {
 	ctx := r.life.WorkContext()
-	st := a.sub.State
+	st := a.sub.Consumer
 	trigger := ""
-	for _, l := range a.sub.Links {
+	for _, l := range a.sub.Streams {
 		if subscription.CompareDSOffsets(a.tails[l.Path], l.Acked) > 0 {
 			trigger, _ = r.root.Rel(l.Path)
 			break
 		}
 	}
-	ev, err := json.Marshal(subscription.DSWakeEvent{Type: "wake", SubscriptionID: a.id, Stream: trigger, Generation: st.Generation, WakeID: st.WakeID, TS: r.now().UnixMilli()})
+	ev, err := json.Marshal(subscription.DSWakeEvent{Type: "wake", SubscriptionID: a.id, Stream: trigger, Generation: st.Epoch, WakeID: st.WakeID, TS: r.now().UnixMilli()})
 	if err != nil {
 		return
 	}
@@ -198,7 +198,7 @@ func (r *Reserved) appendWake(a dsApplied) {
 	}
 	_, err = r.apply(ctx, a.id, func(sub *subscription.DSSub, row *store.Consumer, _ *subscription.DSConfig, _ subscription.Tails) (subscription.DSEffect, error) {
 		if row.Incarnation == a.incarnation {
-			r.machine.WakeWritten(sub, st.Generation)
+			r.machine.WakeWritten(sub, st.Epoch)
 		}
 		return subscription.DSNone, nil
 	})
@@ -226,7 +226,7 @@ func (r *Reserved) appendJSON(ctx context.Context, path string, msg []byte) erro
 }
 
 // wakeStreams are the links as a wake or a claim shows them.
-func (r *Reserved) wakeStreams(links []subscription.DSLink, tails subscription.Tails) []subscription.DSWakeStreamView {
+func (r *Reserved) wakeStreams(links []subscription.StreamCursor, tails subscription.Tails) []subscription.DSWakeStreamView {
 	out := make([]subscription.DSWakeStreamView, 0, len(links))
 	for _, l := range links {
 		rel, _ := r.root.Rel(l.Path)
@@ -303,22 +303,22 @@ func (r *Reserved) linkStreams(ctx context.Context, id string, paths []string, e
 	now := r.now()
 	_, err := r.apply(ctx, id, func(sub *subscription.DSSub, row *store.Consumer, _ *subscription.DSConfig, tails subscription.Tails) (subscription.DSEffect, error) {
 		for _, p := range paths {
-			if l := findLink(sub, p); l != nil {
+			if l, ok := sub.Stream(p); ok {
 				l.Explicit = l.Explicit || explicit
 				l.Glob = l.Glob || !explicit
 				continue
 			}
-			if len(sub.Links) >= subscription.DSMaxStreams {
+			if len(sub.Streams) >= subscription.DSMaxStreams {
 				return subscription.DSNone, store.ErrTooManyLinks
 			}
 			acked, err := r.linkOffset(ctx, p, row.CreatedAt, start, now)
 			if err != nil {
 				return subscription.DSNone, err
 			}
-			sub.Links = append(sub.Links, subscription.DSLink{Path: p, Glob: !explicit, Explicit: explicit, Acked: acked})
+			sub.Streams = append(sub.Streams, subscription.StreamCursor{Path: p, Glob: !explicit, Explicit: explicit, Acked: acked})
 			if acked == subscription.OffsetStart {
 				if _, ok := tails[p]; !ok {
-					if t, err := r.tails(ctx, []subscription.DSLink{{Path: p}}); err == nil {
+					if t, err := r.tails(ctx, []subscription.StreamCursor{{Path: p}}); err == nil {
 						for k, v := range t {
 							tails[k] = v
 						}
@@ -346,15 +346,6 @@ func (r *Reserved) linkOffset(ctx context.Context, path string, subCreated time.
 		return start, nil
 	}
 	return protocol.FormatOffset(s.Tail), nil
-}
-
-func findLink(sub *subscription.DSSub, path string) *subscription.DSLink {
-	for i := range sub.Links {
-		if sub.Links[i].Path == path {
-			return &sub.Links[i]
-		}
-	}
-	return nil
 }
 
 // linkMatching links every live stream its pattern matches to a
