@@ -7,8 +7,10 @@ import (
 )
 
 // SubscriptionStore is the part of the contract that keeps webhook
-// subscriptions (docs/subscriptions.md) and their consumer instances.
-// Every Store implements it.
+// subscriptions (docs/subscriptions.md) and their consumer instances:
+// the consumers of both subscription models (Consumer.Kind), a reserved-API
+// subscription being one consumer (DSSubscriptionStore creates it). Every
+// Store implements it.
 //
 // Consumers change by compare-and-set: ConsumerUpdate and ConsumerDelete
 // take the Version the caller read and fail with ErrConsumerConflict when
