@@ -34,15 +34,7 @@ func TestMigrationKeysEventIDsByTenant(t *testing.T) {
 		`{"id":"o-3","type":"t.x"}`+"\n", "\xff not json\n"
 	msgs := m1 + m2 + m3 + m4
 	p2, p3, p4 := strconv.Itoa(len(m1)), strconv.Itoa(len(m1+m2)), strconv.Itoa(len(m1+m2+m3))
-	conn, err := pgx.Connect(ctx, serverURL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if err := conn.Close(ctx); err != nil {
-			t.Error(err)
-		}
-	}()
+	conn := connect(t)
 	for _, q := range []string{
 		`SET search_path = ` + pgx.Identifier{schema}.Sanitize(),
 		`DELETE FROM schema_migrations WHERE version = '0003_event_ids_per_tenant'`,
@@ -149,15 +141,7 @@ func TestMigrationMakesReservedSubscriptionsConsumers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	conn, err := pgx.Connect(ctx, serverURL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if err := conn.Close(ctx); err != nil {
-			t.Error(err)
-		}
-	}()
+	conn := connect(t)
 	for _, q := range append([]string{
 		`SET search_path = ` + pgx.Identifier{schema}.Sanitize(),
 		`DELETE FROM schema_migrations WHERE version = '0011_reserved_consumers'`,
@@ -171,4 +155,21 @@ func TestMigrationMakesReservedSubscriptionsConsumers(t *testing.T) {
 		}
 	}
 	storetest.CheckReservedRowsMoved(t, open(t, schema)) // migrates
+}
+
+// connect opens a connection to the test server, closed when the test
+// ends, to put a schema back in an older shape.
+func connect(t *testing.T) *pgx.Conn {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, serverURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := conn.Close(ctx); err != nil {
+			t.Error(err)
+		}
+	})
+	return conn
 }
