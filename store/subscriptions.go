@@ -7,8 +7,10 @@ import (
 )
 
 // SubscriptionStore is the part of the contract that keeps webhook
-// subscriptions (docs/subscriptions.md) and their consumer instances.
-// Every Store implements it.
+// subscriptions (docs/subscriptions.md) and their consumer instances:
+// the consumers of both subscription models (Consumer.Kind), a reserved-API
+// subscription being one consumer (DSSubscriptionStore creates it). Every
+// Store implements it.
 //
 // Consumers change by compare-and-set: ConsumerUpdate and ConsumerDelete
 // take the Version the caller read and fail with ErrConsumerConflict when
@@ -50,17 +52,18 @@ type SubscriptionStore interface {
 	// ErrConsumerNotFound when absent, ErrConsumerConflict when changed.
 	ConsumerUpdate(ctx context.Context, params *ConsumerUpdateParams) (int64, error)
 	// ConsumerDelete removes a consumer and its memberships when its
-	// version is still params.ExpectVersion (0: whatever it is).
+	// version is still params.ExpectVersion (0: whatever it is) and, when
+	// params.Tenant is not "", it is that tenant's.
 	ConsumerDelete(ctx context.Context, params *ConsumerDeleteParams) error
 	// ConsumerClaimDue leases, until params.Now+params.Lease, up to
-	// params.Limit consumers whose DueAt is at or before params.Now and
+	// params.Limit consumers (of both kinds) whose DueAt is at or before params.Now and
 	// whose timer no running lease holds, earliest first, and returns
 	// them: one handle fires each due timer. ConsumerUpdate ends the
 	// lease (the update set the next deadline). The result also says
 	// when the earliest timer after params.Now falls due.
 	ConsumerClaimDue(ctx context.Context, params *ConsumerClaimDueParams) (*ConsumerClaimDueResult, error)
-	// ConsumerListByStream returns the consumers subscribed to a stream
-	// path (primary or secondary).
+	// ConsumerListByStream returns the consumers (of both kinds)
+	// subscribed to a stream path (primary or secondary).
 	ConsumerListByStream(ctx context.Context, params *ConsumerListByStreamParams) ([]Consumer, error)
 	// ConsumerListByPrimary returns the consumers a stream spawned.
 	ConsumerListByPrimary(ctx context.Context, params *ConsumerListByStreamParams) ([]Consumer, error)
@@ -114,10 +117,25 @@ func SameSubscription(a, b *Subscription) bool {
 	return a.Tenant == b.Tenant && a.Pattern == b.Pattern && a.Webhook == b.Webhook && a.Description == b.Description
 }
 
+// Kinds of consumer: both subscription models keep their delivery state
+// in consumer rows, driven by one engine (docs/architecture.md).
+const (
+	// ConsumerWake is a consumer of a query-string subscription: one per
+	// stream that matched it (docs/subscriptions.md).
+	ConsumerWake = ""
+	// ConsumerReserved is a subscription of the reserved API
+	// (docs/reserved-subscriptions.md): one consumer row per
+	// subscription, its linked streams its memberships, with no primary
+	// stream and its configuration in the row.
+	ConsumerReserved = "reserved"
+)
+
 // Consumer is the stored state of one consumer instance. State is "IDLE",
 // "WAKING" or "LIVE". A zero time means "not armed".
 type Consumer struct {
-	ID             string
+	ID string
+	// Kind is ConsumerWake or ConsumerReserved; it never changes.
+	Kind           string
 	SubscriptionID string
 	// Incarnation tells this consumer from others that had or will have
 	// the same ID; set by ConsumerInsert (or SubscriptionCreate), never
@@ -143,6 +161,20 @@ type Consumer struct {
 	Streams []ConsumerStream
 	// Version increases with every update (compare-and-set).
 	Version int64
+
+	// What a reserved-API subscription keeps beyond a query-string
+	// consumer (zero for those). Tenant (its owner), Config (the
+	// normalized configuration as JSON), ConfigHash, Pattern (absolute,
+	// "" when none) and CreatedAt are set when it is created and never
+	// change; Holder is the worker holding the lease, WakeWritten says
+	// that the current wake's event is in the wake stream.
+	Tenant      string
+	Config      string
+	ConfigHash  string
+	Pattern     string
+	CreatedAt   time.Time
+	Holder      string
+	WakeWritten bool
 }
 
 // ConsumerStream is a consumer's membership in one stream.
@@ -150,6 +182,10 @@ type ConsumerStream struct {
 	Path     string
 	Acked    string
 	Notified string
+	// Glob and Explicit say how a reserved-API subscription links the
+	// stream: by its pattern, by its streams list, or both (both false
+	// for a query-string consumer).
+	Glob, Explicit bool
 }
 
 // SubscriptionCreateParams are the inputs of SubscriptionCreate.
@@ -205,6 +241,10 @@ type ConsumerUpdateParams struct {
 type ConsumerDeleteParams struct {
 	ID            string
 	ExpectVersion int64
+	// Tenant, when not "", deletes the consumer only when it is that
+	// tenant's (a reserved-API subscription's owner), in the same
+	// transaction: ErrConsumerNotFound otherwise.
+	Tenant string
 }
 
 // ConsumerClaimDueParams are the inputs of ConsumerClaimDue.

@@ -68,6 +68,19 @@ type StreamCursor struct {
 	// and cause a new wake. "" when the stream was subscribed after the
 	// notification (or the consumer was never woken).
 	Notified string
+	// Glob and Explicit say how a reserved-API subscription links the
+	// stream: by its pattern, by its streams list, or both (both false
+	// for a query-string consumer's stream).
+	Glob, Explicit bool
+}
+
+// LinkType is a reserved-API link's serialized type: explicit wins over
+// glob.
+func (l *StreamCursor) LinkType() string {
+	if l.Explicit {
+		return "explicit"
+	}
+	return "glob"
 }
 
 // Consumer is the durable state of one consumer instance. Every field is
@@ -118,6 +131,12 @@ type Consumer struct {
 	// started, zero when the count is 0. Stuck reads them.
 	StalledWakes int
 	StalledSince time.Time
+	// Holder is the worker holding a reserved-API pull-wake
+	// subscription's lease ("" when none, and for a query-string
+	// consumer); WakeWritten says that its current wake's event is in the
+	// wake stream (DSMachine).
+	Holder      string
+	WakeWritten bool
 }
 
 // NewConsumerParams are the inputs of NewConsumer.

@@ -8,20 +8,6 @@ import (
 	"time"
 )
 
-// Phases of a reserved-API subscription (docs/subscriptions.md, The
-// reserved subscription API: delivery).
-const (
-	// DSIdle: no wake in flight, no lease held.
-	DSIdle = "idle"
-	// DSWaking: a wake was issued and is not yet taken: a webhook being
-	// delivered (or waiting for its retry), or a wake event written to
-	// the wake stream and not yet claimed.
-	DSWaking = "waking"
-	// DSLive: a lease is held, by a worker's claim or by a webhook that
-	// answered 2xx without done.
-	DSLive = "live"
-)
-
 // DSAttemptTimeout is how long a webhook attempt may stay unanswered
 // before it counts as failed: a process killed while the request was in
 // flight leaves this deadline in the row, and any replica retries once it
@@ -56,76 +42,49 @@ func (e *ClaimedError) Error() string {
 // Is makes errors.Is(err, ErrAlreadyClaimed) true.
 func (e *ClaimedError) Is(target error) bool { return target == ErrAlreadyClaimed }
 
-// DSLink is one stream linked to a subscription, with its cursor.
-type DSLink struct {
-	// Path is the absolute stream path.
-	Path string
-	// Glob and Explicit say how the stream is linked: by the pattern,
-	// by the streams list, or both.
-	Glob, Explicit bool
-	// Acked is the last processed offset, inclusive; OffsetStart when
-	// nothing was.
-	Acked string
-	// Notified is the stream's tail in the current wake's snapshot, ""
-	// when the stream was linked after it.
-	Notified string
+// DSSub is what the machine decides on: a reserved-API subscription as
+// a consumer (Consumer, in the states of the query-string model) with its
+// type and lease. Its delivery state is the consumer's: the generation
+// is Epoch, a wake is WakeID, the lease runs until LivenessDeadline (and
+// Holder holds it), a webhook attempt in flight has its WakingDeadline,
+// a retry (or an owed wake event) its NextRetryAt, a failing webhook its
+// FailingSince; its links are Streams.
+type DSSub struct {
+	Type  string
+	Lease time.Duration
+	Consumer
 }
 
-// LinkType is the link's serialized type: explicit wins over glob.
-func (l *DSLink) LinkType() string {
-	if l.Explicit {
-		return "explicit"
-	}
-	return "glob"
-}
+// Sending reports whether a webhook attempt is in flight.
+func (s *DSSub) Sending() bool { return !s.WakingDeadline.IsZero() }
 
-// DSState is the durable delivery state of a reserved-API subscription.
-// Every field is plain data the store keeps; Due is when the engine must
-// call Tick.
-type DSState struct {
-	Phase      string
-	Generation int64
-	WakeID     string
-	// Holder is the worker that claimed the lease ("" for a webhook).
-	Holder string
-	// LeaseUntil is when the lease ends, zero when none runs.
-	LeaseUntil time.Time
-	// Attempts counts the webhook attempts of the current wake.
-	Attempts int
-	// Sending: a webhook attempt is in flight; NextAttemptAt is then its
-	// deadline, else when the next attempt (a retry) is due.
-	Sending       bool
-	NextAttemptAt time.Time
-	// Failed: the last webhook attempt failed (status "failed").
-	Failed bool
-	// WakeWritten: the pull-wake event of the current wake is in the
-	// wake stream.
-	WakeWritten bool
-}
+// Failed reports whether the last webhook attempt failed (status
+// "failed").
+func (s *DSSub) Failed() bool { return !s.FailingSince.IsZero() }
 
 // Due is the earliest time the subscription needs a Tick, zero for none:
 // the next webhook attempt (or its deadline), or the owed wake event,
 // and while a lease is held its end. A webhook's lease before its 2xx is
 // no deadline: the attempt's outcome decides, so a retry is never held
 // up behind a lease that ran out meanwhile.
-func (s *DSState) Due() time.Time {
-	if s.Phase == DSIdle {
+func (s *DSSub) Due() time.Time {
+	if s.State == StateIdle {
 		return time.Time{}
 	}
-	due := s.NextAttemptAt
-	if s.Phase == DSLive && !s.LeaseUntil.IsZero() && (due.IsZero() || s.LeaseUntil.Before(due)) {
-		due = s.LeaseUntil
+	due := s.nextAttempt()
+	if s.State == StateLive && !s.LivenessDeadline.IsZero() && (due.IsZero() || s.LivenessDeadline.Before(due)) {
+		due = s.LivenessDeadline
 	}
 	return due
 }
 
-// DSSub is what the machine decides on: a subscription's type, lease,
-// links and state.
-type DSSub struct {
-	Type  string
-	Lease time.Duration
-	Links []DSLink
-	State DSState
+// nextAttempt is when the attempt in flight counts as failed, or the
+// next attempt (a retry, an owed wake event) is due; zero for none.
+func (s *DSSub) nextAttempt() time.Time {
+	if s.Sending() {
+		return s.WakingDeadline
+	}
+	return s.NextRetryAt
 }
 
 // DSEffect is what a decision asks the engine to do once it is stored.
@@ -135,7 +94,7 @@ type DSEffect int
 const (
 	// DSNone: nothing to send.
 	DSNone DSEffect = iota
-	// DSSendWebhook: POST the current wake (attempt State.Attempts).
+	// DSSendWebhook: POST the current wake (attempt Attempts).
 	DSSendWebhook
 	// DSAppendWake: write the current wake's event to the wake stream.
 	DSAppendWake
@@ -147,9 +106,15 @@ type DSAck struct {
 	Offset string
 }
 
-// DSMachine decides the transitions of reserved-API subscriptions. Like
-// Machine it is pure: the next state is a function of the state, the
-// event, the stream tails and the time (and the bytes read from Rand).
+// DSMachine decides the transitions of reserved-API subscriptions, over
+// the consumer states of Machine (IDLE, WAKING, LIVE) and with its rules
+// where they are the same: a wake starts a cycle (epoch + 1, a new wake
+// id, the tails recorded as its snapshot), acks never move back, a
+// synchronous done acks each stream to its snapshot. The differences are
+// the reserved API's: its wake is a webhook or a wake event, a lease is
+// claimed by a worker, its retries follow DSRetryBase. Like Machine it is
+// pure: the next state is a function of the state, the event, the stream
+// tails and the time (and the bytes read from Rand).
 type DSMachine struct {
 	// Rand supplies wake ids and jitter; crypto/rand.Reader when nil.
 	Rand io.Reader
@@ -159,12 +124,7 @@ func (m *DSMachine) machine() *Machine { return &Machine{Rand: m.Rand} }
 
 // Pending reports whether a linked stream's tail is beyond its ack.
 func (m *DSMachine) Pending(s *DSSub, tails Tails) bool {
-	for _, l := range s.Links {
-		if m.machine().CompareOffsets(tails.of(l.Path), l.Acked) > 0 {
-			return true
-		}
-	}
-	return false
+	return m.machine().PendingWork(&s.Consumer, tails)
 }
 
 // Settle issues a wake when the subscription is idle and has pending
@@ -172,33 +132,32 @@ func (m *DSMachine) Pending(s *DSSub, tails Tails) bool {
 // snapshot, and the first delivery (a webhook with its lease started, or
 // a wake event due now).
 func (m *DSMachine) Settle(s *DSSub, tails Tails, now time.Time) (DSEffect, error) {
-	if s.State.Phase != DSIdle || !m.Pending(s, tails) {
+	if s.State != StateIdle || !m.Pending(s, tails) {
 		return DSNone, nil
 	}
 	id, err := NewWakeID(m.machine().rand())
 	if err != nil {
 		return DSNone, err
 	}
-	st := &s.State
-	*st = DSState{Phase: DSWaking, Generation: st.Generation + 1, WakeID: id}
-	for i := range s.Links {
-		s.Links[i].Notified = tails.of(s.Links[i].Path)
+	m.idle(s)
+	s.State, s.Epoch, s.WakeID = StateWaking, s.Epoch+1, id
+	for i := range s.Streams {
+		s.Streams[i].Notified = tails.of(s.Streams[i].Path)
 	}
 	if s.Type == DSTypeWebhook {
-		st.LeaseUntil = now.Add(s.Lease)
+		s.LivenessDeadline = now.Add(s.Lease)
 		return m.attempt(s, now), nil
 	}
 	// The effect writes the event now; the deadline writes it again
 	// only if its writer died before recording it.
-	st.NextAttemptAt = now.Add(DSWakeAppendRetry)
+	s.NextRetryAt = now.Add(DSWakeAppendRetry)
 	return DSAppendWake, nil
 }
 
 // attempt starts a webhook attempt of the current wake.
 func (m *DSMachine) attempt(s *DSSub, now time.Time) DSEffect {
-	s.State.Attempts++
-	s.State.Sending = true
-	s.State.NextAttemptAt = now.Add(DSAttemptTimeout)
+	s.Attempts++
+	s.WakingDeadline, s.NextRetryAt = now.Add(DSAttemptTimeout), time.Time{}
 	return DSSendWebhook
 }
 
@@ -207,27 +166,24 @@ func (m *DSMachine) attempt(s *DSSub, now time.Time) DSEffect {
 // past its deadline counts as failed, a due retry is sent, a wake event
 // not recorded as written is written again.
 func (m *DSMachine) Tick(s *DSSub, tails Tails, now time.Time) (DSEffect, error) {
-	st := &s.State
-	attemptDue := !st.NextAttemptAt.IsZero() && !now.Before(st.NextAttemptAt)
-	if s.Type == DSTypePullWake && st.Phase != DSIdle && !st.WakeWritten && attemptDue {
+	next := s.nextAttempt()
+	attemptDue := !next.IsZero() && !now.Before(next)
+	if s.Type == DSTypePullWake && s.State != StateIdle && !s.WakeWritten && attemptDue {
 		// The wake's event is owed (its writer died, or failed).
-		st.NextAttemptAt = now.Add(DSWakeAppendRetry)
+		s.NextRetryAt = now.Add(DSWakeAppendRetry)
 		return DSAppendWake, nil
 	}
-	switch st.Phase {
-	case DSLive:
-		if !now.Before(st.LeaseUntil) {
+	switch s.State {
+	case StateLive:
+		if !now.Before(s.LivenessDeadline) {
 			m.idle(s)
 		}
-	case DSWaking:
+	case StateWaking:
 		if s.Type != DSTypeWebhook || !attemptDue {
 			break
 		}
-		if st.Sending {
-			if err := m.fail(s, now); err != nil {
-				return DSNone, err
-			}
-			return DSNone, nil
+		if s.Sending() {
+			return DSNone, m.fail(s, now)
 		}
 		return m.attempt(s, now), nil
 	}
@@ -237,9 +193,9 @@ func (m *DSMachine) Tick(s *DSSub, tails Tails, now time.Time) (DSEffect, error)
 // WakeWritten records that the wake event of generation gen is in the
 // wake stream.
 func (m *DSMachine) WakeWritten(s *DSSub, gen int64) {
-	if s.State.Phase != DSIdle && s.State.Generation == gen {
-		s.State.WakeWritten = true
-		s.State.NextAttemptAt = time.Time{}
+	if s.State != StateIdle && s.Epoch == gen {
+		s.WakeWritten = true
+		s.NextRetryAt = time.Time{}
 	}
 }
 
@@ -249,24 +205,17 @@ func (m *DSMachine) WakeWritten(s *DSSub, gen int64) {
 // holds the lease until callbacks end it; a failure schedules a retry.
 // The answer of an earlier wake or attempt changes nothing.
 func (m *DSMachine) WebhookResult(s *DSSub, gen int64, wakeID string, attempt int, delivered, done bool, tails Tails, now time.Time) (DSEffect, error) {
-	st := &s.State
-	if st.Generation != gen || st.WakeID != wakeID || st.Phase != DSWaking || st.Attempts != attempt || !st.Sending {
+	if s.Epoch != gen || s.WakeID != wakeID || s.State != StateWaking || s.Attempts != attempt || !s.Sending() {
 		return DSNone, nil
 	}
 	switch {
 	case delivered && done:
-		for i := range s.Links {
-			l := &s.Links[i]
-			if l.Notified != "" && m.machine().CompareOffsets(l.Notified, l.Acked) > 0 {
-				l.Acked = l.Notified
-			}
-		}
+		m.machine().ackNotified(&s.Consumer)
 		m.idle(s)
 		return m.Settle(s, tails, now)
 	case delivered:
-		st.Phase = DSLive
-		st.Sending, st.Failed = false, false
-		st.NextAttemptAt = time.Time{}
+		s.State = StateLive
+		s.WakingDeadline, s.NextRetryAt, s.FailingSince = time.Time{}, time.Time{}, time.Time{}
 		return DSNone, nil
 	}
 	return DSNone, m.fail(s, now)
@@ -274,13 +223,14 @@ func (m *DSMachine) WebhookResult(s *DSSub, gen int64, wakeID string, attempt in
 
 // fail records a failed webhook attempt and schedules its retry.
 func (m *DSMachine) fail(s *DSSub, now time.Time) error {
-	d, err := m.retryDelay(s.State.Attempts)
+	d, err := m.retryDelay(s.Attempts)
 	if err != nil {
 		return err
 	}
-	s.State.Sending = false
-	s.State.Failed = true
-	s.State.NextAttemptAt = now.Add(d)
+	if s.FailingSince.IsZero() {
+		s.FailingSince = now
+	}
+	s.WakingDeadline, s.NextRetryAt = time.Time{}, now.Add(d)
 	return nil
 }
 
@@ -292,33 +242,31 @@ func (m *DSMachine) Claim(s *DSSub, worker string, tails Tails, now time.Time) (
 	if s.Type != DSTypePullWake {
 		return DSNone, fmt.Errorf("%w: only pull-wake subscriptions are claimed", ErrDSInvalid)
 	}
-	st := &s.State
-	if st.Phase == DSLive && now.Before(st.LeaseUntil) {
-		return DSNone, &ClaimedError{Holder: st.Holder, Generation: st.Generation}
+	if s.State == StateLive && now.Before(s.LivenessDeadline) {
+		return DSNone, &ClaimedError{Holder: s.Holder, Generation: s.Epoch}
 	}
-	if st.Phase == DSLive {
+	if s.State == StateLive {
 		m.idle(s)
 	}
 	eff, err := m.Settle(s, tails, now)
 	if err != nil {
 		return DSNone, err
 	}
-	if st.Phase != DSWaking {
+	if s.State != StateWaking {
 		return DSNone, ErrNothingToClaim
 	}
 	// A wake issued by this claim is taken at once; its event is still
 	// written, so the wake stream records every generation.
-	st.Phase = DSLive
-	st.Holder = worker
-	st.LeaseUntil = now.Add(s.Lease)
+	s.State = StateLive
+	s.Holder = worker
+	s.LivenessDeadline = now.Add(s.Lease)
 	return eff, nil
 }
 
 // fence checks that a callback, ack or release speaks for the current
 // wake (ErrFenced otherwise).
 func (m *DSMachine) fence(s *DSSub, gen int64, wakeID string) error {
-	st := &s.State
-	if st.Phase == DSIdle || gen != st.Generation || wakeID == "" || wakeID != st.WakeID {
+	if s.State == StateIdle || gen != s.Epoch || wakeID == "" || wakeID != s.WakeID {
 		return fmt.Errorf("%w: generation %d, wake %q is not the current wake", ErrFenced, gen, wakeID)
 	}
 	return nil
@@ -336,8 +284,8 @@ func (m *DSMachine) Ack(s *DSSub, gen int64, wakeID string, acks []DSAck, done b
 	}
 	mm := m.machine()
 	for _, a := range acks {
-		l := s.link(a.Path)
-		if l == nil {
+		l, ok := s.Stream(a.Path)
+		if !ok {
 			return DSNone, false, fmt.Errorf("%w: stream %s is not linked to the subscription", ErrInvalidOffset, a.Path)
 		}
 		if err := mm.checkAck(a.Path, a.Offset, tails.of(a.Path)); err != nil {
@@ -347,19 +295,17 @@ func (m *DSMachine) Ack(s *DSSub, gen int64, wakeID string, acks []DSAck, done b
 			l.Acked = a.Offset
 		}
 	}
-	st := &s.State
 	if !done {
 		// A callback claims a webhook's wake; every valid call extends
 		// the lease.
-		st.Phase = DSLive
-		st.Sending, st.Failed = false, false
-		st.NextAttemptAt = time.Time{}
-		st.LeaseUntil = now.Add(s.Lease)
+		s.State = StateLive
+		s.WakingDeadline, s.NextRetryAt, s.FailingSince = time.Time{}, time.Time{}, time.Time{}
+		s.LivenessDeadline = now.Add(s.Lease)
 		return DSNone, false, nil
 	}
 	m.idle(s)
 	eff, err = m.Settle(s, tails, now)
-	return eff, st.Phase != DSIdle, err
+	return eff, s.State != StateIdle, err
 }
 
 // Release ends the wake (gen, wakeID) without acking; pending work
@@ -372,18 +318,11 @@ func (m *DSMachine) Release(s *DSSub, gen int64, wakeID string, tails Tails, now
 	return m.Settle(s, tails, now)
 }
 
-// idle ends the wake: no holder, no lease, no attempt.
+// idle ends the wake: no holder, no lease, no attempt (goIdle's rule,
+// and the reserved API's holder and wake event).
 func (m *DSMachine) idle(s *DSSub) {
-	s.State = DSState{Phase: DSIdle, Generation: s.State.Generation, WakeID: s.State.WakeID}
-}
-
-func (s *DSSub) link(path string) *DSLink {
-	for i := range s.Links {
-		if s.Links[i].Path == path {
-			return &s.Links[i]
-		}
-	}
-	return nil
+	goIdle(&s.Consumer)
+	s.Attempts, s.FailingSince, s.Holder, s.WakeWritten = 0, time.Time{}, "", false
 }
 
 // retryDelay is the wait before the retry after attempt n: 1 s doubling

@@ -25,8 +25,8 @@ func dsMachine() *DSMachine {
 }
 
 func newDSSub(typ string) *DSSub {
-	return &DSSub{Type: typ, Lease: 30 * time.Second, State: DSState{Phase: DSIdle},
-		Links: []DSLink{{Path: "/events/a", Glob: true, Acked: OffsetStart}, {Path: "/events/b", Explicit: true, Acked: off1}}}
+	return &DSSub{Type: typ, Lease: 30 * time.Second, Consumer: Consumer{State: StateIdle,
+		Streams: []StreamCursor{{Path: "/events/a", Glob: true, Acked: OffsetStart}, {Path: "/events/b", Explicit: true, Acked: off1}}}}
 }
 
 func TestDSSettleIssuesOneWake(t *testing.T) {
@@ -34,18 +34,18 @@ func TestDSSettleIssuesOneWake(t *testing.T) {
 	m := dsMachine()
 	s := newDSSub(DSTypeWebhook)
 	// Nothing pending: nothing happens.
-	if eff, err := m.Settle(s, Tails{"/events/b": off1}, dsT0); err != nil || eff != DSNone || s.State.Phase != DSIdle {
-		t.Fatalf("settle without work = %v, %v, %+v", eff, err, s.State)
+	if eff, err := m.Settle(s, Tails{"/events/b": off1}, dsT0); err != nil || eff != DSNone || s.State != StateIdle {
+		t.Fatalf("settle without work = %v, %v, %+v", eff, err, s.Consumer)
 	}
 	tails := Tails{"/events/a": off1, "/events/b": off1}
 	eff, err := m.Settle(s, tails, dsT0)
-	if err != nil || eff != DSSendWebhook || s.State.Phase != DSWaking || s.State.Generation != 1 || s.State.WakeID == "" ||
-		!s.State.LeaseUntil.Equal(dsT0.Add(30*time.Second)) || s.Links[0].Notified != off1 || !s.State.Sending {
-		t.Fatalf("settle = %v, %v, %+v %+v", eff, err, s.State, s.Links)
+	if err != nil || eff != DSSendWebhook || s.State != StateWaking || s.Epoch != 1 || s.WakeID == "" ||
+		!s.LivenessDeadline.Equal(dsT0.Add(30*time.Second)) || s.Streams[0].Notified != off1 || !s.Sending() {
+		t.Fatalf("settle = %v, %v, %+v %+v", eff, err, s.Consumer, s.Streams)
 	}
 	// A wake in flight: more work issues no second wake.
-	if eff, _ := m.Settle(s, Tails{"/events/a": off2}, dsT0); eff != DSNone || s.State.Generation != 1 {
-		t.Fatalf("settle while waking = %v, generation %d", eff, s.State.Generation)
+	if eff, _ := m.Settle(s, Tails{"/events/a": off2}, dsT0); eff != DSNone || s.Epoch != 1 {
+		t.Fatalf("settle while waking = %v, generation %d", eff, s.Epoch)
 	}
 }
 
@@ -56,16 +56,16 @@ func TestDSWebhookDoneAcksTheSnapshotOnly(t *testing.T) {
 	if _, err := m.Settle(s, Tails{"/events/a": off1, "/events/b": off1}, dsT0); err != nil {
 		t.Fatal(err)
 	}
-	st := s.State
+	st := s.Consumer
 	// An answer to another wake changes nothing.
-	if eff, _ := m.WebhookResult(s, st.Generation, "w_other", st.Attempts, true, true, Tails{}, dsT0); eff != DSNone || s.State.Phase != DSWaking {
+	if eff, _ := m.WebhookResult(s, st.Epoch, "w_other", st.Attempts, true, true, Tails{}, dsT0); eff != DSNone || s.State != StateWaking {
 		t.Fatal("a stale answer was applied")
 	}
 	// Done, while /events/a grew past the snapshot: acked to the
 	// snapshot, and woken again for the rest.
-	eff, err := m.WebhookResult(s, st.Generation, st.WakeID, st.Attempts, true, true, Tails{"/events/a": off2, "/events/b": off1}, dsT0)
-	if err != nil || s.Links[0].Acked != off1 || eff != DSSendWebhook || s.State.Generation != 2 || s.State.WakeID == st.WakeID {
-		t.Fatalf("done = %v, %v, links %+v state %+v", eff, err, s.Links, s.State)
+	eff, err := m.WebhookResult(s, st.Epoch, st.WakeID, st.Attempts, true, true, Tails{"/events/a": off2, "/events/b": off1}, dsT0)
+	if err != nil || s.Streams[0].Acked != off1 || eff != DSSendWebhook || s.Epoch != 2 || s.WakeID == st.WakeID {
+		t.Fatalf("done = %v, %v, links %+v state %+v", eff, err, s.Streams, s.Consumer)
 	}
 }
 
@@ -76,30 +76,30 @@ func TestDSWebhookFailureRetriesWithBackoff(t *testing.T) {
 	if _, err := m.Settle(s, Tails{"/events/a": off1}, dsT0); err != nil {
 		t.Fatal(err)
 	}
-	st := s.State
-	if _, err := m.WebhookResult(s, st.Generation, st.WakeID, 1, false, false, nil, dsT0); err != nil {
+	st := s.Consumer
+	if _, err := m.WebhookResult(s, st.Epoch, st.WakeID, 1, false, false, nil, dsT0); err != nil {
 		t.Fatal(err)
 	}
 	// The retry is the deadline, not the lease the wake started with.
-	if !s.State.Due().Equal(s.State.NextAttemptAt) {
-		t.Fatalf("due %v, want the retry at %v", s.State.Due(), s.State.NextAttemptAt)
+	if !s.Due().Equal(s.nextAttempt()) {
+		t.Fatalf("due %v, want the retry at %v", s.Due(), s.nextAttempt())
 	}
-	d := s.State.NextAttemptAt.Sub(dsT0)
-	if !s.State.Failed || s.State.Sending || d < 800*time.Millisecond || d > 1200*time.Millisecond {
+	d := s.nextAttempt().Sub(dsT0)
+	if !s.Failed() || s.Sending() || d < 800*time.Millisecond || d > 1200*time.Millisecond {
 		t.Fatalf("after a failure: %+v (retry in %v, want 1 s ± 20%%)", s.State, d)
 	}
 	// Not due yet: nothing; due: the same wake again, attempt 2.
 	if eff, _ := m.Tick(s, Tails{"/events/a": off1}, dsT0); eff != DSNone {
 		t.Fatal("a retry before it was due")
 	}
-	eff, err := m.Tick(s, Tails{"/events/a": off1}, s.State.NextAttemptAt)
-	if err != nil || eff != DSSendWebhook || s.State.Attempts != 2 || s.State.WakeID != st.WakeID || s.State.Generation != st.Generation {
-		t.Fatalf("retry = %v, %v, %+v", eff, err, s.State)
+	eff, err := m.Tick(s, Tails{"/events/a": off1}, s.nextAttempt())
+	if err != nil || eff != DSSendWebhook || s.Attempts != 2 || s.WakeID != st.WakeID || s.Epoch != st.Epoch {
+		t.Fatalf("retry = %v, %v, %+v", eff, err, s.Consumer)
 	}
 	// An attempt nobody answered (its process died) counts as failed
 	// once its deadline passes.
-	if _, err := m.Tick(s, nil, s.State.NextAttemptAt); err != nil || s.State.Sending || !s.State.Failed {
-		t.Fatalf("after the attempt's deadline: %v, %+v", err, s.State)
+	if _, err := m.Tick(s, nil, s.nextAttempt()); err != nil || s.Sending() || !s.Failed() {
+		t.Fatalf("after the attempt's deadline: %v, %+v", err, s.Consumer)
 	}
 	for n, want := range map[int]time.Duration{1: time.Second, 2: 2 * time.Second, 6: 32 * time.Second, 7: 60 * time.Second, 30: 60 * time.Second} {
 		if got := DSRetryBase(n); got != want {
@@ -116,7 +116,7 @@ func TestDSCallbackFencesAndExtends(t *testing.T) {
 	if _, err := m.Settle(s, tails, dsT0); err != nil {
 		t.Fatal(err)
 	}
-	gen, wake := s.State.Generation, s.State.WakeID
+	gen, wake := s.Epoch, s.WakeID
 	if _, _, err := m.Ack(s, gen, "w_stale", nil, true, tails, dsT0); !errors.Is(err, ErrFenced) {
 		t.Fatalf("a stale wake id: %v", err)
 	}
@@ -132,17 +132,17 @@ func TestDSCallbackFencesAndExtends(t *testing.T) {
 	// A heartbeat: acks, claims the wake, extends the lease.
 	later := dsT0.Add(10 * time.Second)
 	if _, next, err := m.Ack(s, gen, wake, []DSAck{{Path: "/events/a", Offset: off1}}, false, tails, later); err != nil || next ||
-		s.State.Phase != DSLive || !s.State.LeaseUntil.Equal(later.Add(30*time.Second)) || s.Links[0].Acked != off1 {
-		t.Fatalf("heartbeat: %v, %+v", err, s.State)
+		s.State != StateLive || !s.LivenessDeadline.Equal(later.Add(30*time.Second)) || s.Streams[0].Acked != off1 {
+		t.Fatalf("heartbeat: %v, %+v", err, s.Consumer)
 	}
 	// An ack never moves a cursor back.
-	if _, _, err := m.Ack(s, gen, wake, []DSAck{{Path: "/events/a", Offset: OffsetStart}}, false, tails, later); err != nil || s.Links[0].Acked != off1 {
-		t.Fatalf("a lower ack: %v, %+v", err, s.Links[0])
+	if _, _, err := m.Ack(s, gen, wake, []DSAck{{Path: "/events/a", Offset: OffsetStart}}, false, tails, later); err != nil || s.Streams[0].Acked != off1 {
+		t.Fatalf("a lower ack: %v, %+v", err, s.Streams[0])
 	}
 	// Done with work left: next_wake, a new generation.
 	eff, next, err := m.Ack(s, gen, wake, nil, true, tails, later)
-	if err != nil || !next || eff != DSSendWebhook || s.State.Generation != gen+1 {
-		t.Fatalf("done with work left = %v, %v, %v, %+v", eff, next, err, s.State)
+	if err != nil || !next || eff != DSSendWebhook || s.Epoch != gen+1 {
+		t.Fatalf("done with work left = %v, %v, %v, %+v", eff, next, err, s.Consumer)
 	}
 	// The finished wake's callback is fenced now.
 	if _, _, err := m.Ack(s, gen, wake, nil, true, tails, later); !errors.Is(err, ErrFenced) {
@@ -159,15 +159,15 @@ func TestDSClaimLeaseAndExpiry(t *testing.T) {
 		t.Fatalf("a claim without work: %v", err)
 	}
 	eff, err := m.Settle(s, tails, dsT0)
-	if err != nil || eff != DSAppendWake || s.State.Phase != DSWaking || !s.State.LeaseUntil.IsZero() {
-		t.Fatalf("a pull-wake settle = %v, %v, %+v", eff, err, s.State)
+	if err != nil || eff != DSAppendWake || s.State != StateWaking || !s.LivenessDeadline.IsZero() {
+		t.Fatalf("a pull-wake settle = %v, %v, %+v", eff, err, s.Consumer)
 	}
-	m.WakeWritten(s, s.State.Generation)
-	if !s.State.WakeWritten || !s.State.Due().IsZero() {
-		t.Fatalf("the wake's event written: %+v", s.State)
+	m.WakeWritten(s, s.Epoch)
+	if !s.WakeWritten || !s.Due().IsZero() {
+		t.Fatalf("the wake's event written: %+v", s.Consumer)
 	}
-	if _, err := m.Claim(s, "w1", tails, dsT0); err != nil || s.State.Holder != "w1" || s.State.Phase != DSLive || !s.State.Due().Equal(dsT0.Add(30*time.Second)) {
-		t.Fatalf("claim: %v, %+v (due %v)", err, s.State, s.State.Due())
+	if _, err := m.Claim(s, "w1", tails, dsT0); err != nil || s.Holder != "w1" || s.State != StateLive || !s.Due().Equal(dsT0.Add(30*time.Second)) {
+		t.Fatalf("claim: %v, %+v (due %v)", err, s.Consumer, s.Due())
 	}
 	var held *ClaimedError
 	if _, err := m.Claim(s, "w2", tails, dsT0.Add(time.Second)); !errors.As(err, &held) || held.Holder != "w1" || held.Generation != 1 || !errors.Is(err, ErrAlreadyClaimed) {
@@ -175,21 +175,21 @@ func TestDSClaimLeaseAndExpiry(t *testing.T) {
 	}
 	// The lease expires: no holder; work is pending, so a new wake.
 	eff, err = m.Tick(s, tails, dsT0.Add(30*time.Second))
-	if err != nil || eff != DSAppendWake || s.State.Holder != "" || s.State.Generation != 2 || s.State.Phase != DSWaking {
-		t.Fatalf("lease expiry = %v, %v, %+v", eff, err, s.State)
+	if err != nil || eff != DSAppendWake || s.Holder != "" || s.Epoch != 2 || s.State != StateWaking {
+		t.Fatalf("lease expiry = %v, %v, %+v", eff, err, s.Consumer)
 	}
 	// A worker that claims before the event was written takes the wake;
 	// the event is still owed and written.
-	if _, err := m.Claim(s, "w2", tails, dsT0.Add(31*time.Second)); err != nil || s.State.WakeWritten {
-		t.Fatalf("claim before the event: %v, %+v", err, s.State)
+	if _, err := m.Claim(s, "w2", tails, dsT0.Add(31*time.Second)); err != nil || s.WakeWritten {
+		t.Fatalf("claim before the event: %v, %+v", err, s.Consumer)
 	}
-	if eff, _ := m.Tick(s, tails, s.State.NextAttemptAt); eff != DSAppendWake {
+	if eff, _ := m.Tick(s, tails, s.nextAttempt()); eff != DSAppendWake {
 		t.Fatal("the owed wake event is not written again")
 	}
 	// Release with work left wakes again.
-	eff, err = m.Release(s, s.State.Generation, s.State.WakeID, tails, dsT0.Add(32*time.Second))
-	if err != nil || eff != DSAppendWake || s.State.Generation != 3 {
-		t.Fatalf("release = %v, %v, %+v", eff, err, s.State)
+	eff, err = m.Release(s, s.Epoch, s.WakeID, tails, dsT0.Add(32*time.Second))
+	if err != nil || eff != DSAppendWake || s.Epoch != 3 {
+		t.Fatalf("release = %v, %v, %+v", eff, err, s.Consumer)
 	}
 	if _, err := m.Release(s, 2, "w_x", tails, dsT0); !errors.Is(err, ErrFenced) {
 		t.Fatalf("a stale release: %v", err)

@@ -217,13 +217,7 @@ func (m *Machine) webhookResult(c *Consumer, r WebhookResult, now time.Time) ([]
 		// Synchronous done: claim, ack every stream to its tail in the
 		// notification (never to the tail now: later events are still
 		// pending work), done.
-		for i := range c.Streams {
-			s := &c.Streams[i]
-			if s.Notified != "" && m.CompareOffsets(s.Notified, s.Acked) > 0 {
-				s.Acked = s.Notified
-				progressed(c)
-			}
-		}
+		m.ackNotified(c)
 		c.FailingSince = time.Time{}
 		goIdle(c)
 		return m.settle(c, r.Tails, now, nil)
@@ -241,6 +235,18 @@ func (m *Machine) webhookResult(c *Consumer, r WebhookResult, now time.Time) ([]
 			return m.fail(c, now)
 		}
 		return nil, nil
+	}
+}
+
+// ackNotified acks every stream to its tail in the wake's snapshot,
+// never back: what a synchronous {"done": true} means, in both models.
+func (m *Machine) ackNotified(c *Consumer) {
+	for i := range c.Streams {
+		s := &c.Streams[i]
+		if s.Notified != "" && m.CompareOffsets(s.Notified, s.Acked) > 0 {
+			s.Acked = s.Notified
+			progressed(c)
+		}
 	}
 }
 

@@ -158,13 +158,13 @@ func newApp(ctx context.Context, cfg *serveConfig, log *slog.Logger, tp trace.Tr
 	}
 	pool, err := newBusPool(sender)
 	if err != nil {
-		return fail(errors.Join(err, subs.Stop(context.Background()), reserved.Stop(context.Background())))
+		return fail(errors.Join(err, subs.Stop(context.Background())))
 	}
 	deliv, err := startDelivery(engineCtx, deliveryParams{Config: cfg, Store: st, Sender: sender, Destinations: pool, Metrics: metrics, Tracing: tp,
 		Logger: log.With("part", "delivery")})
 	if err != nil {
 		pool.Close()
-		return fail(errors.Join(err, subs.Stop(context.Background()), reserved.Stop(context.Background())))
+		return fail(errors.Join(err, subs.Stop(context.Background())))
 	}
 	api.Mount(httpapi.APIs{
 		Subscriptions: subs,
@@ -253,7 +253,7 @@ func (a *app) stop(ctx context.Context) error {
 	a.stopAuth()
 	var wg sync.WaitGroup
 	var subsErr, delivErr error
-	wg.Go(func() { subsErr = errors.Join(a.subs.Stop(ctx), a.reserved.Stop(ctx)) })
+	wg.Go(func() { subsErr = a.subs.Stop(ctx) })
 	wg.Go(func() { delivErr = a.deliv.Stop(ctx) })
 	wg.Wait()
 	a.pool.Close() // after the deliveries it publishes

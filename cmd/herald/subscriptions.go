@@ -41,8 +41,8 @@ const (
 type subscriptionsParams struct {
 	Config *serveConfig
 	Store  wake.EngineStore
-	// Reserved keeps the reserved subscription API's subscriptions and
-	// signing keys.
+	// Reserved keeps the reserved subscription API's signing keys and
+	// its subscriptions' rows (consumers of the same engine).
 	Reserved wake.ReservedStore
 	// Sender is the process's one webhook sender (newWebhookSender).
 	Sender *webhook.Sender
@@ -55,12 +55,13 @@ type subscriptionsParams struct {
 	Listener net.Addr
 }
 
-// startSubscriptions builds the two front doors of the wake engine and
-// starts them: the query-string subscriptions with their consumers and
+// startSubscriptions builds the wake engine with its two front doors and
+// starts it: the query-string subscriptions with their consumers and
 // callbacks, and the Durable Streams protocol's reserved subscription API
-// under the stream root, which share the sender and the callback token
-// keys. The route table serves both. The caller stops them (Stop) after
-// the HTTP server and before the store.
+// under the stream root (Engine.Reserved), which share the engine's
+// loops, timers, sender and callback token keys. The route table serves
+// both. The caller stops the engine (Stop) after the HTTP server and
+// before the store.
 func startSubscriptions(ctx context.Context, p subscriptionsParams) (*wake.Engine, *wake.Reserved, error) {
 	cfg := p.Config
 	var keys []subscription.Key
@@ -93,6 +94,7 @@ func startSubscriptions(ctx context.Context, p subscriptionsParams) (*wake.Engin
 		ExclusiveStore: !cfg.sharedStore(),
 		// A tenant's consumers subscribe only within its namespace.
 		StreamOwner: func(path string) (string, bool) { return auth.StreamOwner(cfg.Access.TenantStreamPrefix, path) },
+		Reserved:    wake.ReservedConfig{Store: p.Reserved, Root: cfg.streamRoot(), Logger: p.Logger.With("api", "reserved")},
 	})
 	if err != nil {
 		return nil, nil, err
@@ -100,21 +102,7 @@ func startSubscriptions(ctx context.Context, p subscriptionsParams) (*wake.Engin
 	if err := eng.Start(ctx); err != nil {
 		return nil, nil, err
 	}
-	res, err := wake.NewReserved(wake.ReservedConfig{
-		Store:     p.Reserved,
-		Sender:    p.Sender,
-		Keyring:   keyring,
-		Root:      cfg.streamRoot(),
-		PublicURL: publicURL(cfg.PublicURL, cfg.TLS.scheme(), p.Listener),
-		Logger:    p.Logger.With("api", "reserved"),
-	})
-	if err == nil {
-		err = res.Start(ctx)
-	}
-	if err != nil {
-		return nil, nil, errors.Join(err, eng.Stop(context.Background()))
-	}
-	return eng, res, nil
+	return eng, eng.Reserved(), nil
 }
 
 // storedTokenKeys returns the token keys the store keeps, made at the

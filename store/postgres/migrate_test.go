@@ -2,11 +2,14 @@ package postgres_test
 
 import (
 	"context"
+	"os"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/heraldstreams/herald/store"
+	"github.com/heraldstreams/herald/store/storetest"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -31,15 +34,7 @@ func TestMigrationKeysEventIDsByTenant(t *testing.T) {
 		`{"id":"o-3","type":"t.x"}`+"\n", "\xff not json\n"
 	msgs := m1 + m2 + m3 + m4
 	p2, p3, p4 := strconv.Itoa(len(m1)), strconv.Itoa(len(m1+m2)), strconv.Itoa(len(m1+m2+m3))
-	conn, err := pgx.Connect(ctx, serverURL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if err := conn.Close(ctx); err != nil {
-			t.Error(err)
-		}
-	}()
+	conn := connect(t)
 	for _, q := range []string{
 		`SET search_path = ` + pgx.Identifier{schema}.Sanitize(),
 		`DELETE FROM schema_migrations WHERE version = '0003_event_ids_per_tenant'`,
@@ -128,4 +123,53 @@ func TestMigrationMakesExistingSubscriptionsThePlatforms(t *testing.T) {
 	if list, err := s.SubscriptionList(ctx, &store.SubscriptionListParams{Tenant: "acme"}); err != nil || len(list) != 0 {
 		t.Fatalf("a tenant's list after the upgrade: %+v, %v", list, err)
 	}
+}
+
+// TestMigrationMakesReservedSubscriptionsConsumers puts a schema back in
+// its shape before migration 0011 (the reserved API's subscriptions in
+// ds_subscriptions and ds_links), with rows written then, and opens it
+// again: storetest.CheckReservedRowsMoved.
+func TestMigrationMakesReservedSubscriptionsConsumers(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	schema := newSchema(t)
+	s := open(t, schema)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	old, err := os.ReadFile("migrations/0006_ds_subscriptions.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn := connect(t)
+	for _, q := range append([]string{
+		`SET search_path = ` + pgx.Identifier{schema}.Sanitize(),
+		`DELETE FROM schema_migrations WHERE version = '0011_reserved_consumers'`,
+		`ALTER TABLE consumers DROP COLUMN kind, DROP COLUMN tenant, DROP COLUMN config, DROP COLUMN config_hash, DROP COLUMN pattern,
+			DROP COLUMN created_at, DROP COLUMN holder, DROP COLUMN wake_written`,
+		// The old tables, without the signing keys the store kept.
+		strings.Split(string(old), "CREATE TABLE ds_signing_keys")[0],
+	}, storetest.ReservedRowsBefore()...) {
+		if _, err := conn.Exec(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	storetest.CheckReservedRowsMoved(t, open(t, schema)) // migrates
+}
+
+// connect opens a connection to the test server, closed when the test
+// ends, to put a schema back in an older shape.
+func connect(t *testing.T) *pgx.Conn {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, serverURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := conn.Close(ctx); err != nil {
+			t.Error(err)
+		}
+	})
+	return conn
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/heraldstreams/herald/store"
+	"github.com/heraldstreams/herald/store/storetest"
 )
 
 // TestMigrationMovesMembershipsIntoTheConsumer upgrades a store written by
@@ -184,4 +185,13 @@ func TestMigrationMakesExistingSubscriptionsThePlatforms(t *testing.T) {
 	if list, err := s.SubscriptionList(ctx, &store.SubscriptionListParams{Tenant: "acme"}); err != nil || len(list) != 0 {
 		t.Fatalf("a tenant's list after the upgrade: %+v, %v", list, err)
 	}
+}
+
+// TestMigrationMakesReservedSubscriptionsConsumers upgrades a store
+// written before migration 0027 (the reserved API's subscriptions in
+// ds_subscriptions and ds_links): storetest.CheckReservedRowsMoved.
+func TestMigrationMakesReservedSubscriptionsConsumers(t *testing.T) {
+	t.Parallel()
+	dir := storeAt(t, "0026_stream_changes", storetest.ReservedRowsBefore()...)
+	storetest.CheckReservedRowsMoved(t, openStore(t, Config{Dir: dir}))
 }

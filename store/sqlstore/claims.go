@@ -281,9 +281,10 @@ func CompleteArgs(dr *store.DeliveryResult, seq int64, endpoint string, now int6
 		[]any{seq, Nanos(a.At), a.StatusCode, body, int64(a.Latency), a.Error, a.BatchID}
 }
 
-// ConsumerClaimSQL leases due consumer timers ($1 now, $2 the lease's
-// end, $3 the owner, at most $4), earliest first; %LOCK% as in claimSQL.
-// (SQLite's RETURNING takes no table names: the columns go bare.)
+// ConsumerClaimSQL leases due consumer timers, of both kinds ($1 now,
+// $2 the lease's end, $3 the owner, at most $4), earliest first; %LOCK%
+// as in claimSQL. (SQLite's RETURNING takes no table names: the columns
+// go bare.)
 var ConsumerClaimSQL = `UPDATE consumers SET timer_until = $2, timer_owner = $3
 	WHERE id IN (SELECT id FROM consumers WHERE due_at > 0 AND due_at <= $1 AND timer_until <= $1
 		ORDER BY due_at, id LIMIT $4 %LOCK%)

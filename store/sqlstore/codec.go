@@ -71,8 +71,22 @@ func ScanSubscription(row Row) (store.Subscription, error) {
 }
 
 // A consumer's memberships are stored as two JSON arrays in membership
-// order: paths, and cursors of [acked, notified] offsets.
-type cursorJSON [2]string
+// order: paths, and cursors of [acked, notified] offsets, with a third
+// element for a reserved-API subscription's link: "g" (by its pattern),
+// "e" (explicit) or "ge" (both).
+type cursorJSON []string
+
+// linkFlags is the third element of a cursor, "" for none.
+func linkFlags(m *store.ConsumerStream) string {
+	f := ""
+	if m.Glob {
+		f += "g"
+	}
+	if m.Explicit {
+		f += "e"
+	}
+	return f
+}
 
 // EncodeMemberships returns the paths and cursors columns of memberships.
 func EncodeMemberships(streams []store.ConsumerStream) (paths, cursors string) {
@@ -84,6 +98,10 @@ func EncodeMemberships(streams []store.ConsumerStream) (paths, cursors string) {
 		dst = jsontext.AppendString(dst, streams[i].Acked)
 		dst = append(dst, ',')
 		dst = jsontext.AppendString(dst, streams[i].Notified)
+		if f := linkFlags(&streams[i]); f != "" {
+			dst = append(dst, ',')
+			dst = jsontext.AppendString(dst, f)
+		}
 		return append(dst, ']')
 	})
 	return string(p), string(c)
@@ -104,7 +122,14 @@ func DecodeMemberships(paths, cursors string) ([]store.ConsumerStream, error) {
 	}
 	out := make([]store.ConsumerStream, len(p))
 	for i := range p {
+		if n := len(c[i]); n < 2 || n > 3 {
+			return nil, fmt.Errorf("decode memberships: a cursor of %d elements", n)
+		}
 		out[i] = store.ConsumerStream{Path: p[i], Acked: c[i][0], Notified: c[i][1]}
+		if len(c[i]) == 3 {
+			out[i].Glob = strings.Contains(c[i][2], "g")
+			out[i].Explicit = strings.Contains(c[i][2], "e")
+		}
 	}
 	return out, nil
 }
@@ -112,35 +137,44 @@ func DecodeMemberships(paths, cursors string) ([]store.ConsumerStream, error) {
 // ConsumerColumns are the columns ScanConsumer reads, of consumers c.
 const ConsumerColumns = `c.id, c.subscription_id, c.incarnation, c.primary_stream, c.state, c.epoch, c.wake_id, c.attempts,
 	c.waking_deadline, c.next_retry_at, c.liveness_deadline, c.failing_since, c.due_at, c.version, c.paths, c.cursors,
-	c.stalled_wakes, c.stalled_since`
+	c.stalled_wakes, c.stalled_since, c.kind, c.tenant, c.config, c.config_hash, c.pattern, c.created_at, c.holder, c.wake_written`
 
 // ScanConsumer scans a consumer row with its memberships.
 func ScanConsumer(row Row) (store.Consumer, error) {
 	var c store.Consumer
-	var waking, retry, live, failing, due, stalled int64
+	var waking, retry, live, failing, due, stalled, created int64
+	var written int
 	var paths, cursors string
 	if err := row.Scan(&c.ID, &c.SubscriptionID, &c.Incarnation, &c.PrimaryStream, &c.State, &c.Epoch, &c.WakeID, &c.Attempts,
-		&waking, &retry, &live, &failing, &due, &c.Version, &paths, &cursors, &c.StalledWakes, &stalled); err != nil {
+		&waking, &retry, &live, &failing, &due, &c.Version, &paths, &cursors, &c.StalledWakes, &stalled,
+		&c.Kind, &c.Tenant, &c.Config, &c.ConfigHash, &c.Pattern, &created, &c.Holder, &written); err != nil {
 		return c, err
 	}
 	c.WakingDeadline, c.NextRetryAt, c.LivenessDeadline = FromNanos(waking), FromNanos(retry), FromNanos(live)
 	c.FailingSince, c.DueAt, c.StalledSince = FromNanos(failing), FromNanos(due), FromNanos(stalled)
+	c.CreatedAt, c.WakeWritten = FromNanos(created), written != 0
 	var err error
 	c.Streams, err = DecodeMemberships(paths, cursors)
 	return c, err
 }
 
-// ConsumerValues are the values of a consumer's columns from state to
-// cursors, in the order of an insert or update: state, epoch, wake_id,
-// attempts, waking_deadline, next_retry_at, liveness_deadline,
-// failing_since, due_at, paths, cursors, stalled_wakes, stalled_since.
-func ConsumerValues(c *store.Consumer) []any { return AppendConsumerValues(make([]any, 0, 13), c) }
+// ConsumerValues are the values of a consumer's columns that change, in
+// the order of an insert or update: state, epoch, wake_id, attempts,
+// waking_deadline, next_retry_at, liveness_deadline, failing_since,
+// due_at, paths, cursors, stalled_wakes, stalled_since, holder,
+// wake_written.
+func ConsumerValues(c *store.Consumer) []any { return AppendConsumerValues(make([]any, 0, 15), c) }
 
 // AppendConsumerValues appends ConsumerValues(c) to dst.
 func AppendConsumerValues(dst []any, c *store.Consumer) []any {
 	paths, cursors := EncodeMemberships(c.Streams)
+	written := 0
+	if c.WakeWritten {
+		written = 1
+	}
 	return append(dst, c.State, c.Epoch, c.WakeID, c.Attempts, Nanos(c.WakingDeadline), Nanos(c.NextRetryAt),
-		Nanos(c.LivenessDeadline), Nanos(c.FailingSince), Nanos(c.DueAt), paths, cursors, c.StalledWakes, Nanos(c.StalledSince))
+		Nanos(c.LivenessDeadline), Nanos(c.FailingSince), Nanos(c.DueAt), paths, cursors, c.StalledWakes, Nanos(c.StalledSince),
+		c.Holder, written)
 }
 
 // DeliveryColumns are the columns ScanDelivery reads (body last, when

@@ -23,9 +23,9 @@ var ClaimHolders = []ClaimHolder{
 	// old holder is not recorded (CompleteSQL), the fencing of a lease
 	// that ended.
 	{Table: "deliveries", Owner: "lease_owner", Release: "lease_until = 0, lease_token = 0, lease_owner = ''"},
+	// The timers of consumers of both kinds: a query-string
+	// subscription's and a reserved-API subscription's.
 	{Table: "consumers", Owner: "timer_owner", Release: "timer_until = 0, timer_owner = ''"},
-	// The reserved subscription API's timers (retries, lease expiry).
-	{Table: "ds_subscriptions", Owner: "timer_owner", Release: "timer_until = 0, timer_owner = ''"},
 	{Table: "leases", Owner: "owner"},
 }
 

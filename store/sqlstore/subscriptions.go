@@ -135,10 +135,15 @@ func (s *Store) ConsumerInsert(ctx context.Context, params *store.ConsumerInsert
 
 // insertConsumer inserts c with its memberships unless its id exists.
 func (s *Store) insertConsumer(tx Tx, c *store.Consumer) (bool, error) {
-	args := AppendConsumerValues(append(make([]any, 0, 17), c.ID, c.SubscriptionID, c.Incarnation, c.PrimaryStream), c)
-	n, err := tx.Exec(`INSERT INTO consumers (id, subscription_id, incarnation, primary_stream, state, epoch, wake_id, attempts,
-		waking_deadline, next_retry_at, liveness_deadline, failing_since, due_at, paths, cursors, stalled_wakes, stalled_since, version)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, 1) ON CONFLICT (id) DO NOTHING`, args...)
+	args := append(make([]any, 0, 25), c.ID, c.Kind, c.SubscriptionID, c.Incarnation, c.PrimaryStream,
+		c.Tenant, c.Config, c.ConfigHash, c.Pattern, Nanos(c.CreatedAt))
+	args = AppendConsumerValues(args, c)
+	n, err := tx.Exec(`INSERT INTO consumers (id, kind, subscription_id, incarnation, primary_stream,
+		tenant, config, config_hash, pattern, created_at, state, epoch, wake_id, attempts,
+		waking_deadline, next_retry_at, liveness_deadline, failing_since, due_at, paths, cursors, stalled_wakes, stalled_since,
+		holder, wake_written, version)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, 1)
+		ON CONFLICT (id) DO NOTHING`, args...)
 	if err != nil {
 		return false, s.errorf("insert consumer", err)
 	}
@@ -175,12 +180,12 @@ func (s *Store) writePaths(tx Tx, id string, was, now []store.ConsumerStream) er
 	return nil
 }
 
-// consumerUpdateSQL writes a consumer's state ($1 to $13, in
-// ConsumerValues order) by id ($14) and ends its timer lease.
+// consumerUpdateSQL writes a consumer's state ($1 to $15, in
+// ConsumerValues order) by id ($16) and ends its timer lease.
 const consumerUpdateSQL = `UPDATE consumers SET state = $1, epoch = $2, wake_id = $3, attempts = $4, waking_deadline = $5,
 	next_retry_at = $6, liveness_deadline = $7, failing_since = $8, due_at = $9, paths = $10, cursors = $11,
-	stalled_wakes = $12, stalled_since = $13, version = version + 1,
-	timer_until = 0, timer_owner = '' WHERE id = $14`
+	stalled_wakes = $12, stalled_since = $13, holder = $14, wake_written = $15, version = version + 1,
+	timer_until = 0, timer_owner = '' WHERE id = $16`
 
 // ConsumerUpdate implements store.SubscriptionStore. The common update
 // (a wake: states, deadlines and offsets change, the streams do not) is
@@ -191,17 +196,17 @@ func (s *Store) ConsumerUpdate(ctx context.Context, params *store.ConsumerUpdate
 	c := params.Consumer
 	// Room for the compare-and-set arguments, so appending them does
 	// not copy the list.
-	args := append(AppendConsumerValues(make([]any, 0, 16), &c), c.ID)
+	args := append(AppendConsumerValues(make([]any, 0, 18), &c), c.ID)
 	paths := args[9]
 	err := s.write(ctx, ChecksFirst, func(tx Tx) error {
-		n, err := tx.Exec(consumerUpdateSQL+` AND version = $15 AND paths = $16`, append(args, params.ExpectVersion, paths)...)
+		n, err := tx.Exec(consumerUpdateSQL+` AND version = $17 AND paths = $18`, append(args, params.ExpectVersion, paths)...)
 		if err != nil {
 			return s.errorf("update consumer", err)
 		}
 		if n == 1 {
 			return nil
 		}
-		was, err := s.storedMemberships(tx, c.ID, params.ExpectVersion)
+		was, err := s.storedMemberships(tx, c.ID, params.ExpectVersion, "")
 		if err != nil {
 			return err
 		}
@@ -218,12 +223,13 @@ func (s *Store) ConsumerUpdate(ctx context.Context, params *store.ConsumerUpdate
 
 // storedMemberships locks consumer id and returns its memberships, or
 // the rule error of a compare-and-set expecting version: the consumer is
-// gone, or another write changed it (version 0 expects any).
-func (s *Store) storedMemberships(tx Tx, id string, version int64) ([]store.ConsumerStream, error) {
+// gone (or not tenant's, when tenant is not ""), or another write changed
+// it (version 0 expects any).
+func (s *Store) storedMemberships(tx Tx, id string, version int64, tenant string) ([]store.ConsumerStream, error) {
 	var stored int64
-	var paths, cursors string
-	switch err := tx.QueryRow(`SELECT version, paths, cursors FROM consumers WHERE id = $1 `+s.d.ForUpdate, id).Scan(&stored, &paths, &cursors); {
-	case s.d.IsNoRows(err):
+	var paths, cursors, owner string
+	switch err := tx.QueryRow(`SELECT version, paths, cursors, tenant FROM consumers WHERE id = $1 `+s.d.ForUpdate, id).Scan(&stored, &paths, &cursors, &owner); {
+	case s.d.IsNoRows(err), err == nil && tenant != "" && owner != tenant:
 		return nil, rule(store.ErrConsumerNotFound)
 	case err != nil:
 		return nil, s.errorf("read consumer", err)
@@ -236,7 +242,7 @@ func (s *Store) storedMemberships(tx Tx, id string, version int64) ([]store.Cons
 // ConsumerDelete implements store.SubscriptionStore.
 func (s *Store) ConsumerDelete(ctx context.Context, params *store.ConsumerDeleteParams) error {
 	return s.write(ctx, ChecksFirst, func(tx Tx) error {
-		was, err := s.storedMemberships(tx, params.ID, params.ExpectVersion)
+		was, err := s.storedMemberships(tx, params.ID, params.ExpectVersion, params.Tenant)
 		if err != nil {
 			return err
 		}

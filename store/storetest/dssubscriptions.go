@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -17,36 +18,41 @@ func runDSSubscriptions(t *testing.T, f Factory) {
 	run(t, f, "DSUpdateCompareAndSet", testDSUpdateCompareAndSet)
 	run(t, f, "DSDeleteOwner", testDSDeleteOwner)
 	run(t, f, "DSClaimDueOnce", testDSClaimDueOnce)
+	run(t, f, "DSKindsShareRows", testDSKindsShareRows)
 	run(t, f, "DSSigningKeys", testDSSigningKeys)
 }
 
-func dsSub(id, tenant, hash string) store.DSSubscription {
-	return store.DSSubscription{ID: id, Tenant: tenant, Incarnation: "inc-" + id, Config: `{"type":"webhook"}`, ConfigHash: hash,
-		Pattern: "/ev/*", State: `{"Phase":"idle"}`, Links: []store.DSLink{{Path: "/manual/a", Explicit: true, Acked: "-1"}}}
+// dsSub is a reserved-API subscription as the engine stores it: a
+// consumer of kind ConsumerReserved with one explicit link.
+func dsSub(id, tenant, hash string) store.Consumer {
+	return store.Consumer{ID: "__ds/" + id, Kind: store.ConsumerReserved, SubscriptionID: "__ds/" + id, Tenant: tenant,
+		Incarnation: "inc-" + id, Config: `{"type":"webhook"}`, ConfigHash: hash, Pattern: "/ev/*", State: "IDLE",
+		Streams: []store.ConsumerStream{{Path: "/manual/a", Explicit: true, Acked: "-1"}}}
 }
 
 func testDSCreateReconfirmConflict(t *testing.T, f Factory) {
 	s := f.Open(t)
 	ctx := context.Background()
-	res, err := s.DSSubscriptionCreate(ctx, &store.DSSubscriptionCreateParams{Subscription: dsSub("s1", "", "h1"), Now: t0})
-	if err != nil || !res.Created || res.Subscription.Version != 1 || !res.Subscription.CreatedAt.Equal(t0) {
+	res, err := s.DSSubscriptionCreate(ctx, &store.DSSubscriptionCreateParams{Consumer: dsSub("s1", "", "h1"), Now: t0})
+	if err != nil || !res.Created || res.Consumer.Version != 1 || !res.Consumer.CreatedAt.Equal(t0) {
 		t.Fatalf("create = %+v, %v", res, err)
 	}
-	again, err := s.DSSubscriptionCreate(ctx, &store.DSSubscriptionCreateParams{Subscription: dsSub("s1", "", "h1"), Now: t0.Add(time.Hour)})
-	if err != nil || again.Created || !again.Subscription.CreatedAt.Equal(t0) || len(again.Subscription.Links) != 1 {
+	again, err := s.DSSubscriptionCreate(ctx, &store.DSSubscriptionCreateParams{Consumer: dsSub("s1", "", "h1"), Now: t0.Add(time.Hour)})
+	if err != nil || again.Created || !again.Consumer.CreatedAt.Equal(t0) || len(again.Consumer.Streams) != 1 {
 		t.Fatalf("re-confirm = %+v, %v", again, err)
 	}
-	for _, other := range []store.DSSubscription{dsSub("s1", "", "h2"), dsSub("s1", "acme", "h1")} {
-		if _, err := s.DSSubscriptionCreate(ctx, &store.DSSubscriptionCreateParams{Subscription: other, Now: t0}); !errors.Is(err, store.ErrSubscriptionExists) {
+	for _, other := range []store.Consumer{dsSub("s1", "", "h2"), dsSub("s1", "acme", "h1")} {
+		if _, err := s.DSSubscriptionCreate(ctx, &store.DSSubscriptionCreateParams{Consumer: other, Now: t0}); !errors.Is(err, store.ErrSubscriptionExists) {
 			t.Fatalf("create with another configuration or owner: %v, want ErrSubscriptionExists", err)
 		}
 	}
-	got, err := s.DSSubscriptionGet(ctx, "s1")
-	if err != nil || got.ConfigHash != "h1" || got.Incarnation != "inc-s1" || len(got.Links) != 1 || !got.Links[0].Explicit {
+	got, err := s.ConsumerGet(ctx, "__ds/s1")
+	if err != nil || got.Kind != store.ConsumerReserved || got.ConfigHash != "h1" || got.Incarnation != "inc-s1" || got.Pattern != "/ev/*" ||
+		got.Config != `{"type":"webhook"}` || !got.CreatedAt.Equal(t0) || len(got.Streams) != 1 || !got.Streams[0].Explicit || got.Streams[0].Glob {
 		t.Fatalf("get = %+v, %v", got, err)
 	}
-	if _, err := s.DSSubscriptionGet(ctx, "nope"); !errors.Is(err, store.ErrSubscriptionNotFound) {
-		t.Fatalf("get absent: %v", err)
+	if list, err := s.DSSubscriptionList(ctx); err != nil || len(list) != 1 || list[0].ID != "__ds/s1" || list[0].Streams != nil {
+		t.Fatalf("list = %+v, %v", list, err)
 	}
 }
 
@@ -56,72 +62,79 @@ func testDSBackfillAtTail(t *testing.T, f Factory) {
 	mustCreate(t, s, &store.StreamCreateParams{Path: "/ev/a", ContentType: "text/plain", Data: []byte("hello")})
 	mustCreate(t, s, &store.StreamCreateParams{Path: "/ev/b/deep", ContentType: "text/plain"})
 	mustCreate(t, s, &store.StreamCreateParams{Path: "/manual/a", ContentType: "text/plain", Data: []byte("x")})
-	sub := dsSub("s1", "", "h")
-	res, err := s.DSSubscriptionCreate(ctx, &store.DSSubscriptionCreateParams{Subscription: sub, Prefix: "/", Now: t0,
-		Match: func(st *store.Stream) (store.DSLink, bool) {
+	res, err := s.DSSubscriptionCreate(ctx, &store.DSSubscriptionCreateParams{Consumer: dsSub("s1", "", "h"), Prefix: "/", Now: t0,
+		Match: func(st *store.Stream) (store.ConsumerStream, bool) {
 			if st.Path == "/ev/b/deep" {
-				return store.DSLink{}, false
+				return store.ConsumerStream{}, false
 			}
-			return store.DSLink{Path: st.Path, Glob: true, Acked: "tail-" + st.Path}, true
+			return store.ConsumerStream{Path: st.Path, Glob: true, Acked: "tail-" + st.Path}, true
 		}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := s.DSSubscriptionGet(ctx, "s1")
+	got, err := s.ConsumerGet(ctx, "__ds/s1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []store.DSLink{
-		{Path: "/ev/a", Glob: true, Acked: "tail-/ev/a"},
+	want := []store.ConsumerStream{
 		// Linked both ways: the explicit link keeps its cursor.
 		{Path: "/manual/a", Glob: true, Explicit: true, Acked: "-1"},
+		{Path: "/ev/a", Glob: true, Acked: "tail-/ev/a"},
 	}
-	if len(got.Links) != len(want) || got.Links[0] != want[0] || got.Links[1] != want[1] || len(res.Subscription.Links) != 2 {
-		t.Fatalf("links = %+v, want %+v", got.Links, want)
+	if !slices.Equal(got.Streams, want) || len(res.Consumer.Streams) != 2 {
+		t.Fatalf("links = %+v, want %+v", got.Streams, want)
 	}
-	ids, err := s.DSSubscriptionsLinking(ctx, "/ev/a")
-	if err != nil || len(ids) != 1 || ids[0] != "s1" {
-		t.Fatalf("linking /ev/a = %v, %v", ids, err)
+	linking, err := s.ConsumerListByStream(ctx, &store.ConsumerListByStreamParams{Path: "/ev/a"})
+	if err != nil || len(linking) != 1 || linking[0].ID != "__ds/s1" {
+		t.Fatalf("linking /ev/a = %+v, %v", linking, err)
 	}
 }
 
 func testDSUpdateCompareAndSet(t *testing.T, f Factory) {
 	s := f.Open(t)
 	ctx := context.Background()
-	if _, err := s.DSSubscriptionCreate(ctx, &store.DSSubscriptionCreateParams{Subscription: dsSub("s1", "", "h"), Now: t0}); err != nil {
+	if _, err := s.DSSubscriptionCreate(ctx, &store.DSSubscriptionCreateParams{Consumer: dsSub("s1", "", "h"), Now: t0}); err != nil {
 		t.Fatal(err)
 	}
-	links := []store.DSLink{{Path: "/ev/x", Glob: true, Acked: "0001", Notified: "0002"}}
-	v, err := s.DSSubscriptionUpdate(ctx, &store.DSSubscriptionUpdateParams{ID: "s1", State: `{"Phase":"live"}`, DueAt: t0.Add(time.Second), Links: links, ExpectVersion: 1})
+	c, err := s.ConsumerGet(ctx, "__ds/s1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.State, c.Epoch, c.WakeID, c.Holder, c.WakeWritten = "LIVE", 3, "w_1", "worker-1", true
+	c.LivenessDeadline, c.DueAt = t0.Add(time.Second), t0.Add(time.Second)
+	c.Streams = []store.ConsumerStream{{Path: "/ev/x", Glob: true, Acked: "0001", Notified: "0002"}}
+	v, err := s.ConsumerUpdate(ctx, &store.ConsumerUpdateParams{Consumer: *c, ExpectVersion: 1})
 	if err != nil || v != 2 {
 		t.Fatalf("update = %d, %v", v, err)
 	}
-	if _, err := s.DSSubscriptionUpdate(ctx, &store.DSSubscriptionUpdateParams{ID: "s1", State: `{}`, ExpectVersion: 1}); !errors.Is(err, store.ErrConsumerConflict) {
+	if _, err := s.ConsumerUpdate(ctx, &store.ConsumerUpdateParams{Consumer: *c, ExpectVersion: 1}); !errors.Is(err, store.ErrConsumerConflict) {
 		t.Fatalf("stale update: %v, want ErrConsumerConflict", err)
 	}
-	if _, err := s.DSSubscriptionUpdate(ctx, &store.DSSubscriptionUpdateParams{ID: "gone", State: `{}`, ExpectVersion: 1}); !errors.Is(err, store.ErrSubscriptionNotFound) {
-		t.Fatalf("update absent: %v", err)
-	}
 	s = f.Reopen(t, s)
-	got, err := s.DSSubscriptionGet(ctx, "s1")
-	if err != nil || got.State != `{"Phase":"live"}` || got.Version != 2 || !got.DueAt.Equal(t0.Add(time.Second)) || len(got.Links) != 1 || got.Links[0] != links[0] {
+	got, err := s.ConsumerGet(ctx, "__ds/s1")
+	if err != nil || got.State != "LIVE" || got.Holder != "worker-1" || !got.WakeWritten || got.Version != 2 || !got.DueAt.Equal(t0.Add(time.Second)) ||
+		got.ConfigHash != "h" || got.Kind != store.ConsumerReserved || !slices.Equal(got.Streams, c.Streams) {
 		t.Fatalf("after reopen = %+v, %v", got, err)
+	}
+	// The index follows the links: the explicit link went.
+	if left, err := s.ConsumerListByStream(ctx, &store.ConsumerListByStreamParams{Path: "/manual/a"}); err != nil || len(left) != 0 {
+		t.Fatalf("linking /manual/a after the update = %+v, %v", left, err)
 	}
 }
 
 func testDSDeleteOwner(t *testing.T, f Factory) {
 	s := f.Open(t)
 	ctx := context.Background()
-	if _, err := s.DSSubscriptionCreate(ctx, &store.DSSubscriptionCreateParams{Subscription: dsSub("s1", "acme", "h"), Now: t0}); err != nil {
+	if _, err := s.DSSubscriptionCreate(ctx, &store.DSSubscriptionCreateParams{Consumer: dsSub("s1", "acme", "h"), Now: t0}); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.DSSubscriptionDelete(ctx, "s1", "other"); !errors.Is(err, store.ErrSubscriptionNotFound) {
+	if err := s.ConsumerDelete(ctx, &store.ConsumerDeleteParams{ID: "__ds/s1", Tenant: "other"}); !errors.Is(err, store.ErrConsumerNotFound) {
 		t.Fatalf("delete by another tenant: %v", err)
 	}
-	if err := s.DSSubscriptionDelete(ctx, "s1", "acme"); err != nil {
+	if err := s.ConsumerDelete(ctx, &store.ConsumerDeleteParams{ID: "__ds/s1", Tenant: "acme"}); err != nil {
 		t.Fatal(err)
 	}
-	if ids, err := s.DSSubscriptionsLinking(ctx, "/manual/a"); err != nil || len(ids) != 0 {
+	if ids, err := s.ConsumerListByStream(ctx, &store.ConsumerListByStreamParams{Path: "/manual/a"}); err != nil || len(ids) != 0 {
 		t.Fatalf("links after delete = %v, %v", ids, err)
 	}
 	if list, err := s.DSSubscriptionList(ctx); err != nil || len(list) != 0 {
@@ -140,27 +153,93 @@ func testDSClaimDueOnce(t *testing.T, f Factory) {
 		if id == "c" {
 			sub.DueAt = t0.Add(time.Minute)
 		}
-		if _, err := s.DSSubscriptionCreate(ctx, &store.DSSubscriptionCreateParams{Subscription: sub, Now: t0}); err != nil {
+		if _, err := s.DSSubscriptionCreate(ctx, &store.DSSubscriptionCreateParams{Consumer: sub, Now: t0}); err != nil {
 			t.Fatal(err)
 		}
 	}
+	claim := func(h store.Store, now time.Time, limit int) ([]string, time.Time, error) {
+		res, err := h.ConsumerClaimDue(ctx, &store.ConsumerClaimDueParams{Now: now, Lease: 30 * time.Second, Limit: limit})
+		if err != nil {
+			return nil, time.Time{}, err
+		}
+		var ids []string
+		for _, c := range res.Consumers {
+			ids = append(ids, c.ID)
+		}
+		return ids, res.NextDueAt, nil
+	}
 	peer := peerOf(t, f, s)
 	seen := claimConcurrently(t, []store.Store{s, peer}, 4, func(h store.Store) ([]string, error) {
-		ids, _, err := h.DSSubscriptionClaimDue(ctx, t0, 30*time.Second, 1)
+		ids, _, err := claim(h, t0, 1)
 		return ids, err
 	})
-	if len(seen) != 2 || seen["a"] != 1 || seen["b"] != 1 {
+	if len(seen) != 2 || seen["__ds/a"] != 1 || seen["__ds/b"] != 1 {
 		t.Fatalf("claims = %v, want a and b once each", seen)
 	}
-	ids, next, err := s.DSSubscriptionClaimDue(ctx, t0.Add(31*time.Second), 30*time.Second, 10)
+	ids, next, err := claim(s, t0.Add(31*time.Second), 10)
 	if err != nil || len(ids) != 2 || !next.Equal(t0.Add(time.Minute)) {
 		t.Fatalf("after the lease = %v, next %v, %v; want a and b again, next at c's", ids, next, err)
 	}
-	if _, err := s.DSSubscriptionUpdate(ctx, &store.DSSubscriptionUpdateParams{ID: "a", State: `{}`, ExpectVersion: 1}); err != nil {
+	a, err := s.ConsumerGet(ctx, "__ds/a")
+	if err != nil {
 		t.Fatal(err)
 	}
-	if ids, _, err := s.DSSubscriptionClaimDue(ctx, t0.Add(32*time.Second), 30*time.Second, 10); err != nil || len(ids) != 0 {
-		t.Fatalf("claims after the update cleared a's deadline = %v, %v", ids, err)
+	a.DueAt = time.Time{}
+	if _, err := s.ConsumerUpdate(ctx, &store.ConsumerUpdateParams{Consumer: *a, ExpectVersion: a.Version}); err != nil {
+		t.Fatal(err)
+	}
+	if ids, _, err := claim(s, t0.Add(32*time.Second), 10); err != nil || len(ids) != 0 {
+		t.Fatalf("claims after the update cleared a's deadline = %v, %v; want none (b's claim runs)", ids, err)
+	}
+}
+
+// testDSKindsShareRows: both kinds of consumer share the rows, the
+// memberships index and the timer claim, each row saying its kind: one
+// engine finds, claims and reconciles them all.
+func testDSKindsShareRows(t *testing.T, f Factory) {
+	s := f.Open(t)
+	ctx := context.Background()
+	sub := dsSub("s1", "", "h")
+	sub.DueAt = t0
+	sub.Streams = []store.ConsumerStream{{Path: "/shared", Explicit: true, Acked: "-1"}}
+	if _, err := s.DSSubscriptionCreate(ctx, &store.DSSubscriptionCreateParams{Consumer: sub, Now: t0}); err != nil {
+		t.Fatal(err)
+	}
+	c := consumer("q:%2Fshared", "q", "/shared", "/shared")
+	c.DueAt = t0
+	if _, err := s.ConsumerInsert(ctx, &store.ConsumerInsertParams{Consumers: []store.Consumer{c}}); err != nil {
+		t.Fatal(err)
+	}
+	kinds := func(list []store.Consumer) []string {
+		var out []string
+		for _, c := range list {
+			out = append(out, c.ID+"="+c.Kind)
+		}
+		return out
+	}
+	want := []string{"__ds/s1=" + store.ConsumerReserved, "q:%2Fshared=" + store.ConsumerWake}
+	got, err := s.ConsumerListByStream(ctx, &store.ConsumerListByStreamParams{Path: "/shared"})
+	if err != nil || !slices.Equal(kinds(got), want) {
+		t.Fatalf("consumers of /shared = %v, %v; want %v", kinds(got), err, want)
+	}
+	due, err := s.ConsumerClaimDue(ctx, &store.ConsumerClaimDueParams{Now: t0, Lease: time.Minute})
+	if err != nil || !slices.Equal(kinds(due.Consumers), want) {
+		t.Fatalf("due timers = %v, %v; want %v", kinds(due.Consumers), err, want)
+	}
+	if paths, err := s.ConsumerPathList(ctx, &store.ConsumerPathListParams{}); err != nil || !slices.Equal(paths, []string{"/shared"}) {
+		t.Fatalf("consumer paths = %v, %v", paths, err)
+	}
+	// A query-string subscription of the reserved one's id is another
+	// subscription: deleting it leaves the reserved one.
+	if _, err := s.SubscriptionCreate(ctx, &store.SubscriptionCreateParams{Subscription: store.Subscription{ID: "s1", Pattern: "/q/*",
+		Webhook: "https://example.com/h", Secret: "whsec_x"}, Now: t0}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.SubscriptionDelete(ctx, &store.SubscriptionDeleteParams{ID: "s1"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.ConsumerGet(ctx, "__ds/s1"); err != nil {
+		t.Fatalf("the reserved-API subscription after deleting the query-string one of its id: %v", err)
 	}
 }
 

@@ -127,6 +127,9 @@ type EngineConfig struct {
 	// gets events instead of asking the store at every append. Leave it
 	// false when replicas share the store.
 	ExclusiveStore bool
+	// Reserved opens the engine's second front door, the reserved
+	// subscription API (Engine.Reserved), when its Store is set.
+	Reserved ReservedConfig
 	// StreamOwner names the tenant whose namespace holds a stream path
 	// (ok false: no tenant's). A consumer of a tenant's subscription may
 	// subscribe only to streams of that tenant; nil: to none beyond
@@ -141,6 +144,12 @@ type EngineConfig struct {
 // timers, removal). Appends never wait for it: it learns of them from the
 // store's tail-change feed and catches what the feed drops through the timer
 // sweep and a reconciliation at start.
+//
+// It is the one wake engine of both subscription models: the consumers
+// of the reserved API's front door (Reserved) are rows of the same
+// table, found by the same workers for a stream's changes, timed by the
+// same sweep and claim, and reconciled with the others; each row goes to
+// the front door of its kind.
 type Engine struct {
 	st      EngineStore
 	sender  WebhookSender
@@ -182,6 +191,8 @@ type Engine struct {
 	life *service.Lifecycle
 	// reconcileKick asks for a reconciliation of the consumers' streams.
 	reconcileKick service.Kick
+	// ds is the reserved API's front door; nil without one.
+	ds *Reserved
 }
 
 // NewEngine returns an Engine for cfg. Start runs it.
@@ -239,8 +250,15 @@ func NewEngine(cfg EngineConfig) (*Engine, error) {
 		return nil, err
 	}
 	e.metrics = m
+	if cfg.Reserved.Store != nil {
+		e.ds = newReserved(e, cfg.Reserved)
+	}
 	return e, nil
 }
+
+// Reserved returns the engine's front door for the reserved
+// subscription API; nil when EngineConfig.Reserved has no store.
+func (e *Engine) Reserved() *Reserved { return e.ds }
 
 // random is the engine's source of randomness.
 func (e *Engine) random() io.Reader {
@@ -295,6 +313,11 @@ func (e *Engine) apply(ctx context.Context, id string, ev subscription.Event, ex
 		if fresh {
 			var err error
 			sc, err = e.st.ConsumerGet(ctx, id)
+			if err == nil && sc.Kind != store.ConsumerWake {
+				// A reserved-API subscription's row: its own front
+				// door decides on it, never this one's callbacks.
+				err = store.ErrConsumerNotFound
+			}
 			if errors.Is(err, store.ErrConsumerNotFound) {
 				e.members.observe(known, nil)
 				return applied{}, fmt.Errorf("%w: %s", subscription.ErrConsumerGone, id)
@@ -477,10 +500,12 @@ func fromStored(sc *store.Consumer) subscription.Consumer {
 		FailingSince:     sc.FailingSince,
 		StalledWakes:     sc.StalledWakes,
 		StalledSince:     sc.StalledSince,
+		Holder:           sc.Holder,
+		WakeWritten:      sc.WakeWritten,
 		Streams:          make([]subscription.StreamCursor, 0, len(sc.Streams)),
 	}
 	for _, s := range sc.Streams {
-		c.Streams = append(c.Streams, subscription.StreamCursor{Path: s.Path, Acked: s.Acked, Notified: s.Notified})
+		c.Streams = append(c.Streams, subscription.StreamCursor{Path: s.Path, Acked: s.Acked, Notified: s.Notified, Glob: s.Glob, Explicit: s.Explicit})
 	}
 	return c
 }
@@ -503,11 +528,13 @@ func toStored(c *subscription.Consumer) store.Consumer {
 		FailingSince:     c.FailingSince,
 		StalledWakes:     c.StalledWakes,
 		StalledSince:     c.StalledSince,
+		Holder:           c.Holder,
+		WakeWritten:      c.WakeWritten,
 		DueAt:            c.NextDeadline(),
 		Streams:          make([]store.ConsumerStream, 0, len(c.Streams)),
 	}
 	for _, s := range c.Streams {
-		sc.Streams = append(sc.Streams, store.ConsumerStream{Path: s.Path, Acked: s.Acked, Notified: s.Notified})
+		sc.Streams = append(sc.Streams, store.ConsumerStream{Path: s.Path, Acked: s.Acked, Notified: s.Notified, Glob: s.Glob, Explicit: s.Explicit})
 	}
 	return sc
 }
@@ -520,7 +547,7 @@ func sameConsumer(a, b *subscription.Consumer) bool {
 		!a.WakingDeadline.Equal(b.WakingDeadline) || !a.NextRetryAt.Equal(b.NextRetryAt) ||
 		!a.LivenessDeadline.Equal(b.LivenessDeadline) || !a.FailingSince.Equal(b.FailingSince) ||
 		a.StalledWakes != b.StalledWakes || !a.StalledSince.Equal(b.StalledSince) ||
-		len(a.Streams) != len(b.Streams) {
+		a.Holder != b.Holder || a.WakeWritten != b.WakeWritten || len(a.Streams) != len(b.Streams) {
 		return false
 	}
 	for i := range a.Streams {

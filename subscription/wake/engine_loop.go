@@ -4,6 +4,7 @@ import (
 	"container/heap"
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"time"
 
@@ -137,7 +138,7 @@ func (e *Engine) processStream(ctx context.Context, path string, flags uint8) er
 		errs = append(errs, e.streamDeleted(ctx, path))
 	}
 	if flags&flagChanged != 0 {
-		errs = append(errs, e.streamChanged(ctx, path, flags&flagSpawn != 0))
+		errs = append(errs, e.streamChanged(ctx, path, flags&flagSpawn != 0, nil))
 	}
 	return errors.Join(errs...)
 }
@@ -146,8 +147,10 @@ func (e *Engine) processStream(ctx context.Context, path string, flags uint8) er
 // true for a live change (an append or a creation): matching
 // subscriptions without a consumer get one, and the member cache keeps
 // the stream's consumers (a reconciliation does not fill it, so idle
-// streams cost no memory).
-func (e *Engine) streamChanged(ctx context.Context, path string, spawn bool) error {
+// streams cost no memory). settled, in a reconciliation, holds the
+// reserved-API subscriptions it settled already: a settle reads every
+// stream the subscription links, so one per pass is enough.
+func (e *Engine) streamChanged(ctx context.Context, path string, spawn bool, settled *sync.Map) error {
 	consumers, gen, cached := e.members.get(path)
 	if !cached {
 		var err error
@@ -159,6 +162,7 @@ func (e *Engine) streamChanged(ctx context.Context, path string, spawn bool) err
 			e.members.fill(path, gen, consumers)
 		}
 	}
+	consumers, reserved := byKind(consumers)
 	if spawn {
 		inserted, err := e.spawn(ctx, path, consumers)
 		if err != nil {
@@ -172,9 +176,35 @@ func (e *Engine) streamChanged(ctx context.Context, path string, spawn bool) err
 			for i := range consumers {
 				e.members.observe(nil, &consumers[i])
 			}
+			consumers, reserved = byKind(consumers)
 		}
 	}
-	return e.applyEach(ctx, consumers, subscription.TailsChanged{}, true)
+	err := e.applyEach(ctx, consumers, subscription.TailsChanged{}, true)
+	if settled != nil {
+		reserved = slices.DeleteFunc(reserved, func(id string) bool {
+			_, done := settled.LoadOrStore(id, struct{}{})
+			return done
+		})
+	}
+	if e.ds != nil {
+		err = errors.Join(err, e.ds.streamChanged(ctx, path, reserved, spawn))
+	}
+	return err
+}
+
+// byKind parts a stream's consumers by front door: the query-string
+// subscriptions' consumers, and the ids of the reserved API's
+// subscriptions.
+func byKind(consumers []store.Consumer) (wake []store.Consumer, reserved []string) {
+	wake = consumers[:0:0]
+	for _, c := range consumers {
+		if c.Kind == store.ConsumerReserved {
+			reserved = append(reserved, dsSubscriptionID(c.ID))
+			continue
+		}
+		wake = append(wake, c)
+	}
+	return wake, reserved
 }
 
 // applyEach applies ev to each consumer and runs the effects; a consumer
@@ -258,6 +288,9 @@ func (e *Engine) streamDeleted(ctx context.Context, path string) error {
 			errs = append(errs, err)
 			continue
 		}
+		// A reserved-API subscription keeps the link of a deleted
+		// stream: a stream made again at the path is linked still.
+		consumers, _ = byKind(consumers)
 		errs = append(errs, e.applyEach(ctx, consumers, subscription.StreamDeleted{Path: path}, false))
 	}
 	return errors.Join(errs...)
@@ -302,6 +335,17 @@ func (e *Engine) tickAll(ctx context.Context, batch []store.Consumer) error {
 		go func(c *store.Consumer) {
 			defer wg.Done()
 			defer func() { <-sem }()
+			if c.Kind == store.ConsumerReserved {
+				if e.ds == nil {
+					return // its timer goes back to the store when the claim's lease ends
+				}
+				if err := e.ds.tick(ctx, dsSubscriptionID(c.ID)); err != nil {
+					mu.Lock()
+					errs = append(errs, err)
+					mu.Unlock()
+				}
+				return
+			}
 			a, err := e.apply(ctx, c.ID, subscription.Tick{}, nil, c)
 			if err != nil {
 				if !errors.Is(err, subscription.ErrConsumerGone) {
@@ -338,6 +382,7 @@ func (e *Engine) reconcile(ctx context.Context) {
 	sem := make(chan struct{}, reconcileWorkers)
 	var wg sync.WaitGroup
 	defer wg.Wait()
+	var settled sync.Map
 	after := ""
 	for {
 		paths, err := e.st.ConsumerPathList(ctx, &store.ConsumerPathListParams{After: after, Limit: reconcilePage})
@@ -357,7 +402,7 @@ func (e *Engine) reconcile(ctx context.Context) {
 			go func() {
 				defer wg.Done()
 				defer func() { <-sem }()
-				if err := e.streamChanged(ctx, path, false); err != nil && ctx.Err() == nil {
+				if err := e.streamChanged(ctx, path, false, &settled); err != nil && ctx.Err() == nil {
 					e.log.Warn("reconciling a stream", "stream", path, "err", err)
 				}
 			}()

@@ -22,7 +22,11 @@ func (e *Engine) Start(ctx context.Context) error {
 		// a change committed meanwhile is applied after the read.
 		feed, stopFeed := e.st.Notifier().Invalidations()
 		tails := service.ListenTails(e.st.Notifier(), listenBuffer)
-		if err := e.refreshSubscriptions(ctx); err != nil {
+		err := e.refreshSubscriptions(ctx)
+		if err == nil && e.ds != nil {
+			err = e.ds.start(ctx)
+		}
+		if err != nil {
 			stopFeed()
 			tails.Close()
 			return err

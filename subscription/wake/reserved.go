@@ -2,7 +2,6 @@ package wake
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -24,46 +23,47 @@ import (
 type ReservedStore interface {
 	store.DSSubscriptionStore
 	store.SigningKeyStore
+	// The consumer rows a subscription is kept in.
+	ConsumerGet(ctx context.Context, id string) (*store.Consumer, error)
+	ConsumerUpdate(ctx context.Context, params *store.ConsumerUpdateParams) (int64, error)
+	ConsumerDelete(ctx context.Context, params *store.ConsumerDeleteParams) error
+	ConsumerClaimDue(ctx context.Context, params *store.ConsumerClaimDueParams) (*store.ConsumerClaimDueResult, error)
+	ConsumerListByStream(ctx context.Context, params *store.ConsumerListByStreamParams) ([]store.Consumer, error)
 	StreamGet(ctx context.Context, params *store.StreamGetParams) (*store.Stream, error)
 	StreamAppend(ctx context.Context, params *store.StreamAppendParams) (*store.StreamAppendResult, error)
 	StreamList(ctx context.Context, params *store.StreamListParams) ([]store.Stream, error)
 	Notifier() store.Notifier
 }
 
-// ReservedConfig configures a Reserved engine.
+// ReservedConfig opens the reserved API's front door of an Engine
+// (EngineConfig.Reserved): it shares the engine's sender, callback token
+// keys, public URL, clock, loops and timers.
 type ReservedConfig struct {
-	// Store keeps the subscriptions, their links and the signing keys.
+	// Store keeps the subscriptions' consumer rows and the signing
+	// keys; nil: the engine serves no reserved API.
 	Store ReservedStore
-	// Sender posts webhooks; the one SSRF-safe sender in production.
-	Sender WebhookSender
-	// Keyring signs the callback and claim tokens (the callback token
-	// keys of the other front door).
-	Keyring *subscription.Keyring
 	// Root is the stream root.
 	Root subscription.Root
-	// PublicURL is Herald's public base URL without a trailing slash:
-	// callback and JWKS URLs are PublicURL + Root.Reserved() + ....
-	PublicURL string
-	// Now is the clock, Rand the source of wake ids, jitter and keys.
-	Now    func() time.Time
-	Rand   io.Reader
+	// Logger receives the front door's errors; the engine's when nil.
 	Logger *slog.Logger
-	// SweepInterval is how often the store is asked for due timers set
-	// by another replica or before a restart; a second when 0.
-	SweepInterval time.Duration
 	// RefreshInterval is how often the list of patterns is read again,
 	// so that a subscription created on another replica links the
 	// streams appended to here; a second when 0.
 	RefreshInterval time.Duration
 }
 
-// Reserved runs the subscriptions of the Durable Streams protocol's
-// reserved API (docs/subscriptions.md, The reserved subscription API):
+// Reserved is the engine's front door for the subscriptions of the
+// Durable Streams protocol's reserved API (docs/reserved-subscriptions.md):
 // it links streams to subscriptions, issues wakes by webhook or to a wake
-// stream, and applies callbacks, claims, acks and releases. Every change
-// of a subscription is a compare-and-set of its row, decided by
-// subscription.DSMachine, so replicas and restarts agree; every deadline
-// is the row's due_at, whose timer one replica claims at a time.
+// stream, and applies callbacks, claims, acks and releases. A
+// subscription is a consumer row of kind store.ConsumerReserved (its
+// links the consumer's memberships), so it shares the other front door's
+// durable model and the engine's one loop: the engine's workers bring it
+// the changes of its streams, the engine's sweep the timers it claims
+// (ConsumerClaimDue, one replica at a time, ended for a dead replica as
+// every consumer's), and every change is a compare-and-set of the row
+// (ConsumerUpdate) decided by subscription.DSMachine, so replicas and
+// restarts agree.
 type Reserved struct {
 	st      ReservedStore
 	sender  WebhookSender
@@ -74,10 +74,14 @@ type Reserved struct {
 	now     func() time.Time
 	rand    io.Reader
 	log     *slog.Logger
-	sweep   time.Duration
 	refresh time.Duration
 
-	locks stripedLocks
+	// The engine's: its locks (by consumer id), its timers, its member
+	// cache and its lifecycle.
+	locks   *stripedLocks
+	timers  *deadlines
+	members *memberCache
+	life    *service.Lifecycle
 
 	// patterns are the subscriptions with a pattern, by id: who links a
 	// new stream (refreshPatterns).
@@ -91,11 +95,6 @@ type Reserved struct {
 
 	signMu  sync.RWMutex
 	signing []subscription.SigningKey // the active key first
-
-	queue  *service.Queue[struct{}]
-	timers *deadlines
-	life   *service.Lifecycle
-	kick   service.Kick
 }
 
 // dsPattern is a subscription's compiled pattern, creation time and
@@ -113,88 +112,47 @@ func (d *dsPattern) links(root subscription.Root, path string) bool {
 	return under && path != d.wake && !strings.HasPrefix(path, root.Reserved()) && d.p.Match(path)
 }
 
-// NewReserved returns an engine for cfg; Start runs it.
-func NewReserved(cfg ReservedConfig) (*Reserved, error) {
-	if cfg.Store == nil || cfg.Sender == nil || cfg.Keyring == nil || cfg.PublicURL == "" {
-		return nil, errors.New("subscription: the reserved API needs a store, a sender, a keyring and a public URL")
-	}
+// newReserved returns the front door of engine e for cfg.
+func newReserved(e *Engine, cfg ReservedConfig) *Reserved {
 	r := &Reserved{
-		st: cfg.Store, sender: cfg.Sender, keys: cfg.Keyring, machine: subscription.DSMachine{Rand: cfg.Rand},
-		root: cfg.Root, base: cfg.PublicURL, now: cfg.Now, rand: cfg.Rand, log: cfg.Logger,
-		sweep: cfg.SweepInterval, refresh: cfg.RefreshInterval,
+		st: cfg.Store, sender: e.sender, keys: e.keys, machine: subscription.DSMachine{Rand: e.rand},
+		root: cfg.Root, base: e.base, now: e.now, rand: e.random(), log: cfg.Logger, refresh: cfg.RefreshInterval,
+		locks: &e.locks, timers: e.timers, members: e.members, life: e.life,
 		patterns: map[string]dsPattern{},
 		known:    map[string]time.Time{},
-		queue:    service.NewQueue(func(_, _ struct{}) struct{} { return struct{}{} }),
-		timers:   newDeadlines(),
-		life:     service.NewLifecycle(),
-		kick:     service.NewKick(),
 	}
 	if r.root == "" {
 		r.root = "/"
 	}
-	if r.now == nil {
-		r.now = time.Now
-	}
-	if r.rand == nil {
-		r.rand = rand.Reader
-	}
 	if r.log == nil {
-		r.log = slog.Default()
-	}
-	if r.sweep <= 0 {
-		r.sweep = time.Second
+		r.log = e.log
 	}
 	if r.refresh <= 0 {
 		r.refresh = time.Second
 	}
-	return r, nil
+	return r
 }
 
-// Start loads (or makes) the signing key and the patterns and starts the
-// engine's goroutines: the tail listener and its workers, the timers,
-// and the pattern refresh (which also links the streams created while
-// no process listened). It runs until Stop or until ctx ends.
-func (r *Reserved) Start(ctx context.Context) error {
-	return r.life.Start(ctx, func() error {
-		tails := service.ListenTails(r.st.Notifier(), listenBuffer)
-		if err := r.initSigningKeys(ctx); err != nil {
-			tails.Close()
-			return err
+// start loads (or makes) the signing key and the patterns, and runs the
+// pattern refresh (which also links the streams created while no
+// process listened) on the engine's lifecycle; Engine.Start calls it.
+func (r *Reserved) start(ctx context.Context) error {
+	if err := r.initSigningKeys(ctx); err != nil {
+		return err
+	}
+	if err := r.refreshPatterns(ctx); err != nil {
+		return err
+	}
+	r.life.GoLoops(&service.Periodic{Interval: r.refresh, Run: func(ctx context.Context) {
+		if err := r.refreshPatterns(ctx); err != nil && ctx.Err() == nil {
+			r.log.Warn("reading reserved-API subscriptions", "err", err)
 		}
-		if err := r.refreshPatterns(ctx); err != nil {
-			tails.Close()
-			return err
-		}
-		tails.Go(r.life, func(ch store.TailChange) {
-			if !ch.Deleted {
-				r.queue.Push(ch.Path, struct{}{})
-			}
-		}, r.kick.Signal)
-		for range 4 {
-			r.life.Go(r.work)
-		}
-		r.life.GoLoops(
-			&service.Periodic{Interval: r.sweep, Kick: r.timers.signal, Immediately: true, Next: r.untilDeadline, Run: r.sweepDue},
-			&service.Periodic{Interval: r.refresh, Kick: r.kick, Run: func(ctx context.Context) {
-				if err := r.refreshPatterns(ctx); err != nil && ctx.Err() == nil {
-					r.log.Warn("reading reserved-API subscriptions", "err", err)
-				}
-			}},
-		)
-		return nil
-	})
+	}})
+	return nil
 }
 
-// Stop stops the engine and waits for its goroutines while ctx lasts;
-// webhooks in flight are then cancelled (their rows keep the attempt's
-// deadline, so another start retries them).
-func (r *Reserved) Stop(ctx context.Context) error {
-	err := r.life.Stop(ctx)
-	r.queue.Close()
-	return err
-}
-
-func (r *Reserved) lock(id string) func() { return r.locks.lock(id) }
+// lock takes the lock of subscription id's consumer row.
+func (r *Reserved) lock(id string) func() { return r.locks.lock(dsConsumerID(id)) }
 
 // initSigningKeys loads the signing keys, storing a new one when the
 // store has none.
@@ -272,28 +230,29 @@ func (r *Reserved) refreshPatterns(ctx context.Context) error {
 	var fresh []string
 	r.patternsMu.RLock()
 	for _, s := range subs {
-		known[s.ID] = s.CreatedAt
-		if was, ok := r.known[s.ID]; !ok || !was.Equal(s.CreatedAt) {
-			fresh = append(fresh, s.ID)
+		id := dsSubscriptionID(s.ID)
+		known[id] = s.CreatedAt
+		if was, ok := r.known[id]; !ok || !was.Equal(s.CreatedAt) {
+			fresh = append(fresh, id)
 		}
 		if s.Pattern == "" {
 			continue
 		}
-		if old, ok := r.patterns[s.ID]; ok && old.created.Equal(s.CreatedAt) {
-			next[s.ID] = old
+		if old, ok := r.patterns[id]; ok && old.created.Equal(s.CreatedAt) {
+			next[id] = old
 			continue
 		}
 		p, err := glob.Compile(s.Pattern)
 		if err != nil {
-			r.log.Warn("a reserved-API subscription has an invalid pattern", "subscription", s.ID, "err", err)
+			r.log.Warn("a reserved-API subscription has an invalid pattern", "subscription", id, "err", err)
 			continue
 		}
 		cfg, err := configOf(s.Config)
 		if err != nil {
-			r.log.Warn("a reserved-API subscription has an invalid configuration", "subscription", s.ID, "err", err)
+			r.log.Warn("a reserved-API subscription has an invalid configuration", "subscription", id, "err", err)
 			continue
 		}
-		next[s.ID] = dsPattern{p: p, created: s.CreatedAt, wake: r.wakePath(&cfg)}
+		next[id] = dsPattern{p: p, created: s.CreatedAt, wake: r.wakePath(&cfg)}
 	}
 	r.patternsMu.RUnlock()
 	r.patternsMu.Lock()
@@ -325,22 +284,16 @@ func (r *Reserved) wakePath(cfg *subscription.DSConfig) string {
 	return r.root.Abs(cfg.WakeStream)
 }
 
-// stateOf decodes a stored state.
-func stateOf(raw string) (subscription.DSState, error) {
-	var st subscription.DSState
-	if err := json.Unmarshal([]byte(raw), &st); err != nil {
-		return st, fmt.Errorf("subscription: a stored reserved-API state is malformed: %w", err)
-	}
-	return st, nil
-}
+// dsPrefix begins the consumer id of a reserved-API subscription (and
+// the subject of its tokens): a query-string consumer's id holds a ':'
+// and no '/', so neither front door can name the other's rows.
+const dsPrefix = "__ds/"
 
-func encodeState(st *subscription.DSState) string {
-	b, err := json.Marshal(st)
-	if err != nil {
-		panic("subscription: encoding a state: " + err.Error()) // plain data
-	}
-	return string(b)
-}
+// dsConsumerID is the consumer id of subscription id.
+func dsConsumerID(id string) string { return dsPrefix + id }
+
+// dsSubscriptionID is the subscription id of a consumer id.
+func dsSubscriptionID(consumerID string) string { return strings.TrimPrefix(consumerID, dsPrefix) }
 
 // configOf decodes a stored configuration.
 func configOf(raw string) (subscription.DSConfig, error) {

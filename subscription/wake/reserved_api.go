@@ -48,17 +48,17 @@ func (r *Reserved) Create(ctx context.Context, p *ReservedCreateParams) (view *s
 	if err != nil {
 		return nil, false, err
 	}
-	row := store.DSSubscription{ID: p.ID, Tenant: p.Caller.Tenant, Incarnation: inc, Config: string(raw), ConfigHash: cfg.Hash(),
-		State: encodeState(&subscription.DSState{Phase: subscription.DSIdle})}
+	row := store.Consumer{ID: dsConsumerID(p.ID), Kind: store.ConsumerReserved, SubscriptionID: dsConsumerID(p.ID),
+		Tenant: p.Caller.Tenant, Incarnation: inc, Config: string(raw), ConfigHash: cfg.Hash(), State: string(subscription.StateIdle)}
 	for _, rel := range cfg.Streams {
 		abs := r.root.Abs(rel)
 		acked, err := r.linkOffset(ctx, abs, now, "", now)
 		if err != nil {
 			return nil, false, err
 		}
-		row.Links = append(row.Links, store.DSLink{Path: abs, Explicit: true, Acked: acked})
+		row.Streams = append(row.Streams, store.ConsumerStream{Path: abs, Explicit: true, Acked: acked})
 	}
-	params := &store.DSSubscriptionCreateParams{Subscription: row, Now: now}
+	params := &store.DSSubscriptionCreateParams{Consumer: row, Now: now}
 	var pattern *glob.Pattern
 	var dp dsPattern
 	if cfg.Pattern != "" {
@@ -66,16 +66,16 @@ func (r *Reserved) Create(ctx context.Context, p *ReservedCreateParams) (view *s
 			return nil, false, err
 		}
 		row.Pattern = pattern.String()
-		params.Subscription.Pattern = row.Pattern
+		params.Consumer.Pattern = row.Pattern
 		// The eager backfill: every stream the pattern matches now is
 		// linked at its tail, so creation replays nothing.
 		params.Prefix = pattern.Prefix()
 		dp = dsPattern{p: pattern, wake: r.wakePath(&cfg)}
-		params.Match = func(s *store.Stream) (store.DSLink, bool) {
+		params.Match = func(s *store.Stream) (store.ConsumerStream, bool) {
 			if !dp.links(r.root, s.Path) {
-				return store.DSLink{}, false
+				return store.ConsumerStream{}, false
 			}
-			return store.DSLink{Path: s.Path, Glob: true, Acked: protocol.FormatOffset(s.Tail)}, true
+			return store.ConsumerStream{Path: s.Path, Glob: true, Acked: protocol.FormatOffset(s.Tail)}, true
 		}
 	}
 	res, err := r.st.DSSubscriptionCreate(ctx, params)
@@ -86,12 +86,13 @@ func (r *Reserved) Create(ctx context.Context, p *ReservedCreateParams) (view *s
 		return nil, false, err
 	}
 	if res.Created {
+		r.members.observe(nil, &res.Consumer)
 		r.patternsMu.Lock()
 		if pattern != nil {
-			dp.created = res.Subscription.CreatedAt
+			dp.created = res.Consumer.CreatedAt
 			r.patterns[p.ID] = dp
 		}
-		r.known[p.ID] = res.Subscription.CreatedAt
+		r.known[p.ID] = res.Consumer.CreatedAt
 		r.count.Store(int64(len(r.known)))
 		r.patternsMu.Unlock()
 	}
@@ -138,8 +139,8 @@ func (r *Reserved) checkPaths(c *Caller, rels []string) error {
 // visible returns the stored subscription id when the caller may see it
 // (its owner's, within its stream paths), ErrSubscriptionNotFound when
 // it may not or there is none.
-func (r *Reserved) visible(ctx context.Context, c *Caller, id string) (*store.DSSubscription, error) {
-	row, err := r.st.DSSubscriptionGet(ctx, id)
+func (r *Reserved) visible(ctx context.Context, c *Caller, id string) (*store.Consumer, error) {
+	row, err := r.get(ctx, id)
 	if errors.Is(err, store.ErrSubscriptionNotFound) {
 		return nil, fmt.Errorf("%w: %s", ErrSubscriptionNotFound, id)
 	}
@@ -150,7 +151,7 @@ func (r *Reserved) visible(ctx context.Context, c *Caller, id string) (*store.DS
 		return nil, fmt.Errorf("%w: %s", ErrSubscriptionNotFound, id)
 	}
 	if c.AllowsPath != nil {
-		for _, l := range row.Links {
+		for _, l := range row.Streams {
 			if l.Explicit && !c.AllowsPath(l.Path) {
 				return nil, fmt.Errorf("%w: %s", ErrSubscriptionNotFound, id)
 			}
@@ -168,28 +169,25 @@ func (r *Reserved) Get(ctx context.Context, c Caller, id string) (*subscription.
 	return r.view(row)
 }
 
-func (r *Reserved) view(row *store.DSSubscription) (*subscription.DSSubscriptionView, error) {
+func (r *Reserved) view(row *store.Consumer) (*subscription.DSSubscriptionView, error) {
 	cfg, err := configOf(row.Config)
 	if err != nil {
 		return nil, err
 	}
-	st, err := stateOf(row.State)
-	if err != nil {
-		return nil, err
-	}
-	v := &subscription.DSSubscriptionView{ID: row.ID, SubscriptionID: row.ID, Type: cfg.Type, LeaseTTLMs: cfg.LeaseTTLMs,
+	id := dsSubscriptionID(row.ID)
+	v := &subscription.DSSubscriptionView{ID: id, SubscriptionID: id, Type: cfg.Type, LeaseTTLMs: cfg.LeaseTTLMs,
 		CreatedAt: subscription.FormatDSTime(row.CreatedAt), Status: "active", Description: cfg.Description,
-		Generation: st.Generation, Streams: make([]subscription.DSLinkView, 0, len(row.Links))}
-	if st.Failed {
+		Generation: row.Epoch, Streams: make([]subscription.DSLinkView, 0, len(row.Streams))}
+	if !row.FailingSince.IsZero() {
 		v.Status = "failed"
 	}
 	if cfg.Pattern != "" {
 		v.Pattern = &cfg.Pattern
 	}
-	for _, l := range row.Links {
-		rel, _ := r.root.Rel(l.Path)
-		link := subscription.DSLink(l)
-		v.Streams = append(v.Streams, subscription.DSLinkView{Path: rel, LinkType: link.LinkType(), AckedOffset: l.Acked})
+	for _, m := range row.Streams {
+		l := subscription.StreamCursor{Glob: m.Glob, Explicit: m.Explicit}
+		rel, _ := r.root.Rel(m.Path)
+		v.Streams = append(v.Streams, subscription.DSLinkView{Path: rel, LinkType: l.LinkType(), AckedOffset: m.Acked})
 	}
 	switch cfg.Type {
 	case subscription.DSTypeWebhook:
@@ -204,14 +202,16 @@ func (r *Reserved) view(row *store.DSSubscription) (*subscription.DSSubscription
 // Delete removes the subscription: callbacks, acks and releases of its
 // wakes fail from then on (their tokens name its incarnation).
 func (r *Reserved) Delete(ctx context.Context, c Caller, id string) error {
-	if _, err := r.visible(ctx, &c, id); err != nil {
+	row, err := r.visible(ctx, &c, id)
+	if err != nil {
 		return err
 	}
-	err := r.st.DSSubscriptionDelete(ctx, id, c.Tenant)
-	if errors.Is(err, store.ErrSubscriptionNotFound) {
+	err = r.st.ConsumerDelete(ctx, &store.ConsumerDeleteParams{ID: dsConsumerID(id), Tenant: c.Tenant})
+	if errors.Is(err, store.ErrConsumerNotFound) {
 		return fmt.Errorf("%w: %s", ErrSubscriptionNotFound, id)
 	}
 	if err == nil {
+		r.members.observe(row, nil)
 		r.patternsMu.Lock()
 		delete(r.patterns, id)
 		r.patternsMu.Unlock()
@@ -249,16 +249,16 @@ func (r *Reserved) RemoveStream(ctx context.Context, c Caller, id, rel string) e
 		}
 	}
 	path := r.root.Abs(rel)
-	_, err = r.apply(ctx, id, func(sub *subscription.DSSub, _ *store.DSSubscription, _ *subscription.DSConfig, _ subscription.Tails) (subscription.DSEffect, error) {
-		for i := range sub.Links {
-			l := &sub.Links[i]
+	_, err = r.apply(ctx, id, func(sub *subscription.DSSub, _ *store.Consumer, _ *subscription.DSConfig, _ subscription.Tails) (subscription.DSEffect, error) {
+		for i := range sub.Streams {
+			l := &sub.Streams[i]
 			if l.Path != path || !l.Explicit {
 				continue
 			}
 			if l.Glob || pattern != nil && pattern.Match(path) {
 				l.Explicit, l.Glob = false, true
 			} else {
-				sub.Links = append(sub.Links[:i], sub.Links[i+1:]...)
+				sub.Streams = append(sub.Streams[:i], sub.Streams[i+1:]...)
 			}
 			break
 		}
@@ -281,19 +281,19 @@ func (r *Reserved) Claim(ctx context.Context, c Caller, id, worker string) (*sub
 	if _, err := r.visible(ctx, &c, id); err != nil {
 		return nil, err
 	}
-	a, err := r.apply(ctx, id, func(sub *subscription.DSSub, _ *store.DSSubscription, _ *subscription.DSConfig, tails subscription.Tails) (subscription.DSEffect, error) {
+	a, err := r.apply(ctx, id, func(sub *subscription.DSSub, _ *store.Consumer, _ *subscription.DSConfig, tails subscription.Tails) (subscription.DSEffect, error) {
 		return r.machine.Claim(sub, worker, tails, r.now())
 	})
 	if err != nil {
 		return nil, r.notFound(id, err)
 	}
-	st := a.sub.State
-	token, err := r.keys.Issue(r.tokenSubject(id, a.incarnation, st.Generation), r.now())
+	st := a.sub.Consumer
+	token, err := r.keys.Issue(r.tokenSubject(id, a.incarnation, st.Epoch), r.now())
 	if err != nil {
 		return nil, err
 	}
-	return &subscription.DSClaimResponse{WakeID: st.WakeID, Generation: st.Generation, Token: token,
-		Streams: r.wakeStreams(a.sub.Links, a.tails), LeaseTTLMs: a.cfg.LeaseTTLMs}, nil
+	return &subscription.DSClaimResponse{WakeID: st.WakeID, Generation: st.Epoch, Token: token,
+		Streams: r.wakeStreams(a.sub.Streams, a.tails), LeaseTTLMs: a.cfg.LeaseTTLMs}, nil
 }
 
 // Ack applies a webhook callback or a pull-wake ack, with the wake's
@@ -310,7 +310,7 @@ func (r *Reserved) Ack(ctx context.Context, id, token string, req *subscription.
 		acks = append(acks, subscription.DSAck{Path: r.root.Abs(rel), Offset: a.Offset})
 	}
 	var next bool
-	_, err := r.apply(ctx, id, func(sub *subscription.DSSub, row *store.DSSubscription, _ *subscription.DSConfig, tails subscription.Tails) (subscription.DSEffect, error) {
+	_, err := r.apply(ctx, id, func(sub *subscription.DSSub, row *store.Consumer, _ *subscription.DSConfig, tails subscription.Tails) (subscription.DSEffect, error) {
 		if err := r.checkToken(token, row, sub, req.Generation); err != nil {
 			return subscription.DSNone, err
 		}
@@ -326,7 +326,7 @@ func (r *Reserved) Ack(ctx context.Context, id, token string, req *subscription.
 
 // Release ends a wake without acking, with the wake's token.
 func (r *Reserved) Release(ctx context.Context, id, token string, req *subscription.DSAckRequest) error {
-	_, err := r.apply(ctx, id, func(sub *subscription.DSSub, row *store.DSSubscription, _ *subscription.DSConfig, tails subscription.Tails) (subscription.DSEffect, error) {
+	_, err := r.apply(ctx, id, func(sub *subscription.DSSub, row *store.Consumer, _ *subscription.DSConfig, tails subscription.Tails) (subscription.DSEffect, error) {
 		if err := r.checkToken(token, row, sub, req.Generation); err != nil {
 			return subscription.DSNone, err
 		}
@@ -338,15 +338,15 @@ func (r *Reserved) Release(ctx context.Context, id, token string, req *subscript
 // checkToken verifies a callback or claim token: signed by a callback
 // token key, for this subscription's incarnation; a token of another
 // generation than the request's or the current one is fenced.
-func (r *Reserved) checkToken(token string, row *store.DSSubscription, sub *subscription.DSSub, gen int64) error {
-	claims, err := r.keys.Verify(token, "__ds/"+row.ID, r.now())
+func (r *Reserved) checkToken(token string, row *store.Consumer, sub *subscription.DSSub, gen int64) error {
+	claims, err := r.keys.Verify(token, row.ID, r.now())
 	if err != nil {
 		return err
 	}
 	if claims.Incarnation != row.Incarnation {
 		return fmt.Errorf("%w: the token was issued for a deleted subscription", subscription.ErrTokenInvalid)
 	}
-	if claims.Epoch != gen || claims.Epoch != sub.State.Generation {
+	if claims.Epoch != gen || claims.Epoch != sub.Epoch {
 		return fmt.Errorf("%w: the token is for generation %d", subscription.ErrFenced, claims.Epoch)
 	}
 	return nil

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -27,16 +28,27 @@ type dsApplied struct {
 
 // dsDecide is one decision on a subscription: it changes sub (and
 // reports what to run), or returns an error that leaves it unchanged.
-type dsDecide func(sub *subscription.DSSub, row *store.DSSubscription, cfg *subscription.DSConfig, tails subscription.Tails) (subscription.DSEffect, error)
+type dsDecide func(sub *subscription.DSSub, row *store.Consumer, cfg *subscription.DSConfig, tails subscription.Tails) (subscription.DSEffect, error)
+
+// get reads subscription id's consumer row; ErrSubscriptionNotFound
+// when there is none.
+func (r *Reserved) get(ctx context.Context, id string) (*store.Consumer, error) {
+	row, err := r.st.ConsumerGet(ctx, dsConsumerID(id))
+	if errors.Is(err, store.ErrConsumerNotFound) || err == nil && row.Kind != store.ConsumerReserved {
+		return nil, store.ErrSubscriptionNotFound
+	}
+	return row, err
+}
 
 // apply reads subscription id, its links' tails, decides with fn, and
-// stores the result by compare-and-set (again on a conflict); then runs
-// the effect. A decision that changes nothing writes nothing.
+// stores the result by compare-and-set of its consumer row (again on a
+// conflict); then runs the effect. A decision that changes nothing
+// writes nothing.
 func (r *Reserved) apply(ctx context.Context, id string, fn dsDecide) (dsApplied, error) {
 	unlock := r.lock(id)
 	defer unlock()
 	for range casAttempts {
-		row, err := r.st.DSSubscriptionGet(ctx, id)
+		row, err := r.get(ctx, id)
 		if err != nil {
 			return dsApplied{}, err
 		}
@@ -44,44 +56,43 @@ func (r *Reserved) apply(ctx context.Context, id string, fn dsDecide) (dsApplied
 		if err != nil {
 			return dsApplied{}, err
 		}
-		st, err := stateOf(row.State)
+		sub := subscription.DSSub{Type: cfg.Type, Lease: cfg.Lease(), Consumer: fromStored(row)}
+		before := sub.Clone()
+		tails, err := r.tails(ctx, sub.Streams)
 		if err != nil {
 			return dsApplied{}, err
 		}
-		sub := subscription.DSSub{Type: cfg.Type, Lease: cfg.Lease(), State: st, Links: make([]subscription.DSLink, 0, len(row.Links))}
-		for _, l := range row.Links {
-			sub.Links = append(sub.Links, subscription.DSLink(l))
-		}
-		tails, err := r.tails(ctx, sub.Links)
-		if err != nil {
-			return dsApplied{}, err
-		}
-		before := encodeState(&sub.State)
-		beforeLinks := fmt.Sprint(sub.Links)
 		eff, err := fn(&sub, row, &cfg, tails)
 		if err != nil {
 			return dsApplied{}, err
 		}
+		if len(sub.Streams) > store.MaxLinks {
+			return dsApplied{}, store.ErrTooManyLinks
+		}
 		a := dsApplied{id: id, incarnation: row.Incarnation, cfg: cfg, sub: sub, tails: tails, effect: eff}
-		after := encodeState(&sub.State)
-		if after == before && fmt.Sprint(sub.Links) == beforeLinks {
+		if sameConsumer(&before, &sub.Consumer) {
 			r.run(a)
 			return a, nil
 		}
-		links := make([]store.DSLink, 0, len(sub.Links))
-		for _, l := range sub.Links {
-			links = append(links, store.DSLink(l))
-		}
-		due := sub.State.Due()
-		_, err = r.st.DSSubscriptionUpdate(ctx, &store.DSSubscriptionUpdateParams{ID: id, State: after, DueAt: due, Links: links, ExpectVersion: row.Version})
-		if errors.Is(err, store.ErrConsumerConflict) {
+		next := toStored(&sub.Consumer)
+		next.DueAt = sub.Due()
+		next.Kind, next.Tenant, next.Config, next.ConfigHash, next.Pattern, next.CreatedAt = row.Kind, row.Tenant, row.Config, row.ConfigHash, row.Pattern, row.CreatedAt
+		version, err := r.st.ConsumerUpdate(ctx, &store.ConsumerUpdateParams{Consumer: next, ExpectVersion: row.Version})
+		switch {
+		case errors.Is(err, store.ErrConsumerConflict):
 			continue
-		}
-		if err != nil {
+		case errors.Is(err, store.ErrConsumerNotFound):
+			r.members.observe(row, nil)
+			return dsApplied{}, store.ErrSubscriptionNotFound
+		case err != nil:
 			return dsApplied{}, err
 		}
-		if !due.IsZero() {
-			r.timers.add(due)
+		next.Version = version
+		// The engine's workers find the subscription by the streams it
+		// links now.
+		r.members.observe(row, &next)
+		if !next.DueAt.IsZero() {
+			r.timers.add(next.DueAt)
 		}
 		r.run(a)
 		return a, nil
@@ -91,7 +102,7 @@ func (r *Reserved) apply(ctx context.Context, id string, fn dsDecide) (dsApplied
 
 // tails reads the tail of every linked stream; a stream that does not
 // exist (yet, or any more) is left out: it has no pending work.
-func (r *Reserved) tails(ctx context.Context, links []subscription.DSLink) (subscription.Tails, error) {
+func (r *Reserved) tails(ctx context.Context, links []subscription.StreamCursor) (subscription.Tails, error) {
 	t := make(subscription.Tails, len(links))
 	now := r.now()
 	for _, l := range links {
@@ -121,16 +132,16 @@ func (r *Reserved) run(a dsApplied) {
 // applies the answer.
 func (r *Reserved) deliver(a dsApplied) {
 	ctx := r.life.WorkContext()
-	st := a.sub.State
+	st := a.sub.Consumer
 	now := r.now()
-	token, err := r.keys.Issue(r.tokenSubject(a.id, a.incarnation, st.Generation), now)
+	token, err := r.keys.Issue(r.tokenSubject(a.id, a.incarnation, st.Epoch), now)
 	if err != nil {
 		r.log.Warn("issuing a wake token", "subscription", a.id, "err", err)
 		return
 	}
 	body, err := json.Marshal(subscription.DSWebhookBody{
-		SubscriptionID: a.id, WakeID: st.WakeID, Generation: st.Generation,
-		Streams:     r.wakeStreams(a.sub.Links, a.tails),
+		SubscriptionID: a.id, WakeID: st.WakeID, Generation: st.Epoch,
+		Streams:     r.wakeStreams(a.sub.Streams, a.tails),
 		CallbackURL: r.base + r.root.Reserved() + "subscriptions/" + a.id + "/callback", CallbackToken: token,
 	})
 	if err != nil {
@@ -151,11 +162,11 @@ func (r *Reserved) deliver(a dsApplied) {
 	if ctx.Err() != nil {
 		return // stopping: the attempt's deadline retries it
 	}
-	_, err = r.apply(ctx, a.id, func(sub *subscription.DSSub, row *store.DSSubscription, _ *subscription.DSConfig, tails subscription.Tails) (subscription.DSEffect, error) {
+	_, err = r.apply(ctx, a.id, func(sub *subscription.DSSub, row *store.Consumer, _ *subscription.DSConfig, tails subscription.Tails) (subscription.DSEffect, error) {
 		if row.Incarnation != a.incarnation {
 			return subscription.DSNone, nil
 		}
-		return r.machine.WebhookResult(sub, st.Generation, st.WakeID, st.Attempts, delivered, done, tails, r.now())
+		return r.machine.WebhookResult(sub, st.Epoch, st.WakeID, st.Attempts, delivered, done, tails, r.now())
 	})
 	if err != nil && !errors.Is(err, store.ErrSubscriptionNotFound) {
 		r.log.Warn("recording a webhook's answer", "subscription", a.id, "err", err)
@@ -167,15 +178,15 @@ func (r *Reserved) deliver(a dsApplied) {
 // application creates it; the event is tried again later.
 func (r *Reserved) appendWake(a dsApplied) {
 	ctx := r.life.WorkContext()
-	st := a.sub.State
+	st := a.sub.Consumer
 	trigger := ""
-	for _, l := range a.sub.Links {
+	for _, l := range a.sub.Streams {
 		if subscription.CompareDSOffsets(a.tails[l.Path], l.Acked) > 0 {
 			trigger, _ = r.root.Rel(l.Path)
 			break
 		}
 	}
-	ev, err := json.Marshal(subscription.DSWakeEvent{Type: "wake", SubscriptionID: a.id, Stream: trigger, Generation: st.Generation, WakeID: st.WakeID, TS: r.now().UnixMilli()})
+	ev, err := json.Marshal(subscription.DSWakeEvent{Type: "wake", SubscriptionID: a.id, Stream: trigger, Generation: st.Epoch, WakeID: st.WakeID, TS: r.now().UnixMilli()})
 	if err != nil {
 		return
 	}
@@ -185,9 +196,9 @@ func (r *Reserved) appendWake(a dsApplied) {
 		}
 		return
 	}
-	_, err = r.apply(ctx, a.id, func(sub *subscription.DSSub, row *store.DSSubscription, _ *subscription.DSConfig, _ subscription.Tails) (subscription.DSEffect, error) {
+	_, err = r.apply(ctx, a.id, func(sub *subscription.DSSub, row *store.Consumer, _ *subscription.DSConfig, _ subscription.Tails) (subscription.DSEffect, error) {
 		if row.Incarnation == a.incarnation {
-			r.machine.WakeWritten(sub, st.Generation)
+			r.machine.WakeWritten(sub, st.Epoch)
 		}
 		return subscription.DSNone, nil
 	})
@@ -215,7 +226,7 @@ func (r *Reserved) appendJSON(ctx context.Context, path string, msg []byte) erro
 }
 
 // wakeStreams are the links as a wake or a claim shows them.
-func (r *Reserved) wakeStreams(links []subscription.DSLink, tails subscription.Tails) []subscription.DSWakeStreamView {
+func (r *Reserved) wakeStreams(links []subscription.StreamCursor, tails subscription.Tails) []subscription.DSWakeStreamView {
 	out := make([]subscription.DSWakeStreamView, 0, len(links))
 	for _, l := range links {
 		rel, _ := r.root.Rel(l.Path)
@@ -233,53 +244,16 @@ func (r *Reserved) wakeStreams(links []subscription.DSLink, tails subscription.T
 // subscription's incarnation at one generation. The subject cannot be a
 // consumer id of the other front door (those hold a ':').
 func (r *Reserved) tokenSubject(id, incarnation string, gen int64) subscription.TokenSubject {
-	return subscription.TokenSubject{ConsumerID: "__ds/" + id, Incarnation: incarnation, Epoch: gen}
-}
-
-// work links and wakes for the streams the tail listener queued.
-func (r *Reserved) work() {
-	run := r.life.Context()
-	for {
-		path, _, ok := r.queue.Pop(run)
-		if !ok {
-			return
-		}
-		if err := r.streamChanged(run, path); err != nil && run.Err() == nil {
-			r.log.Warn("processing a stream change for reserved-API subscriptions", "stream", path, "err", err)
-		}
-		r.queue.Done(path)
-	}
+	return subscription.TokenSubject{ConsumerID: dsConsumerID(id), Incarnation: incarnation, Epoch: gen}
 }
 
 // streamChanged links a stream to the subscriptions whose pattern
-// matches it and settles every subscription linking it.
-func (r *Reserved) streamChanged(ctx context.Context, path string) error {
-	if r.count.Load() == 0 {
-		return nil // no subscription to link or wake
-	}
-	if _, under := r.root.Rel(path); !under || strings.HasPrefix(path, r.root.Reserved()) {
-		return nil
-	}
-	linked, err := r.st.DSSubscriptionsLinking(ctx, path)
-	if err != nil {
-		return err
-	}
-	has := make(map[string]bool, len(linked))
-	for _, id := range linked {
-		has[id] = true
-	}
-	r.patternsMu.RLock()
-	var link []string
-	for id, p := range r.patterns {
-		if !has[id] && p.links(r.root, path) {
-			link = append(link, id)
-		}
-	}
-	r.patternsMu.RUnlock()
-	for _, id := range link {
-		// A stream first seen by an append after the subscription was
-		// made is new work from its start: linked before that append.
-		if err := r.linkStreams(ctx, id, []string{path}, false, subscription.OffsetStart); err != nil && !errors.Is(err, store.ErrSubscriptionNotFound) {
+// matches it (when spawn: a live change, not a reconciliation) and
+// settles linked, the subscriptions linking it: the engine's workers
+// call it with the reserved-API rows among the stream's consumers.
+func (r *Reserved) streamChanged(ctx context.Context, path string, linked []string, spawn bool) error {
+	if spawn && r.count.Load() > 0 {
+		if err := r.linkNew(ctx, path, linked); err != nil {
 			return err
 		}
 	}
@@ -291,9 +265,32 @@ func (r *Reserved) streamChanged(ctx context.Context, path string) error {
 	return nil
 }
 
+// linkNew links a stream to the subscriptions, not among linked, whose
+// pattern matches it: from its start, as it was first seen by a change
+// after the subscription was made.
+func (r *Reserved) linkNew(ctx context.Context, path string, linked []string) error {
+	if _, under := r.root.Rel(path); !under || strings.HasPrefix(path, r.root.Reserved()) {
+		return nil
+	}
+	r.patternsMu.RLock()
+	var link []string
+	for id, p := range r.patterns {
+		if !slices.Contains(linked, id) && p.links(r.root, path) {
+			link = append(link, id)
+		}
+	}
+	r.patternsMu.RUnlock()
+	for _, id := range link {
+		if err := r.linkStreams(ctx, id, []string{path}, false, subscription.OffsetStart); err != nil && !errors.Is(err, store.ErrSubscriptionNotFound) {
+			return err
+		}
+	}
+	return nil
+}
+
 // settle issues a wake when the subscription is idle with pending work.
 func (r *Reserved) settle(ctx context.Context, id string) error {
-	_, err := r.apply(ctx, id, func(sub *subscription.DSSub, _ *store.DSSubscription, _ *subscription.DSConfig, tails subscription.Tails) (subscription.DSEffect, error) {
+	_, err := r.apply(ctx, id, func(sub *subscription.DSSub, _ *store.Consumer, _ *subscription.DSConfig, tails subscription.Tails) (subscription.DSEffect, error) {
 		return r.machine.Settle(sub, tails, r.now())
 	})
 	return err
@@ -304,24 +301,24 @@ func (r *Reserved) settle(ctx context.Context, id string) error {
 // created after the subscription; then settles it.
 func (r *Reserved) linkStreams(ctx context.Context, id string, paths []string, explicit bool, start string) error {
 	now := r.now()
-	_, err := r.apply(ctx, id, func(sub *subscription.DSSub, row *store.DSSubscription, _ *subscription.DSConfig, tails subscription.Tails) (subscription.DSEffect, error) {
+	_, err := r.apply(ctx, id, func(sub *subscription.DSSub, row *store.Consumer, _ *subscription.DSConfig, tails subscription.Tails) (subscription.DSEffect, error) {
 		for _, p := range paths {
-			if l := findLink(sub, p); l != nil {
+			if l, ok := sub.Stream(p); ok {
 				l.Explicit = l.Explicit || explicit
 				l.Glob = l.Glob || !explicit
 				continue
 			}
-			if len(sub.Links) >= subscription.DSMaxStreams {
+			if len(sub.Streams) >= subscription.DSMaxStreams {
 				return subscription.DSNone, store.ErrTooManyLinks
 			}
 			acked, err := r.linkOffset(ctx, p, row.CreatedAt, start, now)
 			if err != nil {
 				return subscription.DSNone, err
 			}
-			sub.Links = append(sub.Links, subscription.DSLink{Path: p, Glob: !explicit, Explicit: explicit, Acked: acked})
+			sub.Streams = append(sub.Streams, subscription.StreamCursor{Path: p, Glob: !explicit, Explicit: explicit, Acked: acked})
 			if acked == subscription.OffsetStart {
 				if _, ok := tails[p]; !ok {
-					if t, err := r.tails(ctx, []subscription.DSLink{{Path: p}}); err == nil {
+					if t, err := r.tails(ctx, []subscription.StreamCursor{{Path: p}}); err == nil {
 						for k, v := range t {
 							tails[k] = v
 						}
@@ -351,15 +348,6 @@ func (r *Reserved) linkOffset(ctx context.Context, path string, subCreated time.
 	return protocol.FormatOffset(s.Tail), nil
 }
 
-func findLink(sub *subscription.DSSub, path string) *subscription.DSLink {
-	for i := range sub.Links {
-		if sub.Links[i].Path == path {
-			return &sub.Links[i]
-		}
-	}
-	return nil
-}
-
 // linkMatching links every live stream its pattern matches to a
 // subscription the process did not know of: a stream created after the
 // subscription starts at its beginning, an older one at its tail.
@@ -386,35 +374,14 @@ func (r *Reserved) linkMatching(ctx context.Context, id string) error {
 	return r.linkStreams(ctx, id, paths, false, subscription.OffsetStart)
 }
 
-// sweepDue fires the timers due now, on the subscriptions this process
-// claims.
-func (r *Reserved) sweepDue(ctx context.Context) {
-	now := r.now()
-	r.timers.popDue(now)
-	ids, next, err := r.st.DSSubscriptionClaimDue(ctx, now, 30*time.Second, sweepPage)
-	if err != nil {
-		if ctx.Err() == nil {
-			r.log.Warn("claiming due reserved-API subscriptions", "err", err)
-		}
-		return
+// tick fires subscription id's due deadlines: the engine's sweep
+// claimed its timer.
+func (r *Reserved) tick(ctx context.Context, id string) error {
+	_, err := r.apply(ctx, id, func(sub *subscription.DSSub, _ *store.Consumer, _ *subscription.DSConfig, tails subscription.Tails) (subscription.DSEffect, error) {
+		return r.machine.Tick(sub, tails, r.now())
+	})
+	if errors.Is(err, store.ErrSubscriptionNotFound) {
+		return nil
 	}
-	if !next.IsZero() {
-		r.timers.add(next)
-	}
-	for _, id := range ids {
-		_, err := r.apply(ctx, id, func(sub *subscription.DSSub, _ *store.DSSubscription, _ *subscription.DSConfig, tails subscription.Tails) (subscription.DSEffect, error) {
-			return r.machine.Tick(sub, tails, r.now())
-		})
-		if err != nil && !errors.Is(err, store.ErrSubscriptionNotFound) && ctx.Err() == nil {
-			r.log.Warn("firing a reserved-API subscription's timer", "subscription", id, "err", err)
-		}
-	}
-}
-
-func (r *Reserved) untilDeadline() (time.Duration, bool) {
-	t, ok := r.timers.next()
-	if !ok {
-		return 0, false
-	}
-	return max(t.Sub(r.now()), 0), true
+	return err
 }

@@ -23,14 +23,16 @@ import (
 // store inside synctest bubbles, as the other front door's do: leases,
 // retries and restarts pass in fake time.
 
-// dsRig is a reserved-API engine on a store in a directory.
+// dsRig is the engine with its reserved-API front door (eng) on a
+// store in a directory.
 type dsRig struct {
-	t    *testing.T
-	dir  string
-	st   *sqlite.Store
-	eng  *Reserved
-	hook *testhttp.Receiver[subscription.DSWebhookBody]
-	keys *subscription.Keyring
+	t      *testing.T
+	dir    string
+	st     *sqlite.Store
+	engine *Engine
+	eng    *Reserved
+	hook   *testhttp.Receiver[subscription.DSWebhookBody]
+	keys   *subscription.Keyring
 }
 
 func newDSRig(t *testing.T, dir string, hook *testhttp.Receiver[subscription.DSWebhookBody]) *dsRig {
@@ -40,13 +42,15 @@ func newDSRig(t *testing.T, dir string, hook *testhttp.Receiver[subscription.DSW
 		t.Fatal(err)
 	}
 	r := &dsRig{t: t, dir: dir, st: st, hook: hook, keys: rigKeyring(t)}
-	r.eng, err = NewReserved(ReservedConfig{Store: st, Sender: testhttp.NewSender(hook), Keyring: r.keys, Root: "/v1/stream", PublicURL: "https://herald.test"})
+	r.engine, err = NewEngine(EngineConfig{Store: st, Sender: testhttp.NewSender(hook), Keyring: r.keys, CallbackBaseURL: "https://herald.test",
+		ExclusiveStore: true, Reserved: ReservedConfig{Store: st, Root: "/v1/stream"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := r.eng.Start(context.Background()); err != nil {
+	if err := r.engine.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
+	r.eng = r.engine.Reserved()
 	return r
 }
 
@@ -55,7 +59,7 @@ func newDSRig(t *testing.T, dir string, hook *testhttp.Receiver[subscription.DSW
 func (r *dsRig) crash() {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	_ = r.eng.Stop(ctx) // cancelled at once: work in flight is abandoned
+	_ = r.engine.Stop(ctx) // cancelled at once: work in flight is abandoned
 	if err := r.st.Close(); err != nil {
 		r.t.Fatal(err)
 	}
