@@ -55,6 +55,19 @@ func lostRig(t *testing.T) (*rig, *lostStore) {
 	return r, lost
 }
 
+// afterSweep waits until the engine is idle, checks that an answer of
+// the kind of write left (a lostStore counter) was lost, and lets the
+// next sweep run.
+func afterSweep(t *testing.T, left *atomic.Int64, write string) {
+	t.Helper()
+	synctest.Wait()
+	if left.Load() > 0 {
+		t.Fatalf("no %s answer was lost", write)
+	}
+	time.Sleep(DefaultSweepInterval + time.Second)
+	synctest.Wait()
+}
+
 // A claim committed while its answer was lost does not hold its
 // deliveries (and the stream of an ordered endpoint) for the lease: the
 // next sweep ends the leases this replica does not send on, and the
@@ -67,12 +80,7 @@ func TestLostClaimReleasedBySweep(t *testing.T) {
 		lost.claims.Store(1)
 		r.publish("order.created", "/orders", `{"n":1}`)
 		r.publish("order.created", "/orders", `{"n":2}`)
-		synctest.Wait()
-		if lost.claims.Load() > 0 {
-			t.Fatal("no claim answer was lost")
-		}
-		time.Sleep(DefaultSweepInterval + time.Second)
-		synctest.Wait()
+		afterSweep(t, &lost.claims, "claim")
 		r.wantEachSentOnce(t, ep.ID, 2)
 	})
 }
@@ -88,12 +96,7 @@ func TestLostLeasedEnqueueReleasedBySweep(t *testing.T) {
 		synctest.Wait() // the runner's first claim found nothing: fresh deliveries go leased
 		lost.enqueues.Store(1)
 		r.publish("order.created", "/orders", `{"n":1}`)
-		synctest.Wait()
-		if lost.enqueues.Load() > 0 {
-			t.Fatal("no enqueue answer was lost")
-		}
-		time.Sleep(DefaultSweepInterval + time.Second)
-		synctest.Wait()
+		afterSweep(t, &lost.enqueues, "enqueue")
 		r.wantEachSentOnce(t, ep.ID, 1)
 	})
 }
@@ -120,12 +123,7 @@ func TestReleaseKeepsLeasesInFlight(t *testing.T) {
 		synctest.Wait()
 		lost.enqueues.Store(1)
 		r.publish("order.created", "/b", `{"n":2}`)
-		synctest.Wait()
-		if lost.enqueues.Load() > 0 {
-			t.Fatal("no enqueue answer was lost")
-		}
-		time.Sleep(DefaultSweepInterval + time.Second)
-		synctest.Wait()
+		afterSweep(t, &lost.enqueues, "enqueue")
 		if got := len(r.rc.Requests()); got != 2 {
 			t.Fatalf("%d requests after the sweep, want the one in flight and the released one", got)
 		}
