@@ -188,10 +188,10 @@ func (f *fleet) until(ctx context.Context, stats *chaosStats, method, path strin
 type chaosReceiver struct {
 	hold time.Duration
 	mu   sync.Mutex
-	// arrivals are the times each event id arrived; answered are the
-	// ids answered 2xx.
+	// arrivals are the times each event id arrived; answered is when
+	// each id was first answered 2xx.
 	arrivals map[string][]time.Time
-	answered map[string]bool
+	answered map[string]time.Time
 	// held are the requests held now: their event and remote port.
 	held map[*http.Request]heldRequest
 }
@@ -213,7 +213,7 @@ func (rc *chaosReceiver) heldRequests() []heldRequest {
 }
 
 func newChaosReceiver(hold time.Duration) *chaosReceiver {
-	return &chaosReceiver{hold: hold, arrivals: map[string][]time.Time{}, answered: map[string]bool{}, held: map[*http.Request]heldRequest{}}
+	return &chaosReceiver{hold: hold, arrivals: map[string][]time.Time{}, answered: map[string]time.Time{}, held: map[*http.Request]heldRequest{}}
 }
 
 func (rc *chaosReceiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -242,7 +242,9 @@ func (rc *chaosReceiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	select {
 	case <-t.C:
 		rc.mu.Lock()
-		rc.answered[ev.ID] = true
+		if _, ok := rc.answered[ev.ID]; !ok {
+			rc.answered[ev.ID] = time.Now()
+		}
 		rc.mu.Unlock()
 		w.WriteHeader(http.StatusNoContent)
 	case <-r.Context().Done(): // the sender died
@@ -250,23 +252,50 @@ func (rc *chaosReceiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // takeover returns, of the events whose deliveries the killed replica
-// held at kill, the longest time from the kill to the event's next
-// arrival (an event not sent again yet counts until now).
+// held (ids, seen in flight just before it was killed), the longest time
+// from the kill (when the replica was dead) to the event's next arrival;
+// an event not sent again yet counts until now. An event answered 2xx
+// before the kill and not sent again is left out: the replica may have
+// recorded its outcome in the moment between the look at the requests
+// in flight and its death, and then it is rightly never sent again
+// (converge checks that every delivery finished).
 func (rc *chaosReceiver) takeover(kill time.Time, ids []string) time.Duration {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
 	var longest time.Duration
 	for _, id := range ids {
 		again := time.Since(kill)
+		sent := false
 		for _, at := range rc.arrivals[id] {
 			if at.After(kill) {
-				again = at.Sub(kill)
+				again, sent = at.Sub(kill), true
 				break
 			}
+		}
+		if answered, ok := rc.answered[id]; !sent && ok && answered.Before(kill) {
+			continue
 		}
 		longest = max(longest, again)
 	}
 	return longest
+}
+
+// explain says, for a failure's message, when each of ids arrived and
+// was answered, relative to the kill.
+func (rc *chaosReceiver) explain(kill time.Time, ids []string) string {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	var b strings.Builder
+	for _, id := range ids {
+		fmt.Fprintf(&b, "\n  %s: arrived", id)
+		for _, at := range rc.arrivals[id] {
+			fmt.Fprintf(&b, " %v", at.Sub(kill).Round(time.Millisecond))
+		}
+		if at, ok := rc.answered[id]; ok {
+			fmt.Fprintf(&b, ", first answered %v", at.Sub(kill).Round(time.Millisecond))
+		}
+	}
+	return b.String()
 }
 
 // missing returns how many of ids were not answered 2xx yet.
@@ -275,7 +304,7 @@ func (rc *chaosReceiver) missing(ids []string) int {
 	defer rc.mu.Unlock()
 	n := 0
 	for _, id := range ids {
-		if !rc.answered[id] {
+		if _, ok := rc.answered[id]; !ok {
 			n++
 		}
 	}

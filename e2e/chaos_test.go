@@ -28,14 +28,15 @@ const takeoverBound = 15 * time.Second
 // kills replicas with -9 and restarts the database (fast, then
 // immediate), and then checks that every acknowledged append is in its
 // stream once and in order, every acknowledged event is in its stream
-// once and in order and was delivered, every consumer acked its streams
+// once and in order and was delivered (and every delivery is recorded
+// finished), every consumer acked its streams
 // to their tails and no append waited for its consumer beyond
 // takeoverBound (no wake lost or stalled), an endpoint with ordering
 // "stream" got its stream in order and never more than takeoverBound
 // behind (no stream held back), the database's absence was answered
 // 503 STORE_UNAVAILABLE (never 500), and the deliveries a killed replica
 // held were sent again within takeoverBound, not after the 2-minute
-// delivery lease. Not parallel: it times takeovers, which other tests'
+// delivery lease (chaosReceiver.takeover). Not parallel: it times takeovers, which other tests'
 // load would stretch.
 func TestReplicaChaos(t *testing.T) {
 	if testing.Short() {
@@ -58,13 +59,13 @@ func TestReplicaChaos(t *testing.T) {
 	rc := newChaosReceiver(time.Second)
 	events := httptest.NewServer(rc)
 	t.Cleanup(events.Close)
-	createEndpoint(t, a.base, fmt.Sprintf(`{"url":%q,"streams":["/events/**"],"event_types":["chaos.*"]}`, events.URL+"/hook"))
+	eventsEP, _ := createEndpoint(t, a.base, fmt.Sprintf(`{"url":%q,"streams":["/events/**"],"event_types":["chaos.*"]}`, events.URL+"/hook"))
 	// An endpoint that takes the events of /events/p0 one at a time, in
 	// order, answering at once: the stream may not be held back.
 	ordered := newChaosReceiver(0)
 	orderedHook := httptest.NewServer(ordered)
 	t.Cleanup(orderedHook.Close)
-	createEndpoint(t, a.base, fmt.Sprintf(`{"url":%q,"streams":["/events/p0"],"event_types":["chaos.*"],"ordering":"stream"}`,
+	orderedEP, _ := createEndpoint(t, a.base, fmt.Sprintf(`{"url":%q,"streams":["/events/p0"],"event_types":["chaos.*"],"ordering":"stream"}`,
 		orderedHook.URL+"/hook"))
 
 	var pmu sync.Mutex
@@ -187,8 +188,10 @@ func TestReplicaChaos(t *testing.T) {
 			return ""
 		})
 		f.remove(victim)
-		kills = append(kills, killed{time.Now(), ids})
 		victim.kill()
+		// The kill is timed once the replica is dead: it may have sent
+		// and recorded some of ids since they were seen in flight.
+		kills = append(kills, killed{time.Now(), ids})
 		t.Logf("killed at %v a replica holding %d deliveries in flight", time.Since(t0).Round(time.Millisecond), len(ids))
 	}
 	at(4 * time.Second)
@@ -220,6 +223,11 @@ func TestReplicaChaos(t *testing.T) {
 		if n := ordered.missing(published[0]); n > 0 {
 			return fmt.Sprintf("%d of %d acknowledged events of /events/p0 not delivered to the ordered endpoint", n, len(published[0]))
 		}
+		for _, ep := range []string{eventsEP, orderedEP} {
+			if why := unfinished(f, ep); why != "" {
+				return why
+			}
+		}
 		return ackedToTails(t, f, writers, processed, &pmu)
 	})
 
@@ -227,7 +235,8 @@ func TestReplicaChaos(t *testing.T) {
 		longest := rc.takeover(k.at, k.ids)
 		t.Logf("kill %d: the %d deliveries the killed replica held were all sent again within %v", i+1, len(k.ids), longest.Round(time.Millisecond))
 		if longest > takeoverBound {
-			t.Errorf("kill %d: a delivery the killed replica held was sent again %v after the kill, beyond %v", i+1, longest, takeoverBound)
+			t.Errorf("kill %d: a delivery the killed replica held was sent again %v after the kill, beyond %v (times from the kill):%s",
+				i+1, longest, takeoverBound, rc.explain(k.at, k.ids))
 		}
 	}
 	pmu.Lock()
@@ -289,6 +298,27 @@ func converge(t *testing.T, timeout time.Duration, replicas []*server, check fun
 		}
 		time.Sleep(100 * time.Millisecond) // polling processes of its own
 	}
+}
+
+// unfinished says how many deliveries of an endpoint are not finished
+// (pending or failed), "" when none: a delivery answered 2xx is recorded
+// delivered, by its sender or after its lease is taken over.
+func unfinished(f *fleet, endpoint string) string {
+	for _, status := range []string{"pending", "failed"} {
+		url := f.pick() + "/_herald/v1/endpoints/" + endpoint + "/deliveries?status=" + status + "&count=true&limit=1"
+		resp, body, err := tryDo(context.Background(), "GET", url, nil, "")
+		if err != nil || resp.StatusCode != http.StatusOK {
+			return fmt.Sprintf("list deliveries: %v %s", err, body)
+		}
+		var list struct{ Total int }
+		if err := json.Unmarshal([]byte(body), &list); err != nil {
+			return fmt.Sprintf("list deliveries: %v", err)
+		}
+		if list.Total > 0 {
+			return fmt.Sprintf("endpoint %s has %d deliveries %s", endpoint, list.Total, status)
+		}
+	}
+	return ""
 }
 
 // ackedToTails says which writer stream's consumer has not acked (and

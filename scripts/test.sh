@@ -41,7 +41,7 @@ if [ -n "$unformatted" ]; then
 fi
 
 echo "== go vet"
-go vet ./...
+go vet -tags browser ./...
 
 echo "== postgres"
 # A throwaway PostgreSQL for the Postgres backend's tests, stopped at exit.
@@ -50,7 +50,7 @@ trap herald_postgres_stop EXIT
 echo "HERALD_TEST_POSTGRES_URL=$HERALD_TEST_POSTGRES_URL"
 
 echo "== go test -race"
-go test -race -count=1 -timeout 15m ./...
+go test -race -count=1 -timeout 15m -tags browser ./...
 
 echo "== docs: the README's Try it and docs/getting-started.md, block by block"
 scripts/doctest.sh

@@ -146,6 +146,17 @@ type DeliveryStore interface {
 	// DeliveryBacklog returns, per endpoint ID, how many deliveries are
 	// unfinished (pending or failed). Endpoints with none are absent.
 	DeliveryBacklog(ctx context.Context) (map[string]int, error)
+	// DeliveryReleaseOwn ends the delivery leases this handle holds (its
+	// ReplicaID is their owner) that run at params.Now and end before
+	// params.Before, except those whose token is in params.Keep, and
+	// returns how many it ended. A live replica whose write that takes
+	// leases failed (a claim, a leased DeliveryEnqueue) cannot tell
+	// whether the database committed it before its answer was lost: it
+	// calls this with the tokens of the leases it is sending on, and the
+	// ones it does not know of are claimable at once instead of when
+	// they end. A released lease has no token, so a late outcome of it
+	// is not recorded (the fencing of ReplicaReap).
+	DeliveryReleaseOwn(ctx context.Context, params *DeliveryReleaseOwnParams) (int, error)
 
 	// EventPublish appends one event (a framed JSON message) to a stream,
 	// creating the stream (application/json) when missing, and records
@@ -553,6 +564,19 @@ type DeliveryRetryParams struct {
 type DeliveryPruneParams struct {
 	Before time.Time
 	Limit  int
+}
+
+// DeliveryReleaseOwnParams are the inputs of DeliveryReleaseOwn.
+type DeliveryReleaseOwnParams struct {
+	// Keep are the lease tokens of the leases the caller sends on.
+	Keep []int64
+	// Before bounds the leases released: one that ends at or after it
+	// is kept, whatever its token. Leases end at their claim's Now plus
+	// its Lease, so Before (the earliest Now of the claims still under
+	// way, plus the Lease) keeps every lease taken by a claim whose
+	// answer is still to come.
+	Before time.Time
+	Now    time.Time
 }
 
 // EventPublishParams are the inputs of EventPublish.

@@ -220,6 +220,8 @@ type Engine struct {
 	failed        map[string]struct{} // streams whose match failed, matched again at the next sweep; guarded by failedMu
 	// checking is what a reconciliation waits to see matched.
 	checking checkSet
+	// leases is what the engine knows of the delivery leases it holds.
+	leases *leaseBook
 }
 
 // liveEndpoint is an endpoint as the engine runs it.
@@ -324,6 +326,7 @@ func NewEngine(cfg EngineConfig) (*Engine, error) {
 		reconcileKick: service.NewKick(),
 		failed:        make(map[string]struct{}),
 		checking:      newCheckSet(),
+		leases:        newLeaseBook(),
 		global:        make(chan struct{}, cfg.GlobalMaxInFlight),
 		freed:         make(chan struct{}),
 		rand:          cfg.Rand,

@@ -306,9 +306,15 @@ func (e *Engine) matchPage(ctx context.Context, path string, eps []*liveEndpoint
 			deliveries[i].TraceParent = tp
 		}
 	}
-	hand := e.leaseFresh(parent, states, deliveries, now)
+	write, leaseNow := e.leases.begin(e.now)
+	hand := e.leaseFresh(parent, states, deliveries, leaseNow)
 	params.Limits = hand.limits()
 	res, err := e.st.DeliveryEnqueue(ctx, params)
+	var leased []store.Delivery
+	if err == nil {
+		leased = res.Leased
+	}
+	e.leases.end(write, leased, err)
 	if err != nil {
 		hand.settle(nil)
 		return false, err

@@ -39,11 +39,13 @@ func (e *Engine) Start(ctx context.Context) error {
 		}
 		tails.Go(e.life, e.tailChanged, e.reconcileKick.Signal)
 		e.life.GoLoops(
-			// Runners wake on their own deadlines and results; this wakes
-			// them for what other replicas queued or left (an expired
-			// lease), matches again the streams whose match failed, and
-			// resumes the replay jobs whose engine is gone.
+			// Runners wake on their own deadlines and results; this ends
+			// the leases of writes whose answer was lost, wakes them for
+			// what other replicas queued or left (an expired lease),
+			// matches again the streams whose match failed, and resumes
+			// the replay jobs whose engine is gone.
 			&service.Periodic{Interval: e.cfg.SweepInterval, Immediately: true, Run: func(ctx context.Context) {
+				e.releaseOrphans(ctx)
 				e.wakeRunners()
 				e.retryFailed()
 				e.claimReplays(ctx)

@@ -266,8 +266,15 @@ func (r *runner) round() (time.Duration, <-chan struct{}) {
 		return p.wait, p.starved
 	}
 	size := batchSize(p.le)
+	write, now := r.e.leases.begin(r.e.now)
+	p.now = now
 	res, err := r.e.st.DeliveryClaim(r.ctx, &store.DeliveryClaimParams{EndpointID: r.id, Limit: p.limit * size, Lease: r.e.cfg.Lease,
 		DeliveryLimits: r.e.limits(p.le), Hold: p.le.ep.BatchMaxWait, Now: p.now})
+	var claimed []store.Delivery
+	if err == nil {
+		claimed = res.Deliveries
+	}
+	r.e.leases.end(write, claimed, err)
 	if err != nil {
 		r.unplan(p, 0)
 		if r.ctx.Err() == nil {
@@ -291,6 +298,7 @@ func (r *runner) start(p claimPlan, res *store.DeliveryClaimResult) (time.Durati
 	if err != nil {
 		// Not sent: the leases end and the deliveries are claimed again.
 		r.e.log.Error("grouping deliveries into batches failed", "endpoint", r.id, "err", err)
+		r.e.leases.done(res.Deliveries)
 		r.unplan(p, 0)
 		return time.Second, nil
 	}
@@ -435,6 +443,14 @@ func (e *Engine) signedRequest(le *liveEndpoint, eventID, eventType string, body
 // until a retry just scheduled falls due.
 func (r *runner) complete(batch []sendResult) (wait time.Duration, starved <-chan struct{}, claimed bool) {
 	_, ok := r.record(batch)
+	for _, res := range batch {
+		r.e.leases.done(res.ds)
+	}
+	if !ok {
+		// Not recorded: the leases are this replica's still, and need
+		// not run out before the deliveries are sent again.
+		r.e.leases.failed()
+	}
 	r.unreserve(len(batch))
 	if !ok || r.ctx.Err() != nil {
 		return 0, nil, false

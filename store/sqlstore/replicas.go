@@ -2,6 +2,7 @@ package sqlstore
 
 import (
 	"context"
+	"slices"
 
 	"github.com/heraldstreams/herald/store"
 )
@@ -22,12 +23,15 @@ var ClaimHolders = []ClaimHolder{
 	// A released delivery lease has no token: the late outcome of its
 	// old holder is not recorded (CompleteSQL), the fencing of a lease
 	// that ended.
-	{Table: "deliveries", Owner: "lease_owner", Release: "lease_until = 0, lease_token = 0, lease_owner = ''"},
+	{Table: "deliveries", Owner: "lease_owner", Release: releaseLeaseSQL},
 	// The timers of consumers of both kinds: a query-string
 	// subscription's and a reserved-API subscription's.
 	{Table: "consumers", Owner: "timer_owner", Release: "timer_until = 0, timer_owner = ''"},
 	{Table: "leases", Owner: "owner"},
 }
+
+// releaseLeaseSQL ends a delivery's lease.
+const releaseLeaseSQL = "lease_until = 0, lease_token = 0, lease_owner = ''"
 
 // deadSQL selects the replicas that stopped beating before $1, other
 // than $2 (the caller).
@@ -89,4 +93,42 @@ func (s *Store) ReplicaReap(ctx context.Context, params *store.ReplicaReapParams
 		return nil, err
 	}
 	return res, nil
+}
+
+// DeliveryReleaseOwn implements store.DeliveryStore: this handle's
+// running leases that end before params.Before are read by their token
+// (through the index on the holder), and those of the tokens not kept
+// end, each statement fenced by the token and the bound again.
+func (s *Store) DeliveryReleaseOwn(ctx context.Context, params *store.DeliveryReleaseOwnParams) (int, error) {
+	released := 0
+	now, before := Nanos(params.Now), Nanos(params.Before)
+	err := s.write(ctx, Relaxed, func(tx Tx) error {
+		released = 0
+		var tokens []int64
+		err := tx.Query(`SELECT DISTINCT lease_token FROM deliveries WHERE lease_owner = $1 AND lease_until > $2 AND lease_until < $3`,
+			[]any{s.owner, now, before}, func(r Row) error {
+				var token int64
+				err := r.Scan(&token)
+				if !slices.Contains(params.Keep, token) {
+					tokens = append(tokens, token)
+				}
+				return err
+			})
+		if err != nil {
+			return s.errorf("find own leases", err)
+		}
+		for _, token := range tokens {
+			n, err := tx.Exec(`UPDATE deliveries SET `+releaseLeaseSQL+`
+				WHERE lease_owner = $1 AND lease_token = $2 AND lease_until > $3 AND lease_until < $4`, s.owner, token, now, before)
+			if err != nil {
+				return s.errorf("release own leases", err)
+			}
+			released += int(n)
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	return released, nil
 }

@@ -17,6 +17,7 @@ func runReplicas(t *testing.T, f Factory) {
 	run(t, f, "ReplicaLiveKept", testReplicaLiveKept)
 	run(t, f, "ReplicaNotSelf", testReplicaNotSelf)
 	run(t, f, "DeliveryLeaseOwner", testDeliveryLeaseOwner)
+	run(t, f, "DeliveryReleaseOwn", testDeliveryReleaseOwn)
 }
 
 // deadAfter is the liveness limit of the replica tests.
@@ -215,5 +216,57 @@ func testDeliveryLeaseOwner(t *testing.T, f Factory) {
 	}
 	if got, err := p.DeliveryGet(ctx, claimed[1].ID); err != nil || got.LeaseOwner != "" || !got.LeaseUntil.IsZero() {
 		t.Fatalf("reaped delivery = owner %q until %v, %v", got.LeaseOwner, got.LeaseUntil, err)
+	}
+}
+
+// A live handle ends its own leases that it does not send on (a claim
+// whose answer was lost): the ones of the tokens it keeps, the ones a
+// claim still under way may have taken (ending at or after Before), and
+// every other handle's stay; the released deliveries are claimable at
+// once, and a late outcome of their old lease is not recorded.
+func testDeliveryReleaseOwn(t *testing.T, f Factory) {
+	s := f.Open(t)
+	ctx := context.Background()
+	mustEndpoint(t, s, endpoint("ep"))
+	manyDeliveries(t, s, "ep", 5)
+	sent := mustClaim(t, s, "ep", 2, t0).Deliveries                     // e000, e001: in flight
+	lost := mustClaim(t, s, "ep", 2, t0.Add(time.Second)).Deliveries    // e002, e003: the answer was lost
+	late := mustClaim(t, s, "ep", 1, t0.Add(10*time.Second)).Deliveries // e004: a claim under way
+	if len(sent) != 2 || len(lost) != 2 || len(late) != 1 {
+		t.Fatalf("claimed %d, %d and %d deliveries", len(sent), len(lost), len(late))
+	}
+	p := peerOf(t, f, s)
+	if p != s {
+		mustEndpoint(t, s, endpoint("ep2"))
+		manyDeliveries(t, s, "ep2", 1)
+		if res := mustClaim(t, p, "ep2", 1, t0); len(res.Deliveries) != 1 {
+			t.Fatalf("the peer claimed %d deliveries", len(res.Deliveries))
+		}
+	}
+	now := t0.Add(10 * time.Second)
+	n, err := s.DeliveryReleaseOwn(ctx, &store.DeliveryReleaseOwnParams{Keep: []int64{sent[0].LeaseToken}, Before: t0.Add(5*time.Second + time.Minute), Now: now})
+	if err != nil || n != 2 {
+		t.Fatalf("release own = %d, %v; want the 2 deliveries of the lost claim", n, err)
+	}
+	if got := eventIDs(mustClaim(t, p, "ep", 10, now).Deliveries); !slices.Equal(got, eventIDs(lost)) {
+		t.Fatalf("claimed after the release: %v, want %v", got, eventIDs(lost))
+	}
+	if p != s {
+		if res := mustClaim(t, p, "ep2", 1, now); len(res.Deliveries) != 0 {
+			t.Fatal("the peer's lease was released")
+		}
+	}
+	hv := mustHealthVersion(t, s, "ep")
+	outcome := func(d store.Delivery) store.DeliveryResult {
+		return store.DeliveryResult{DeliveryID: d.ID, LeaseToken: d.LeaseToken, Status: store.DeliveryDelivered, Attempt: store.DeliveryAttempt{At: now, StatusCode: 200}}
+	}
+	res, err := s.DeliveryComplete(ctx, &store.DeliveryCompleteParams{EndpointID: "ep", ExpectHealthVersion: hv, Now: now,
+		Results: []store.DeliveryResult{outcome(sent[0]), outcome(lost[0]), outcome(late[0])}})
+	if err != nil || res.Applied != 2 {
+		t.Fatalf("outcomes of a kept, a released and a later lease = %+v, %v; want 2 applied", res, err)
+	}
+	// Leases that ended already are claimable: nothing to release.
+	if n, err := s.DeliveryReleaseOwn(ctx, &store.DeliveryReleaseOwnParams{Before: t0.Add(time.Hour), Now: t0.Add(30 * time.Minute)}); err != nil || n != 0 {
+		t.Fatalf("release of ended leases = %d, %v", n, err)
 	}
 }
