@@ -3,7 +3,9 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
+	"os"
 
 	"github.com/heraldstreams/herald/store"
 	"github.com/heraldstreams/herald/store/sqlstore"
@@ -77,28 +79,68 @@ func (c chunkSource) Chunks(e *entry, r *sqlstore.Range) error {
 		r.Add(from, end, data)
 		return nil
 	}
-	rows, err := c.s.readChunks.QueryContext(c.ctx, e.id, from, end)
+	exts, n, err := extents(c.ctx, c.s.readChunks, e.id, from, end, r.Room())
 	if err != nil {
-		return fmt.Errorf("sqlite: read chunks: %w", err)
+		return err
+	}
+	return r.Fill(n, func(dst []byte) error {
+		for _, x := range exts {
+			if err := c.s.seg.readAt(dst[:x.n], x.seg, x.off); err != nil {
+				return readErr(err)
+			}
+			dst = dst[x.n:]
+		}
+		return nil
+	})
+}
+
+// readErr is what a reader is told of a failed segment read: a segment
+// deleted, or closed for deletion, since the reader found the stream
+// holds only bytes of removed streams, so the stream is gone.
+func readErr(err error) error {
+	if errors.Is(err, errSegmentGone) || errors.Is(err, os.ErrClosed) {
+		return store.ErrNotFound
+	}
+	return err
+}
+
+// extent is a run of a stream's bytes lying contiguous in one segment.
+type extent struct{ seg, off, n int64 }
+
+// extents finds where the bytes [from, end) of stream id lie, with
+// chunksFrom (chunksFromSQL prepared on a connection): in order, adjacent
+// runs of one segment merged, up to the chunk that brings them to room
+// bytes (0: no bound). n is their length.
+func extents(ctx context.Context, chunksFrom *sql.Stmt, id, from, end int64, room int) (exts []extent, n int, err error) {
+	rows, err := chunksFrom.QueryContext(ctx, id, from, end)
+	if err != nil {
+		return nil, 0, fmt.Errorf("sqlite: read chunks: %w", err)
 	}
 	defer rows.Close()
 	for rows.Next() {
-		var start, stop int64
-		var data sql.RawBytes
-		if err := rows.Scan(&start, &stop, &data); err != nil {
-			return fmt.Errorf("sqlite: read chunks: %w", err)
+		var start, stop, seg, off int64
+		if err := rows.Scan(&start, &stop, &seg, &off); err != nil {
+			return nil, 0, fmt.Errorf("sqlite: read chunks: %w", err)
 		}
-		if !r.Add(start, stop, data) {
+		lo, hi := max(from, start)-start, min(end, stop)-start
+		x := extent{seg, off + lo, hi - lo}
+		if k := len(exts) - 1; k >= 0 && exts[k].seg == x.seg && exts[k].off+exts[k].n == x.off {
+			exts[k].n += x.n
+		} else {
+			exts = append(exts, x)
+		}
+		n += int(x.n)
+		if room > 0 && n >= room {
 			break
 		}
 	}
-	return rows.Err()
+	return exts, n, rows.Err()
 }
 
 // chunkAt returns the stored chunk holding position pos of e (descending
 // into fork sources) and the chunk's start position (nil at pos when no
 // chunk holds it). It runs on the writer connection, inside the
-// committer's transaction.
+// committer's transaction, and may read bytes of its own batch.
 func (b *batch) chunkAt(e *entry, pos int64) ([]byte, int64, error) {
 	for e.sourceID() != 0 && pos < e.forkPosition() {
 		src, err := b.getID(e.sourceID())
@@ -110,13 +152,16 @@ func (b *batch) chunkAt(e *entry, pos int64) ([]byte, int64, error) {
 		}
 		e = src
 	}
-	var start, stop int64
-	var data []byte
-	err := b.s.stmts.chunksFrom.QueryRowContext(b.ctx, e.id, pos, pos+1).Scan(&start, &stop, &data)
+	var start, stop, seg, off int64
+	err := b.s.stmts.chunksFrom.QueryRowContext(b.ctx, e.id, pos, pos+1).Scan(&start, &stop, &seg, &off)
 	if isNoRows(err) {
 		return nil, pos, nil // no data at pos: the sub-offset spans nothing
 	}
 	if err != nil {
+		return nil, 0, fmt.Errorf("sqlite: read chunk: %w", err)
+	}
+	data := make([]byte, stop-start)
+	if err := b.s.seg.readPending(data, seg, off); err != nil {
 		return nil, 0, fmt.Errorf("sqlite: read chunk: %w", err)
 	}
 	return data, start, nil

@@ -38,6 +38,29 @@ func (r *Range) Add(start, stop int64, data []byte) (more bool) {
 	return !r.full()
 }
 
+// Room is how many more bytes Out takes before it reaches Max; 0 is no
+// bound. A source that reads ahead stops at the chunk that fills it.
+func (r *Range) Room() int {
+	if r.Max <= 0 {
+		return 0
+	}
+	return max(r.Max-len(r.Out), 1)
+}
+
+// Fill appends n bytes to Out, which read writes into the slice it is
+// given: a source that reads from files reads straight into Out.
+func (r *Range) Fill(n int, read func(dst []byte) error) error {
+	if n == 0 {
+		return nil
+	}
+	if r.Out == nil {
+		r.Out = make([]byte, 0, n)
+	}
+	at := len(r.Out)
+	r.Out = append(r.Out, make([]byte, n)...)
+	return read(r.Out[at:])
+}
+
 // full reports whether Out reached Max.
 func (r *Range) full() bool { return r.Max > 0 && len(r.Out) >= r.Max }
 
