@@ -136,7 +136,6 @@ func contains(ids []int64, id int64) bool {
 	return i < len(ids) && ids[i] == id
 }
 
-
 // segFiles lists the segment ids in dir, in order.
 func segFiles(dir string) ([]int64, error) {
 	ents, err := os.ReadDir(dir)
