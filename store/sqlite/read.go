@@ -27,37 +27,61 @@ func (s *Store) StreamGet(ctx context.Context, params *store.StreamGetParams) (*
 // StreamRead implements store.Store. It reads without the committer: data
 // below a published tail is committed and never changes.
 func (s *Store) StreamRead(ctx context.Context, params *store.StreamReadParams) (*store.StreamReadResult, error) {
-	e, err := s.lookup(ctx, params.Path)
+	res, r, err := s.readRange(ctx, params, nil)
 	if err != nil {
 		return nil, err
 	}
+	res.Data = r.Out
+	return res, nil
+}
+
+// StreamReadFiles implements store.StreamFileReader: the sections are of
+// segment files, each opened for this read.
+func (s *Store) StreamReadFiles(ctx context.Context, params *store.StreamReadParams) (*store.StreamFileRead, error) {
+	fr := &store.StreamFileRead{}
+	res, r, err := s.readRange(ctx, params, fr)
+	if err != nil {
+		return nil, errors.Join(err, fr.Close())
+	}
+	fr.Result, fr.Len = *res, int64(r.Len())
+	return fr, nil
+}
+
+// readRange reads as params say: the bytes into the range's Out, or, when
+// files is not nil, where they lie into it.
+func (s *Store) readRange(ctx context.Context, params *store.StreamReadParams, files *store.StreamFileRead) (*store.StreamReadResult, *sqlstore.Range, error) {
+	e, err := s.lookup(ctx, params.Path)
+	if err != nil {
+		return nil, nil, err
+	}
 	st, err := s.view(e, params.Now)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	from := params.From
 	if from < 0 {
 		from = 0
 	}
 	if from > st.Tail {
-		return nil, store.ErrPositionBeyondTail
+		return nil, nil, store.ErrPositionBeyondTail
 	}
 	r := &sqlstore.Range{Max: params.MaxBytes}
-	if err := sqlstore.ReadRange(chunkSource{s, ctx}, r, e, from, st.Tail); err != nil {
-		return nil, err
+	if err := sqlstore.ReadRange(chunkSource{s, ctx, files}, r, e, from, st.Tail); err != nil {
+		return nil, nil, err
 	}
 	if sqlstore.Touched(&st, params.Internal) {
 		s.touch(e, params.Now) // written later, by the touch loop
 	}
-	next := from + int64(len(r.Out))
-	return &store.StreamReadResult{Stream: st, Data: r.Out, Next: next}, nil
+	return &store.StreamReadResult{Stream: st, Next: from + int64(r.Len())}, r, nil
 }
 
 // chunkSource reads a stream's chunks for sqlstore.ReadRange: from the
-// recent cache when it holds the range, else from the read pool.
+// recent cache when it holds the range, else from the segments the read
+// pool's index points to; into files when not nil (see StreamReadFiles).
 type chunkSource struct {
-	s   *Store
-	ctx context.Context
+	s     *Store
+	ctx   context.Context
+	files *store.StreamFileRead
 }
 
 func (c chunkSource) Fork(e *entry) (int64, bool) { return e.forkPosition(), e.sourceID() != 0 }
@@ -76,12 +100,20 @@ func (c chunkSource) Source(e *entry) (*entry, error) {
 func (c chunkSource) Chunks(e *entry, r *sqlstore.Range) error {
 	from, end := r.Window()
 	if data, ok := c.s.recent.get(e.id, from, end); ok {
+		if c.files != nil {
+			c.files.Sections = append(c.files.Sections, store.Section{Data: data, N: int64(len(data))})
+			r.Count(len(data))
+			return nil
+		}
 		r.Add(from, end, data)
 		return nil
 	}
 	exts, n, err := extents(c.ctx, c.s.readChunks, e.id, from, end, r.Room())
 	if err != nil {
 		return err
+	}
+	if c.files != nil {
+		return c.sections(exts, r, n)
 	}
 	return r.Fill(n, func(dst []byte) error {
 		for _, x := range exts {
@@ -92,6 +124,19 @@ func (c chunkSource) Chunks(e *entry, r *sqlstore.Range) error {
 		}
 		return nil
 	})
+}
+
+// sections records where the extents lie, in files opened for the read.
+func (c chunkSource) sections(exts []extent, r *sqlstore.Range, n int) error {
+	for _, x := range exts {
+		f, err := c.s.seg.openRead(c.files, x.seg)
+		if err != nil {
+			return readErr(err)
+		}
+		c.files.Sections = append(c.files.Sections, store.Section{File: f, Off: x.off, N: x.n})
+	}
+	r.Count(n)
+	return nil
 }
 
 // readErr is what a reader is told of a failed segment read: a segment

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+
+	"github.com/heraldstreams/herald/store"
 )
 
 // Stream bytes live in segment files, not in the database: one shared log
@@ -348,6 +350,26 @@ func (l *segLog) file(seg int64) (*os.File, error) {
 		return nil, fmt.Errorf("sqlite: open segment: %w", err)
 	}
 	l.files[seg] = f
+	return f, nil
+}
+
+// openRead returns segment seg opened for read fr alone (its reader moves
+// the file's offset), opening it once per read.
+func (l *segLog) openRead(fr *store.StreamFileRead, seg int64) (*os.File, error) {
+	name := segName(l.dir, seg)
+	for _, f := range fr.Files {
+		if f.Name() == name {
+			return f, nil
+		}
+	}
+	f, err := os.Open(name)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, errSegmentGone
+	}
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: open segment: %w", err)
+	}
+	fr.Files = append(fr.Files, f)
 	return f, nil
 }
 

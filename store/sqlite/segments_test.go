@@ -234,3 +234,58 @@ func TestSegmentsRollbackForgetsTheBytes(t *testing.T) {
 		t.Fatalf("after rollback of written bytes: buf %q at %d, end %d, added %d", l.buf, l.bufAt, l.end, l.added)
 	}
 }
+
+// StreamReadFiles gives, as sections of segment files and memory, the
+// bytes StreamRead reads, for every start and page size, through a
+// fork's source and across segments, and the same next position; the
+// read's files are its own and closed by Close.
+func TestStreamReadFilesMatchesStreamRead(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := openStore(t, Config{Dir: t.TempDir(), SegmentSize: 100})
+	mustCreate(t, s, "/src", "source-")
+	for i := range 20 {
+		mustAppend(t, s, "/src", fmt.Sprintf("s%02d-%s,", i, strings.Repeat("y", 10)))
+	}
+	if _, err := s.StreamCreate(ctx, &store.StreamCreateParams{Path: "/fork", ContentType: "text/plain", ForkSource: "/src", ForkOffset: 100, ForkSubOffset: 5, Now: segTestNow}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 5 {
+		mustAppend(t, s, "/fork", fmt.Sprintf("f%d,", i))
+	}
+	for _, path := range []string{"/src", "/fork"} {
+		for _, max := range []int{0, 1, 30, 1000} {
+			for from := int64(-1); from < 300; from += 37 {
+				p := &store.StreamReadParams{Path: path, From: from, MaxBytes: max, Now: segTestNow}
+				want, err := s.StreamRead(ctx, p)
+				if err != nil {
+					if from > 0 {
+						continue // past the tail
+					}
+					t.Fatal(err)
+				}
+				fr, err := s.StreamReadFiles(ctx, p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, err := fr.AppendTo(nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if string(got) != string(want.Data) || fr.Len != int64(len(got)) || fr.Result.Next != want.Next {
+					t.Fatalf("%s from %d max %d: files give %q (len %d, next %d), read %q (next %d)",
+						path, from, max, got, fr.Len, fr.Result.Next, want.Data, want.Next)
+				}
+				files := fr.Files
+				if err := fr.Close(); err != nil {
+					t.Fatal(err)
+				}
+				for _, f := range files {
+					if _, err := f.Stat(); err == nil {
+						t.Fatal("a read's file is open after Close")
+					}
+				}
+			}
+		}
+	}
+}
