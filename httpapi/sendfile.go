@@ -76,3 +76,13 @@ func (w *statusWriter) ReadFrom(src io.Reader) (int64, error) {
 	w.bytes += n
 	return n, err
 }
+
+// ReadFrom hands r to the connection's own ReadFrom (net.TCPConn's,
+// which sends a file with sendfile(2)), which the wrapper would hide
+// from net/http.
+func (c *countedConn) ReadFrom(r io.Reader) (int64, error) {
+	if rf, ok := c.Conn.(io.ReaderFrom); ok {
+		return rf.ReadFrom(r)
+	}
+	return io.Copy(c.Conn, r)
+}

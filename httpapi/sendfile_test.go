@@ -109,9 +109,11 @@ func TestCatchUpSendsFileSections(t *testing.T) {
 		{"application/json", "[" + strings.TrimSuffix(fileStoreData, "\n") + "]", 0},
 	} {
 		fs := &fileStore{fakeStore: &fakeStore{t: t}, t: t, name: name, ct: tc.ct}
-		srv := httptest.NewUnstartedServer(New(Config{Store: fs}))
+		h := New(Config{Store: fs})
+		srv := httptest.NewUnstartedServer(h)
+		// Behind the server's connection limits, as herald serve runs it.
 		ln := &readFromListener{Listener: srv.Listener}
-		srv.Listener = ln
+		srv.Listener = h.LimitListener(ln)
 		srv.Start()
 		resp, err := http.Get(srv.URL + "/s?offset=-1")
 		if err != nil {
