@@ -127,7 +127,7 @@ func openSegLog(ctx context.Context, conn *sql.Conn, dataDir string, size int64)
 	if l.curID == 0 {
 		l.curID = 1
 	}
-	if err := l.openCurrent(sizes[l.curID] == 0 && !contains(found, l.curID)); err != nil {
+	if err := l.openCurrent(!contains(found, l.curID)); err != nil {
 		return nil, err
 	}
 	return l, nil

@@ -14,3 +14,8 @@ CREATE TABLE segments (
     size INTEGER NOT NULL,
     live INTEGER NOT NULL
 );
+
+-- The chunks whose bytes are still in the database, which the store
+-- moves into segments at open: found without reading every chunk, and
+-- empty once they are moved (new chunks never enter it).
+CREATE INDEX chunks_inline ON chunks (stream_id) WHERE seg IS NULL;
