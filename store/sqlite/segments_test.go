@@ -289,3 +289,45 @@ func TestStreamReadFilesMatchesStreamRead(t *testing.T) {
 		}
 	}
 }
+
+// A batch that grows the segment writes zeros a megabyte past its bytes,
+// so the batches after it sync bytes within the file's size; the zeros
+// are never read, and an open cuts them off.
+func TestSegmentsZeroAhead(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	s, err := Open(context.Background(), Config{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustCreate(t, s, "/a", "one,")
+	name := segName(filepath.Join(dir, segDir), 1)
+	size := func() int64 {
+		st, err := os.Stat(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st.Size()
+	}
+	if got := size(); got != 4+zeroStep {
+		t.Fatalf("segment of %d bytes after a 4-byte append, want %d", got, 4+zeroStep)
+	}
+	mustAppend(t, s, "/a", "two,")
+	if got := size(); got != 4+zeroStep {
+		t.Fatalf("segment of %d bytes after an append within the zeros, want %d", got, 4+zeroStep)
+	}
+	if got := readAll(t, s, "/a", 0); got != "one,two," {
+		t.Fatalf("read %q", got)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = openStore(t, Config{Dir: dir})
+	if got := size(); got != 8 {
+		t.Fatalf("segment of %d bytes after an open, want its 8 committed", got)
+	}
+	mustAppend(t, s, "/a", "three,")
+	if got := readAll(t, s, "/a", 0); got != "one,two,three," {
+		t.Fatalf("read %q after a restart", got)
+	}
+}
