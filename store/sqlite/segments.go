@@ -52,7 +52,7 @@ type segLog struct {
 	// zeroed is how far cur holds bytes (data or zeros) on disk: below
 	// it a write changes no file size (see zeroAhead).
 	zeroed int64
-	newDir    bool  // a segment file was created since the last sync
+	newDir bool // a segment file was created since the last sync
 
 	// The read side: a read-only file per segment, opened when first
 	// read and closed when the segment is deleted.
