@@ -124,7 +124,8 @@ func openSegLog(ctx context.Context, conn *sql.Conn, dataDir string, size int64)
 			return nil, fmt.Errorf("sqlite: segment %s is missing: the data directory is incomplete", segName(l.dir, id))
 		}
 	}
-	if err := syncDir(l.dir); err != nil {
+	// The directory's own entry too: it may have just been made.
+	if err := errors.Join(syncDir(l.dir), syncDir(dataDir)); err != nil {
 		return nil, err
 	}
 	if l.curID == 0 {
