@@ -68,6 +68,9 @@ const segmentSize = 64 << 20
 // write, and a large batch does not pin its whole size.
 const segBufMax = 1 << 20
 
+// keptBuf bounds the batch buffer kept between batches.
+const keptBuf = 64 << 10
+
 // segDir is the directory of the segments in the data directory.
 const segDir = "segments"
 
@@ -321,6 +324,9 @@ const upsertSegmentSQL = `INSERT INTO segments (id, size, live) VALUES (?1, ?2, 
 // over them.
 func (l *segLog) done(committed bool) {
 	l.buf = l.buf[:0]
+	if cap(l.buf) > keptBuf {
+		l.buf = nil // an idle store holds no megabyte for a past burst
+	}
 	l.added = 0
 	if committed {
 		l.committed = l.end
