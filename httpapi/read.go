@@ -112,6 +112,10 @@ func (s *Server) firstRead(w http.ResponseWriter, r *http.Request, req readReque
 }
 
 func (s *Server) catchUp(w http.ResponseWriter, r *http.Request, req readRequest) {
+	if fr, ok := s.store.(store.StreamFileReader); ok && req.offset.Kind != protocol.OffsetKindNow {
+		s.catchUpFiles(w, r, req, fr)
+		return
+	}
 	from, res, ok := s.firstRead(w, r, req)
 	if !ok {
 		return
@@ -142,6 +146,23 @@ func (s *Server) catchUp(w http.ResponseWriter, r *http.Request, req readRequest
 // writeData writes a 200 response carrying the data of a read. A non-empty
 // cursor marks a live response, which carries Stream-Cursor.
 func (s *Server) writeData(w http.ResponseWriter, r *http.Request, res *store.StreamReadResult, from int64, cursor string) {
+	if !s.dataHeaders(w, r, res, int64(len(res.Data)), from, cursor) {
+		return
+	}
+	if !protocol.IsJSON(res.Stream.ContentType) {
+		writeBody(w, http.StatusOK, res.Data)
+		return
+	}
+	buf := getArrayBuf(protocol.JSONArrayLen(len(res.Data)))
+	*buf = protocol.AppendJSONArray(*buf, res.Data)
+	writeBody(w, http.StatusOK, *buf)
+	putArrayBuf(buf)
+}
+
+// dataHeaders sets the headers of a response carrying n bytes of data
+// of a read; it answers 304 and returns false when the client's copy is
+// current.
+func (s *Server) dataHeaders(w http.ResponseWriter, r *http.Request, res *store.StreamReadResult, n, from int64, cursor string) bool {
 	st := &res.Stream
 	upToDate := res.Next >= st.Tail
 	eof := upToDate && st.Closed
@@ -159,21 +180,14 @@ func (s *Server) writeData(w http.ResponseWriter, r *http.Request, res *store.St
 	}
 	etag := protocol.ETag(st.ID, max(from, 0), res.Next, eof)
 	h.Set("Etag", etag)
-	h.Set(hdrCacheControl, cacheControl(st, len(res.Data) > 0 || eof, s.now()))
+	h.Set(hdrCacheControl, cacheControl(st, n > 0 || eof, s.now()))
 	if cursor == "" {
 		if inm, ok := header(r.Header, hdrIfNoneMatch); ok && protocol.ETagMatches(inm, etag) {
 			w.WriteHeader(http.StatusNotModified)
-			return
+			return false
 		}
 	}
-	if !protocol.IsJSON(st.ContentType) {
-		writeBody(w, http.StatusOK, res.Data)
-		return
-	}
-	buf := getArrayBuf(protocol.JSONArrayLen(len(res.Data)))
-	*buf = protocol.AppendJSONArray(*buf, res.Data)
-	writeBody(w, http.StatusOK, *buf)
-	putArrayBuf(buf)
+	return true
 }
 
 // arrayBufs holds buffers for JSON array bodies, so that catch-up reads of

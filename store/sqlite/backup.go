@@ -28,7 +28,8 @@ var ErrDataDirNotEmpty = errors.New("sqlite: the data directory holds a database
 // any SQLite reader does (sharing its write-ahead log, so every
 // transaction committed before the snapshot began is in it, and none
 // after), and never takes the directory's lock. The snapshot is one
-// self-contained database file (SQLite's VACUUM INTO), checked, written
+// self-contained database file (SQLite's VACUUM INTO, into which the
+// bytes of the streams are then copied from their segments), checked, written
 // under a temporary name, synced and then renamed to dest, so dest
 // exists only whole. It holds everything Herald keeps in the directory
 // but the key-encryption key file: secrets stay sealed under that key,
@@ -68,6 +69,9 @@ func Backup(ctx context.Context, dir, dest string) (size int64, err error) {
 	}
 	if err := db.Close(); err != nil {
 		return 0, fmt.Errorf("sqlite: back up %s: %w", src, err)
+	}
+	if err := inlineSegments(ctx, dir, tmp); err != nil {
+		return 0, err
 	}
 	if _, err := checkDatabase(ctx, tmp); err != nil {
 		return 0, err
@@ -128,6 +132,12 @@ func Restore(ctx context.Context, src, dir string, replace bool) (version string
 	}
 	if err := os.Rename(tmp, target); err != nil {
 		return "", errors.Join(fmt.Errorf("sqlite: restore: %w", err), removeIfExists(tmp))
+	}
+	// The old database's segments go too (the backup holds its bytes);
+	// ones left by a crash here are deleted at open, which finds them
+	// unknown to the database.
+	if err := os.RemoveAll(filepath.Join(dir, segDir)); err != nil {
+		return "", fmt.Errorf("sqlite: restore: %w", err)
 	}
 	return version, syncDir(dir)
 }

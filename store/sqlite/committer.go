@@ -43,6 +43,9 @@ type batch struct {
 	// reserved is the change sequence reservation the batch wrote, 0
 	// when none (see changes.go).
 	reserved int64
+	// reclaim: the batch removed streams, whose segments may now hold
+	// no live byte (see reclaimSegments).
+	reclaim bool
 }
 
 type prodKey struct {
@@ -357,15 +360,31 @@ func (s *Store) syncFor(ctx context.Context, ops []op) error {
 	return nil
 }
 
+// execBatch runs the batch's ops in one transaction. The bytes they
+// appended are made durable in their segment before the transaction that
+// indexes them and publishes the new tails commits (see segLog).
 func (s *Store) execBatch(b *batch, ops []op) (time.Duration, error) {
-	return execTxTimed(b.ctx, s.wconn, func() error {
+	if err := s.seg.begin(); err != nil {
+		return 0, err
+	}
+	d, err := execTxTimed(b.ctx, s.wconn, func() error {
 		for _, o := range ops {
 			if err := o.apply(b); err != nil {
 				return err
 			}
 		}
-		return b.flush(true)
+		if err := b.flush(true); err != nil {
+			return err
+		}
+		if b.reclaim {
+			if err := b.reclaimSegments(); err != nil {
+				return err
+			}
+		}
+		return s.seg.sync(b.ctx, s.stmts.upsertSegment)
 	})
+	s.seg.done(err == nil)
+	return d, err
 }
 
 // submit hands an op to the committer and waits for it. An op that was

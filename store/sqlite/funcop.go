@@ -42,6 +42,7 @@ func (o *funcOp) apply(b *batch) error {
 	if _, err := b.exec(`SAVEPOINT op`); err != nil {
 		return fmt.Errorf("savepoint: %w", err)
 	}
+	mark := b.s.seg.mark()
 	err := o.fn(b)
 	var rule *sqlstore.RuleError
 	if errors.As(err, &rule) {
@@ -49,6 +50,7 @@ func (o *funcOp) apply(b *batch) error {
 		if _, err := b.exec(`ROLLBACK TO op`); err != nil {
 			return fmt.Errorf("rollback to savepoint: %w", err)
 		}
+		b.s.seg.rollback(mark) // the bytes it appended are indexed nowhere
 	} else if err != nil {
 		return err
 	}

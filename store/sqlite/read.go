@@ -3,7 +3,9 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
+	"os"
 
 	"github.com/heraldstreams/herald/store"
 	"github.com/heraldstreams/herald/store/sqlstore"
@@ -25,37 +27,61 @@ func (s *Store) StreamGet(ctx context.Context, params *store.StreamGetParams) (*
 // StreamRead implements store.Store. It reads without the committer: data
 // below a published tail is committed and never changes.
 func (s *Store) StreamRead(ctx context.Context, params *store.StreamReadParams) (*store.StreamReadResult, error) {
-	e, err := s.lookup(ctx, params.Path)
+	res, r, err := s.readRange(ctx, params, nil)
 	if err != nil {
 		return nil, err
 	}
+	res.Data = r.Out
+	return res, nil
+}
+
+// StreamReadFiles implements store.StreamFileReader: the sections are of
+// segment files, each opened for this read.
+func (s *Store) StreamReadFiles(ctx context.Context, params *store.StreamReadParams) (*store.StreamFileRead, error) {
+	fr := &store.StreamFileRead{}
+	res, r, err := s.readRange(ctx, params, fr)
+	if err != nil {
+		return nil, errors.Join(err, fr.Close())
+	}
+	fr.Result, fr.Len = *res, int64(r.Len())
+	return fr, nil
+}
+
+// readRange reads as params say: the bytes into the range's Out, or, when
+// files is not nil, where they lie into it.
+func (s *Store) readRange(ctx context.Context, params *store.StreamReadParams, files *store.StreamFileRead) (*store.StreamReadResult, *sqlstore.Range, error) {
+	e, err := s.lookup(ctx, params.Path)
+	if err != nil {
+		return nil, nil, err
+	}
 	st, err := s.view(e, params.Now)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	from := params.From
 	if from < 0 {
 		from = 0
 	}
 	if from > st.Tail {
-		return nil, store.ErrPositionBeyondTail
+		return nil, nil, store.ErrPositionBeyondTail
 	}
 	r := &sqlstore.Range{Max: params.MaxBytes}
-	if err := sqlstore.ReadRange(chunkSource{s, ctx}, r, e, from, st.Tail); err != nil {
-		return nil, err
+	if err := sqlstore.ReadRange(chunkSource{s, ctx, files}, r, e, from, st.Tail); err != nil {
+		return nil, nil, err
 	}
 	if sqlstore.Touched(&st, params.Internal) {
 		s.touch(e, params.Now) // written later, by the touch loop
 	}
-	next := from + int64(len(r.Out))
-	return &store.StreamReadResult{Stream: st, Data: r.Out, Next: next}, nil
+	return &store.StreamReadResult{Stream: st, Next: from + int64(r.Len())}, r, nil
 }
 
 // chunkSource reads a stream's chunks for sqlstore.ReadRange: from the
-// recent cache when it holds the range, else from the read pool.
+// recent cache when it holds the range, else from the segments the read
+// pool's index points to; into files when not nil (see StreamReadFiles).
 type chunkSource struct {
-	s   *Store
-	ctx context.Context
+	s     *Store
+	ctx   context.Context
+	files *store.StreamFileRead
 }
 
 func (c chunkSource) Fork(e *entry) (int64, bool) { return e.forkPosition(), e.sourceID() != 0 }
@@ -74,31 +100,92 @@ func (c chunkSource) Source(e *entry) (*entry, error) {
 func (c chunkSource) Chunks(e *entry, r *sqlstore.Range) error {
 	from, end := r.Window()
 	if data, ok := c.s.recent.get(e.id, from, end); ok {
+		if c.files != nil {
+			c.files.Sections = append(c.files.Sections, store.Section{Data: data, N: int64(len(data))})
+			r.Count(len(data))
+			return nil
+		}
 		r.Add(from, end, data)
 		return nil
 	}
-	rows, err := c.s.readChunks.QueryContext(c.ctx, e.id, from, end)
+	exts, n, err := extents(c.ctx, c.s.readChunks, e.id, from, end, r.Room())
 	if err != nil {
-		return fmt.Errorf("sqlite: read chunks: %w", err)
+		return err
+	}
+	if c.files != nil {
+		return c.sections(exts, r, n)
+	}
+	return r.Fill(n, func(dst []byte) error {
+		for _, x := range exts {
+			if err := c.s.seg.readAt(dst[:x.n], x.seg, x.off); err != nil {
+				return readErr(err)
+			}
+			dst = dst[x.n:]
+		}
+		return nil
+	})
+}
+
+// sections records where the extents lie, in files opened for the read.
+func (c chunkSource) sections(exts []extent, r *sqlstore.Range, n int) error {
+	for _, x := range exts {
+		f, err := c.s.seg.openRead(c.files, x.seg)
+		if err != nil {
+			return readErr(err)
+		}
+		c.files.Sections = append(c.files.Sections, store.Section{File: f, Off: x.off, N: x.n})
+	}
+	r.Count(n)
+	return nil
+}
+
+// readErr is what a reader is told of a failed segment read: a segment
+// deleted, or closed for deletion, since the reader found the stream
+// holds only bytes of removed streams, so the stream is gone.
+func readErr(err error) error {
+	if errors.Is(err, errSegmentGone) || errors.Is(err, os.ErrClosed) {
+		return store.ErrNotFound
+	}
+	return err
+}
+
+// extent is a run of a stream's bytes lying contiguous in one segment.
+type extent struct{ seg, off, n int64 }
+
+// extents finds where the bytes [from, end) of stream id lie, with
+// chunksFrom (chunksFromSQL prepared on a connection): in order, adjacent
+// runs of one segment merged, up to the chunk that brings them to room
+// bytes (0: no bound). n is their length.
+func extents(ctx context.Context, chunksFrom *sql.Stmt, id, from, end int64, room int) (exts []extent, n int, err error) {
+	rows, err := chunksFrom.QueryContext(ctx, id, from, end)
+	if err != nil {
+		return nil, 0, fmt.Errorf("sqlite: read chunks: %w", err)
 	}
 	defer rows.Close()
 	for rows.Next() {
-		var start, stop int64
-		var data sql.RawBytes
-		if err := rows.Scan(&start, &stop, &data); err != nil {
-			return fmt.Errorf("sqlite: read chunks: %w", err)
+		var start, stop, seg, off int64
+		if err := rows.Scan(&start, &stop, &seg, &off); err != nil {
+			return nil, 0, fmt.Errorf("sqlite: read chunks: %w", err)
 		}
-		if !r.Add(start, stop, data) {
+		lo, hi := max(from, start)-start, min(end, stop)-start
+		x := extent{seg, off + lo, hi - lo}
+		if k := len(exts) - 1; k >= 0 && exts[k].seg == x.seg && exts[k].off+exts[k].n == x.off {
+			exts[k].n += x.n
+		} else {
+			exts = append(exts, x)
+		}
+		n += int(x.n)
+		if room > 0 && n >= room {
 			break
 		}
 	}
-	return rows.Err()
+	return exts, n, rows.Err()
 }
 
 // chunkAt returns the stored chunk holding position pos of e (descending
 // into fork sources) and the chunk's start position (nil at pos when no
 // chunk holds it). It runs on the writer connection, inside the
-// committer's transaction.
+// committer's transaction, and may read bytes of its own batch.
 func (b *batch) chunkAt(e *entry, pos int64) ([]byte, int64, error) {
 	for e.sourceID() != 0 && pos < e.forkPosition() {
 		src, err := b.getID(e.sourceID())
@@ -110,13 +197,16 @@ func (b *batch) chunkAt(e *entry, pos int64) ([]byte, int64, error) {
 		}
 		e = src
 	}
-	var start, stop int64
-	var data []byte
-	err := b.s.stmts.chunksFrom.QueryRowContext(b.ctx, e.id, pos, pos+1).Scan(&start, &stop, &data)
+	var start, stop, seg, off int64
+	err := b.s.stmts.chunksFrom.QueryRowContext(b.ctx, e.id, pos, pos+1).Scan(&start, &stop, &seg, &off)
 	if isNoRows(err) {
 		return nil, pos, nil // no data at pos: the sub-offset spans nothing
 	}
 	if err != nil {
+		return nil, 0, fmt.Errorf("sqlite: read chunk: %w", err)
+	}
+	data := make([]byte, stop-start)
+	if err := b.s.seg.readPending(data, seg, off); err != nil {
 		return nil, 0, fmt.Errorf("sqlite: read chunk: %w", err)
 	}
 	return data, start, nil

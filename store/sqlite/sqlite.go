@@ -69,6 +69,9 @@ type Config struct {
 	// plaintext (tests); a store whose secrets are encrypted does not open
 	// without a Box.
 	Box *secretbox.Box
+	// SegmentSize is the size past which the stream bytes go to a new
+	// segment file (default 64 MiB; see segLog).
+	SegmentSize int64
 }
 
 // Store is the SQLite implementation of store.Store: the core
@@ -114,6 +117,8 @@ type Store struct {
 	// producer id; only the committer reads or writes it.
 	producers map[int64]map[string]streamrules.ProducerState
 	recent    *recentCache
+	// seg holds the stream bytes (see segLog).
+	seg *segLog
 	// seq is the change sequence number the stream rows written now
 	// take, reserved the last reservation committed (committer only; see
 	// changes.go).
@@ -139,6 +144,9 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	}
 	if cfg.CheckpointInterval <= 0 {
 		cfg.CheckpointInterval = time.Second
+	}
+	if cfg.SegmentSize <= 0 {
+		cfg.SegmentSize = segmentSize
 	}
 	if cfg.RelaxedInterval == 0 {
 		cfg.RelaxedInterval = 5 * time.Millisecond
@@ -219,6 +227,12 @@ func (s *Store) open(ctx context.Context) error {
 		return fmt.Errorf("sqlite: open: %w", err)
 	}
 	if err := migrate(ctx, s.wconn, ""); err != nil {
+		return err
+	}
+	if s.seg, err = openSegLog(ctx, s.wconn, s.cfg.Dir, s.cfg.SegmentSize); err != nil {
+		return err
+	}
+	if err := s.moveChunks(ctx); err != nil {
 		return err
 	}
 	if err := s.prepareSecrets(ctx); err != nil {
@@ -386,6 +400,9 @@ func (s *Store) closeHandles() error {
 	}
 	if s.ckpt != nil {
 		errs = append(errs, s.ckpt.Close())
+	}
+	if s.seg != nil {
+		errs = append(errs, s.seg.close())
 	}
 	if s.lock != nil {
 		errs = append(errs, s.lock.Close())

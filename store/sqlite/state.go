@@ -134,6 +134,10 @@ func (t *batchStreams) SoftDelete(e *entry) error {
 }
 
 func (t *batchStreams) Remove(e *entry) error {
+	if _, err := t.b.s.stmts.dropLive.ExecContext(t.b.ctx, e.id); err != nil {
+		return fmt.Errorf("free segment bytes: %w", err)
+	}
+	t.b.reclaim = true
 	for _, stmt := range []string{"deleteChunks", "deleteProducers", "deleteStream"} {
 		if _, err := t.b.s.stmts.byName(stmt).ExecContext(t.b.ctx, e.id); err != nil {
 			return fmt.Errorf("%s: %w", stmt, err)

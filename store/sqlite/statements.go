@@ -23,10 +23,25 @@ type statements struct {
 	deleteProducers *sql.Stmt
 	deleteStream    *sql.Stmt
 	chunksFrom      *sql.Stmt
+	upsertSegment   *sql.Stmt
+	dropLive        *sql.Stmt
 }
 
-// chunksFromSQL is sqlstore.ChunksFromSQL in SQLite's placeholders.
-var chunksFromSQL = sqlstore.Numbered(sqlstore.ChunksFromSQL)
+// The statements of stream bytes, which SQLite keeps in segment files
+// (see segLog) and indexes in chunks.
+const (
+	// insertChunkSQL indexes bytes of a stream: stream_id, start_pos,
+	// end_pos, seg, seg_off.
+	insertChunkSQL = `INSERT INTO chunks (stream_id, start_pos, end_pos, data, seg, seg_off) VALUES (?1, ?2, ?3, X'', ?4, ?5)`
+	// chunksFromSQL reads the chunks of stream ?1 that end after ?2 and
+	// start before ?3, in order: start_pos, end_pos, seg, seg_off.
+	chunksFromSQL = `SELECT start_pos, end_pos, seg, seg_off FROM chunks WHERE stream_id = ?1 AND end_pos > ?2 AND start_pos < ?3 ORDER BY end_pos`
+	// dropLiveSQL takes the bytes of stream ?1 off its segments' live
+	// counts, before its chunks are deleted.
+	dropLiveSQL = `UPDATE segments SET live = live - t.n
+		FROM (SELECT seg, sum(end_pos - start_pos) AS n FROM chunks WHERE stream_id = ?1 GROUP BY seg) AS t
+		WHERE segments.id = t.seg`
+)
 
 func prepare(ctx context.Context, conn *sql.Conn) (*statements, error) {
 	st := &statements{}
@@ -37,14 +52,16 @@ func prepare(ctx context.Context, conn *sql.Conn) (*statements, error) {
 		{&st.insertStream, sqlstore.InsertStreamSQL},
 		{&st.updateStream, sqlstore.UpdateStreamSQL(changeBatchSQL)},
 		{&st.updateKeepSeq, sqlstore.UpdateStreamSQL(`changed_seq`)},
-		{&st.insertChunk, sqlstore.InsertChunkSQL},
+		{&st.insertChunk, insertChunkSQL},
 		{&st.getProducer, sqlstore.GetProducerSQL},
 		{&st.upsertProducer, sqlstore.UpsertProducerSQL},
 		{&st.countForks, sqlstore.CountForksSQL},
 		{&st.deleteChunks, sqlstore.DeleteStreamSQL[0]},
 		{&st.deleteProducers, sqlstore.DeleteStreamSQL[1]},
 		{&st.deleteStream, sqlstore.DeleteStreamSQL[2]},
-		{&st.chunksFrom, sqlstore.ChunksFromSQL},
+		{&st.chunksFrom, chunksFromSQL},
+		{&st.upsertSegment, upsertSegmentSQL},
+		{&st.dropLive, dropLiveSQL},
 	} {
 		stmt, err := conn.PrepareContext(ctx, sqlstore.Numbered(p.sql))
 		if err != nil {
@@ -70,7 +87,7 @@ func (st *statements) byName(name string) *sql.Stmt {
 func (st *statements) close() error {
 	var errs []error
 	for _, s := range []*sql.Stmt{st.insertStream, st.updateStream, st.updateKeepSeq, st.insertChunk, st.getProducer, st.upsertProducer,
-		st.countForks, st.deleteChunks, st.deleteProducers, st.deleteStream, st.chunksFrom} {
+		st.countForks, st.deleteChunks, st.deleteProducers, st.deleteStream, st.chunksFrom, st.upsertSegment, st.dropLive} {
 		if s != nil {
 			errs = append(errs, s.Close())
 		}

@@ -86,7 +86,11 @@ func (o *createOp) apply(b *batch) error {
 func (b *batch) insertChunk(e *entry, data []byte) error {
 	start := e.tail
 	end := start + int64(len(data))
-	if _, err := b.s.stmts.insertChunk.ExecContext(b.ctx, e.id, start, end, data); err != nil {
+	seg, off, err := b.s.seg.add(data)
+	if err != nil {
+		return err
+	}
+	if _, err := b.s.stmts.insertChunk.ExecContext(b.ctx, e.id, start, end, seg, off); err != nil {
 		return fmt.Errorf("insert chunk: %w", err)
 	}
 	e.tail = end

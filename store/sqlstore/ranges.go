@@ -20,6 +20,9 @@ type Range struct {
 	Max int
 	// Out is the data gathered.
 	Out []byte
+	// counted is data gathered elsewhere (Count), which counts toward
+	// Max as Out does.
+	counted int
 	// from and end are the window being read.
 	from, end int64
 }
@@ -38,8 +41,38 @@ func (r *Range) Add(start, stop int64, data []byte) (more bool) {
 	return !r.full()
 }
 
+// Room is how many more bytes Out takes before it reaches Max; 0 is no
+// bound. A source that reads ahead stops at the chunk that fills it.
+func (r *Range) Room() int {
+	if r.Max <= 0 {
+		return 0
+	}
+	return max(r.Max-r.Len(), 1)
+}
+
+// Count records n bytes gathered outside Out (a source that hands out
+// where its bytes lie rather than the bytes); they count toward Max.
+func (r *Range) Count(n int) { r.counted += n }
+
+// Len is the data gathered: Out and what Count recorded.
+func (r *Range) Len() int { return len(r.Out) + r.counted }
+
+// Fill appends n bytes to Out, which read writes into the slice it is
+// given: a source that reads from files reads straight into Out.
+func (r *Range) Fill(n int, read func(dst []byte) error) error {
+	if n == 0 {
+		return nil
+	}
+	if r.Out == nil {
+		r.Out = make([]byte, 0, n)
+	}
+	at := len(r.Out)
+	r.Out = append(r.Out, make([]byte, n)...)
+	return read(r.Out[at:])
+}
+
 // full reports whether Out reached Max.
-func (r *Range) full() bool { return r.Max > 0 && len(r.Out) >= r.Max }
+func (r *Range) full() bool { return r.Max > 0 && r.Len() >= r.Max }
 
 // ReadRange appends the data of [from, end) of s to r.Out: a fork's data
 // below its fork position is its source's, stitched in front of its own.
