@@ -10,12 +10,15 @@ export const session = {
   clear: () => sessionStorage.removeItem(keyName),
 };
 
-// ApiError is a failed call, with a message that says what to do.
+// ApiError is a failed call, with a message that says what to do, and
+// the input it is about (the API's error "field", '' for none), so a
+// form can show it on that input.
 export class ApiError extends Error {
-  constructor(status, code, message) {
+  constructor(status, code, message, field) {
     super(message);
     this.status = status;
     this.code = code;
+    this.field = field || '';
   }
 }
 
@@ -41,16 +44,18 @@ async function failure(res) {
   const text = await res.text();
   let message = text || res.statusText || 'request failed';
   let code = String(res.status);
+  let field = '';
   try {
     const e = JSON.parse(text).error;
     if (e && e.message) {
       message = e.message;
       code = e.code || code;
+      field = e.field || '';
     }
   } catch {
     // not JSON: the text is the message
   }
-  return new ApiError(res.status, code, advice(res.status, message));
+  return new ApiError(res.status, code, advice(res.status, message), field);
 }
 
 async function send(url, init) {
