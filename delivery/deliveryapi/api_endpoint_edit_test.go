@@ -36,6 +36,13 @@ func TestPatchChangesEveryField(t *testing.T) {
 			got.Profile != "standard-webhooks" || got.FailurePolicy != "retry_all" || got.TimeoutMS != 4000 {
 			t.Fatalf("after PATCH: %+v", got)
 		}
+		// A new filter replaces the old one whole.
+		if code := r.call("PATCH", "/_herald/v1/endpoints/"+ep.ID, `{"filter":{"or":[{"data.tier":"gold"},{"data.total":{"gt":5000}}]}}`, &got); code != 200 {
+			t.Fatalf("PATCH filter: %d", code)
+		}
+		if filter, _ := json.Marshal(got.Filter); string(filter) != `{"or":[{"data.tier":"gold"},{"data.total":{"gt":5000}}]}` {
+			t.Fatalf("the filter after PATCH is %s", filter)
+		}
 		// The masked value sent back keeps the stored one.
 		if code := r.call("PATCH", "/_herald/v1/endpoints/"+ep.ID, `{"headers":{"X-Api-Key":"***","X-Other":"v"}}`, &got); code != 200 {
 			t.Fatalf("PATCH headers: %d", code)

@@ -187,12 +187,26 @@ export function endpointForm(ctx, ep, onSaved) {
     }
     return b;
   };
+  // A change sends only the fields that changed: one the credential may
+  // not set (stream patterns beyond a tenant's reach) is left alone, and
+  // a default stays a default.
+  let before = {};
+  try {
+    before = editing ? body() : {};
+  } catch {
+    before = {}; // a stored value the form cannot read back: every field is sent
+  }
+  const changes = () => {
+    const now = body();
+    for (const k of Object.keys(now)) if (JSON.stringify(now[k]) === JSON.stringify(before[k])) delete now[k];
+    return now;
+  };
   form.addEventListener('submit', async ev => {
     ev.preventDefault();
     const submit = form.querySelector('button[type=submit]');
     submit.disabled = true;
     try {
-      const saved = editing ? await api('PATCH', '/_herald/v1/endpoints/' + encodeURIComponent(ep.id), body())
+      const saved = editing ? await api('PATCH', '/_herald/v1/endpoints/' + encodeURIComponent(ep.id), changes())
         : await api('POST', '/_herald/v1/endpoints', body());
       showError(form, out, null);
       onSaved(saved, out);

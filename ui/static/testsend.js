@@ -54,7 +54,7 @@ export async function testSend(path, out) {
       }
       const r = await api('POST', path + '/test', body);
       clear(out, h('div', {class: r.ok ? 'notice' : 'error', id: 'test-result'},
-        h('p', null, r.ok ? `The endpoint accepted the ${r.event.type} test event` : `The ${r.event.type} test event failed`,
+        h('p', null, r.ok ? `The endpoint accepted the test event (${r.event.type})` : `The test event (${r.event.type}) failed`,
           ` (status ${r.status_code || 'none'}, ${r.latency}).`, r.error ? ' ' + r.error : ''),
         r.response_body ? h('pre', null, r.response_body) : null));
     } catch (e) {
