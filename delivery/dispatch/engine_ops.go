@@ -505,7 +505,7 @@ func (e *Engine) Publish(ctx context.Context, p *PublishParams) (*PublishResult,
 	if err := enc.Encode(&msg); err != nil { // Encode ends with the '\n' that frames it
 		return nil, fmt.Errorf("delivery: encoding event: %w", err)
 	}
-	out, err := e.st.EventPublish(ctx, &store.EventPublishParams{Stream: stream, Tenant: p.Tenant, EventID: ev.ID, Data: buf.Bytes(), Now: e.now()})
+	out, err := e.st.EventPublish(ctx, &store.EventPublishParams{Stream: stream, Tenant: p.Tenant, EventID: ev.ID, EventType: ev.Type, Data: buf.Bytes(), Now: e.now()})
 	if err != nil {
 		return nil, err
 	}
@@ -534,6 +534,13 @@ func (k knownID) id(context.Context, int64) (string, error) { return string(k), 
 // nil when the stream no longer holds it (deleted, not an event there,
 // or an event of another tenant: a duplicate answer only ever shows the
 // caller's own event).
+// StoredEvent reads the event of key whose message starts at pos of the
+// stream at path, as its endpoints receive it; nil when the stream no
+// longer holds it (deleted, trimmed by its retention).
+func (e *Engine) StoredEvent(ctx context.Context, path string, pos int64, key store.EventKey) (*delivery.Event, error) {
+	return e.storedEvent(ctx, path, pos, key)
+}
+
 func (e *Engine) storedEvent(ctx context.Context, path string, pos int64, key store.EventKey) (*delivery.Event, error) {
 	now := e.now()
 	r, err := e.st.StreamRead(ctx, &store.StreamReadParams{Path: path, From: pos, MaxBytes: e.cfg.MaxEventBytes + 4096, Now: now, Internal: true})
