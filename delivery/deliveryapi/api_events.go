@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/heraldstreams/herald/auth"
 	"github.com/heraldstreams/herald/delivery"
 	"github.com/heraldstreams/herald/delivery/dispatch"
 	"github.com/heraldstreams/herald/protocol"
@@ -18,7 +19,7 @@ import (
 // GET /v1/events/{id} shows one with every delivery it made. A tenant is
 // a boundary here as elsewhere: a credential of a tenant sees its
 // tenant's events only (another tenant's id is 404 EVENT_NOT_FOUND), and
-// one limited to stream paths the events of streams within them.
+// a key made with stream paths the events of streams within them.
 
 // eventJSON is a recorded event as the API shows it.
 type eventJSON struct {
@@ -140,7 +141,7 @@ func (a *API) listEvents(w http.ResponseWriter, r *http.Request) {
 	}
 	out := listEventsJSON{Data: []eventJSON{}}
 	for i := range res.Events {
-		if pr.AllowsPath(res.Events[i].Stream) {
+		if eventWithinPaths(pr, res.Events[i].Stream) {
 			out.Data = append(out.Data, eventView(&res.Events[i]))
 		}
 	}
@@ -188,17 +189,30 @@ func (a *API) visibleEvent(ctx context.Context, key store.EventKey) (*store.Even
 	if err != nil {
 		return nil, err
 	}
-	if !pr.AllowsPath(ev.Stream) {
+	if !eventWithinPaths(pr, ev.Stream) {
 		return nil, store.ErrEventNotFound
 	}
 	return ev, nil
 }
 
+// eventWithinPaths reports whether a credential limited to stream paths
+// reaches the stream of an event. A tenant's events are its own wherever
+// the platform appended them (the tenant is the boundary), so a
+// credential without paths of its own sees them all.
+func eventWithinPaths(pr *auth.Principal, stream string) bool {
+	return len(pr.Paths) == 0 || pr.AllowsPath(stream)
+}
+
 // eventKeyOf is the event a request of GET /v1/events/{id} names: the id
 // in the credential's tenant, or, for one that sees every tenant, in
 // ?tenant's ("" the platform's).
+// A credential of a tenant naming another tenant finds nothing there.
 func eventKeyOf(r *http.Request) (store.EventKey, error) {
-	_, tenant, err := eventTenant(r.Context(), true, r.URL.Query().Get("tenant"))
+	q := r.URL.Query()
+	_, tenant, err := eventTenant(r.Context(), true, q.Get("tenant"))
+	if err == nil && q.Has("tenant") && q.Get("tenant") != tenant {
+		err = store.ErrEventNotFound
+	}
 	return store.EventKey{Tenant: tenant, ID: pathID(r)}, err
 }
 
