@@ -8,6 +8,7 @@ import {subscriptions} from './subscriptions.js';
 import {endpoints} from './endpoints.js';
 import {deliveries} from './deliveries.js';
 import {eventTypes} from './eventtypes.js';
+import {events} from './events.js';
 import {keyFromFragment, offerKey} from './keylink.js';
 
 // can reports whether the signed-in credential holds scope.
@@ -23,6 +24,7 @@ const views = [
   {name: 'streams', title: 'Streams', allowed: me => can(me, 'streams:read'), render: streams, live: true},
   {name: 'subscriptions', title: 'Subscriptions', allowed: me => can(me, 'subscriptions:read'), render: subscriptions},
   {name: 'endpoints', title: 'Endpoints', allowed: me => can(me, 'endpoints:read'), render: endpoints},
+  {name: 'events', title: 'Event log', allowed: me => can(me, 'deliveries:read'), render: events},
   {name: 'deliveries', title: 'Deliveries', allowed: me => can(me, 'deliveries:read') && can(me, 'endpoints:read'), render: deliveries},
   {name: 'event-types', title: 'Event types', allowed: me => can(me, 'endpoints:read'), render: eventTypes},
 ];
