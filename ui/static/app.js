@@ -10,6 +10,7 @@ import {deliveries} from './deliveries.js';
 import {eventTypes} from './eventtypes.js';
 import {events} from './events.js';
 import {keyFromFragment, offerKey} from './keylink.js';
+import {applyBrand, brandName} from './brand.js';
 
 // can reports whether the signed-in credential holds scope.
 export function can(me, scope) {
@@ -97,7 +98,7 @@ function signIn(err) {
     start();
   });
   clear(main, form);
-  document.title = 'Sign in · Herald';
+  document.title = 'Sign in · ' + brandName();
   key.focus();
 }
 
@@ -183,7 +184,7 @@ async function route(refresh) {
     if (a.dataset.view === view.name) a.setAttribute('aria-current', 'page');
     else a.removeAttribute('aria-current');
   }
-  document.title = view.title + ' · Herald';
+  document.title = view.title + ' · ' + brandName();
   const ctx = {me, signal: current.signal, can: scope => can(me, scope), params: r.params};
   const focusWasInMain = main.contains(document.activeElement) && document.activeElement !== main;
   if (!refresh) {
@@ -218,4 +219,4 @@ window.addEventListener('hashchange', () => {
   }
   route(null);
 });
-start();
+applyBrand().finally(start);
