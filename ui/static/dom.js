@@ -157,3 +157,19 @@ export function confirmAction(message, confirmLabel) {
     dlg.showModal();
   });
 }
+
+// localInput turns an RFC 3339 instant into a datetime-local value in
+// the viewer's zone ('' when empty or not a time).
+export function localInput(iso) {
+  const d = iso ? new Date(iso) : null;
+  if (!d || Number.isNaN(d.getTime())) return '';
+  const p = n => String(n).padStart(2, '0');
+  return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())}T${p(d.getHours())}:${p(d.getMinutes())}`;
+}
+
+// utcInput turns a datetime-local value, read in the viewer's zone, into
+// a UTC RFC 3339 instant ('' when empty or not a time).
+export function utcInput(value) {
+  const d = value ? new Date(value) : null;
+  return !d || Number.isNaN(d.getTime()) ? '' : d.toISOString().replace(/\.\d+Z$/, 'Z');
+}

@@ -3,26 +3,13 @@
 // with its payload and every endpoint it matched, each delivery's state
 // and attempts, and a retry of each.
 import {api, query} from './api.js';
-import {h, clear, badge, pagedTable, errorBox, field, time, props, pretty, empty} from './dom.js';
+import {h, clear, badge, pagedTable, errorBox, field, time, props, pretty, empty, localInput, utcInput} from './dom.js';
 
 const outcomes = [['', 'any'], ['none', 'none: matched no endpoint'], ['pending', 'pending'], ['failed', 'failed, retrying'],
   ['exhausted', 'exhausted (dead letter)'], ['delivered', 'delivered']];
 
 // pageSize is how many events a page of the log shows.
 const pageSize = 100;
-
-// local turns an RFC 3339 instant into a datetime-local value in the
-// viewer's zone; utc turns one back ('' when empty or not a time).
-function local(iso) {
-  const d = iso ? new Date(iso) : null;
-  if (!d || Number.isNaN(d.getTime())) return '';
-  const p = n => String(n).padStart(2, '0');
-  return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())}T${p(d.getHours())}:${p(d.getMinutes())}`;
-}
-function utc(v) {
-  const d = v ? new Date(v) : null;
-  return !d || Number.isNaN(d.getTime()) ? '' : d.toISOString().replace(/\.\d+Z$/, 'Z');
-}
 
 // eventHref is the page of one event (its id is unique in its tenant).
 export function eventHref(id, tenant) {
@@ -43,8 +30,8 @@ async function list(ctx) {
   const type = input('type', {placeholder: 'order.created'});
   const tenant = input('tenant', {placeholder: 'every tenant'});
   const stream = input('stream', {placeholder: '/events'});
-  const since = h('input', {type: 'datetime-local', name: 'since', id: 'events-since', value: local(q.get('since'))});
-  const until = h('input', {type: 'datetime-local', name: 'until', id: 'events-until', value: local(q.get('until'))});
+  const since = h('input', {type: 'datetime-local', name: 'since', id: 'events-since', value: localInput(q.get('since'))});
+  const until = h('input', {type: 'datetime-local', name: 'until', id: 'events-until', value: localInput(q.get('until'))});
   const outcome = h('select', {name: 'outcome', id: 'events-outcome'}, outcomes.map(([v, t]) => h('option', {value: v}, t)));
   outcome.value = q.get('outcome') || '';
   const form = h('form', {class: 'inline', id: 'event-filter', role: 'search'},
@@ -54,7 +41,7 @@ async function list(ctx) {
   form.addEventListener('submit', ev => {
     ev.preventDefault();
     location.hash = '#/events' + query({id: id.value.trim(), type: type.value.trim(), tenant: operator ? tenant.value.trim() : '',
-      stream: stream.value.trim(), since: utc(since.value), until: utc(until.value), outcome: outcome.value});
+      stream: stream.value.trim(), since: utcInput(since.value), until: utcInput(until.value), outcome: outcome.value});
   });
   const filter = {id: q.get('id') || '', type: q.get('type') || '', stream: q.get('stream') || '', since: q.get('since') || '',
     until: q.get('until') || '', outcome: q.get('outcome') || '', limit: pageSize};
