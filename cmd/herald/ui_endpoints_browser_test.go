@@ -117,6 +117,9 @@ func TestDashboardEditsEndpoints(t *testing.T) {
 	if v := eval[string](t, r, `document.querySelector('#header-rows .header-value').value`); v != "" || strings.Contains(r.pageText(t), "hdr-s3cret") {
 		t.Fatalf("the form shows a header value (%q)", v)
 	}
+	if eval[float64](t, r, `document.querySelector('#ep-config').getClientRects().length`) != 0 {
+		t.Error("a webhook's form shows the broker config")
+	}
 	r.shotAtBothWidths(t, "41-endpoint-edit")
 	r.editEndpoint(t, ep.ID, "#saved",
 		fill(`#ep-url`, r.receiver.URL+"/b"),
