@@ -17,21 +17,8 @@ func TestMigrationKeepsEventTypesForTheLog(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	schema := newSchema(t)
-	s := open(t, schema)
-	ep := store.Endpoint{ID: "ep", URL: "https://example.com", EventTypes: []string{"*"}, Streams: []string{"/**"}, Active: true,
-		Ordering: "none", RetrySchedule: []time.Duration{0}, Secret: "whsec_a"}
-	if _, err := s.EndpointCreate(ctx, &store.EndpointCreateParams{Endpoint: ep, Now: time.Now()}); err != nil {
-		t.Fatal(err)
-	}
-	conn, err := pgx.Connect(ctx, serverURL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if err := conn.Close(ctx); err != nil {
-			t.Error(err)
-		}
-	}()
+	migrationEndpoint(t, open(t, schema))
+	conn := migrationConn(t)
 	for _, q := range []string{
 		`SET search_path = ` + pgx.Identifier{schema}.Sanitize(),
 		`DELETE FROM schema_migrations WHERE version = '0011_event_log'`,
@@ -50,10 +37,37 @@ func TestMigrationKeepsEventTypesForTheLog(t *testing.T) {
 			t.Fatalf("%s: %v", q, err)
 		}
 	}
-	s = open(t, schema) // migrates
+	s := open(t, schema) // migrates
 	res, err := s.EventList(ctx, &store.EventListParams{Limit: 10})
 	if err != nil || len(res.Events) != 2 || res.Events[0].ID != "o-2" || res.Events[0].Type != "" ||
 		res.Events[1].Type != "order.paid" || res.Events[1].Outcome() != store.OutcomeDelivered {
 		t.Fatalf("the log after the upgrade = %+v, %v", res, err)
 	}
+}
+
+// migrationEndpoint stores the endpoint "ep" the migration tests give
+// their deliveries.
+func migrationEndpoint(t *testing.T, s store.Store) {
+	t.Helper()
+	ep := store.Endpoint{ID: "ep", URL: "https://example.com", EventTypes: []string{"*"}, Streams: []string{"/**"}, Active: true,
+		Ordering: "none", RetrySchedule: []time.Duration{0}, Secret: "whsec_a"}
+	if _, err := s.EndpointCreate(context.Background(), &store.EndpointCreateParams{Endpoint: ep, Now: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// migrationConn is a connection of its own to the test server, closed
+// when the test ends, to write a schema as an older Herald did.
+func migrationConn(t *testing.T) *pgx.Conn {
+	t.Helper()
+	conn, err := pgx.Connect(context.Background(), serverURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := conn.Close(context.Background()); err != nil {
+			t.Error(err)
+		}
+	})
+	return conn
 }
