@@ -42,6 +42,7 @@ import (
 // a suffix of them (never one that a later durable write depends on).
 type DeliveryStore interface {
 	ReplayStore
+	EventLogStore
 
 	// EndpointCreate stores a new endpoint and, in the same transaction,
 	// sets its cursor on every existing stream to the stream's tail: an
@@ -585,6 +586,8 @@ type EventPublishParams struct {
 	// Tenant owns EventID ("" the platform): ids are unique per tenant.
 	Tenant  string
 	EventID string
+	// EventType is the event's type, kept for the event log.
+	EventType string
 	// Data is one framed JSON message (compact, then '\n').
 	Data []byte
 	Now  time.Time

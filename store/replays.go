@@ -118,6 +118,8 @@ type EventSighting struct {
 	Tenant   string
 	EventID  string
 	Position int64
+	// EventType is the event's type, kept for the event log.
+	EventType string
 }
 
 // DeliveryRequeueParams are the inputs of DeliveryRequeue.

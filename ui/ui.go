@@ -6,9 +6,7 @@
 package ui
 
 import (
-	"crypto/sha256"
 	"embed"
-	"encoding/base64"
 	"fmt"
 	"io/fs"
 	"mime"
@@ -29,6 +27,8 @@ type Config struct {
 	// in a frame (the tenant portal inside a platform's own pages). None:
 	// no page may frame it.
 	FrameAncestors []string
+	// Brand is the dashboard's title, logo and accent colour.
+	Brand Brand
 }
 
 // file is one embedded file, ready to serve.
@@ -56,12 +56,18 @@ func Handler(cfg Config) (http.Handler, error) {
 		if ct == "" {
 			return fmt.Errorf("ui: no content type for %s", p)
 		}
-		sum := sha256.Sum256(body)
-		files[strings.TrimPrefix(p, "static/")] = file{body: body, contentType: ct, etag: `"` + base64.RawURLEncoding.EncodeToString(sum[:12]) + `"`}
+		files[strings.TrimPrefix(p, "static/")] = newFile(body, ct)
 		return nil
 	})
 	if err != nil {
 		return nil, err
+	}
+	brand, err := brandFiles(cfg.Brand)
+	if err != nil {
+		return nil, err
+	}
+	for name, f := range brand {
+		files[name] = f
 	}
 	for _, a := range cfg.FrameAncestors {
 		if err := CheckFrameAncestor(a); err != nil {
@@ -109,6 +115,8 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		hdr.Set("X-Frame-Options", "DENY")
 	}
 	hdr.Set("Referrer-Policy", "no-referrer")
+	// Every file is what its Content-Type says (a logo is an image).
+	hdr.Set("X-Content-Type-Options", "nosniff")
 	// The dashboard's own pages are read by Herald's origin only.
 	hdr.Set("Cross-Origin-Resource-Policy", "same-origin")
 	name := strings.TrimPrefix(r.URL.Path, Prefix)

@@ -78,6 +78,8 @@ type serveConfig struct {
 	TLS tlsConfig
 	// UIFrameAncestors are the origins that may embed the dashboard.
 	UIFrameAncestors string
+	// UIBrand is the dashboard's title, logo and accent colour.
+	UIBrand uiBrandConfig
 }
 
 // serveFlags defines every flag of `herald serve` on a new FlagSet, bound
@@ -117,6 +119,7 @@ func serveFlags(cfg *serveConfig) *flag.FlagSet {
 	cfg.Access.addFlags(fs)
 	cfg.TLS.addFlags(fs)
 	fs.StringVar(&cfg.UIFrameAncestors, "ui-frame-ancestors", "", "comma-separated origins whose pages may embed the dashboard at /_herald/ui/ in a frame, e.g. the platform that shows tenants their portal (default: none may)")
+	cfg.UIBrand.addFlags(fs)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: herald serve [flags]\n\nRuns Herald. Each flag may also be set as HERALD_<FLAG_NAME> (e.g. HERALD_DATA_DIR).\n\nFlags:\n")
 		fs.PrintDefaults()
@@ -241,6 +244,7 @@ func (c *serveConfig) validate() error {
 			problems = append(problems, "--ui-frame-ancestors: "+strings.TrimPrefix(err.Error(), "ui: "))
 		}
 	}
+	problems = append(problems, c.UIBrand.problems()...)
 	if len(problems) > 0 {
 		return fmt.Errorf("%w: %s", errUsage, strings.Join(problems, "; "))
 	}

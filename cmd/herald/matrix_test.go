@@ -198,6 +198,8 @@ type matrixFixtures struct {
 	consumerID string
 	receiver   string
 	eventType  string
+	// event is the id of tenant-a's event.
+	event string
 	// ds is tenant-a's subscription of the reserved API, pull-wake on
 	// the matrix's area with stream as its wake stream.
 	ds string
@@ -226,7 +228,8 @@ func (m *matrix) fixtures(t *testing.T) *matrixFixtures {
 	var ep struct{ ID string }
 	m.admin(t, "POST", "/_herald/v1/endpoints", `{"url":"`+m.receiver.URL+`","tenant":"`+matrixTenant+`","event_types":["matrix.`+n+`"]}`, http.StatusCreated, &ep)
 	f.endpoint = ep.ID
-	m.admin(t, "POST", "/_herald/v1/events", `{"type":"matrix.`+n+`","data":{},"tenant":"`+matrixTenant+`"}`, http.StatusAccepted, nil)
+	f.event = "matrix-event-" + n
+	m.admin(t, "POST", "/_herald/v1/events", `{"id":"`+f.event+`","type":"matrix.`+n+`","data":{},"tenant":"`+matrixTenant+`"}`, http.StatusAccepted, nil)
 	f.delivery = m.firstDelivery(t, f.endpoint)
 	var job struct{ ID string }
 	m.admin(t, "POST", "/_herald/v1/endpoints/"+f.endpoint+"/replay", `{"status":"exhausted"}`, http.StatusAccepted, &job)
@@ -384,6 +387,11 @@ func (f *matrixFixtures) request(rt httpapi.Route) (matrixRequest, bool) {
 		r.path, r.owned = "/_herald/v1/deliveries/"+f.delivery+"/retry", true
 	case "/_herald/v1/events":
 		r.path, r.body = rt.Pattern, `{"type":"matrix.other","data":{}}`
+		if rt.Method == http.MethodGet {
+			r.body, r.listsOwned = "", f.event
+		}
+	case "/_herald/v1/events/{id}":
+		r.path, r.owned = "/_herald/v1/events/"+f.event+"?tenant="+matrixTenant, true
 	case "/_herald/v1/event-types":
 		r.path = rt.Pattern
 		if rt.Method == http.MethodPost {

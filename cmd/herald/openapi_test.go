@@ -268,6 +268,12 @@ func TestOpenAPIDescribesRealAnswers(t *testing.T) {
 		}
 		c.decode(c.do(exchange{method: "GET", path: epPath, key: admin, want: http.StatusOK}), &got)
 	}
+	// The event log: a page, filtered, and one event with its deliveries.
+	c.do(exchange{method: "GET", path: "/_herald/v1/events?limit=1", key: admin, want: http.StatusOK})
+	c.do(exchange{method: "GET", path: "/_herald/v1/events?type=order.created&tenant=tenant-a&stream=/events&outcome=delivered&since=2000-01-01T00:00:00Z&until=2999-01-01T00:00:00Z", key: admin, want: http.StatusOK})
+	c.fails(exchange{method: "GET", path: "/_herald/v1/events?outcome=lost", key: admin, want: http.StatusBadRequest, refused: true}, "INVALID_PARAMETER", "outcome")
+	c.do(exchange{method: "GET", path: "/_herald/v1/events/order-1?tenant=tenant-a", key: admin, want: http.StatusOK})
+	c.do(exchange{method: "GET", path: "/_herald/v1/events/order-1", key: admin, want: http.StatusNotFound})
 	var counted struct{ Total *int }
 	c.decode(c.do(exchange{method: "GET", path: epPath + "/deliveries?status=delivered&event_type=order.created&since=2000-01-01T00:00:00Z&until=2999-01-01T00:00:00Z&limit=10&count=true", key: admin, want: http.StatusOK}), &counted)
 	if counted.Total == nil {

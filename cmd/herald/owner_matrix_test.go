@@ -89,6 +89,8 @@ var ownerRoutes = map[string]ownerClass{
 	"GET /_herald/v1/deliveries/{id}":               {kind: "delivery"},
 	"POST /_herald/v1/deliveries/{id}/retry":        {kind: "delivery"},
 	"POST /_herald/v1/events":                       {publish: true},
+	"GET /_herald/v1/events":                        {kind: "event", list: true},
+	"GET /_herald/v1/events/{id}":                   {kind: "event"},
 
 	"POST /_herald/v1/event-types":          {shared: true},
 	"GET /_herald/v1/event-types":           {shared: true, list: true},
@@ -161,6 +163,11 @@ func (c *ownerCred) sees(owner string) bool { return c.tenant == "" || c.tenant 
 // platform's.
 func (c *ownerCred) reaches(owner, kind string) bool {
 	if c.pathLimited && owner != "" && (kind == "stream" || kind == "subscription" || kind == "consumer" || kind == "dssub") {
+		return false
+	}
+	// Every owner's event went to its default events stream, outside
+	// the path-limited key's /area/**.
+	if c.pathLimited && kind == "event" {
 		return false
 	}
 	return c.sees(owner)
@@ -267,6 +274,10 @@ func (w *ownerWorld) path(rt httpapi.Route, o *ownerObjects) string {
 		return o.stream + "?subscription=" + o.subscription
 	}
 	p := rt.Pattern
+	if ownerRoutes[rt.Method+" "+rt.Pattern].kind == "event" {
+		// Every owner's event has the id order-1001: the tenant names whose.
+		return strings.Replace(p, "{id}", "order-1001", 1) + "?tenant=" + owner(o)
+	}
 	for _, param := range []string{"{id}", "{consumer_id}"} {
 		p = strings.Replace(p, param, id[ownerRoutes[rt.Method+" "+rt.Pattern].kind], 1)
 	}
@@ -328,6 +339,9 @@ func (w *ownerWorld) check(t *testing.T, rt httpapi.Route, class ownerClass) {
 		case class.list:
 			status, body := w.send(t, c, rt.Method, rt.Pattern, "")
 			w.clean(t, c, "list", body)
+			if class.kind == "event" {
+				w.onlyOwnEvents(t, c, body)
+			}
 			if scoped && status == http.StatusOK && c.tenant != "" && class.kind == "endpoint" && !strings.Contains(body, w.objs[c.tenant].endpoint) {
 				t.Errorf("%s does not list its own endpoint: %s", c.name, body)
 			}
@@ -465,5 +479,27 @@ func (w *ownerWorld) checkShared(t *testing.T, rt httpapi.Route, c *ownerCred, s
 	var e struct{ Error struct{ Code string } }
 	if c.has(rt.Rule.Scope) && (json.Unmarshal([]byte(resp), &e) != nil || e.Error.Code != "TENANT_FORBIDDEN") {
 		t.Errorf("%s changing the catalogue: %s, want TENANT_FORBIDDEN", c.name, resp)
+	}
+}
+
+// owner is the tenant o belongs to ("" the platform).
+func owner(o *ownerObjects) string {
+	if o.label == "platform" {
+		return ""
+	}
+	return o.label
+}
+
+// onlyOwnEvents fails the test when an event log answered to c lists an
+// event of an owner c may not see (each owner's event has its own type).
+func (w *ownerWorld) onlyOwnEvents(t *testing.T, c *ownerCred, body string) {
+	t.Helper()
+	for _, o := range owners {
+		if !c.sees(o) && strings.Contains(body, `"owner.`+w.objs[o].label+`"`) {
+			t.Errorf("%s's event log lists %s's event: %s", c.name, w.objs[o].label, body)
+		}
+	}
+	if c.tenant != "" && c.has(auth.ScopeDeliveriesRead) && !strings.Contains(body, `"owner.`+w.objs[c.tenant].label+`"`) {
+		t.Errorf("%s's event log lacks its own event: %s", c.name, body)
 	}
 }

@@ -130,7 +130,11 @@ func newApp(ctx context.Context, cfg *serveConfig, log *slog.Logger, tp trace.Tr
 	if err := errors.Join(api.RegisterMetrics(metrics), st.RegisterMetrics(metrics)); err != nil {
 		return fail(fmt.Errorf("metrics: %w", err))
 	}
-	dashboard, err := ui.Handler(ui.Config{FrameAncestors: splitList(cfg.UIFrameAncestors)})
+	brand, err := cfg.UIBrand.brand()
+	if err != nil {
+		return fail(err)
+	}
+	dashboard, err := ui.Handler(ui.Config{FrameAncestors: splitList(cfg.UIFrameAncestors), Brand: brand})
 	if err != nil {
 		return fail(err)
 	}

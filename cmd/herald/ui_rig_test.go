@@ -49,7 +49,8 @@ type uiRig struct {
 
 const breakerThreshold = 3
 
-func newUIRig(t *testing.T) *uiRig {
+// newUIRig starts the rig; flags are more flags of herald serve.
+func newUIRig(t *testing.T, flags ...string) *uiRig {
 	t.Helper()
 	browser := testenv.NeedChromium(t)
 	r := &uiRig{hang: make(chan struct{})}
@@ -74,8 +75,8 @@ func newUIRig(t *testing.T) *uiRig {
 	}))
 	t.Cleanup(receiver.Close)
 	t.Cleanup(func() { close(r.hang) }) // before the receiver closes: it waits for its requests
-	a := startHerald(t, "--webhook-allow-cidrs", "127.0.0.0/8", "--delivery-retry-schedule", "0,1h",
-		"--delivery-breaker-threshold", strconv.Itoa(breakerThreshold))
+	a := startHerald(t, append([]string{"--webhook-allow-cidrs", "127.0.0.0/8", "--delivery-retry-schedule", "0,1h",
+		"--delivery-breaker-threshold", strconv.Itoa(breakerThreshold)}, flags...)...)
 	base := "http://" + a.ln.Addr().String()
 	r.matrix = &matrix{t: t, app: a, base: base, receiver: receiver}
 	r.ui = base + "/_herald/ui/"

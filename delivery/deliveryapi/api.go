@@ -74,6 +74,8 @@ func (a *API) Routes() []auth.Route {
 		{"GET", APIPrefix + "deliveries/{id}", dlvRead, ownsDelivery, a.getDelivery},
 		{"POST", APIPrefix + "deliveries/{id}/retry", dlvWrite, ownsDelivery, a.retryDelivery},
 		{"POST", APIPrefix + "events", publish, ownsNothing, a.publish},
+		{"GET", APIPrefix + "events", dlvRead, ownsNothing, a.listEvents},
+		{"GET", APIPrefix + "events/{id}", dlvRead, ownsEvent, a.getEvent},
 		{"POST", APIPrefix + "event-types", catalogue, ownsNothing, a.installationWide(a.createEventType)},
 		{"GET", APIPrefix + "event-types", epRead, ownsNothing, a.listEventTypes},
 		{"GET", APIPrefix + "event-types/{name}", epRead, ownsNothing, a.getEventType},

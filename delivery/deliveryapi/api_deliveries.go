@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"time"
 
 	"github.com/heraldstreams/herald/delivery"
@@ -114,18 +115,9 @@ func (a *API) listDeliveries(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	for _, f := range []struct {
-		name string
-		dst  *time.Time
-	}{{"since", &p.Since}, {"until", &p.Until}} {
-		if s := q.Get(f.name); s != "" {
-			t, err := time.Parse(time.RFC3339, s)
-			if err != nil {
-				a.fail(w, r, badRequest(delivery.CodeInvalidParameter, f.name, "%s must be RFC 3339, like 2026-01-02T15:04:05Z", f.name))
-				return
-			}
-			*f.dst = t
-		}
+	if err := timeRange(q, &p.Since, &p.Until); err != nil {
+		a.fail(w, r, err)
+		return
 	}
 	// A cursor is the id of the last delivery of a page.
 	p.Before = q.Get("cursor")
@@ -170,13 +162,37 @@ func (a *API) getDelivery(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	v := deliveryView(d, a.e.Now())
-	v.Attempts = []attemptJSON{}
+	v.Attempts = attemptViews(atts)
+	writeJSON(w, http.StatusOK, v)
+}
+
+// timeRange reads the since and until parameters of a list (RFC 3339)
+// into since and until, left zero when absent.
+func timeRange(q url.Values, since, until *time.Time) error {
+	for _, f := range []struct {
+		name string
+		dst  *time.Time
+	}{{"since", since}, {"until", until}} {
+		if s := q.Get(f.name); s != "" {
+			t, err := time.Parse(time.RFC3339, s)
+			if err != nil {
+				return badRequest(delivery.CodeInvalidParameter, f.name, "%s must be RFC 3339, like 2026-01-02T15:04:05Z", f.name)
+			}
+			*f.dst = t
+		}
+	}
+	return nil
+}
+
+// attemptViews are a delivery's attempts as the API shows them.
+func attemptViews(atts []store.DeliveryAttempt) []attemptJSON {
+	out := []attemptJSON{}
 	for _, at := range atts {
-		v.Attempts = append(v.Attempts, attemptJSON{At: formatTime(at.At), StatusCode: at.StatusCode,
+		out = append(out, attemptJSON{At: formatTime(at.At), StatusCode: at.StatusCode,
 			ResponseBody: string(at.ResponseBody), Latency: duration(at.Latency), Error: at.Error,
 			BatchID: at.BatchID})
 	}
-	writeJSON(w, http.StatusOK, v)
+	return out
 }
 
 func (a *API) retryDelivery(w http.ResponseWriter, r *http.Request) {

@@ -399,6 +399,8 @@ func (a *API) rotateSecret(w http.ResponseWriter, r *http.Request) {
 }
 
 type testRequest struct {
+	// Type is the test event's type; "" sends herald.test.
+	Type string          `json:"type,omitempty"`
 	Data json.RawMessage `json:"data,omitempty"`
 }
 
@@ -426,7 +428,7 @@ func (a *API) testEndpoint(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, err)
 		return
 	}
-	res, err := a.e.SendTest(r.Context(), pathID(r), req.Data)
+	res, err := a.e.SendTest(r.Context(), pathID(r), req.Type, req.Data)
 	if err != nil {
 		a.fail(w, r, err)
 		return

@@ -40,6 +40,7 @@ const (
 	ownsEndpoint
 	ownsDelivery
 	ownsReplay
+	ownsEvent
 )
 
 // errNoPrincipal: a route was served without the access check that
@@ -139,6 +140,11 @@ func (a *API) owned(o owner, h http.HandlerFunc) http.HandlerFunc {
 			_, err = a.visibleEndpoint(ctx, id)
 		case ownsDelivery:
 			_, err = a.visibleDelivery(ctx, id)
+		case ownsEvent:
+			var key store.EventKey
+			if key, err = eventKeyOf(r); err == nil {
+				_, err = a.visibleEvent(ctx, key)
+			}
 		default:
 			err = a.visibleReplay(ctx, id)
 		}

@@ -168,7 +168,7 @@ func (e *Engine) readEvents(ctx context.Context, path string, from int64, data [
 			}
 			met[key] = true
 			if !known {
-				sightings = append(sightings, store.EventSighting{Tenant: key.Tenant, EventID: key.ID, Position: ev.pos})
+				sightings = append(sightings, store.EventSighting{Tenant: key.Tenant, EventID: key.ID, Position: ev.pos, EventType: ev.m.target.Event.Type})
 			}
 		}
 		kept = append(kept, ev)

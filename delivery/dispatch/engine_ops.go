@@ -267,10 +267,18 @@ func (r *TestResult) OK() bool {
 }
 
 // SendTest sends one signed test event to an endpoint now, outside the
-// delivery log and the breaker, and returns what came back.
-func (e *Engine) SendTest(ctx context.Context, id string, data json.RawMessage) (*TestResult, error) {
+// delivery log and the breaker, and returns what came back. typ is the
+// event's type ("" for TestEventType), so a receiver can be tried with
+// the events it will get; a type of the catalogue must have data its
+// schema accepts, as a published event must.
+func (e *Engine) SendTest(ctx context.Context, id, typ string, data json.RawMessage) (*TestResult, error) {
 	ep, err := e.st.EndpointGet(ctx, id)
 	if err != nil {
+		return nil, err
+	}
+	if typ == "" {
+		typ = TestEventType
+	} else if err := delivery.ValidateEventType(typ); err != nil {
 		return nil, err
 	}
 	eid, err := e.newID("evt_test_")
@@ -285,13 +293,18 @@ func (e *Engine) SendTest(ctx context.Context, id string, data json.RawMessage) 
 		return nil, err
 	}
 	now := e.now()
-	res := &TestResult{Event: delivery.Event{ID: eid, Type: TestEventType, Timestamp: now.UTC(), Data: data}}
+	res := &TestResult{Event: delivery.Event{ID: eid, Type: typ, Timestamp: now.UTC(), Data: data}}
+	if typ != TestEventType {
+		if _, err := e.checkEvent(ctx, &res.Event); err != nil {
+			return nil, err
+		}
+	}
 	body, err := le.profile.Body(&res.Event, ep.Tenant)
 	if err != nil {
 		return nil, err
 	}
 	if le.dest != nil {
-		d := store.Delivery{EventID: eid, EventType: TestEventType, EventTenant: ep.Tenant, Body: body, CreatedAt: now}
+		d := store.Delivery{EventID: eid, EventType: typ, EventTenant: ep.Tenant, Body: body, CreatedAt: now}
 		if err := e.publish(ctx, le, []store.Delivery{d}, now); err != nil {
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
@@ -301,7 +314,7 @@ func (e *Engine) SendTest(ctx context.Context, id string, data json.RawMessage) 
 		res.Latency = e.now().Sub(now)
 		return res, nil
 	}
-	req, err := e.signedRequest(le, eid, TestEventType, body, now)
+	req, err := e.signedRequest(le, eid, typ, body, now)
 	if err != nil {
 		return nil, err
 	}
@@ -492,7 +505,7 @@ func (e *Engine) Publish(ctx context.Context, p *PublishParams) (*PublishResult,
 	if err := enc.Encode(&msg); err != nil { // Encode ends with the '\n' that frames it
 		return nil, fmt.Errorf("delivery: encoding event: %w", err)
 	}
-	out, err := e.st.EventPublish(ctx, &store.EventPublishParams{Stream: stream, Tenant: p.Tenant, EventID: ev.ID, Data: buf.Bytes(), Now: e.now()})
+	out, err := e.st.EventPublish(ctx, &store.EventPublishParams{Stream: stream, Tenant: p.Tenant, EventID: ev.ID, EventType: ev.Type, Data: buf.Bytes(), Now: e.now()})
 	if err != nil {
 		return nil, err
 	}
@@ -521,6 +534,13 @@ func (k knownID) id(context.Context, int64) (string, error) { return string(k), 
 // nil when the stream no longer holds it (deleted, not an event there,
 // or an event of another tenant: a duplicate answer only ever shows the
 // caller's own event).
+// StoredEvent reads the event of key whose message starts at pos of the
+// stream at path, as its endpoints receive it; nil when the stream no
+// longer holds it (deleted, trimmed by its retention).
+func (e *Engine) StoredEvent(ctx context.Context, path string, pos int64, key store.EventKey) (*delivery.Event, error) {
+	return e.storedEvent(ctx, path, pos, key)
+}
+
 func (e *Engine) storedEvent(ctx context.Context, path string, pos int64, key store.EventKey) (*delivery.Event, error) {
 	now := e.now()
 	r, err := e.st.StreamRead(ctx, &store.StreamReadParams{Path: path, From: pos, MaxBytes: e.cfg.MaxEventBytes + 4096, Now: now, Internal: true})

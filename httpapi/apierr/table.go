@@ -135,6 +135,7 @@ var Table = []Row{
 	{Err: store.ErrReplayJobNotFound, Status: http.StatusNotFound, Code: "REPLAY_NOT_FOUND", Wrapped: true},
 	{Err: store.ErrEndpointConflict, Status: http.StatusConflict, Code: "CONFLICT", Wrapped: true},
 	{Err: store.ErrEventTypeNotFound, Status: http.StatusNotFound, Code: "EVENT_TYPE_NOT_FOUND", Wrapped: true},
+	{Err: store.ErrEventNotFound, Status: http.StatusNotFound, Code: "EVENT_NOT_FOUND", Wrapped: true},
 	{Err: store.ErrEventTypeExists, Status: http.StatusConflict, Code: "EVENT_TYPE_EXISTS", Wrapped: true},
 	{Err: store.ErrEventTypeConflict, Status: http.StatusConflict, Code: "CONFLICT", Wrapped: true},
 	{Err: dispatch.ErrVerificationFailed, Status: http.StatusUnprocessableEntity, Code: "VERIFICATION_FAILED", Wrapped: true},

@@ -25,11 +25,7 @@ func TestMigrationKeysEventIDsByTenant(t *testing.T) {
 	ctx := context.Background()
 	schema := newSchema(t)
 	s := open(t, schema)
-	ep := store.Endpoint{ID: "ep", URL: "https://example.com", EventTypes: []string{"*"}, Streams: []string{"/**"}, Active: true,
-		Ordering: "none", RetrySchedule: []time.Duration{0}, Secret: "whsec_a"}
-	if _, err := s.EndpointCreate(ctx, &store.EndpointCreateParams{Endpoint: ep, Now: time.Now()}); err != nil {
-		t.Fatal(err)
-	}
+	migrationEndpoint(t, s)
 	m1, m2, m3, m4 := `{"id":"o-1","type":"t.x","tenant":"acme"}`+"\n", `{"id":"o-2","type":"t.x","tenant":7}`+"\n",
 		`{"id":"o-3","type":"t.x"}`+"\n", "\xff not json\n"
 	msgs := m1 + m2 + m3 + m4

@@ -471,7 +471,7 @@ const (
 	EventIDGet = `SELECT stream, position FROM published_events WHERE tenant = $1 AND event_id = $2`
 	// EventIDInsert records an event id of a tenant:
 	// (tenant, event_id, stream, position, created_at).
-	EventIDInsert = `INSERT INTO published_events (tenant, event_id, stream, position, created_at) VALUES ($1, $2, $3, $4, $5)`
+	EventIDInsert = `INSERT INTO published_events (tenant, event_id, stream, position, created_at, event_type) VALUES ($1, $2, $3, $4, $5, $6)`
 	// EventIDInsertNew is EventIDInsert that leaves an id already
 	// recorded in that tenant as it is.
 	EventIDInsertNew = EventIDInsert + ` ON CONFLICT (tenant, event_id) DO NOTHING`

@@ -27,7 +27,7 @@ func (s *Store) EventPublish(ctx context.Context, params *store.EventPublishPara
 			return err
 		}
 		res.Position = start
-		if _, err := tx.Exec(EventIDInsert, params.Tenant, params.EventID, params.Stream, start, Nanos(params.Now)); err != nil {
+		if _, err := tx.Exec(EventIDInsert, params.Tenant, params.EventID, params.Stream, start, Nanos(params.Now), params.EventType); err != nil {
 			return s.errorf("record event id", err)
 		}
 		return nil

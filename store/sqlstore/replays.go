@@ -99,7 +99,7 @@ func (s *Store) DeliveryRequeue(ctx context.Context, params *store.DeliveryReque
 // stream, unless it was seen there before in that tenant; seen
 // elsewhere, it is ErrCursorConflict.
 func (s *Store) writeSighting(tx Tx, stream string, sg *store.EventSighting, now int64) error {
-	n, err := tx.Exec(EventIDInsertNew, sg.Tenant, sg.EventID, stream, sg.Position, now)
+	n, err := tx.Exec(EventIDInsertNew, sg.Tenant, sg.EventID, stream, sg.Position, now, sg.EventType)
 	if err != nil {
 		return s.errorf("record event id", err)
 	}

@@ -27,6 +27,7 @@ func runDeliveries(t *testing.T, f Factory) {
 	run(t, f, "EventIDSpans", testEventIDSpans)
 	run(t, f, "EndpointListStatus", testEndpointListStatus)
 	run(t, f, "DeliveryCount", testDeliveryCount)
+	runEventLog(t, f)
 }
 
 func endpoint(id string) store.Endpoint {

@@ -10,12 +10,15 @@ export const session = {
   clear: () => sessionStorage.removeItem(keyName),
 };
 
-// ApiError is a failed call, with a message that says what to do.
+// ApiError is a failed call, with a message that says what to do, and
+// the input it is about (the API's error "field", '' for none), so a
+// form can show it on that input.
 export class ApiError extends Error {
-  constructor(status, code, message) {
+  constructor(status, code, message, field) {
     super(message);
     this.status = status;
     this.code = code;
+    this.field = field || '';
   }
 }
 
@@ -52,9 +55,7 @@ async function failure(res) {
   } catch {
     // not JSON: the text is the message
   }
-  const err = new ApiError(res.status, code, advice(res.status, message));
-  err.field = field; // the input the error is about ("schema/properties/x"), '' for none
-  return err;
+  return new ApiError(res.status, code, advice(res.status, message), field);
 }
 
 async function send(url, init) {

@@ -9,7 +9,9 @@ import {endpoints} from './endpoints.js';
 import {deliveries} from './deliveries.js';
 import {eventTypes} from './eventtypes.js';
 import {keys, keysNeedAdmin} from './keys.js';
+import {events} from './events.js';
 import {keyFromFragment, offerKey} from './keylink.js';
+import {applyBrand, brandName} from './brand.js';
 
 // can reports whether the signed-in credential holds scope.
 export function can(me, scope) {
@@ -24,6 +26,7 @@ const views = [
   {name: 'streams', title: 'Streams', allowed: me => can(me, 'streams:read'), render: streams, live: true},
   {name: 'subscriptions', title: 'Subscriptions', allowed: me => can(me, 'subscriptions:read'), render: subscriptions},
   {name: 'endpoints', title: 'Endpoints', allowed: me => can(me, 'endpoints:read'), render: endpoints},
+  {name: 'events', title: 'Event log', allowed: me => can(me, 'deliveries:read'), render: events},
   {name: 'deliveries', title: 'Deliveries', allowed: me => can(me, 'deliveries:read') && can(me, 'endpoints:read'), render: deliveries},
   {name: 'event-types', title: 'Event types', allowed: me => can(me, 'endpoints:read'), render: eventTypes},
   {name: 'keys', title: 'Keys', allowed: me => me.admin, render: keys, refused: keysNeedAdmin},
@@ -97,7 +100,7 @@ function signIn(err) {
     start();
   });
   clear(main, form);
-  document.title = 'Sign in · Herald';
+  document.title = 'Sign in · ' + brandName();
   key.focus();
 }
 
@@ -193,7 +196,7 @@ async function route(refresh) {
     if (a.dataset.view === view.name) a.setAttribute('aria-current', 'page');
     else a.removeAttribute('aria-current');
   }
-  document.title = view.title + ' · Herald';
+  document.title = view.title + ' · ' + brandName();
   const ctx = {me, signal: current.signal, can: scope => can(me, scope), params: r.params};
   const focusWasInMain = main.contains(document.activeElement) && document.activeElement !== main;
   if (!refresh) {
@@ -228,4 +231,4 @@ window.addEventListener('hashchange', () => {
   }
   route(null);
 });
-start();
+applyBrand().finally(start);

@@ -1,27 +1,12 @@
 // Deliveries: an endpoint's deliveries filtered by status, event type and
 // time; one delivery with every attempt; retry.
 import {api, listAll, query} from './api.js';
-import {h, clear, badge, table, pagedTable, empty, errorBox, field, time, props, pretty} from './dom.js';
+import {h, clear, badge, table, pagedTable, empty, errorBox, field, time, props, pretty, localInput, utcInput} from './dom.js';
 
 const statuses = ['', 'pending', 'failed', 'delivered', 'exhausted'];
 
 // pageSize is how many deliveries a page of the list shows.
 const pageSize = 100;
-
-// localInput turns an RFC 3339 instant into a datetime-local value in the
-// viewer's zone, and back.
-function toLocalInput(iso) {
-  if (!iso) return '';
-  const d = new Date(iso);
-  if (Number.isNaN(d.getTime())) return '';
-  const p = n => String(n).padStart(2, '0');
-  return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())}T${p(d.getHours())}:${p(d.getMinutes())}`;
-}
-function fromLocalInput(v) {
-  if (!v) return '';
-  const d = new Date(v);
-  return Number.isNaN(d.getTime()) ? '' : d.toISOString().replace(/\.\d+Z$/, 'Z');
-}
 
 async function list(ctx) {
   const q = ctx.params;
@@ -35,8 +20,8 @@ async function list(ctx) {
   const status = h('select', {name: 'status'}, statuses.map(s => h('option', {value: s}, s || 'any')));
   status.value = q.get('status') || '';
   const type = h('input', {type: 'text', name: 'event_type', value: q.get('event_type') || '', spellcheck: 'false'});
-  const since = h('input', {type: 'datetime-local', name: 'since', value: toLocalInput(q.get('since'))});
-  const until = h('input', {type: 'datetime-local', name: 'until', value: toLocalInput(q.get('until'))});
+  const since = h('input', {type: 'datetime-local', name: 'since', value: localInput(q.get('since'))});
+  const until = h('input', {type: 'datetime-local', name: 'until', value: localInput(q.get('until'))});
   const form = h('form', {class: 'inline', id: 'delivery-filter'},
     field('Endpoint', endpoint, true), field('Status', status), field('Event type', type),
     field('Since', since), field('Until', until),
@@ -44,7 +29,7 @@ async function list(ctx) {
   form.addEventListener('submit', ev => {
     ev.preventDefault();
     location.hash = '#/deliveries' + query({endpoint: endpoint.value, status: status.value, event_type: type.value.trim(),
-      since: fromLocalInput(since.value), until: fromLocalInput(until.value)});
+      since: utcInput(since.value), until: utcInput(until.value)});
   });
   const filter = {status: status.value, event_type: type.value.trim(), since: q.get('since') || '', until: q.get('until') || '', limit: pageSize};
   const path = '/_herald/v1/endpoints/' + encodeURIComponent(endpoint.value) + '/deliveries';

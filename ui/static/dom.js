@@ -219,4 +219,18 @@ export function shownOnce(label, value, id) {
   return h('div', {class: 'secret'},
     h('p', null, h('strong', null, label), ' (shown only now: copy it and keep it somewhere safe)'),
     h('p', {class: 'idbox'}, h('code', {class: 'mono secret-value', id}, value), copyButton(value, 'Copy the ' + label.toLowerCase())));
+// localInput turns an RFC 3339 instant into a datetime-local value in
+// the viewer's zone ('' when empty or not a time).
+export function localInput(iso) {
+  const d = iso ? new Date(iso) : null;
+  if (!d || Number.isNaN(d.getTime())) return '';
+  const p = n => String(n).padStart(2, '0');
+  return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())}T${p(d.getHours())}:${p(d.getMinutes())}`;
+}
+
+// utcInput turns a datetime-local value, read in the viewer's zone, into
+// a UTC RFC 3339 instant ('' when empty or not a time).
+export function utcInput(value) {
+  const d = value ? new Date(value) : null;
+  return !d || Number.isNaN(d.getTime()) ? '' : d.toISOString().replace(/\.\d+Z$/, 'Z');
 }

@@ -2,63 +2,10 @@
 // tenant does with them.
 import {api, query} from './api.js';
 import {h, clear, badge, pagedTable, errorBox, field, time, props, pretty, confirmAction} from './dom.js';
+import {endpointForm, isBroker} from './endpointform.js';
+import {testSend} from './testsend.js';
 
 const link = id => h('a', {href: '#/endpoints/' + encodeURIComponent(id), class: 'mono'}, id);
-
-// isBroker reports whether an endpoint type publishes to a broker.
-const isBroker = type => type === 'nats' || type === 'kafka';
-
-function createForm(ctx, onCreated) {
-  const type = h('select', {name: 'type'}, ['webhook', 'nats', 'kafka'].map(t => h('option', {value: t}, t)));
-  const url = h('input', {type: 'url', name: 'url', required: true, placeholder: 'https://example.com/webhooks', spellcheck: 'false'});
-  const config = h('textarea', {name: 'config', rows: 4, spellcheck: 'false',
-    placeholder: '{"brokers": ["kafka.example.com:9093"], "tls": {}}  or  {"servers": ["tls://nats.example.com:4222"], "jetstream": true}'});
-  const types = h('input', {type: 'text', name: 'event_types', placeholder: '* (every type)', spellcheck: 'false'});
-  const desc = h('input', {type: 'text', name: 'description'});
-  const tenant = h('input', {type: 'text', name: 'tenant', spellcheck: 'false'});
-  const out = h('div', {role: 'status'});
-  const urlField = field('URL', url, true);
-  const configField = field('Broker config (JSON; credentials are never shown again)', config, true);
-  // A webhook has a URL, a broker endpoint a config.
-  const showType = () => {
-    const broker = isBroker(type.value);
-    url.required = !broker;
-    urlField.hidden = broker;
-    configField.hidden = !broker;
-  };
-  type.addEventListener('change', showType);
-  showType();
-  const form = h('form', {class: 'inline', id: 'create-endpoint'},
-    field('Type', type), urlField, configField, field('Event types (comma-separated)', types), field('Description', desc),
-    ctx.me.tenant ? null : field('Tenant (optional)', tenant),
-    h('button', {type: 'submit', class: 'primary'}, 'Create endpoint'));
-  form.addEventListener('submit', async ev => {
-    ev.preventDefault();
-    const body = {description: desc.value.trim()};
-    const t = types.value.split(',').map(s => s.trim()).filter(Boolean);
-    if (t.length) body.event_types = t;
-    if (!ctx.me.tenant && tenant.value.trim()) body.tenant = tenant.value.trim();
-    try {
-      if (isBroker(type.value)) {
-        body.type = type.value;
-        try {
-          body.config = JSON.parse(config.value);
-        } catch {
-          throw new Error('The broker config is not JSON.');
-        }
-      } else {
-        body.url = url.value.trim();
-      }
-      const ep = await api('POST', '/_herald/v1/endpoints', body);
-      form.reset();
-      showType();
-      onCreated(ep, out);
-    } catch (e) {
-      clear(out, errorBox(e));
-    }
-  });
-  return [h('h2', null, 'New endpoint'), form, out];
-}
 
 // destination is where an endpoint sends: its URL, or its broker type.
 const destination = e => isBroker(e.type) ? e.type : e.url;
@@ -85,10 +32,10 @@ async function list(ctx) {
   };
   await load();
   return [h('h1', null, 'Endpoints'), body,
-    ctx.can('endpoints:write') ? createForm(ctx, async (ep, out) => {
+    ctx.can('endpoints:write') ? [h('h2', null, 'New endpoint'), endpointForm(ctx, null, async (ep, out) => {
       clear(out, secretNotice(['Created endpoint ', link(ep.id), '.'], ep.secret));
       await load();
-    }) : null];
+    })] : null];
 }
 
 async function detail(ctx, id) {
@@ -117,12 +64,7 @@ async function detail(ctx, id) {
     } else {
       actions.push(act('Resume', async () => { await api('PATCH', path, {active: true}); reload(); }, {class: 'primary', id: 'resume'}));
     }
-    actions.push(act('Send test event', async () => {
-      const r = await api('POST', path + '/test', {});
-      clear(out, h('div', {class: r.ok ? 'notice' : 'error'},
-        h('p', null, r.ok ? 'The endpoint accepted the test event' : 'The test event failed', ` (status ${r.status_code || 'none'}, ${r.latency}).`, r.error ? ' ' + r.error : ''),
-        r.response_body ? h('pre', null, r.response_body) : null));
-    }, {id: 'test'}));
+    actions.push(h('a', {href: '#/endpoints/' + encodeURIComponent(ep.id) + '/edit', id: 'edit', class: 'button'}, 'Edit'));
     actions.push(act('Rotate secret…', async () => {
       if (!await confirmAction('Rotate the signing secret? The old one keeps signing beside the new one for the rotation overlap, so the receiver can switch.', 'Rotate')) return;
       const r = await api('POST', path + '/rotate-secret', {});
@@ -137,6 +79,7 @@ async function detail(ctx, id) {
 
   let replay = null;
   if (ctx.can('deliveries:write')) replay = replayForm(path, out);
+  const test = ctx.can('endpoints:write') ? await testSend(path, out) : null;
 
   return [
     h('h1', null, 'Endpoint ', h('span', {class: 'mono'}, ep.id)),
@@ -148,6 +91,7 @@ async function detail(ctx, id) {
       isBroker(ep.type) ? ['Broker config', h('pre', {id: 'broker-config'}, pretty(JSON.stringify(ep.config)))] : ['URL', h('span', {class: 'mono'}, ep.url)],
       ['Tenant', ep.tenant || '—'],
       ['Description', ep.description || '—'],
+      ['Name', ep.name || '—'],
       ['Event types', ep.event_types.join(', ')],
       ['Streams', ep.streams.join(', ')],
       ['Failures in a row', String(ep.consecutive_failures)],
@@ -156,13 +100,18 @@ async function detail(ctx, id) {
       ['Last error', ep.last_error || '—'],
       ['Disabled at', time(ep.disabled_at)],
       ['Retry schedule', ep.retry_schedule.join(', ')],
-      ['Filter', ep.filter === null ? '—' : h('pre', null, pretty(JSON.stringify(ep.filter)))],
+      ['Filter', ep.filter === null ? '—' : h('pre', {id: 'endpoint-filter'}, pretty(JSON.stringify(ep.filter)))],
+      ['Custom headers', Object.keys(ep.headers).length ? h('span', {id: 'endpoint-headers'}, Object.keys(ep.headers).sort().join(', '), h('span', {class: 'muted'}, ' (values are write-only)')) : '—'],
+      ['Sending', `rate limit ${ep.rate_limit ? ep.rate_limit + '/s' : 'none'} · max in flight ${ep.max_in_flight || 'default'} · ordering ${ep.ordering || 'none'}` +
+        (ep.batch ? ` · batches of up to ${ep.batch.max_events}, waiting ${ep.batch.max_wait_ms} ms` : '') +
+        ` · profile ${ep.profile} · failure policy ${ep.failure_policy} · timeout ${ep.timeout_ms} ms`],
       ['Created', time(ep.created_at)],
     ]),
     h('h2', null, 'Health'),
     healthView(ep.health),
     actions.length ? h('div', {class: 'actions'}, actions) : null,
-    replay,
+    test,
+    replay ? [h('h2', null, 'Replay'), replay] : null,
     out,
   ];
 }
@@ -239,6 +188,21 @@ async function follow(job, out) {
   }
 }
 
-export function endpoints(ctx, id) {
+// edit is the form of an endpoint's changes.
+async function edit(ctx, id) {
+  const ep = await api('GET', '/_herald/v1/endpoints/' + encodeURIComponent(id));
+  return [
+    h('h1', null, 'Edit endpoint ', h('span', {class: 'mono'}, ep.id)),
+    h('p', null, h('a', {href: '#/endpoints/' + encodeURIComponent(ep.id)}, '← The endpoint')),
+    endpointForm(ctx, ep, (saved, out) => {
+      clear(out, h('p', {class: 'notice', id: 'saved'}, 'Saved.',
+        saved.dropped_headers && saved.dropped_headers.length
+          ? ` The URL moved to another origin, so the values of ${saved.dropped_headers.join(', ')} were dropped: set them again.` : ''));
+    }),
+  ];
+}
+
+export function endpoints(ctx, id, sub) {
+  if (id && sub === 'edit' && ctx.can('endpoints:write')) return edit(ctx, id);
   return id ? detail(ctx, id) : list(ctx);
 }
