@@ -43,11 +43,12 @@ out=${SIDE_BY_SIDE_RESULTS:-side-by-side-results.jsonl}
 # Clock ticks a second, the unit of utime and stime in /proc/PID/stat.
 hz=$(getconf CLK_TCK 2>/dev/null || echo 100)
 
-# The sizes of the workloads: those of issue's table, or tiny ones.
+# The sizes of the workloads: those of docs/performance.md (Side by side),
+# or tiny ones.
 if [ "${HERALD_BENCH_QUICK:-}" = 1 ]; then
   secs=300ms streams=200 big=100000 readers=20 live_n=3 idle_wait=0.2
 else
-  secs=5s streams=10000 big=10000000 readers=1000 live_n=20 idle_wait=2
+  secs=5s streams=10000 big=10000000 readers=1000 live_n=50 idle_wait=2
 fi
 
 # start SIDE starts Herald or the peer on an empty data directory and waits
@@ -77,7 +78,10 @@ start() {
   exit 1
 }
 stop() { kill "$pid"; wait "$pid" 2>/dev/null || true; pid=; }
-rss_mb() { awk '/^VmRSS/ {printf "%.2f", $2/1024}' "/proc/$pid/status"; }
+# rss_mb FIELD: a memory figure of the server from /proc/PID/status, in MB:
+# VmRSS (all resident memory), RssAnon (the process's own: heap, stacks;
+# not the pages of its executable mapped from the page cache).
+rss_mb() { awk -v f="$1:" '$1 == f {printf "%.2f", $2/1024}' "/proc/$pid/status"; }
 # cpu_ticks: the server's user and system CPU so far, in clock ticks (the
 # fields after the command name, which may hold spaces, are counted from
 # its closing parenthesis).
@@ -90,13 +94,15 @@ bench() { "$work/herald-bench" "$@" 2>/dev/null; }
 # The metrics, their units and which way is better are in the table below.
 wl_rss() {
   sleep "$idle_wait"
-  local idle full
-  idle=$(rss_mb)
+  local idle anon full anon_full
+  idle=$(rss_mb VmRSS) anon=$(rss_mb RssAnon)
   bench create -base "$B" -n "$streams" -c 16 -prefix /mem/s > /dev/null
   sleep "$idle_wait"
-  full=$(rss_mb)
+  full=$(rss_mb VmRSS) anon_full=$(rss_mb RssAnon)
   echo "rss_idle_mb $idle"
+  echo "anon_idle_mb $anon"
   echo "rss_streams_mb $full"
+  echo "anon_streams_mb $anon_full"
   awk -v a="$idle" -v b="$full" -v n="$streams" 'BEGIN {printf "kb_per_stream %.3f\n", (b - a) * 1024 / n}'
 }
 # wl_append STREAMS C: appends/s and the server's CPU per append.
