@@ -171,7 +171,7 @@ done
 
 # The medians over the runs, per figure, in the order first measured.
 echo
-echo "| workload | metric | better | Herald | peer | Herald / peer (median of the runs' ratios) | runs |"
+echo "| workload | metric | better | Herald | peer | Herald / peer (median of the runs' ratios) | each run's ratio |"
 echo "| --- | --- | --- | --- | --- | --- | --- |"
 awk '
   function num(key,   v) { v = $0; sub(".*\"" key "\":", "", v); sub("[,}].*", "", v); return v }
@@ -190,12 +190,12 @@ awk '
     if (!(k in seen)) { seen[k] = 1; order[++n] = k; wl[k] = w; me[k] = m; be[k] = b }
     hv[k] = hv[k] " " num("herald"); pv[k] = pv[k] " " num("peer"); r = num("ratio")
     if (r != "null") rv[k] = rv[k] " " r
-    runs[k]++
+    each[k] = each[k] (each[k] == "" ? "" : " · ") r
   }
   END {
     for (i = 1; i <= n; i++) {
       k = order[i]
-      printf "| %s | %s | %s | %s | %s | %s | %d |\n", wl[k], me[k], be[k], round(median(hv[k])), round(median(pv[k])), median(rv[k]), runs[k]
+      printf "| %s | %s | %s | %s | %s | %s | %s |\n", wl[k], me[k], be[k], round(median(hv[k])), round(median(pv[k])), median(rv[k]), each[k]
     }
   }' "$out"
 echo "results in $out" >&2
