@@ -19,6 +19,9 @@ import (
 // kind of workload must give a figure for both servers and a ratio, and the
 // median table must list it.
 func TestSideBySideScript(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: runs scripts/side-by-side.sh, which needs bash and curl and builds herald and herald-bench; run without -short for this one")
+	}
 	t.Parallel()
 	testenv.NeedCommand(t, "curl", "install curl (Debian: apt-get install -y curl)")
 	testenv.NeedCommand(t, "bash", "install bash")
