@@ -8,8 +8,13 @@
 # Usage: scripts/bench.sh [RUNS]   (HERALD_BENCH_PORT: the port, default 4437)
 # HERALD_BENCH_QUICK=1 runs every workload briefly and small, to check that
 # the script works; its figures are not the measurements.
+# HERALD_PEER=PATH measures Herald side by side with another Durable Streams
+# server instead (scripts/side-by-side.sh PATH [RUNS]).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+if [ -n "${HERALD_PEER:-}" ]; then
+  exec scripts/side-by-side.sh "$HERALD_PEER" "$@"
+fi
 runs=${1:-3}
 work=$(mktemp -d)
 pid=

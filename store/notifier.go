@@ -18,11 +18,11 @@ type Notifier interface {
 	// stream with the given ID. Take it before reading the state you wait
 	// to see change, so no change falls between the read and the wait.
 	Wait(streamID int64) <-chan struct{}
-	// Listen returns every change from now on, in commit order per stream,
-	// and a function that stops the feed. A listener that falls more than
-	// buffer changes behind loses the oldest: engines treat changes as hints
-	// and keep their truth in the store.
-	Listen(buffer int) (<-chan TailChange, func())
+	// Listen returns a feed of every change from now on, in commit order
+	// per stream, and a function that stops it. A listener that falls more
+	// than buffer changes behind loses the oldest, and the feed says so:
+	// engines treat changes as hints and keep their truth in the store.
+	Listen(buffer int) (*TailFeed, func())
 	// Invalidations returns a feed of changes of what engines cache
 	// (subscriptions, endpoints, API keys), made by this process or, on a shared
 	// backend, by any replica, and a function that stops it. Unlike
@@ -224,12 +224,8 @@ type TailChange struct {
 type Hub struct {
 	mu        sync.Mutex
 	waiters   map[int64]chan struct{}
-	listeners map[*hubListener]struct{}
+	listeners map[*TailFeed]struct{}
 	feeds     map[*InvalidationFeed]struct{}
-}
-
-type hubListener struct {
-	ch chan TailChange
 }
 
 var _ Notifier = (*Hub)(nil)
@@ -238,7 +234,7 @@ var _ Notifier = (*Hub)(nil)
 func NewHub() *Hub {
 	return &Hub{
 		waiters:   make(map[int64]chan struct{}),
-		listeners: make(map[*hubListener]struct{}),
+		listeners: make(map[*TailFeed]struct{}),
 		feeds:     make(map[*InvalidationFeed]struct{}),
 	}
 }
@@ -257,19 +253,16 @@ func (h *Hub) Wait(streamID int64) <-chan struct{} {
 }
 
 // Listen implements Notifier.
-func (h *Hub) Listen(buffer int) (<-chan TailChange, func()) {
-	if buffer < 1 {
-		buffer = 1
-	}
-	l := &hubListener{ch: make(chan TailChange, buffer)}
+func (h *Hub) Listen(buffer int) (*TailFeed, func()) {
+	f := NewTailFeed(buffer)
 	h.mu.Lock()
-	h.listeners[l] = struct{}{}
+	h.listeners[f] = struct{}{}
 	h.mu.Unlock()
 	var once sync.Once
-	return l.ch, func() {
+	return f, func() {
 		once.Do(func() {
 			h.mu.Lock()
-			delete(h.listeners, l)
+			delete(h.listeners, f)
 			h.mu.Unlock()
 		})
 	}
@@ -285,22 +278,9 @@ func (h *Hub) Publish(changes ...TailChange) {
 			close(ch)
 			delete(h.waiters, c.StreamID)
 		}
-		for l := range h.listeners {
-			select {
-			case l.ch <- c:
-			default:
-				// Full: drop the oldest to make room (listeners treat
-				// changes as hints).
-				select {
-				case <-l.ch:
-				default:
-				}
-				select {
-				case l.ch <- c:
-				default:
-				}
-			}
-		}
+	}
+	for f := range h.listeners {
+		f.Publish(changes...)
 	}
 }
 

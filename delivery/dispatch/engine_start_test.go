@@ -26,7 +26,7 @@ type countingStore struct {
 	failList bool
 	// failStreamLists fails this many StreamList calls first.
 	failStreamLists atomic.Int64
-	feed            chan store.TailChange // when set, the engine's tail-change feed
+	feed            *store.TailFeed // when set, the engine's tail-change feed
 }
 
 func (s *countingStore) StreamList(ctx context.Context, p *store.StreamListParams) ([]store.Stream, error) {
@@ -66,10 +66,10 @@ func (s *countingStore) Notifier() store.Notifier {
 
 type feedNotifier struct {
 	store.Notifier
-	feed chan store.TailChange
+	feed *store.TailFeed
 }
 
-func (n feedNotifier) Listen(int) (<-chan store.TailChange, func()) { return n.feed, func() {} }
+func (n feedNotifier) Listen(int) (*store.TailFeed, func()) { return n.feed, func() {} }
 
 // newStartEngine returns an engine (not started) on st, delivering to rc.
 func newStartEngine(t *testing.T, st EngineStore, rc *deliverytest.Receiver) *Engine {
@@ -188,20 +188,20 @@ func TestEngineReconcilesOnlyChanges(t *testing.T) {
 }
 
 // TestEngineReconcilesWhenChangesDropped: when the tail-change feed may
-// have dropped changes (its buffer was found full), the streams are
+// have dropped changes (its buffer overflowed), the streams are
 // reconciled, so an append whose change was dropped is delivered. Here
 // the reconciliation at start fails, and the feed the engine is given
-// never hears of the append but is full.
+// never hears of the append but overflowed.
 func TestEngineReconcilesWhenChangesDropped(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		sq := deliverytest.OpenStore(t)
 		createStoredEndpoint(t, sq, "/**")
 		appendEvent(t, sq, "/orders/1", `{"id":"o-1","type":"order.paid"}`)
-		st := &countingStore{EngineStore: sq, feed: make(chan store.TailChange, listenBuffer)}
+		st := &countingStore{EngineStore: sq, feed: store.NewTailFeed(listenBuffer)}
 		st.failStreamLists.Store(1)
-		for range listenBuffer {
-			st.feed <- store.TailChange{Path: "/unrelated", Deleted: true}
+		for range listenBuffer + 1 {
+			st.feed.Publish(store.TailChange{Path: "/unrelated", Deleted: true})
 		}
 		rc := &deliverytest.Receiver{}
 		runEngine(t, newStartEngine(t, st, rc))

@@ -12,7 +12,7 @@ import (
 // it keeps up; and it says when changes may have been dropped, so its
 // owner can reconcile from the store instead of missing them.
 type TailListener struct {
-	feed <-chan store.TailChange
+	feed *store.TailFeed
 	stop func()
 }
 
@@ -25,22 +25,25 @@ func ListenTails(n store.Notifier, buffer int) *TailListener {
 }
 
 // Run calls handle with each change until ctx ends, then unsubscribes.
-// lost is called when changes may have been dropped: the store drops
-// only from a full buffer, which stays full until this listener takes a
-// change, so a buffer found (nearly) full at a take is the one sign of
-// a drop. It may also be called when none was dropped (the buffer
-// filled but did not overflow).
+// lost is called, before the changes taken with it, when changes may
+// have been dropped (the feed's buffer overflowed).
 func (t *TailListener) Run(ctx context.Context, handle func(store.TailChange), lost func()) {
 	defer t.stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case c := <-t.feed:
-			if len(t.feed) >= cap(t.feed)-1 {
+		case <-t.feed.Ready():
+			// One wake-up takes every change published meanwhile: a
+			// burst of appends costs this goroutine one wake-up, not one
+			// a change.
+			changes, dropped := t.feed.Take()
+			if dropped {
 				lost()
 			}
-			handle(c)
+			for _, c := range changes {
+				handle(c)
+			}
 		}
 	}
 }

@@ -8,7 +8,7 @@ import (
 )
 
 // The listener hands changes on in order and says when the feed's buffer
-// was full (the store may have dropped changes).
+// overflowed (the store dropped changes).
 func TestTailListenerReportsLoss(t *testing.T) {
 	t.Parallel()
 	hub := store.NewHub()
@@ -34,7 +34,7 @@ func TestTailListenerReportsLoss(t *testing.T) {
 	select {
 	case <-lost:
 	default:
-		t.Fatal("a full buffer was not reported")
+		t.Fatal("an overflow was not reported")
 	}
 	// Once drained, a single change is no sign of loss.
 	for len(lost) > 0 {
@@ -49,4 +49,32 @@ func TestTailListenerReportsLoss(t *testing.T) {
 	}
 	cancel()
 	<-done
+}
+
+// A feed filled to its bound, not past it, lost nothing and says so.
+func TestTailListenerFullIsNoLoss(t *testing.T) {
+	t.Parallel()
+	hub := store.NewHub()
+	l := ListenTails(hub, 3)
+	for _, p := range []string{"/0", "/1", "/2"} {
+		hub.Publish(store.TailChange{Path: p})
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	got := make(chan string, 8)
+	done := make(chan struct{})
+	lost := false
+	go func() {
+		defer close(done)
+		l.Run(ctx, func(c store.TailChange) { got <- c.Path }, func() { lost = true })
+	}()
+	for _, want := range []string{"/0", "/1", "/2"} {
+		if p := <-got; p != want {
+			t.Fatalf("got %s, want %s", p, want)
+		}
+	}
+	cancel()
+	<-done
+	if lost {
+		t.Fatal("a loss was reported for a buffer filled to its bound")
+	}
 }

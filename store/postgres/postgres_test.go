@@ -254,15 +254,18 @@ func TestChangesReachOtherHandles(t *testing.T) {
 	<-wait // a hang here fails the test by timeout
 	// The create may reach b's feed after Listen: changes come in commit
 	// order, the append's last.
-	for c := range feed {
-		if c.StreamID != res.Stream.ID || c.Path != "/n" {
-			t.Fatalf("change = %+v", c)
-		}
-		if !c.Created {
-			if c.Tail != 2 {
+	for range feed.Ready() {
+		changes, _ := feed.Take()
+		for _, c := range changes {
+			if c.StreamID != res.Stream.ID || c.Path != "/n" {
 				t.Fatalf("change = %+v", c)
 			}
-			break
+			if !c.Created {
+				if c.Tail != 2 {
+					t.Fatalf("change = %+v", c)
+				}
+				return
+			}
 		}
 	}
 }

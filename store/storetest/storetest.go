@@ -403,8 +403,12 @@ func testNotifier(t *testing.T, f Factory) {
 	}
 	mustAppend(t, s, &store.StreamAppendParams{Path: "/n", ContentType: "text/plain", Data: []byte("x")})
 	<-wait // closed by the append; a hang here fails the test by timeout
-	c := <-feed
-	if c.StreamID != st.ID || c.Tail != 1 || c.Path != "/n" {
+	<-feed.Ready()
+	changes, dropped := feed.Take()
+	if len(changes) != 1 || dropped {
+		t.Fatalf("changes = %+v (dropped %t)", changes, dropped)
+	}
+	if c := changes[0]; c.StreamID != st.ID || c.Tail != 1 || c.Path != "/n" {
 		t.Fatalf("change = %+v", c)
 	}
 }
