@@ -219,6 +219,8 @@ export function shownOnce(label, value, id) {
   return h('div', {class: 'secret'},
     h('p', null, h('strong', null, label), ' (shown only now: copy it and keep it somewhere safe)'),
     h('p', {class: 'idbox'}, h('code', {class: 'mono secret-value', id}, value), copyButton(value, 'Copy the ' + label.toLowerCase())));
+}
+
 // localInput turns an RFC 3339 instant into a datetime-local value in
 // the viewer's zone ('' when empty or not a time).
 export function localInput(iso) {
