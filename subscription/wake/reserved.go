@@ -62,13 +62,13 @@ type ReservedConfig struct {
 // the changes of its streams, the engine's sweep the timers it claims
 // (ConsumerClaimDue, one replica at a time, ended for a dead replica as
 // every consumer's), and every change is a compare-and-set of the row
-// (ConsumerUpdate) decided by subscription.DSMachine, so replicas and
+// (ConsumerUpdate) decided by the one subscription.Machine, so replicas and
 // restarts agree.
 type Reserved struct {
 	st      ReservedStore
 	sender  WebhookSender
 	keys    *subscription.Keyring
-	machine subscription.DSMachine
+	machine subscription.Machine
 	root    subscription.Root
 	base    string
 	now     func() time.Time
@@ -115,7 +115,7 @@ func (d *dsPattern) links(root subscription.Root, path string) bool {
 // newReserved returns the front door of engine e for cfg.
 func newReserved(e *Engine, cfg ReservedConfig) *Reserved {
 	r := &Reserved{
-		st: cfg.Store, sender: e.sender, keys: e.keys, machine: subscription.DSMachine{Rand: e.rand},
+		st: cfg.Store, sender: e.sender, keys: e.keys, machine: subscription.Machine{Rand: e.rand},
 		root: cfg.Root, base: e.base, now: e.now, rand: e.random(), log: cfg.Logger, refresh: cfg.RefreshInterval,
 		locks: &e.locks, timers: e.timers, members: e.members, life: e.life,
 		patterns: map[string]dsPattern{},
