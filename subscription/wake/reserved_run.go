@@ -262,6 +262,11 @@ func (r *Reserved) tokenSubject(id, incarnation string, gen int64) subscription.
 // settles linked, the subscriptions linking it: the engine's workers
 // call it with the reserved-API rows among the stream's consumers.
 func (r *Reserved) streamChanged(ctx context.Context, path string, linked []string, spawn bool) error {
+	if spawn {
+		if err := r.fresh(ctx); err != nil {
+			return err
+		}
+	}
 	if spawn && r.count.Load() > 0 {
 		if err := r.linkNew(ctx, path, linked); err != nil {
 			return err
