@@ -35,17 +35,7 @@ func FuzzDecideReserved(f *testing.F) {
 // reproducible random scripts.
 func TestRandomReservedScripts(t *testing.T) {
 	t.Parallel()
-	r := rand.New(rand.NewPCG(3, 4))
-	for range 2000 {
-		script := make([]byte, 1+2*(1+r.IntN(60)))
-		for i := range script {
-			script[i] = byte(r.Uint32())
-		}
-		runReservedScript(t, script)
-		if t.Failed() {
-			t.Fatalf("script %v", script)
-		}
-	}
+	randomScripts(t, rand.NewPCG(3, 4), 1, runReservedScript)
 }
 
 func runReservedScript(t *testing.T, script []byte) {
