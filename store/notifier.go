@@ -46,6 +46,13 @@ const (
 	// replica's verified-key cache and the live reads of a revoked key
 	// follow it.
 	CacheKey
+	// CacheReservedSubscription: a reserved-API subscription was created
+	// or deleted. The engine's reserved front door follows it to link new
+	// streams by the subscription's pattern on every replica.
+	CacheReservedSubscription
+	// CacheSigningKey: the reserved API's webhook signing keys were
+	// rotated; every replica signs with the new key from then on.
+	CacheSigningKey
 )
 
 // Invalidation names one changed item of a cache. An empty ID means every

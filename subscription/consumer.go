@@ -134,9 +134,14 @@ type Consumer struct {
 	// Holder is the worker holding a reserved-API pull-wake
 	// subscription's lease ("" when none, and for a query-string
 	// consumer); WakeWritten says that its current wake's event is in the
-	// wake stream (DSMachine).
+	// wake stream (WakeEventWritten).
 	Holder      string
 	WakeWritten bool
+	// Reserved are a reserved-API subscription's delivery type and lease,
+	// from its configuration (zero for a query-string consumer): the
+	// machine applies the reserved API's rules to a consumer that has
+	// them. A store keeps them in the configuration, not in columns.
+	Reserved ReservedTerms
 }
 
 // NewConsumerParams are the inputs of NewConsumer.

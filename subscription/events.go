@@ -70,7 +70,44 @@ type StreamDeleted struct {
 // deleted: the consumer is removed.
 type SubscriptionDeleted struct{}
 
+// ReservedClaim is a pull-wake worker's claim of a reserved-API
+// subscription's lease (DSClaimRequest).
+type ReservedClaim struct {
+	Worker string
+	Tails  Tails
+}
+
+// ReservedAck is a reserved-API webhook callback or pull-wake ack whose
+// token was verified for the consumer at Epoch: Acks move cursors, Done
+// ends the wake. It is applied only to the current wake (ErrFenced).
+type ReservedAck struct {
+	Epoch  int64
+	WakeID string
+	Acks   []DSAck
+	Done   bool
+	Tails  Tails
+}
+
+// ReservedRelease is a pull-wake worker's release of the wake (Epoch,
+// WakeID) without acking.
+type ReservedRelease struct {
+	Epoch  int64
+	WakeID string
+	Tails  Tails
+}
+
+// WakeEventWritten reports that the wake event of wake (Epoch, WakeID)
+// is in the reserved-API subscription's wake stream (after AppendWake).
+type WakeEventWritten struct {
+	Epoch  int64
+	WakeID string
+}
+
 func (TailsChanged) isEvent()        {}
+func (ReservedClaim) isEvent()       {}
+func (ReservedAck) isEvent()         {}
+func (ReservedRelease) isEvent()     {}
+func (WakeEventWritten) isEvent()    {}
 func (WebhookResult) isEvent()       {}
 func (Callback) isEvent()            {}
 func (Tick) isEvent()                {}
@@ -82,7 +119,9 @@ func (SubscriptionDeleted) isEvent() {}
 type Effect interface{ isEffect() }
 
 // SendWake asks the engine to POST a wake notification to the
-// subscription's webhook, signed (SignatureHeaderValue), within
+// subscription's webhook, signed (SignatureHeaderValue for a query-string
+// consumer, DSSignatureHeader with the active Ed25519 key for a
+// reserved-API subscription), within
 // WebhookRequestTimeout, and to report the outcome as a WebhookResult with
 // the same Epoch, WakeID and Attempt.
 type SendWake struct {
@@ -133,6 +172,15 @@ type Remove struct {
 	Reason RemoveReason
 }
 
-func (SendWake) isEffect() {}
-func (ArmTimer) isEffect() {}
-func (Remove) isEffect()   {}
+// AppendWake asks the engine to write the wake event of wake (Epoch,
+// WakeID) to a pull-wake subscription's wake stream and to report it
+// written as a WakeEventWritten.
+type AppendWake struct {
+	Epoch  int64
+	WakeID string
+}
+
+func (SendWake) isEffect()   {}
+func (AppendWake) isEffect() {}
+func (ArmTimer) isEffect()   {}
+func (Remove) isEffect()     {}

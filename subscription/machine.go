@@ -28,10 +28,28 @@ func (m *Machine) rand() io.Reader {
 // consumer and the effects to run after storing it. It never mutates c. On
 // error the consumer is unchanged, no effect is due, and the error is one
 // of the callback errors (ErrStaleEpoch, ErrAlreadyClaimed,
-// ErrInvalidOffset, ErrInvalidRequest, ErrTokenInvalid) for a Callback, or
-// a failure to read Rand.
+// ErrInvalidOffset, ErrInvalidRequest, ErrTokenInvalid) for a Callback,
+// of the reserved API's (ErrFenced, *ClaimedError, ErrNothingToClaim,
+// ErrInvalidOffset, ErrDSInvalid) for its events, or a failure to read
+// Rand.
 //
-// The transitions (docs/subscriptions.md, The state machine):
+// One machine decides for both front doors: a consumer's ReservedTerms
+// choose the reserved API's rule where the two differ, in the one table
+// below (docs/subscriptions.md, The state machine):
+//
+//	event             query-string consumer      reserved-API subscription
+//	TailsChanged      settle                     dsSettle
+//	Tick              tick                       dsTick (lease expiry)
+//	WebhookResult     webhookResult              dsWebhookResult
+//	Callback          callback                   -
+//	ReservedClaim     -                          dsClaim
+//	ReservedAck       -                          dsAck (callback or ack)
+//	ReservedRelease   -                          dsRelease
+//	WakeEventWritten  -                          dsWakeWritten
+//	StreamDeleted     streamDeleted              -
+//	SubscriptionDeleted Remove                   Remove
+//
+// The query-string transitions:
 //
 //	IDLE   → WAKING  pending work (TailsChanged, Tick, after any event):
 //	                 epoch++, new wake id, SendWake, ArmTimer(waking)
@@ -47,6 +65,17 @@ func (m *Machine) rand() io.Reader {
 //	LIVE   → WAKING  callback done and pending work: epoch++, new wake id
 //	any    → removed StreamDeleted (primary), SubscriptionDeleted,
 //	                 unsubscribe from all streams
+//
+// The reserved API's, in the same states and with the same wake cycle:
+//
+//	IDLE   → WAKING  pending work: epoch++, new wake id; SendWake (the
+//	                 lease starts) or AppendWake
+//	WAKING → LIVE    webhook 2xx, a callback without done, a claim
+//	WAKING → IDLE    webhook {"done": true}, ack with done, release
+//	                 (and at once WAKING again when work is pending)
+//	WAKING → WAKING  failed attempt or its deadline: retry (DSRetryBase)
+//	LIVE   → IDLE    ack with done, release, lease expiry (Tick)
+//	any    → FENCED  ack or release of another epoch or wake id
 func (m *Machine) Decide(c Consumer, ev Event, now time.Time) (Consumer, []Effect, error) {
 	if !c.State.Valid() {
 		return c, nil, fmt.Errorf("subscription: consumer %s has invalid state %q", c.ID, c.State)
@@ -54,17 +83,54 @@ func (m *Machine) Decide(c Consumer, ev Event, now time.Time) (Consumer, []Effec
 	next := c.Clone()
 	var effects []Effect
 	var err error
+	reserved := c.IsReserved()
 	switch ev := ev.(type) {
 	case TailsChanged:
-		effects, err = m.settle(&next, ev.Tails, now, nil)
+		if reserved {
+			effects, err = m.dsSettle(&next, ev.Tails, now)
+		} else {
+			effects, err = m.settle(&next, ev.Tails, now, nil)
+		}
 	case Tick:
-		effects, err = m.tick(&next, ev.Tails, now)
+		if reserved {
+			effects, err = m.dsTick(&next, ev.Tails, now)
+		} else {
+			effects, err = m.tick(&next, ev.Tails, now)
+		}
 	case WebhookResult:
-		effects, err = m.webhookResult(&next, ev, now)
+		if reserved {
+			effects, err = m.dsWebhookResult(&next, ev, now)
+		} else {
+			effects, err = m.webhookResult(&next, ev, now)
+		}
 	case Callback:
-		effects, err = m.callback(&next, ev, now)
+		if reserved {
+			err = errWrongDoor(ev, &c)
+		} else {
+			effects, err = m.callback(&next, ev, now)
+		}
+	case ReservedClaim:
+		if err = errWrongDoor(ev, &c); err == nil {
+			effects, err = m.dsClaim(&next, ev, now)
+		}
+	case ReservedAck:
+		if err = errWrongDoor(ev, &c); err == nil {
+			effects, err = m.dsAck(&next, ev, now)
+		}
+	case ReservedRelease:
+		if err = errWrongDoor(ev, &c); err == nil {
+			effects, err = m.dsRelease(&next, ev, now)
+		}
+	case WakeEventWritten:
+		if err = errWrongDoor(ev, &c); err == nil {
+			dsWakeWritten(&next, ev)
+		}
 	case StreamDeleted:
-		effects = streamDeleted(&next, ev.Path)
+		if reserved {
+			err = errWrongDoor(ev, &c)
+		} else {
+			effects = streamDeleted(&next, ev.Path)
+		}
 	case SubscriptionDeleted:
 		effects = []Effect{Remove{Reason: RemovedSubscriptionDeleted}}
 	default:
@@ -74,6 +140,18 @@ func (m *Machine) Decide(c Consumer, ev Event, now time.Time) (Consumer, []Effec
 		return c, nil, err
 	}
 	return next, effects, nil
+}
+
+// errWrongDoor rejects an event of one front door applied to a consumer
+// of the other (nil when ev is the reserved API's and c is reserved).
+func errWrongDoor(ev Event, c *Consumer) error {
+	switch ev.(type) {
+	case ReservedClaim, ReservedAck, ReservedRelease, WakeEventWritten:
+		if c.IsReserved() {
+			return nil
+		}
+	}
+	return fmt.Errorf("%w: %T does not apply to consumer %s", ErrDSInvalid, ev, c.ID)
 }
 
 // settle wakes an IDLE consumer that has pending work (L1). Every event

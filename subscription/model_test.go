@@ -33,13 +33,19 @@ func FuzzDecide(f *testing.F) {
 // scripts, so every test run explores the state space too.
 func TestRandomScripts(t *testing.T) {
 	t.Parallel()
-	r := rand.New(rand.NewPCG(1, 2))
+	randomScripts(t, rand.NewPCG(1, 2), 0, runScript)
+}
+
+// randomScripts runs 2000 scripts of lead bytes and up to 60 two-byte
+// steps, drawn from src, and stops at the first that fails.
+func randomScripts(t *testing.T, src rand.Source, lead int, run func(*testing.T, []byte)) {
+	r := rand.New(src)
 	for range 2000 {
-		script := make([]byte, 2*(1+r.IntN(60)))
+		script := make([]byte, lead+2*(1+r.IntN(60)))
 		for i := range script {
 			script[i] = byte(r.Uint32())
 		}
-		runScript(t, script)
+		run(t, script)
 		if t.Failed() {
 			t.Fatalf("script %v", script)
 		}

@@ -108,7 +108,7 @@ func (s *Store) announce(ctx context.Context, tx *wtx, change string) error {
 const invalidationMark = "@"
 
 // cacheKindCodes are the letters that name each CacheKind in a payload.
-var cacheKindCodes = map[store.CacheKind]string{store.CacheSubscription: "s", store.CacheEndpoint: "e", store.CacheKey: "k"}
+var cacheKindCodes = map[store.CacheKind]string{store.CacheSubscription: "s", store.CacheEndpoint: "e", store.CacheKey: "k", store.CacheReservedSubscription: "r", store.CacheSigningKey: "g"}
 
 // encodeInvalidation is the NOTIFY payload of an invalidation: "@k id",
 // k naming the kind. An id too long for a payload is left out, which
@@ -281,7 +281,8 @@ func (s *Store) received(ctx context.Context, payload string) {
 		if err != nil {
 			s.log.Warn("stream change feed", "err", err)
 			// Not knowing what changed, every item of every kind is.
-			s.hub.Invalidate(store.Invalidation{Kind: store.CacheSubscription}, store.Invalidation{Kind: store.CacheEndpoint}, store.Invalidation{Kind: store.CacheKey})
+			s.hub.Invalidate(store.Invalidation{Kind: store.CacheSubscription}, store.Invalidation{Kind: store.CacheEndpoint}, store.Invalidation{Kind: store.CacheKey},
+				store.Invalidation{Kind: store.CacheReservedSubscription}, store.Invalidation{Kind: store.CacheSigningKey})
 			return
 		}
 		s.hub.Invalidate(inv)

@@ -59,7 +59,7 @@ func (s *Store) DSSubscriptionCreate(ctx context.Context, params *store.DSSubscr
 			return err
 		}
 		res = &store.DSSubscriptionCreateResult{Consumer: in, Created: true}
-		return nil
+		return tx.Invalidate(store.Invalidation{Kind: store.CacheReservedSubscription, ID: in.ID})
 	})
 	if err != nil {
 		return nil, err
@@ -112,6 +112,9 @@ func (s *Store) signingKeyWrite(ctx context.Context, key store.SigningKey, rotat
 			if _, err := tx.Exec(`INSERT INTO ds_signing_keys (id, secret, created_at, retired_at) VALUES ($1, $2, $3, 0)`,
 				key.Kid, sealed, Nanos(key.CreatedAt)); err != nil {
 				return s.errorf("insert signing key", err)
+			}
+			if err := tx.Invalidate(store.Invalidation{Kind: store.CacheSigningKey, ID: key.Kid}); err != nil {
+				return err
 			}
 		}
 		out, err = s.readSigningKeys(tx)

@@ -206,7 +206,7 @@ func (s *Store) ConsumerUpdate(ctx context.Context, params *store.ConsumerUpdate
 		if n == 1 {
 			return nil
 		}
-		was, err := s.storedMemberships(tx, c.ID, params.ExpectVersion, "")
+		was, _, err := s.storedMemberships(tx, c.ID, params.ExpectVersion, "")
 		if err != nil {
 			return err
 		}
@@ -225,29 +225,36 @@ func (s *Store) ConsumerUpdate(ctx context.Context, params *store.ConsumerUpdate
 // the rule error of a compare-and-set expecting version: the consumer is
 // gone (or not tenant's, when tenant is not ""), or another write changed
 // it (version 0 expects any).
-func (s *Store) storedMemberships(tx Tx, id string, version int64, tenant string) ([]store.ConsumerStream, error) {
+func (s *Store) storedMemberships(tx Tx, id string, version int64, tenant string) ([]store.ConsumerStream, string, error) {
 	var stored int64
-	var paths, cursors, owner string
-	switch err := tx.QueryRow(`SELECT version, paths, cursors, tenant FROM consumers WHERE id = $1 `+s.d.ForUpdate, id).Scan(&stored, &paths, &cursors, &owner); {
+	var paths, cursors, owner, kind string
+	switch err := tx.QueryRow(`SELECT version, paths, cursors, tenant, kind FROM consumers WHERE id = $1 `+s.d.ForUpdate, id).Scan(&stored, &paths, &cursors, &owner, &kind); {
 	case s.d.IsNoRows(err), err == nil && tenant != "" && owner != tenant:
-		return nil, rule(store.ErrConsumerNotFound)
+		return nil, "", rule(store.ErrConsumerNotFound)
 	case err != nil:
-		return nil, s.errorf("read consumer", err)
+		return nil, "", s.errorf("read consumer", err)
 	case version != 0 && stored != version:
-		return nil, rule(store.ErrConsumerConflict)
+		return nil, "", rule(store.ErrConsumerConflict)
 	}
-	return DecodeMemberships(paths, cursors)
+	was, err := DecodeMemberships(paths, cursors)
+	return was, kind, err
 }
 
 // ConsumerDelete implements store.SubscriptionStore.
 func (s *Store) ConsumerDelete(ctx context.Context, params *store.ConsumerDeleteParams) error {
 	return s.write(ctx, ChecksFirst, func(tx Tx) error {
-		was, err := s.storedMemberships(tx, params.ID, params.ExpectVersion, params.Tenant)
+		was, kind, err := s.storedMemberships(tx, params.ID, params.ExpectVersion, params.Tenant)
 		if err != nil {
 			return err
 		}
 		if _, err := tx.Exec(`DELETE FROM consumers WHERE id = $1`, params.ID); err != nil {
 			return s.errorf("delete consumer", err)
+		}
+		if kind == string(store.ConsumerReserved) {
+			// Every replica stops linking new streams to it.
+			if err := tx.Invalidate(store.Invalidation{Kind: store.CacheReservedSubscription, ID: params.ID}); err != nil {
+				return err
+			}
 		}
 		return s.writePaths(tx, params.ID, was, nil)
 	})

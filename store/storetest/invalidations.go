@@ -114,3 +114,41 @@ func testInvalidations(t *testing.T, f Factory) {
 		t.Fatalf("a failed key delete announced %v (all: %v)", items, all)
 	}
 }
+
+// testReservedInvalidations: creating and deleting a reserved-API
+// subscription, and rotating the signing keys, reach the invalidation
+// feeds once committed (every replica links new streams to the
+// subscription, and signs with the new key); re-confirming a subscription
+// and deleting a query-string consumer do not announce one.
+func testReservedInvalidations(t *testing.T, f Factory) {
+	s := f.Open(t)
+	ctx := context.Background()
+	feed, stop := s.Notifier().Invalidations()
+	defer stop()
+	reserved := store.Invalidation{Kind: store.CacheReservedSubscription, ID: "__ds/r1"}
+	create := func() {
+		t.Helper()
+		if _, err := s.DSSubscriptionCreate(ctx, &store.DSSubscriptionCreateParams{Consumer: dsSub("r1", "", "h1"), Now: t0}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	create()
+	ExpectInvalidations(t, feed, reserved)
+	create() // re-confirmed: nothing changed
+	if err := s.ConsumerDelete(ctx, &store.ConsumerDeleteParams{ID: "__ds/r1"}); err != nil {
+		t.Fatal(err)
+	}
+	items, all := TakeInvalidations(t, feed)
+	if all || len(items) != 1 || items[0] != reserved {
+		t.Fatalf("a re-confirmation and a delete announced %v (all: %v), want one %v", items, all, reserved)
+	}
+
+	if _, err := s.SigningKeyInit(ctx, store.SigningKey{Kid: "k-1", Seed: make([]byte, 32), CreatedAt: t0}); err != nil {
+		t.Fatal(err)
+	}
+	ExpectInvalidations(t, feed, store.Invalidation{Kind: store.CacheSigningKey, ID: "k-1"})
+	if _, err := s.SigningKeyRotate(ctx, store.SigningKey{Kid: "k-2", Seed: make([]byte, 32), CreatedAt: t0.Add(time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	ExpectInvalidations(t, feed, store.Invalidation{Kind: store.CacheSigningKey, ID: "k-2"})
+}

@@ -57,6 +57,7 @@ func Run(t *testing.T, f Factory) {
 	run(t, f, "RecreateExpiredFork", testRecreateExpiredFork)
 	run(t, f, "Notifier", testNotifier)
 	run(t, f, "Invalidations", testInvalidations)
+	run(t, f, "ReservedInvalidations", testReservedInvalidations)
 	run(t, f, "Concurrency", testConcurrency)
 	run(t, f, "Durability", testDurability)
 	runSubscriptions(t, f)

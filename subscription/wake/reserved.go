@@ -46,10 +46,6 @@ type ReservedConfig struct {
 	Root subscription.Root
 	// Logger receives the front door's errors; the engine's when nil.
 	Logger *slog.Logger
-	// RefreshInterval is how often the list of patterns is read again,
-	// so that a subscription created on another replica links the
-	// streams appended to here; a second when 0.
-	RefreshInterval time.Duration
 }
 
 // Reserved is the engine's front door for the subscriptions of the
@@ -62,19 +58,18 @@ type ReservedConfig struct {
 // the changes of its streams, the engine's sweep the timers it claims
 // (ConsumerClaimDue, one replica at a time, ended for a dead replica as
 // every consumer's), and every change is a compare-and-set of the row
-// (ConsumerUpdate) decided by subscription.DSMachine, so replicas and
+// (ConsumerUpdate) decided by the one subscription.Machine, so replicas and
 // restarts agree.
 type Reserved struct {
 	st      ReservedStore
 	sender  WebhookSender
 	keys    *subscription.Keyring
-	machine subscription.DSMachine
+	machine subscription.Machine
 	root    subscription.Root
 	base    string
 	now     func() time.Time
 	rand    io.Reader
 	log     *slog.Logger
-	refresh time.Duration
 
 	// The engine's: its locks (by consumer id), its timers, its member
 	// cache and its lifecycle.
@@ -83,8 +78,14 @@ type Reserved struct {
 	members *memberCache
 	life    *service.Lifecycle
 
+	// subsFeed and keysFeed are the store's invalidations of the
+	// reserved-API subscriptions and of the signing keys: a subscription
+	// created or deleted, or a key rotated, on any replica is read again
+	// here (watch), as the query-string subscriptions are.
+	subsFeed, keysFeed *store.InvalidationFeed
+
 	// patterns are the subscriptions with a pattern, by id: who links a
-	// new stream (refreshPatterns).
+	// new stream (refreshPatterns, reloadPattern).
 	patternsMu sync.RWMutex
 	patterns   map[string]dsPattern
 	// known are every subscription this process has seen, by id, with
@@ -115,8 +116,8 @@ func (d *dsPattern) links(root subscription.Root, path string) bool {
 // newReserved returns the front door of engine e for cfg.
 func newReserved(e *Engine, cfg ReservedConfig) *Reserved {
 	r := &Reserved{
-		st: cfg.Store, sender: e.sender, keys: e.keys, machine: subscription.DSMachine{Rand: e.rand},
-		root: cfg.Root, base: e.base, now: e.now, rand: e.random(), log: cfg.Logger, refresh: cfg.RefreshInterval,
+		st: cfg.Store, sender: e.sender, keys: e.keys, machine: subscription.Machine{Rand: e.rand},
+		root: cfg.Root, base: e.base, now: e.now, rand: e.random(), log: cfg.Logger,
 		locks: &e.locks, timers: e.timers, members: e.members, life: e.life,
 		patterns: map[string]dsPattern{},
 		known:    map[string]time.Time{},
@@ -127,28 +128,54 @@ func newReserved(e *Engine, cfg ReservedConfig) *Reserved {
 	if r.log == nil {
 		r.log = e.log
 	}
-	if r.refresh <= 0 {
-		r.refresh = time.Second
-	}
 	return r
 }
 
-// start loads (or makes) the signing key and the patterns, and runs the
-// pattern refresh (which also links the streams created while no
-// process listened) on the engine's lifecycle; Engine.Start calls it.
+// start loads (or makes) the signing key and the patterns (linking the
+// streams created while no process listened), and follows the store's
+// invalidations of both on the engine's lifecycle; Engine.Start calls
+// it. No timer lists the subscriptions: like the query-string ones, a
+// subscription made elsewhere is read again when its invalidation
+// arrives, and all of them when the feed was lost.
 func (r *Reserved) start(ctx context.Context) error {
-	if err := r.initSigningKeys(ctx); err != nil {
+	// The feeds are taken before the reads, so that a change committed
+	// meanwhile is applied after them.
+	subs, stopSubs := r.st.Notifier().Invalidations()
+	keys, stopKeys := r.st.Notifier().Invalidations()
+	err := r.initSigningKeys(ctx)
+	if err == nil {
+		err = r.refreshPatterns(ctx)
+	}
+	if err != nil {
+		stopSubs()
+		stopKeys()
 		return err
 	}
-	if err := r.refreshPatterns(ctx); err != nil {
-		return err
-	}
-	r.life.GoLoops(&service.Periodic{Interval: r.refresh, Run: func(ctx context.Context) {
-		if err := r.refreshPatterns(ctx); err != nil && ctx.Err() == nil {
-			r.log.Warn("reading reserved-API subscriptions", "err", err)
-		}
-	}})
+	r.subsFeed, r.keysFeed = subs, keys
+	r.watch(subs, stopSubs, &store.CacheLoader{Kind: store.CacheReservedSubscription, Load: r.reloadPattern, LoadAll: r.refreshPatterns})
+	r.watch(keys, stopKeys, &store.CacheLoader{Kind: store.CacheSigningKey, Load: func(ctx context.Context, _ string) error { return r.refreshKeys(ctx) }, LoadAll: r.refreshKeys})
 	return nil
+}
+
+// watch applies feed to l until the engine stops.
+func (r *Reserved) watch(feed *store.InvalidationFeed, stop func(), l *store.CacheLoader) {
+	l.Retry, l.Log = invalidationRetry, r.log
+	if !r.life.Go(func() {
+		defer stop()
+		feed.Apply(r.life.Context(), l)
+	}) {
+		stop()
+	}
+}
+
+// fresh makes sure the patterns hold every subscription committed before
+// the stream change being processed (Engine.freshSubscriptions' rule):
+// when an invalidation is not applied yet, they are all read again.
+func (r *Reserved) fresh(ctx context.Context) error {
+	if r.subsFeed == nil || !r.subsFeed.Pending() {
+		return nil
+	}
+	return r.refreshPatterns(ctx)
 }
 
 // lock takes the lock of subscription id's consumer row.
@@ -188,8 +215,8 @@ func (r *Reserved) setSigningKeys(stored []store.SigningKey) error {
 
 // RotateSigningKey makes a new active signing key; the old one stays
 // published in the JWKS for subscription.SigningKeyPublished, so
-// webhooks it signed still verify. Other replicas pick the new key up at
-// their next pattern refresh.
+// webhooks it signed still verify. Other replicas pick the new key up
+// when its invalidation reaches them.
 func (r *Reserved) RotateSigningKey(ctx context.Context) (string, error) {
 	k, err := subscription.NewSigningKey(r.rand, r.now())
 	if err != nil {
@@ -216,10 +243,20 @@ func (r *Reserved) JWKS() []byte {
 	return subscription.MarshalJWKS(subscription.PublishedKeys(r.signing, r.now()))
 }
 
-// refreshPatterns reads the subscriptions and the signing keys again.
-// To each subscription that is new here it links the streams its pattern
-// matches (those created while this process did not know of it), and it
-// settles it: its work may have come while no process here knew of it.
+// refreshKeys reads the signing keys again.
+func (r *Reserved) refreshKeys(ctx context.Context) error {
+	keys, err := r.st.SigningKeyList(ctx)
+	if err != nil {
+		return err
+	}
+	return r.setSigningKeys(keys)
+}
+
+// refreshPatterns reads every subscription again (at start, and when the
+// invalidation feed was lost). To each subscription that is new here it
+// links the streams its pattern matches (those created while this
+// process did not know of it), and it settles it: its work may have come
+// while no process here knew of it.
 func (r *Reserved) refreshPatterns(ctx context.Context) error {
 	subs, err := r.st.DSSubscriptionList(ctx)
 	if err != nil {
@@ -235,45 +272,85 @@ func (r *Reserved) refreshPatterns(ctx context.Context) error {
 		if was, ok := r.known[id]; !ok || !was.Equal(s.CreatedAt) {
 			fresh = append(fresh, id)
 		}
-		if s.Pattern == "" {
-			continue
-		}
 		if old, ok := r.patterns[id]; ok && old.created.Equal(s.CreatedAt) {
 			next[id] = old
-			continue
+		} else if p, ok := r.patternOf(&s); ok {
+			next[id] = p
 		}
-		p, err := glob.Compile(s.Pattern)
-		if err != nil {
-			r.log.Warn("a reserved-API subscription has an invalid pattern", "subscription", id, "err", err)
-			continue
-		}
-		cfg, err := configOf(s.Config)
-		if err != nil {
-			r.log.Warn("a reserved-API subscription has an invalid configuration", "subscription", id, "err", err)
-			continue
-		}
-		next[id] = dsPattern{p: p, created: s.CreatedAt, wake: r.wakePath(&cfg)}
 	}
 	r.patternsMu.RUnlock()
 	r.patternsMu.Lock()
 	r.patterns, r.known = next, known
 	r.count.Store(int64(len(known)))
 	r.patternsMu.Unlock()
-	if keys, err := r.st.SigningKeyList(ctx); err == nil {
-		if err := r.setSigningKeys(keys); err != nil {
-			r.log.Warn("reading the webhook signing keys", "err", err)
-		}
-	}
 	for _, id := range fresh {
-		err := r.linkMatching(ctx, id)
-		if err == nil {
-			err = r.settle(ctx, id)
-		}
-		if err != nil && !errors.Is(err, store.ErrSubscriptionNotFound) && ctx.Err() == nil {
-			r.log.Warn("linking streams to a reserved-API subscription", "subscription", id, "err", err)
-		}
+		r.linkFresh(ctx, id)
 	}
 	return nil
+}
+
+// reloadPattern reads one subscription again (its invalidation came): a
+// new one is remembered and linked to the streams its pattern matches, a
+// deleted one forgotten.
+func (r *Reserved) reloadPattern(ctx context.Context, consumerID string) error {
+	id := dsSubscriptionID(consumerID)
+	row, err := r.st.ConsumerGet(ctx, consumerID)
+	gone := errors.Is(err, store.ErrConsumerNotFound) || err == nil && row.Kind != store.ConsumerReserved
+	if err != nil && !gone {
+		return err
+	}
+	r.patternsMu.Lock()
+	was, known := r.known[id]
+	switch {
+	case gone:
+		delete(r.patterns, id)
+		delete(r.known, id)
+	case !known || !was.Equal(row.CreatedAt):
+		r.known[id] = row.CreatedAt
+		if p, ok := r.patternOf(row); ok {
+			r.patterns[id] = p
+		} else {
+			delete(r.patterns, id)
+		}
+	}
+	r.count.Store(int64(len(r.known)))
+	r.patternsMu.Unlock()
+	if !gone && (!known || !was.Equal(row.CreatedAt)) {
+		r.linkFresh(ctx, id)
+	}
+	return nil
+}
+
+// patternOf compiles a stored subscription's pattern; false for none (or
+// a stored one that is invalid, which is logged).
+func (r *Reserved) patternOf(s *store.Consumer) (dsPattern, bool) {
+	if s.Pattern == "" {
+		return dsPattern{}, false
+	}
+	id := dsSubscriptionID(s.ID)
+	p, err := glob.Compile(s.Pattern)
+	if err != nil {
+		r.log.Warn("a reserved-API subscription has an invalid pattern", "subscription", id, "err", err)
+		return dsPattern{}, false
+	}
+	cfg, err := configOf(s.Config)
+	if err != nil {
+		r.log.Warn("a reserved-API subscription has an invalid configuration", "subscription", id, "err", err)
+		return dsPattern{}, false
+	}
+	return dsPattern{p: p, created: s.CreatedAt, wake: r.wakePath(&cfg)}, true
+}
+
+// linkFresh links a subscription new to this process to the streams its
+// pattern matches and settles it.
+func (r *Reserved) linkFresh(ctx context.Context, id string) {
+	err := r.linkMatching(ctx, id)
+	if err == nil {
+		err = r.settle(ctx, id)
+	}
+	if err != nil && !errors.Is(err, store.ErrSubscriptionNotFound) && ctx.Err() == nil {
+		r.log.Warn("linking streams to a reserved-API subscription", "subscription", id, "err", err)
+	}
 }
 
 // wakePath is a configuration's absolute wake stream path, "" for none.

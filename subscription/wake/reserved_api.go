@@ -249,7 +249,7 @@ func (r *Reserved) RemoveStream(ctx context.Context, c Caller, id, rel string) e
 		}
 	}
 	path := r.root.Abs(rel)
-	_, err = r.apply(ctx, id, func(sub *subscription.DSSub, _ *store.Consumer, _ *subscription.DSConfig, _ subscription.Tails) (subscription.DSEffect, error) {
+	_, err = r.apply(ctx, id, func(sub *subscription.Consumer, _ *store.Consumer, _ subscription.Tails) (subscription.Event, error) {
 		for i := range sub.Streams {
 			l := &sub.Streams[i]
 			if l.Path != path || !l.Explicit {
@@ -262,7 +262,7 @@ func (r *Reserved) RemoveStream(ctx context.Context, c Caller, id, rel string) e
 			}
 			break
 		}
-		return subscription.DSNone, nil
+		return nil, nil
 	})
 	return r.notFound(id, err)
 }
@@ -281,13 +281,13 @@ func (r *Reserved) Claim(ctx context.Context, c Caller, id, worker string) (*sub
 	if _, err := r.visible(ctx, &c, id); err != nil {
 		return nil, err
 	}
-	a, err := r.apply(ctx, id, func(sub *subscription.DSSub, _ *store.Consumer, _ *subscription.DSConfig, tails subscription.Tails) (subscription.DSEffect, error) {
-		return r.machine.Claim(sub, worker, tails, r.now())
+	a, err := r.apply(ctx, id, func(_ *subscription.Consumer, _ *store.Consumer, tails subscription.Tails) (subscription.Event, error) {
+		return subscription.ReservedClaim{Worker: worker, Tails: tails}, nil
 	})
 	if err != nil {
 		return nil, r.notFound(id, err)
 	}
-	st := a.sub.Consumer
+	st := a.sub
 	token, err := r.keys.Issue(r.tokenSubject(id, a.incarnation, st.Epoch), r.now())
 	if err != nil {
 		return nil, err
@@ -309,28 +309,27 @@ func (r *Reserved) Ack(ctx context.Context, id, token string, req *subscription.
 		}
 		acks = append(acks, subscription.DSAck{Path: r.root.Abs(rel), Offset: a.Offset})
 	}
-	var next bool
-	_, err := r.apply(ctx, id, func(sub *subscription.DSSub, row *store.Consumer, _ *subscription.DSConfig, tails subscription.Tails) (subscription.DSEffect, error) {
+	a, err := r.apply(ctx, id, func(sub *subscription.Consumer, row *store.Consumer, tails subscription.Tails) (subscription.Event, error) {
 		if err := r.checkToken(token, row, sub, req.Generation); err != nil {
-			return subscription.DSNone, err
+			return nil, err
 		}
-		eff, n, err := r.machine.Ack(sub, req.Generation, req.WakeID, acks, req.Done, tails, r.now())
-		next = n
-		return eff, err
+		return subscription.ReservedAck{Epoch: req.Generation, WakeID: req.WakeID, Acks: acks, Done: req.Done, Tails: tails}, nil
 	})
 	if err != nil {
 		return nil, r.notFound(id, err)
 	}
-	return &subscription.DSAckResponse{OK: true, NextWake: next}, nil
+	// A done that leaves a wake in flight issued it for the work still
+	// pending: next_wake.
+	return &subscription.DSAckResponse{OK: true, NextWake: req.Done && a.sub.State != subscription.StateIdle}, nil
 }
 
 // Release ends a wake without acking, with the wake's token.
 func (r *Reserved) Release(ctx context.Context, id, token string, req *subscription.DSAckRequest) error {
-	_, err := r.apply(ctx, id, func(sub *subscription.DSSub, row *store.Consumer, _ *subscription.DSConfig, tails subscription.Tails) (subscription.DSEffect, error) {
+	_, err := r.apply(ctx, id, func(sub *subscription.Consumer, row *store.Consumer, tails subscription.Tails) (subscription.Event, error) {
 		if err := r.checkToken(token, row, sub, req.Generation); err != nil {
-			return subscription.DSNone, err
+			return nil, err
 		}
-		return r.machine.Release(sub, req.Generation, req.WakeID, tails, r.now())
+		return subscription.ReservedRelease{Epoch: req.Generation, WakeID: req.WakeID, Tails: tails}, nil
 	})
 	return r.notFound(id, err)
 }
@@ -338,7 +337,7 @@ func (r *Reserved) Release(ctx context.Context, id, token string, req *subscript
 // checkToken verifies a callback or claim token: signed by a callback
 // token key, for this subscription's incarnation; a token of another
 // generation than the request's or the current one is fenced.
-func (r *Reserved) checkToken(token string, row *store.Consumer, sub *subscription.DSSub, gen int64) error {
+func (r *Reserved) checkToken(token string, row *store.Consumer, sub *subscription.Consumer, gen int64) error {
 	claims, err := r.keys.Verify(token, row.ID, r.now())
 	if err != nil {
 		return err

@@ -15,20 +15,21 @@ import (
 	"github.com/heraldstreams/herald/webhook"
 )
 
-// dsApplied is a decision stored: the subscription as decided, its
-// version, and the effect to run.
+// dsApplied is a decision stored: the subscription as decided and the
+// effects to run.
 type dsApplied struct {
 	id          string
 	incarnation string
 	cfg         subscription.DSConfig
-	sub         subscription.DSSub
+	sub         subscription.Consumer
 	tails       subscription.Tails
-	effect      subscription.DSEffect
+	effects     []subscription.Effect
 }
 
-// dsDecide is one decision on a subscription: it changes sub (and
-// reports what to run), or returns an error that leaves it unchanged.
-type dsDecide func(sub *subscription.DSSub, row *store.Consumer, cfg *subscription.DSConfig, tails subscription.Tails) (subscription.DSEffect, error)
+// dsInput is one input of a subscription: the event the machine decides
+// (nil for none), after any change of its links (membership, which the
+// front door edits on sub), or an error that leaves it unchanged.
+type dsInput func(sub *subscription.Consumer, row *store.Consumer, tails subscription.Tails) (subscription.Event, error)
 
 // get reads subscription id's consumer row; ErrSubscriptionNotFound
 // when there is none.
@@ -44,7 +45,7 @@ func (r *Reserved) get(ctx context.Context, id string) (*store.Consumer, error) 
 // stores the result by compare-and-set of its consumer row (again on a
 // conflict); then runs the effect. A decision that changes nothing
 // writes nothing.
-func (r *Reserved) apply(ctx context.Context, id string, fn dsDecide) (dsApplied, error) {
+func (r *Reserved) apply(ctx context.Context, id string, fn dsInput) (dsApplied, error) {
 	unlock := r.lock(id)
 	defer unlock()
 	for range casAttempts {
@@ -56,25 +57,32 @@ func (r *Reserved) apply(ctx context.Context, id string, fn dsDecide) (dsApplied
 		if err != nil {
 			return dsApplied{}, err
 		}
-		sub := subscription.DSSub{Type: cfg.Type, Lease: cfg.Lease(), Consumer: fromStored(row)}
+		sub := fromStored(row)
+		sub.Reserved = subscription.ReservedTerms{Type: cfg.Type, Lease: cfg.Lease()}
 		before := sub.Clone()
 		tails, err := r.tails(ctx, sub.Streams)
 		if err != nil {
 			return dsApplied{}, err
 		}
-		eff, err := fn(&sub, row, &cfg, tails)
+		ev, err := fn(&sub, row, tails)
 		if err != nil {
 			return dsApplied{}, err
+		}
+		var effects []subscription.Effect
+		if ev != nil {
+			if sub, effects, err = r.machine.Decide(sub, ev, r.now()); err != nil {
+				return dsApplied{}, err
+			}
 		}
 		if len(sub.Streams) > store.MaxLinks {
 			return dsApplied{}, store.ErrTooManyLinks
 		}
-		a := dsApplied{id: id, incarnation: row.Incarnation, cfg: cfg, sub: sub, tails: tails, effect: eff}
-		if sameConsumer(&before, &sub.Consumer) {
+		a := dsApplied{id: id, incarnation: row.Incarnation, cfg: cfg, sub: sub, tails: tails, effects: effects}
+		if sameConsumer(&before, &sub) {
 			r.run(a)
 			return a, nil
 		}
-		next := toStored(&sub.Consumer)
+		next := toStored(&sub)
 		next.DueAt = sub.Due()
 		next.Kind, next.Tenant, next.Config, next.ConfigHash, next.Pattern, next.CreatedAt = row.Kind, row.Tenant, row.Config, row.ConfigHash, row.Pattern, row.CreatedAt
 		version, err := r.st.ConsumerUpdate(ctx, &store.ConsumerUpdateParams{Consumer: next, ExpectVersion: row.Version})
@@ -118,13 +126,15 @@ func (r *Reserved) tails(ctx context.Context, links []subscription.StreamCursor)
 	return t, nil
 }
 
-// run starts a decision's effect from a goroutine the engine owns.
+// run starts a decision's effects from goroutines the engine owns.
 func (r *Reserved) run(a dsApplied) {
-	switch a.effect {
-	case subscription.DSSendWebhook:
-		r.life.Go(func() { r.deliver(a) })
-	case subscription.DSAppendWake:
-		r.life.Go(func() { r.appendWake(a) })
+	for _, e := range a.effects {
+		switch e.(type) {
+		case subscription.SendWake:
+			r.life.Go(func() { r.deliver(a) })
+		case subscription.AppendWake:
+			r.life.Go(func() { r.appendWake(a) })
+		}
 	}
 }
 
@@ -132,7 +142,7 @@ func (r *Reserved) run(a dsApplied) {
 // applies the answer.
 func (r *Reserved) deliver(a dsApplied) {
 	ctx := r.life.WorkContext()
-	st := a.sub.Consumer
+	st := a.sub
 	now := r.now()
 	token, err := r.keys.Issue(r.tokenSubject(a.id, a.incarnation, st.Epoch), now)
 	if err != nil {
@@ -162,11 +172,11 @@ func (r *Reserved) deliver(a dsApplied) {
 	if ctx.Err() != nil {
 		return // stopping: the attempt's deadline retries it
 	}
-	_, err = r.apply(ctx, a.id, func(sub *subscription.DSSub, row *store.Consumer, _ *subscription.DSConfig, tails subscription.Tails) (subscription.DSEffect, error) {
+	_, err = r.apply(ctx, a.id, func(_ *subscription.Consumer, row *store.Consumer, tails subscription.Tails) (subscription.Event, error) {
 		if row.Incarnation != a.incarnation {
-			return subscription.DSNone, nil
+			return nil, nil
 		}
-		return r.machine.WebhookResult(sub, st.Epoch, st.WakeID, st.Attempts, delivered, done, tails, r.now())
+		return subscription.WebhookResult{Epoch: st.Epoch, WakeID: st.WakeID, Attempt: st.Attempts, Delivered: delivered, Done: done, Tails: tails}, nil
 	})
 	if err != nil && !errors.Is(err, store.ErrSubscriptionNotFound) {
 		r.log.Warn("recording a webhook's answer", "subscription", a.id, "err", err)
@@ -178,7 +188,7 @@ func (r *Reserved) deliver(a dsApplied) {
 // application creates it; the event is tried again later.
 func (r *Reserved) appendWake(a dsApplied) {
 	ctx := r.life.WorkContext()
-	st := a.sub.Consumer
+	st := a.sub
 	trigger := ""
 	for _, l := range a.sub.Streams {
 		if subscription.CompareDSOffsets(a.tails[l.Path], l.Acked) > 0 {
@@ -196,11 +206,11 @@ func (r *Reserved) appendWake(a dsApplied) {
 		}
 		return
 	}
-	_, err = r.apply(ctx, a.id, func(sub *subscription.DSSub, row *store.Consumer, _ *subscription.DSConfig, _ subscription.Tails) (subscription.DSEffect, error) {
-		if row.Incarnation == a.incarnation {
-			r.machine.WakeWritten(sub, st.Epoch)
+	_, err = r.apply(ctx, a.id, func(_ *subscription.Consumer, row *store.Consumer, _ subscription.Tails) (subscription.Event, error) {
+		if row.Incarnation != a.incarnation {
+			return nil, nil
 		}
-		return subscription.DSNone, nil
+		return subscription.WakeEventWritten{Epoch: st.Epoch, WakeID: st.WakeID}, nil
 	})
 	if err != nil && !errors.Is(err, store.ErrSubscriptionNotFound) {
 		r.log.Warn("recording a wake event", "subscription", a.id, "err", err)
@@ -252,6 +262,11 @@ func (r *Reserved) tokenSubject(id, incarnation string, gen int64) subscription.
 // settles linked, the subscriptions linking it: the engine's workers
 // call it with the reserved-API rows among the stream's consumers.
 func (r *Reserved) streamChanged(ctx context.Context, path string, linked []string, spawn bool) error {
+	if spawn {
+		if err := r.fresh(ctx); err != nil {
+			return err
+		}
+	}
 	if spawn && r.count.Load() > 0 {
 		if err := r.linkNew(ctx, path, linked); err != nil {
 			return err
@@ -290,8 +305,8 @@ func (r *Reserved) linkNew(ctx context.Context, path string, linked []string) er
 
 // settle issues a wake when the subscription is idle with pending work.
 func (r *Reserved) settle(ctx context.Context, id string) error {
-	_, err := r.apply(ctx, id, func(sub *subscription.DSSub, _ *store.Consumer, _ *subscription.DSConfig, tails subscription.Tails) (subscription.DSEffect, error) {
-		return r.machine.Settle(sub, tails, r.now())
+	_, err := r.apply(ctx, id, func(_ *subscription.Consumer, _ *store.Consumer, tails subscription.Tails) (subscription.Event, error) {
+		return subscription.TailsChanged{Tails: tails}, nil
 	})
 	return err
 }
@@ -301,7 +316,7 @@ func (r *Reserved) settle(ctx context.Context, id string) error {
 // created after the subscription; then settles it.
 func (r *Reserved) linkStreams(ctx context.Context, id string, paths []string, explicit bool, start string) error {
 	now := r.now()
-	_, err := r.apply(ctx, id, func(sub *subscription.DSSub, row *store.Consumer, _ *subscription.DSConfig, tails subscription.Tails) (subscription.DSEffect, error) {
+	_, err := r.apply(ctx, id, func(sub *subscription.Consumer, row *store.Consumer, tails subscription.Tails) (subscription.Event, error) {
 		for _, p := range paths {
 			if l, ok := sub.Stream(p); ok {
 				l.Explicit = l.Explicit || explicit
@@ -309,11 +324,11 @@ func (r *Reserved) linkStreams(ctx context.Context, id string, paths []string, e
 				continue
 			}
 			if len(sub.Streams) >= subscription.DSMaxStreams {
-				return subscription.DSNone, store.ErrTooManyLinks
+				return nil, store.ErrTooManyLinks
 			}
 			acked, err := r.linkOffset(ctx, p, row.CreatedAt, start, now)
 			if err != nil {
-				return subscription.DSNone, err
+				return nil, err
 			}
 			sub.Streams = append(sub.Streams, subscription.StreamCursor{Path: p, Glob: !explicit, Explicit: explicit, Acked: acked})
 			if acked == subscription.OffsetStart {
@@ -326,7 +341,7 @@ func (r *Reserved) linkStreams(ctx context.Context, id string, paths []string, e
 				}
 			}
 		}
-		return r.machine.Settle(sub, tails, now)
+		return subscription.TailsChanged{Tails: tails}, nil
 	})
 	return err
 }
@@ -377,8 +392,8 @@ func (r *Reserved) linkMatching(ctx context.Context, id string) error {
 // tick fires subscription id's due deadlines: the engine's sweep
 // claimed its timer.
 func (r *Reserved) tick(ctx context.Context, id string) error {
-	_, err := r.apply(ctx, id, func(sub *subscription.DSSub, _ *store.Consumer, _ *subscription.DSConfig, tails subscription.Tails) (subscription.DSEffect, error) {
-		return r.machine.Tick(sub, tails, r.now())
+	_, err := r.apply(ctx, id, func(_ *subscription.Consumer, _ *store.Consumer, tails subscription.Tails) (subscription.Event, error) {
+		return subscription.Tick{Tails: tails}, nil
 	})
 	if errors.Is(err, store.ErrSubscriptionNotFound) {
 		return nil
