@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -206,26 +207,31 @@ func TestDeliveryEventIDsUniqueAndStable(t *testing.T) {
 	}
 }
 
-// copyDir copies the files of a stopped server's data directory.
+// copyDir copies a stopped server's data directory, the database and
+// the segment files under it.
 func copyDir(t *testing.T, from, to string) {
 	t.Helper()
-	entries, err := os.ReadDir(from)
+	err := filepath.WalkDir(from, func(p string, e fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(from, p)
+		if err != nil {
+			return err
+		}
+		switch {
+		case e.IsDir():
+			return os.MkdirAll(filepath.Join(to, rel), 0o700)
+		case !e.Type().IsRegular():
+			return nil
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(to, rel), data, 0o600)
+	})
 	if err != nil {
 		t.Fatal(err)
-	}
-	if err := os.MkdirAll(to, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range entries {
-		if !e.Type().IsRegular() {
-			continue
-		}
-		data, err := os.ReadFile(filepath.Join(from, e.Name()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(to, e.Name()), data, 0o600); err != nil {
-			t.Fatal(err)
-		}
 	}
 }
