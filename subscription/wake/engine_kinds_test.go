@@ -26,11 +26,7 @@ func TestOneEngineWakesBothKinds(t *testing.T) {
 		r := newDSRig(t, dir, hook)
 		defer r.crash()
 		ctx := context.Background()
-		r.create("both", `{"type":"webhook","pattern":"events/*","webhook":{"url":"`+hookURL+`"}}`)
-		if _, err := r.engine.CreateSubscription(ctx, &CreateSubscriptionParams{Caller: Platform, ID: "both",
-			Pattern: "/v1/stream/events/*", Webhook: hookURL}); err != nil {
-			t.Fatal(err)
-		}
+		createBoth(t, r)
 		r.stream("/v1/stream/events/a", "text/plain", "abc")
 		synctest.Wait()
 		var reserved, query []testhttp.Received[subscription.DSWebhookBody]
@@ -82,11 +78,7 @@ func TestOneLoopKeepsEachKindsInputs(t *testing.T) {
 		defer r.crash()
 		ctx := context.Background()
 		r.stream("/v1/stream/events/a", "text/plain", "")
-		r.create("both", `{"type":"webhook","pattern":"events/*","webhook":{"url":"`+hookURL+`"}}`)
-		if _, err := r.engine.CreateSubscription(ctx, &CreateSubscriptionParams{Caller: Platform, ID: "both",
-			Pattern: "/v1/stream/events/*", Webhook: hookURL}); err != nil {
-			t.Fatal(err)
-		}
+		createBoth(t, r)
 		synctest.Wait()
 		query := subscription.ConsumerID("both", "/v1/stream/events/a")
 		rows := map[string]*store.Consumer{}
@@ -132,4 +124,15 @@ func TestOneLoopKeepsEachKindsInputs(t *testing.T) {
 			t.Fatalf("the reserved row after its edit: %+v, %v", row, err)
 		}
 	})
+}
+
+// createBoth makes a reserved-API subscription and a query-string
+// subscription, both "both", over the streams events/*.
+func createBoth(t *testing.T, r *dsRig) {
+	t.Helper()
+	r.create("both", `{"type":"webhook","pattern":"events/*","webhook":{"url":"`+hookURL+`"}}`)
+	if _, err := r.engine.CreateSubscription(context.Background(), &CreateSubscriptionParams{Caller: Platform, ID: "both",
+		Pattern: "/v1/stream/events/*", Webhook: hookURL}); err != nil {
+		t.Fatal(err)
+	}
 }
