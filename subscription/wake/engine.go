@@ -286,126 +286,23 @@ func (l *stripedLocks) lock(id string) func() {
 	return mu.Unlock
 }
 
-// applied is the outcome of one event.
-type applied struct {
-	Consumer subscription.Consumer
-	// Version is the stored version of Consumer (unless Removed), so the
-	// next event of the same consumer can skip re-reading it.
-	Version int64
-	Effects []subscription.Effect
-	Removed bool
-}
-
-// apply applies ev to the stored consumer id: it reads the consumer (or
-// uses pre when given and current), reads the tails of its streams, of its
-// primary stream and of extra, decides, and stores the result by
-// compare-and-set, retrying on a conflict. A consumer whose primary stream
-// no longer exists is removed instead (Applied.Removed, RemovedPrimaryDeleted). Decision errors are returned as they are; a missing consumer
-// is ErrConsumerGone. The effects are the caller's to run (runEffects).
-func (e *Engine) apply(ctx context.Context, id string, ev subscription.Event, extra []string, pre *store.Consumer) (applied, error) {
-	unlock := e.lock(id)
-	defer unlock()
-	known := pre // the latest form of the consumer seen, for the member cache
-	for range casAttempts {
-		sc := pre
-		pre = nil
-		fresh := sc == nil
-		if fresh {
-			var err error
-			sc, err = e.st.ConsumerGet(ctx, id)
-			if err == nil && sc.Kind != store.ConsumerWake {
-				// A reserved-API subscription's row: its own front
-				// door decides on it, never this one's callbacks.
-				err = store.ErrConsumerNotFound
-			}
-			if errors.Is(err, store.ErrConsumerNotFound) {
-				e.members.observe(known, nil)
-				return applied{}, fmt.Errorf("%w: %s", subscription.ErrConsumerGone, id)
-			}
-			if err != nil {
-				return applied{}, err
-			}
-			e.members.observe(known, sc)
-			known = sc
-		}
-		c := fromStored(sc)
-		tails, err := e.tails(ctx, append(c.Paths(), c.PrimaryStream), extra)
-		if err != nil {
-			return applied{}, err
-		}
-		dev := withTails(ev, tails)
-		if _, ok := tails[c.PrimaryStream]; !ok {
-			// The primary stream is gone (deleted, or expired): whatever
-			// the event, the consumer goes now, not when the deletion
-			// reaches the workers, so nothing is accepted from it once
-			// the DELETE has answered (S7).
-			dev = subscription.StreamDeleted{Path: c.PrimaryStream}
-		}
-		next, effects, err := e.machine.Decide(c, dev, e.now())
-		if err != nil {
-			return applied{Consumer: c}, err
-		}
-		if rm, ok := removal(effects); ok {
-			err := e.st.ConsumerDelete(ctx, &store.ConsumerDeleteParams{ID: id, ExpectVersion: sc.Version})
-			if retry, err := e.casOutcome(err, sc, id); retry {
-				continue
-			} else if err != nil {
-				return applied{}, err
-			}
-			e.members.observe(sc, nil)
-			e.metrics.removed.WithLabelValues(string(rm.Reason)).Inc()
-			return applied{Consumer: next, Effects: effects, Removed: true}, nil
-		}
-		if !fresh && c.State != subscription.StateIdle && sameConsumer(&c, &next) {
-			// Nothing to write, so no compare-and-set would reveal that
-			// pre is stale: decide again on the stored consumer. (A done
-			// applied between pre's read and now may have read the tails
-			// before the append this event reports; skipping here would
-			// lose its wake.) An IDLE pre that changes nothing needs no
-			// second look: it had no pending work at the tails read now,
-			// and acked offsets only grow.
-			continue
-		}
-		version := sc.Version
-		if !sameConsumer(&c, &next) {
-			stored := toStored(&next)
-			var err error
-			version, err = e.st.ConsumerUpdate(ctx, &store.ConsumerUpdateParams{Consumer: stored, ExpectVersion: sc.Version})
-			if retry, err := e.casOutcome(err, sc, id); retry {
-				continue
-			} else if err != nil {
-				return applied{}, err
-			}
-			stored.Version = version
-			e.members.observe(sc, &stored)
-		}
-		return applied{Consumer: next, Version: version, Effects: effects}, nil
-	}
-	return applied{}, fmt.Errorf("subscription: consumer %s kept changing under %d attempts", id, casAttempts)
-}
-
-// casOutcome reads the result of a compare-and-set on consumer id read as
-// sc: retry when another writer changed it first, ErrConsumerGone (and the
-// member cache forgets it) when it was removed, any other error as is.
-func (e *Engine) casOutcome(err error, sc *store.Consumer, id string) (retry bool, _ error) {
-	switch {
-	case errors.Is(err, store.ErrConsumerConflict):
-		return true, nil
-	case errors.Is(err, store.ErrConsumerNotFound):
-		e.members.observe(sc, nil)
-		return false, fmt.Errorf("%w: %s", subscription.ErrConsumerGone, id)
-	}
-	return false, err
-}
-
-// runEffects runs what a decision asked for, after it was stored. ctx
-// names the span of what caused the decision (an append, a callback, a
-// webhook's answer), which a wake it sends continues.
+// runEffects runs what a decision asked for, after it was stored, for a
+// row of either kind. ctx names the span of what caused the decision (an
+// append, a callback, a webhook's answer), which a wake it sends
+// continues. A query-string consumer's wake is signed with its
+// subscription's HMAC secret, a reserved row's with the active Ed25519
+// key; a pull-wake row's wake is an event of its wake stream.
 func (e *Engine) runEffects(ctx context.Context, a applied) {
 	for _, eff := range a.Effects {
 		switch eff := eff.(type) {
 		case subscription.SendWake:
+			if a.Config != nil {
+				e.life.Go(func() { e.ds.deliver(a) })
+				continue
+			}
 			e.startSend(trace.SpanContextFromContext(ctx), a, eff)
+		case subscription.AppendWake:
+			e.life.Go(func() { e.ds.appendWake(a) })
 		case subscription.ArmTimer:
 			e.timers.add(eff.At)
 		case subscription.Remove:
@@ -511,7 +408,8 @@ func fromStored(sc *store.Consumer) subscription.Consumer {
 }
 
 // toStored converts a machine consumer to the stored form; DueAt is its
-// next deadline, which the timer sweep looks for.
+// next deadline (Consumer.Due, by its kind), which the timer sweep looks
+// for.
 func toStored(c *subscription.Consumer) store.Consumer {
 	sc := store.Consumer{
 		ID:               c.ID,
@@ -530,7 +428,7 @@ func toStored(c *subscription.Consumer) store.Consumer {
 		StalledSince:     c.StalledSince,
 		Holder:           c.Holder,
 		WakeWritten:      c.WakeWritten,
-		DueAt:            c.NextDeadline(),
+		DueAt:            c.Due(),
 		Streams:          make([]store.ConsumerStream, 0, len(c.Streams)),
 	}
 	for _, s := range c.Streams {

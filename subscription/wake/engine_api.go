@@ -304,7 +304,7 @@ func (e *Engine) callback(ctx context.Context, p *CallbackParams) (*subscription
 	for _, a := range req.Acks {
 		extra = append(extra, a.Path)
 	}
-	a, err := e.apply(ctx, id, subscription.Callback{Request: req, RequestErr: reqErr, Token: claims, TokenErr: tokErr, Reach: reach}, extra, nil)
+	a, err := e.apply(ctx, id, input{Event: subscription.Callback{Request: req, RequestErr: reqErr, Token: claims, TokenErr: tokErr, Reach: reach}, Extra: extra})
 	if err == nil {
 		if rm, _ := removal(a.Effects); rm.Reason == subscription.RemovedPrimaryDeleted {
 			err = fmt.Errorf("%w: its primary stream %s was deleted", subscription.ErrConsumerGone, a.Consumer.PrimaryStream)

@@ -217,7 +217,7 @@ func (e *Engine) applyEach(ctx context.Context, consumers []store.Consumer, ev s
 		if withPre {
 			pre = &consumers[i]
 		}
-		a, err := e.apply(ctx, consumers[i].ID, ev, nil, pre)
+		a, err := e.apply(ctx, consumers[i].ID, input{Event: ev, Pre: pre})
 		if err != nil {
 			if !errors.Is(err, subscription.ErrConsumerGone) {
 				errs = append(errs, err)
@@ -346,7 +346,7 @@ func (e *Engine) tickAll(ctx context.Context, batch []store.Consumer) error {
 				}
 				return
 			}
-			a, err := e.apply(ctx, c.ID, subscription.Tick{}, nil, c)
+			a, err := e.apply(ctx, c.ID, input{Event: subscription.Tick{}, Pre: c})
 			if err != nil {
 				if !errors.Is(err, subscription.ErrConsumerGone) {
 					mu.Lock()

@@ -58,7 +58,7 @@ func (e *Engine) deliver(parent trace.SpanContext, a applied, w subscription.Sen
 	sub, err := e.subscription(ctx, c.SubscriptionID)
 	if errors.Is(err, store.ErrSubscriptionNotFound) {
 		// Deleted with a wake in flight: the consumer goes too (S7).
-		if a, err := e.apply(ctx, c.ID, subscription.SubscriptionDeleted{}, nil, nil); err == nil {
+		if a, err := e.apply(ctx, c.ID, input{Event: subscription.SubscriptionDeleted{}}); err == nil {
 			e.runEffects(ctx, a)
 		}
 		return
@@ -114,7 +114,7 @@ func (e *Engine) deliver(parent trace.SpanContext, a applied, w subscription.Sen
 	span.SetAttributes(attribute.String("herald.outcome", outcome))
 	pre := toStored(c)
 	pre.Version = a.Version
-	a, err = e.apply(ctx, c.ID, res, nil, &pre)
+	a, err = e.apply(ctx, c.ID, input{Event: res, Pre: &pre})
 	if err != nil {
 		if !errors.Is(err, subscription.ErrConsumerGone) && ctx.Err() == nil {
 			e.log.Warn("applying a webhook result", "consumer", c.ID, "err", err)

@@ -61,20 +61,19 @@ type ReservedConfig struct {
 // (ConsumerUpdate) decided by the one subscription.Machine, so replicas and
 // restarts agree.
 type Reserved struct {
-	st      ReservedStore
-	sender  WebhookSender
-	keys    *subscription.Keyring
-	machine subscription.Machine
-	root    subscription.Root
-	base    string
-	now     func() time.Time
-	rand    io.Reader
-	log     *slog.Logger
+	st     ReservedStore
+	sender WebhookSender
+	keys   *subscription.Keyring
+	root   subscription.Root
+	base   string
+	now    func() time.Time
+	rand   io.Reader
+	log    *slog.Logger
 
-	// The engine's: its locks (by consumer id), its timers, its member
-	// cache and its lifecycle.
-	locks   *stripedLocks
-	timers  *deadlines
+	// e is the engine whose one loop (Engine.apply) decides and stores
+	// every input of a subscription, and whose runner (runEffects) runs
+	// the effects; members and life are its member cache and lifecycle.
+	e       *Engine
 	members *memberCache
 	life    *service.Lifecycle
 
@@ -116,9 +115,9 @@ func (d *dsPattern) links(root subscription.Root, path string) bool {
 // newReserved returns the front door of engine e for cfg.
 func newReserved(e *Engine, cfg ReservedConfig) *Reserved {
 	r := &Reserved{
-		st: cfg.Store, sender: e.sender, keys: e.keys, machine: subscription.Machine{Rand: e.rand},
+		st: cfg.Store, sender: e.sender, keys: e.keys,
 		root: cfg.Root, base: e.base, now: e.now, rand: e.random(), log: cfg.Logger,
-		locks: &e.locks, timers: e.timers, members: e.members, life: e.life,
+		e: e, members: e.members, life: e.life,
 		patterns: map[string]dsPattern{},
 		known:    map[string]time.Time{},
 	}
@@ -177,9 +176,6 @@ func (r *Reserved) fresh(ctx context.Context) error {
 	}
 	return r.refreshPatterns(ctx)
 }
-
-// lock takes the lock of subscription id's consumer row.
-func (r *Reserved) lock(id string) func() { return r.locks.lock(dsConsumerID(id)) }
 
 // initSigningKeys loads the signing keys, storing a new one when the
 // store has none.

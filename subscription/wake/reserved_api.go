@@ -287,13 +287,13 @@ func (r *Reserved) Claim(ctx context.Context, c Caller, id, worker string) (*sub
 	if err != nil {
 		return nil, r.notFound(id, err)
 	}
-	st := a.sub
-	token, err := r.keys.Issue(r.tokenSubject(id, a.incarnation, st.Epoch), r.now())
+	st := a.Consumer
+	token, err := r.keys.Issue(r.tokenSubject(id, st.Incarnation, st.Epoch), r.now())
 	if err != nil {
 		return nil, err
 	}
 	return &subscription.DSClaimResponse{WakeID: st.WakeID, Generation: st.Epoch, Token: token,
-		Streams: r.wakeStreams(a.sub.Streams, a.tails), LeaseTTLMs: a.cfg.LeaseTTLMs}, nil
+		Streams: r.wakeStreams(st.Streams, a.Tails), LeaseTTLMs: a.Config.LeaseTTLMs}, nil
 }
 
 // Ack applies a webhook callback or a pull-wake ack, with the wake's
@@ -320,7 +320,7 @@ func (r *Reserved) Ack(ctx context.Context, id, token string, req *subscription.
 	}
 	// A done that leaves a wake in flight issued it for the work still
 	// pending: next_wake.
-	return &subscription.DSAckResponse{OK: true, NextWake: req.Done && a.sub.State != subscription.StateIdle}, nil
+	return &subscription.DSAckResponse{OK: true, NextWake: req.Done && a.Consumer.State != subscription.StateIdle}, nil
 }
 
 // Release ends a wake without acking, with the wake's token.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -15,21 +14,10 @@ import (
 	"github.com/heraldstreams/herald/webhook"
 )
 
-// dsApplied is a decision stored: the subscription as decided and the
-// effects to run.
-type dsApplied struct {
-	id          string
-	incarnation string
-	cfg         subscription.DSConfig
-	sub         subscription.Consumer
-	tails       subscription.Tails
-	effects     []subscription.Effect
-}
-
 // dsInput is one input of a subscription: the event the machine decides
 // (nil for none), after any change of its links (membership, which the
 // front door edits on sub), or an error that leaves it unchanged.
-type dsInput func(sub *subscription.Consumer, row *store.Consumer, tails subscription.Tails) (subscription.Event, error)
+type dsInput = edit
 
 // get reads subscription id's consumer row; ErrSubscriptionNotFound
 // when there is none.
@@ -41,127 +29,57 @@ func (r *Reserved) get(ctx context.Context, id string) (*store.Consumer, error) 
 	return row, err
 }
 
-// apply reads subscription id, its links' tails, decides with fn, and
-// stores the result by compare-and-set of its consumer row (again on a
-// conflict); then runs the effect. A decision that changes nothing
-// writes nothing.
-func (r *Reserved) apply(ctx context.Context, id string, fn dsInput) (dsApplied, error) {
-	unlock := r.lock(id)
-	defer unlock()
-	for range casAttempts {
-		row, err := r.get(ctx, id)
-		if err != nil {
-			return dsApplied{}, err
-		}
-		cfg, err := configOf(row.Config)
-		if err != nil {
-			return dsApplied{}, err
-		}
-		sub := fromStored(row)
-		sub.Reserved = subscription.ReservedTerms{Type: cfg.Type, Lease: cfg.Lease()}
-		before := sub.Clone()
-		tails, err := r.tails(ctx, sub.Streams)
-		if err != nil {
-			return dsApplied{}, err
-		}
-		ev, err := fn(&sub, row, tails)
-		if err != nil {
-			return dsApplied{}, err
-		}
-		var effects []subscription.Effect
-		if ev != nil {
-			if sub, effects, err = r.machine.Decide(sub, ev, r.now()); err != nil {
-				return dsApplied{}, err
-			}
-		}
-		if len(sub.Streams) > store.MaxLinks {
-			return dsApplied{}, store.ErrTooManyLinks
-		}
-		a := dsApplied{id: id, incarnation: row.Incarnation, cfg: cfg, sub: sub, tails: tails, effects: effects}
-		if sameConsumer(&before, &sub) {
-			r.run(a)
-			return a, nil
-		}
-		next := toStored(&sub)
-		next.DueAt = sub.Due()
-		next.Kind, next.Tenant, next.Config, next.ConfigHash, next.Pattern, next.CreatedAt = row.Kind, row.Tenant, row.Config, row.ConfigHash, row.Pattern, row.CreatedAt
-		version, err := r.st.ConsumerUpdate(ctx, &store.ConsumerUpdateParams{Consumer: next, ExpectVersion: row.Version})
-		switch {
-		case errors.Is(err, store.ErrConsumerConflict):
-			continue
-		case errors.Is(err, store.ErrConsumerNotFound):
-			r.members.observe(row, nil)
-			return dsApplied{}, store.ErrSubscriptionNotFound
-		case err != nil:
-			return dsApplied{}, err
-		}
-		next.Version = version
-		// The engine's workers find the subscription by the streams it
-		// links now.
-		r.members.observe(row, &next)
-		if !next.DueAt.IsZero() {
-			r.timers.add(next.DueAt)
-		}
-		r.run(a)
-		return a, nil
+// apply applies one input to subscription id's consumer row through the
+// engine's one loop (Engine.apply) and runs the decision's effects
+// (Engine.runEffects); ErrSubscriptionNotFound when there is no such
+// subscription.
+func (r *Reserved) apply(ctx context.Context, id string, fn dsInput) (applied, error) {
+	a, err := r.e.apply(ctx, dsConsumerID(id), input{Edit: fn})
+	if errors.Is(err, subscription.ErrConsumerGone) {
+		return applied{}, store.ErrSubscriptionNotFound
 	}
-	return dsApplied{}, fmt.Errorf("subscription: %s kept changing under %d attempts", id, casAttempts)
+	if err != nil {
+		return applied{}, err
+	}
+	r.e.runEffects(ctx, a)
+	return a, nil
 }
 
 // tails reads the tail of every linked stream; a stream that does not
 // exist (yet, or any more) is left out: it has no pending work.
 func (r *Reserved) tails(ctx context.Context, links []subscription.StreamCursor) (subscription.Tails, error) {
-	t := make(subscription.Tails, len(links))
-	now := r.now()
+	paths := make([]string, 0, len(links))
 	for _, l := range links {
-		s, err := r.st.StreamGet(ctx, &store.StreamGetParams{Path: l.Path, Now: now})
-		switch {
-		case errors.Is(err, store.ErrNotFound), errors.Is(err, store.ErrStreamGone):
-		case err != nil:
-			return nil, fmt.Errorf("subscription: reading the tail of %s: %w", l.Path, err)
-		default:
-			t[l.Path] = protocol.FormatOffset(s.Tail)
-		}
+		paths = append(paths, l.Path)
 	}
-	return t, nil
-}
-
-// run starts a decision's effects from goroutines the engine owns.
-func (r *Reserved) run(a dsApplied) {
-	for _, e := range a.effects {
-		switch e.(type) {
-		case subscription.SendWake:
-			r.life.Go(func() { r.deliver(a) })
-		case subscription.AppendWake:
-			r.life.Go(func() { r.appendWake(a) })
-		}
-	}
+	return r.e.tails(ctx, paths, nil)
 }
 
 // deliver POSTs the current wake, signed with the active key, and
 // applies the answer.
-func (r *Reserved) deliver(a dsApplied) {
+func (r *Reserved) deliver(a applied) {
 	ctx := r.life.WorkContext()
-	st := a.sub
+	st := a.Consumer
+	id := dsSubscriptionID(st.ID)
 	now := r.now()
-	token, err := r.keys.Issue(r.tokenSubject(a.id, a.incarnation, st.Epoch), now)
+	token, err := r.keys.Issue(r.tokenSubject(id, st.Incarnation, st.Epoch), now)
 	if err != nil {
-		r.log.Warn("issuing a wake token", "subscription", a.id, "err", err)
+		r.log.Warn("issuing a wake token", "subscription", id, "err", err)
 		return
 	}
 	body, err := json.Marshal(subscription.DSWebhookBody{
-		SubscriptionID: a.id, WakeID: st.WakeID, Generation: st.Epoch,
-		Streams:     r.wakeStreams(a.sub.Streams, a.tails),
-		CallbackURL: r.base + r.root.Reserved() + "subscriptions/" + a.id + "/callback", CallbackToken: token,
+		SubscriptionID: id, WakeID: st.WakeID, Generation: st.Epoch,
+		Streams:     r.wakeStreams(st.Streams, a.Tails),
+		CallbackURL: r.base + r.root.Reserved() + "subscriptions/" + id + "/callback", CallbackToken: token,
 	})
 	if err != nil {
-		r.log.Warn("encoding a wake", "subscription", a.id, "err", err)
+		r.log.Warn("encoding a wake", "subscription", id, "err", err)
 		return
 	}
 	h := make(map[string][]string, 2)
 	h["Content-Type"] = []string{"application/json"}
 	h["Webhook-Signature"] = []string{subscription.DSSignatureHeader(r.activeKey(), body, now)}
-	res, err := r.sender.Send(ctx, &webhook.Request{URL: a.cfg.WebhookURL, Header: h, Body: body})
+	res, err := r.sender.Send(ctx, &webhook.Request{URL: a.Config.WebhookURL, Header: h, Body: body})
 	delivered, done := err == nil && res.OK(), false
 	if delivered {
 		var answer struct {
@@ -172,48 +90,49 @@ func (r *Reserved) deliver(a dsApplied) {
 	if ctx.Err() != nil {
 		return // stopping: the attempt's deadline retries it
 	}
-	_, err = r.apply(ctx, a.id, func(_ *subscription.Consumer, row *store.Consumer, tails subscription.Tails) (subscription.Event, error) {
-		if row.Incarnation != a.incarnation {
+	_, err = r.apply(ctx, id, func(_ *subscription.Consumer, row *store.Consumer, tails subscription.Tails) (subscription.Event, error) {
+		if row.Incarnation != st.Incarnation {
 			return nil, nil
 		}
 		return subscription.WebhookResult{Epoch: st.Epoch, WakeID: st.WakeID, Attempt: st.Attempts, Delivered: delivered, Done: done, Tails: tails}, nil
 	})
 	if err != nil && !errors.Is(err, store.ErrSubscriptionNotFound) {
-		r.log.Warn("recording a webhook's answer", "subscription", a.id, "err", err)
+		r.log.Warn("recording a webhook's answer", "subscription", id, "err", err)
 	}
 }
 
 // appendWake writes the current wake's event to the wake stream and
 // records it written. A wake stream that does not exist is logged: the
 // application creates it; the event is tried again later.
-func (r *Reserved) appendWake(a dsApplied) {
+func (r *Reserved) appendWake(a applied) {
 	ctx := r.life.WorkContext()
-	st := a.sub
+	st := a.Consumer
+	id := dsSubscriptionID(st.ID)
 	trigger := ""
-	for _, l := range a.sub.Streams {
-		if subscription.CompareDSOffsets(a.tails[l.Path], l.Acked) > 0 {
+	for _, l := range st.Streams {
+		if subscription.CompareDSOffsets(a.Tails[l.Path], l.Acked) > 0 {
 			trigger, _ = r.root.Rel(l.Path)
 			break
 		}
 	}
-	ev, err := json.Marshal(subscription.DSWakeEvent{Type: "wake", SubscriptionID: a.id, Stream: trigger, Generation: st.Epoch, WakeID: st.WakeID, TS: r.now().UnixMilli()})
+	ev, err := json.Marshal(subscription.DSWakeEvent{Type: "wake", SubscriptionID: id, Stream: trigger, Generation: st.Epoch, WakeID: st.WakeID, TS: r.now().UnixMilli()})
 	if err != nil {
 		return
 	}
-	if err := r.appendJSON(ctx, r.root.Abs(a.cfg.WakeStream), ev); err != nil {
+	if err := r.appendJSON(ctx, r.root.Abs(a.Config.WakeStream), ev); err != nil {
 		if ctx.Err() == nil {
-			r.log.Warn("writing a wake event", "subscription", a.id, "wake_stream", a.cfg.WakeStream, "err", err)
+			r.log.Warn("writing a wake event", "subscription", id, "wake_stream", a.Config.WakeStream, "err", err)
 		}
 		return
 	}
-	_, err = r.apply(ctx, a.id, func(_ *subscription.Consumer, row *store.Consumer, _ subscription.Tails) (subscription.Event, error) {
-		if row.Incarnation != a.incarnation {
+	_, err = r.apply(ctx, id, func(_ *subscription.Consumer, row *store.Consumer, _ subscription.Tails) (subscription.Event, error) {
+		if row.Incarnation != st.Incarnation {
 			return nil, nil
 		}
 		return subscription.WakeEventWritten{Epoch: st.Epoch, WakeID: st.WakeID}, nil
 	})
 	if err != nil && !errors.Is(err, store.ErrSubscriptionNotFound) {
-		r.log.Warn("recording a wake event", "subscription", a.id, "err", err)
+		r.log.Warn("recording a wake event", "subscription", id, "err", err)
 	}
 }
 
