@@ -112,24 +112,32 @@ func TestLostTimerClaimReleasedBySweep(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		st := openLost(t)
-		hook := &receiver{}
-		hook.setReply(func(subscription.WakePayload, *http.Request) (int, string) { return http.StatusInternalServerError, "" })
-		eng := startLost(t, st, EngineConfig{Sender: newSender(hook)})
-		if _, err := eng.CreateSubscription(context.Background(), &CreateSubscriptionParams{ID: "sub", Pattern: "/agents/*", Webhook: hookURL}); err != nil {
-			t.Fatal(err)
-		}
 		st.claims.Store(1) // the claim of the first retry
-		if _, err := st.StreamCreate(context.Background(), &store.StreamCreateParams{Path: "/agents/a", ContentType: "text/plain", Data: []byte("x"), Now: time.Now()}); err != nil {
-			t.Fatal(err)
-		}
-		time.Sleep(TimerLease / 2)
-		synctest.Wait()
-		var at []time.Time
-		for _, w := range hook.wakes() {
-			at = append(at, w.At)
-		}
-		wantRetrySoon(t, at, &st.claims)
+		wantRetrySoon(t, failingWakes(t, st), &st.claims)
 	})
+}
+
+// failingWakes subscribes to /agents/* on an engine on st whose webhook
+// always fails, creates /agents/a, and returns when each wake was sent
+// in the TimerLease/2 that follow.
+func failingWakes(t *testing.T, st *lostStore) []time.Time {
+	t.Helper()
+	hook := &receiver{}
+	hook.setReply(func(subscription.WakePayload, *http.Request) (int, string) { return http.StatusInternalServerError, "" })
+	eng := startLost(t, st, EngineConfig{Sender: newSender(hook)})
+	if _, err := eng.CreateSubscription(context.Background(), &CreateSubscriptionParams{ID: "sub", Pattern: "/agents/*", Webhook: hookURL}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.StreamCreate(context.Background(), &store.StreamCreateParams{Path: "/agents/a", ContentType: "text/plain", Data: []byte("x"), Now: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(TimerLease / 2)
+	synctest.Wait()
+	var at []time.Time
+	for _, w := range hook.wakes() {
+		at = append(at, w.At)
+	}
+	return at
 }
 
 // So for a reserved-API subscription's timer, a consumer row of the
@@ -175,24 +183,10 @@ func TestFailedTickReleasedBySweep(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		st := openLost(t)
-		hook := &receiver{}
-		hook.setReply(func(subscription.WakePayload, *http.Request) (int, string) { return http.StatusInternalServerError, "" })
-		eng := startLost(t, st, EngineConfig{Sender: newSender(hook)})
-		if _, err := eng.CreateSubscription(context.Background(), &CreateSubscriptionParams{ID: "sub", Pattern: "/agents/*", Webhook: hookURL}); err != nil {
-			t.Fatal(err)
-		}
 		st.ticks.Store(1)
-		if _, err := st.StreamCreate(context.Background(), &store.StreamCreateParams{Path: "/agents/a", ContentType: "text/plain", Data: []byte("x"), Now: time.Now()}); err != nil {
-			t.Fatal(err)
-		}
-		time.Sleep(TimerLease / 2)
-		synctest.Wait()
+		at := failingWakes(t, st)
 		if st.failing.Load() {
 			t.Fatal("the tick's update did not fail")
-		}
-		var at []time.Time
-		for _, w := range hook.wakes() {
-			at = append(at, w.At)
 		}
 		wantRetrySoon(t, at, &st.ticks)
 	})
