@@ -62,6 +62,16 @@ type SubscriptionStore interface {
 	// lease (the update set the next deadline). The result also says
 	// when the earliest timer after params.Now falls due.
 	ConsumerClaimDue(ctx context.Context, params *ConsumerClaimDueParams) (*ConsumerClaimDueResult, error)
+	// ConsumerReleaseOwn ends the timer claims this handle holds (its
+	// ReplicaID is their owner) that run at params.Now and end before
+	// params.Before, except those of the consumers in params.Keep, and
+	// returns how many it ended. A live replica whose ConsumerClaimDue
+	// failed cannot tell whether the database committed it before its
+	// answer was lost: it calls this with the consumers it is firing,
+	// and the timers it does not know of are claimable at once instead
+	// of when their lease ends. An update of a released timer by its
+	// old holder is a compare-and-set like any other (ConsumerUpdate).
+	ConsumerReleaseOwn(ctx context.Context, params *ConsumerReleaseOwnParams) (int, error)
 	// ConsumerListByStream returns the consumers (of both kinds)
 	// subscribed to a stream path (primary or secondary).
 	ConsumerListByStream(ctx context.Context, params *ConsumerListByStreamParams) ([]Consumer, error)
@@ -252,6 +262,19 @@ type ConsumerClaimDueParams struct {
 	Now   time.Time
 	Limit int // 0: 1000
 	Lease time.Duration
+}
+
+// ConsumerReleaseOwnParams are the inputs of ConsumerReleaseOwn.
+type ConsumerReleaseOwnParams struct {
+	// Keep are the IDs of the consumers whose timers the caller fires.
+	Keep []string
+	// Before bounds the claims released: one that ends at or after it
+	// is kept, whatever its consumer. Claims end at their
+	// ConsumerClaimDue's Now plus its Lease, so Before (the earliest
+	// Now of the claims still under way, plus the Lease) keeps every
+	// timer taken by a claim whose answer is still to come.
+	Before time.Time
+	Now    time.Time
 }
 
 // ConsumerClaimDueResult is the output of ConsumerClaimDue.

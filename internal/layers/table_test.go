@@ -26,6 +26,7 @@ var layerOf = map[string]int{
 	"internal/testenv":          0,
 	"internal/doccheck":         0,
 	"internal/layers":           0,
+	"internal/claimbook":        0,
 	"glob":                      0,
 	"protocol":                  0,
 	"streamrules":               0,

@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"context"
 	"slices"
+	"time"
 
 	"github.com/heraldstreams/herald/store"
 )
@@ -26,12 +27,15 @@ var ClaimHolders = []ClaimHolder{
 	{Table: "deliveries", Owner: "lease_owner", Release: releaseLeaseSQL},
 	// The timers of consumers of both kinds: a query-string
 	// subscription's and a reserved-API subscription's.
-	{Table: "consumers", Owner: "timer_owner", Release: "timer_until = 0, timer_owner = ''"},
+	{Table: "consumers", Owner: "timer_owner", Release: releaseTimerSQL},
 	{Table: "leases", Owner: "owner"},
 }
 
 // releaseLeaseSQL ends a delivery's lease.
 const releaseLeaseSQL = "lease_until = 0, lease_token = 0, lease_owner = ''"
+
+// releaseTimerSQL ends a consumer's timer claim.
+const releaseTimerSQL = "timer_until = 0, timer_owner = ''"
 
 // deadSQL selects the replicas that stopped beating before $1, other
 // than $2 (the caller).
@@ -95,35 +99,61 @@ func (s *Store) ReplicaReap(ctx context.Context, params *store.ReplicaReapParams
 	return res, nil
 }
 
-// DeliveryReleaseOwn implements store.DeliveryStore: this handle's
-// running leases that end before params.Before are read by their token
-// (through the index on the holder), and those of the tokens not kept
-// end, each statement fenced by the token and the bound again.
+// DeliveryReleaseOwn implements store.DeliveryStore: the leases are
+// released by their token (ownLeases).
 func (s *Store) DeliveryReleaseOwn(ctx context.Context, params *store.DeliveryReleaseOwnParams) (int, error) {
+	return releaseOwn(ctx, s, ownLeases, params.Keep, params.Now, params.Before)
+}
+
+// ConsumerReleaseOwn implements store.SubscriptionStore: the timers are
+// released by their consumer (ownTimers).
+func (s *Store) ConsumerReleaseOwn(ctx context.Context, params *store.ConsumerReleaseOwnParams) (int, error) {
+	return releaseOwn(ctx, s, ownTimers, params.Keep, params.Now, params.Before)
+}
+
+// ownClaims names the columns of one kind of claim that a live replica
+// releases when a write that took some lost its answer.
+type ownClaims struct {
+	what, table, key, owner, until, release string
+}
+
+var (
+	// ownLeases are the delivery leases, by lease token: the deliveries
+	// of one claim share it.
+	ownLeases = ownClaims{what: "leases", table: "deliveries", key: "lease_token", owner: "lease_owner", until: "lease_until", release: releaseLeaseSQL}
+	// ownTimers are the consumers' timer claims, by consumer.
+	ownTimers = ownClaims{what: "timers", table: "consumers", key: "id", owner: "timer_owner", until: "timer_until", release: releaseTimerSQL}
+)
+
+// releaseOwn ends this handle's running claims of kind c that end
+// before before, but those whose key is kept: their keys are read
+// (through the index on the holder), and each key's claims end in a
+// statement fenced by the holder and the bound again.
+func releaseOwn[K comparable](ctx context.Context, s *Store, c ownClaims, keep []K, now, before time.Time) (int, error) {
 	released := 0
-	now, before := Nanos(params.Now), Nanos(params.Before)
+	n, b := Nanos(now), Nanos(before)
 	err := s.write(ctx, Relaxed, func(tx Tx) error {
 		released = 0
-		var tokens []int64
-		err := tx.Query(`SELECT DISTINCT lease_token FROM deliveries WHERE lease_owner = $1 AND lease_until > $2 AND lease_until < $3`,
-			[]any{s.owner, now, before}, func(r Row) error {
-				var token int64
-				err := r.Scan(&token)
-				if !slices.Contains(params.Keep, token) {
-					tokens = append(tokens, token)
+		var keys []K
+		err := tx.Query(`SELECT DISTINCT `+c.key+` FROM `+c.table+` WHERE `+c.owner+` = $1 AND `+c.until+` > $2 AND `+c.until+` < $3`,
+			[]any{s.owner, n, b}, func(r Row) error {
+				var key K
+				err := r.Scan(&key)
+				if !slices.Contains(keep, key) {
+					keys = append(keys, key)
 				}
 				return err
 			})
 		if err != nil {
-			return s.errorf("find own leases", err)
+			return s.errorf("find own "+c.what, err)
 		}
-		for _, token := range tokens {
-			n, err := tx.Exec(`UPDATE deliveries SET `+releaseLeaseSQL+`
-				WHERE lease_owner = $1 AND lease_token = $2 AND lease_until > $3 AND lease_until < $4`, s.owner, token, now, before)
+		for _, key := range keys {
+			m, err := tx.Exec(`UPDATE `+c.table+` SET `+c.release+`
+				WHERE `+c.owner+` = $1 AND `+c.key+` = $2 AND `+c.until+` > $3 AND `+c.until+` < $4`, s.owner, key, n, b)
 			if err != nil {
-				return s.errorf("release own leases", err)
+				return s.errorf("release own "+c.what, err)
 			}
-			released += int(n)
+			released += int(m)
 		}
 		return nil
 	})

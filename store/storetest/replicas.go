@@ -18,6 +18,7 @@ func runReplicas(t *testing.T, f Factory) {
 	run(t, f, "ReplicaNotSelf", testReplicaNotSelf)
 	run(t, f, "DeliveryLeaseOwner", testDeliveryLeaseOwner)
 	run(t, f, "DeliveryReleaseOwn", testDeliveryReleaseOwn)
+	run(t, f, "ConsumerReleaseOwn", testConsumerReleaseOwn)
 }
 
 // deadAfter is the liveness limit of the replica tests.
@@ -268,5 +269,71 @@ func testDeliveryReleaseOwn(t *testing.T, f Factory) {
 	// Leases that ended already are claimable: nothing to release.
 	if n, err := s.DeliveryReleaseOwn(ctx, &store.DeliveryReleaseOwnParams{Before: t0.Add(time.Hour), Now: t0.Add(30 * time.Minute)}); err != nil || n != 0 {
 		t.Fatalf("release of ended leases = %d, %v", n, err)
+	}
+}
+
+// A live handle ends its own timer claims that it does not fire (a
+// ConsumerClaimDue whose answer was lost), of both kinds of consumer:
+// the ones it keeps, the ones a claim still under way may have taken
+// (ending at or after Before), and every other handle's stay; the
+// released timers are claimable at once.
+func testConsumerReleaseOwn(t *testing.T, f Factory) {
+	s := f.Open(t)
+	ctx := context.Background()
+	due := func(id string, at time.Duration) store.Consumer {
+		c := consumer(id, "s", "/"+id, "/"+id)
+		c.DueAt = t0.Add(at)
+		return c
+	}
+	// kept is being fired; lost and the reserved-API subscription were
+	// taken by the claim whose answer was lost; late by a claim under way.
+	if _, err := s.ConsumerInsert(ctx, &store.ConsumerInsertParams{Consumers: []store.Consumer{due("kept", 0), due("lost", time.Second), due("late", 10*time.Second)}}); err != nil {
+		t.Fatal(err)
+	}
+	sub := dsSub("ds", "", "h")
+	sub.DueAt = t0.Add(time.Second)
+	if _, err := s.DSSubscriptionCreate(ctx, &store.DSSubscriptionCreateParams{Consumer: sub, Now: t0}); err != nil {
+		t.Fatal(err)
+	}
+	claim := func(h store.Store, at time.Duration, limit int) []string {
+		t.Helper()
+		res, err := h.ConsumerClaimDue(ctx, &store.ConsumerClaimDueParams{Now: t0.Add(at), Limit: limit, Lease: time.Minute})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for _, c := range res.Consumers {
+			ids = append(ids, c.ID)
+		}
+		return ids
+	}
+	if got := claim(s, 0, 10); !slices.Equal(got, []string{"kept"}) {
+		t.Fatalf("first claim = %v", got)
+	}
+	if got := claim(s, time.Second, 10); !slices.Equal(got, []string{"__ds/ds", "lost"}) {
+		t.Fatalf("lost claim = %v", got)
+	}
+	if got := claim(s, 10*time.Second, 10); !slices.Equal(got, []string{"late"}) {
+		t.Fatalf("claim under way = %v", got)
+	}
+	p := peerOf(t, f, s)
+	if p != s {
+		if _, err := s.ConsumerInsert(ctx, &store.ConsumerInsertParams{Consumers: []store.Consumer{due("peers", 0)}}); err != nil {
+			t.Fatal(err)
+		}
+		if got := claim(p, 0, 10); !slices.Equal(got, []string{"peers"}) {
+			t.Fatalf("the peer claimed %v", got)
+		}
+	}
+	n, err := s.ConsumerReleaseOwn(ctx, &store.ConsumerReleaseOwnParams{Keep: []string{"kept"}, Before: t0.Add(5*time.Second + time.Minute), Now: t0.Add(10 * time.Second)})
+	if err != nil || n != 2 {
+		t.Fatalf("release own = %d, %v; want the 2 timers of the lost claim", n, err)
+	}
+	if got := claim(p, 10*time.Second, 10); !slices.Equal(got, []string{"__ds/ds", "lost"}) {
+		t.Fatalf("claimed after the release: %v, want the lost claim's timers", got)
+	}
+	// Claims that ended already are claimable: nothing to release.
+	if n, err := s.ConsumerReleaseOwn(ctx, &store.ConsumerReleaseOwnParams{Before: t0.Add(time.Hour), Now: t0.Add(30 * time.Minute)}); err != nil || n != 0 {
+		t.Fatalf("release of ended claims = %d, %v", n, err)
 	}
 }

@@ -193,6 +193,8 @@ type Engine struct {
 	reconcileKick service.Kick
 	// ds is the reserved API's front door; nil without one.
 	ds *Reserved
+	// claims is what the engine knows of the timers it claimed.
+	claims timerBook
 }
 
 // NewEngine returns an Engine for cfg. Start runs it.

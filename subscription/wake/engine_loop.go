@@ -309,14 +309,18 @@ const TimerLease = 30 * time.Second
 // while Herald was down, a due retry).
 func (e *Engine) Sweep(ctx context.Context) error {
 	for {
-		res, err := e.st.ConsumerClaimDue(ctx, &store.ConsumerClaimDueParams{Now: e.now(), Limit: sweepPage, Lease: TimerLease})
+		claim, now := e.claims.begin(e.now)
+		res, err := e.st.ConsumerClaimDue(ctx, &store.ConsumerClaimDueParams{Now: now, Limit: sweepPage, Lease: TimerLease})
 		if err != nil {
+			e.claims.end(claim, nil, err)
 			return err
 		}
+		e.claims.end(claim, res.Consumers, nil)
 		if !res.NextDueAt.IsZero() {
 			e.timers.add(res.NextDueAt)
 		}
 		err = e.tickAll(ctx, res.Consumers)
+		e.claims.fired(res.Consumers, err)
 		if err != nil || len(res.Consumers) < sweepPage {
 			return err
 		}

@@ -260,6 +260,21 @@ func (m *memStore) ConsumerClaimDue(_ context.Context, p *store.ConsumerClaimDue
 	return res, nil
 }
 
+// ConsumerReleaseOwn ends the running timer claims (all this one
+// replica's) that end before p.Before, but the kept ones.
+func (m *memStore) ConsumerReleaseOwn(_ context.Context, p *store.ConsumerReleaseOwnParams) (int, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n := 0
+	for id, until := range m.timers {
+		if until.After(p.Now) && until.Before(p.Before) && !slices.Contains(p.Keep, id) {
+			delete(m.timers, id)
+			n++
+		}
+	}
+	return n, nil
+}
+
 func (m *memStore) ConsumerListByStream(_ context.Context, p *store.ConsumerListByStreamParams) ([]store.Consumer, error) {
 	return m.list(func(c *store.Consumer) bool {
 		return slices.ContainsFunc(c.Streams, func(s store.ConsumerStream) bool { return s.Path == p.Path })

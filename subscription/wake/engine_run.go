@@ -90,8 +90,10 @@ func (e *Engine) work() {
 	}
 }
 
-// sweepDue fires the deadlines due now (Sweep).
+// sweepDue fires the deadlines due now (Sweep), first ending the timer
+// claims of claims whose answer was lost (releaseOrphans).
 func (e *Engine) sweepDue(ctx context.Context) {
+	e.releaseOrphans(ctx)
 	e.timers.popDue(e.now())
 	if err := e.Sweep(ctx); err != nil && ctx.Err() == nil {
 		e.log.Warn("sweeping due consumers", "err", err)
