@@ -137,3 +137,22 @@ func (s *Server) originAllowed(origin string, r *http.Request) bool {
 	}
 	return false
 }
+
+// preflight answers a CORS preflight request (its origin was checked).
+func (s *Server) preflight(w http.ResponseWriter, r *http.Request) {
+	h := w.Header()
+	if _, cors := r.Header["Origin"]; !cors {
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	h["Access-Control-Allow-Methods"] = valPreflight
+	if req := r.Header.Get("Access-Control-Request-Headers"); req != "" {
+		// Allow what the browser asks for: the origin is allowed, and
+		// Herald has no header such a client must not send.
+		h.Set("Access-Control-Allow-Headers", req)
+	} else {
+		h["Access-Control-Allow-Headers"] = valAllowHeader
+	}
+	h["Access-Control-Max-Age"] = valMaxAge
+	w.WriteHeader(http.StatusNoContent)
+}

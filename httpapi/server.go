@@ -11,7 +11,6 @@
 package httpapi
 
 import (
-	"errors"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -577,25 +576,6 @@ func jsonOrNoBody(r *http.Request) bool {
 	return !hasBody(r) || isJSON(r.Header.Get("Content-Type"))
 }
 
-// preflight answers a CORS preflight request (its origin was checked).
-func (s *Server) preflight(w http.ResponseWriter, r *http.Request) {
-	h := w.Header()
-	if _, cors := r.Header["Origin"]; !cors {
-		w.WriteHeader(http.StatusNoContent)
-		return
-	}
-	h["Access-Control-Allow-Methods"] = valPreflight
-	if req := r.Header.Get("Access-Control-Request-Headers"); req != "" {
-		// Allow what the browser asks for: the origin is allowed, and
-		// Herald has no header such a client must not send.
-		h.Set("Access-Control-Allow-Headers", req)
-	} else {
-		h["Access-Control-Allow-Headers"] = valAllowHeader
-	}
-	h["Access-Control-Max-Age"] = valMaxAge
-	w.WriteHeader(http.StatusNoContent)
-}
-
 // isSubscriptionRequest reports whether r is for the subscription API.
 func isSubscriptionRequest(r *http.Request) bool {
 	if q := r.URL.RawQuery; q != "" && strings.Contains(q, "subscription") {
@@ -605,49 +585,4 @@ func isSubscriptionRequest(r *http.Request) bool {
 		}
 	}
 	return hasSegment(r.URL.Path, "__ds")
-}
-
-func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, statusBody{Status: "ok"})
-}
-
-func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
-	switch {
-	case s.shuttingDown.Load():
-		writeJSON(w, http.StatusServiceUnavailable, statusBody{Status: "unavailable", Reason: "shutting down"})
-	case !s.ready.Load():
-		writeJSON(w, http.StatusServiceUnavailable, statusBody{Status: "unavailable", Reason: "not ready"})
-	case s.storeDown.Load() != nil:
-		writeJSON(w, http.StatusServiceUnavailable, statusBody{Status: "unavailable", Reason: *s.storeDown.Load()})
-	default:
-		writeJSON(w, http.StatusOK, statusBody{Status: "ok"})
-	}
-}
-
-// SetStoreHealth sets what the store's last heartbeat said (package
-// replica): readyz reports not ready, with the reason, from a failed one
-// until one goes through. The reason names no host or address (readyz
-// is public); the log has the error.
-func (s *Server) SetStoreHealth(err error) {
-	switch {
-	case err == nil:
-		s.storeDown.Store(nil)
-	case errors.Is(err, store.ErrUnavailable):
-		s.storeDown.Store(&reasonUnreachable)
-	default:
-		s.storeDown.Store(&reasonHeartbeat)
-	}
-}
-
-// The reasons readyz gives for a store that failed its heartbeat.
-var (
-	reasonUnreachable = "the database cannot be reached"
-	reasonHeartbeat   = "the store failed its heartbeat"
-)
-
-// statusBody is the body of the health endpoints.
-type statusBody struct {
-	Status string `json:"status"`
-	// Reason says why readyz is not ready.
-	Reason string `json:"reason,omitempty"`
 }

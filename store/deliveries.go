@@ -579,23 +579,3 @@ type DeliveryReleaseOwnParams struct {
 	Before time.Time
 	Now    time.Time
 }
-
-// EventPublishParams are the inputs of EventPublish.
-type EventPublishParams struct {
-	Stream string
-	// Tenant owns EventID ("" the platform): ids are unique per tenant.
-	Tenant  string
-	EventID string
-	// EventType is the event's type, kept for the event log.
-	EventType string
-	// Data is one framed JSON message (compact, then '\n').
-	Data []byte
-	Now  time.Time
-}
-
-// EventPublishResult is the output of EventPublish.
-type EventPublishResult struct {
-	Stream    string
-	Position  int64 // where the message starts
-	Duplicate bool
-}
