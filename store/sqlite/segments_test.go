@@ -57,22 +57,32 @@ func segCount(t *testing.T, dir string) []int64 {
 	return ids
 }
 
+// closedStore opens a store in a new directory, writes to it with write
+// and closes it, as a stopped server leaves its data directory.
+func closedStore(t *testing.T, write func(*Store)) string {
+	t.Helper()
+	dir := t.TempDir()
+	s, err := Open(context.Background(), Config{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(s)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
 // Bytes a crash left past what the database committed (written and
 // synced for a batch whose transaction never committed), and a segment
 // file the database does not know, are gone at the next open: reads end
 // at the acknowledged tail and the next append takes their place.
 func TestSegmentsOpenCutsUncommittedBytes(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	s, err := Open(context.Background(), Config{Dir: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	mustCreate(t, s, "/a", "one,")
-	mustAppend(t, s, "/a", "two,")
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
+	dir := closedStore(t, func(s *Store) {
+		mustCreate(t, s, "/a", "one,")
+		mustAppend(t, s, "/a", "two,")
+	})
 	ids := segCount(t, dir)
 	if len(ids) != 1 {
 		t.Fatalf("segments %v, want one", ids)
@@ -92,7 +102,7 @@ func TestSegmentsOpenCutsUncommittedBytes(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	s = openStore(t, Config{Dir: dir})
+	s := openStore(t, Config{Dir: dir})
 	if got := readAll(t, s, "/a", 0); got != "one,two," {
 		t.Fatalf("read %q after the crash, want the acknowledged %q", got, "one,two,")
 	}
@@ -109,15 +119,7 @@ func TestSegmentsOpenCutsUncommittedBytes(t *testing.T) {
 // open, rather than read as a stream with holes.
 func TestSegmentsOpenRefusesAMissingSegment(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	s, err := Open(context.Background(), Config{Dir: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	mustCreate(t, s, "/a", "data")
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
+	dir := closedStore(t, func(s *Store) { mustCreate(t, s, "/a", "data") })
 	if err := os.RemoveAll(filepath.Join(dir, segDir)); err != nil {
 		t.Fatal(err)
 	}
