@@ -53,19 +53,9 @@ func (s *awayStore) EndpointGet(ctx context.Context, id string) (*store.Endpoint
 func TestOutcomeWrittenWhenTheDatabaseIsBack(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
-		var away *awayStore
-		r := newRig(t, func(cfg *EngineConfig) {
-			away = &awayStore{EngineStore: cfg.Store}
-			cfg.Store = away
-		})
-		ep := r.endpoint(&CreateEndpointParams{Active: true, Config: delivery.EndpointConfig{Ordering: delivery.OrderingStream}})
-		r.rc.SetRespond(func(int, delivery.Event) (int, map[string]string) { return http.StatusOK, nil })
+		r, away, ep := newAwayRig(t)
 		away.away.Store(5) // about three seconds of retries
-		r.publish("order.created", "/orders", `{"n":1}`)
-		r.publish("order.created", "/orders", `{"n":2}`)
-		synctest.Wait()
-		time.Sleep(5 * time.Second) // the database is back after about 3 s
-		synctest.Wait()
+		r.publishTwoWhileAway()
 		if n := away.away.Load(); n >= 0 {
 			t.Fatalf("%d writes of the outcome still to fail 5 s later", n+1)
 		}
@@ -83,25 +73,39 @@ func TestOutcomeWrittenWhenTheDatabaseIsBack(t *testing.T) {
 func TestOutcomeWrittenAfterAConflictWhileAway(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
-		var away *awayStore
-		r := newRig(t, func(cfg *EngineConfig) {
-			away = &awayStore{EngineStore: cfg.Store}
-			cfg.Store = away
-		})
-		ep := r.endpoint(&CreateEndpointParams{Active: true, Config: delivery.EndpointConfig{Ordering: delivery.OrderingStream}})
-		r.rc.SetRespond(func(int, delivery.Event) (int, map[string]string) { return http.StatusOK, nil })
+		r, away, ep := newAwayRig(t)
 		away.conflict.Store(1)
 		away.readsAway.Store(5)
-		r.publish("order.created", "/orders", `{"n":1}`)
-		r.publish("order.created", "/orders", `{"n":2}`)
-		synctest.Wait()
-		time.Sleep(5 * time.Second) // the database is back after about 3 s
-		synctest.Wait()
+		r.publishTwoWhileAway()
 		if n := away.readsAway.Load(); n >= 0 {
 			t.Fatalf("%d reads of the endpoint still to fail 5 s later", n+1)
 		}
 		r.wantEachSentOnce(t, ep.ID, 2)
 	})
+}
+
+// newAwayRig is a rig whose store goes away when told (awayStore), with
+// an endpoint of ordering "stream" whose receiver answers 200.
+func newAwayRig(t *testing.T) (*rig, *awayStore, *store.Endpoint) {
+	t.Helper()
+	var away *awayStore
+	r := newRig(t, func(cfg *EngineConfig) {
+		away = &awayStore{EngineStore: cfg.Store}
+		cfg.Store = away
+	})
+	ep := r.endpoint(&CreateEndpointParams{Active: true, Config: delivery.EndpointConfig{Ordering: delivery.OrderingStream}})
+	r.rc.SetRespond(func(int, delivery.Event) (int, map[string]string) { return http.StatusOK, nil })
+	return r, away, ep
+}
+
+// publishTwoWhileAway publishes two events to /orders and waits 5 s, past
+// the database's return after about 3 s.
+func (r *rig) publishTwoWhileAway() {
+	r.publish("order.created", "/orders", `{"n":1}`)
+	r.publish("order.created", "/orders", `{"n":2}`)
+	synctest.Wait()
+	time.Sleep(5 * time.Second) // the database is back after about 3 s
+	synctest.Wait()
 }
 
 // wantEachSentOnce checks that the receiver got n requests and that every
