@@ -110,6 +110,17 @@ const invalidationMark = "@"
 // cacheKindCodes are the letters that name each CacheKind in a payload.
 var cacheKindCodes = map[store.CacheKind]string{store.CacheSubscription: "s", store.CacheEndpoint: "e", store.CacheKey: "k", store.CacheReservedSubscription: "r", store.CacheSigningKey: "g"}
 
+// everyKind invalidates every item of every kind that crosses the
+// notification channel: what a change that cannot be decoded may have
+// been.
+var everyKind = func() []store.Invalidation {
+	all := make([]store.Invalidation, 0, len(cacheKindCodes))
+	for kind := range cacheKindCodes {
+		all = append(all, store.Invalidation{Kind: kind})
+	}
+	return all
+}()
+
 // encodeInvalidation is the NOTIFY payload of an invalidation: "@k id",
 // k naming the kind. An id too long for a payload is left out, which
 // invalidates every item of the kind.
@@ -281,8 +292,7 @@ func (s *Store) received(ctx context.Context, payload string) {
 		if err != nil {
 			s.log.Warn("stream change feed", "err", err)
 			// Not knowing what changed, every item of every kind is.
-			s.hub.Invalidate(store.Invalidation{Kind: store.CacheSubscription}, store.Invalidation{Kind: store.CacheEndpoint}, store.Invalidation{Kind: store.CacheKey},
-				store.Invalidation{Kind: store.CacheReservedSubscription}, store.Invalidation{Kind: store.CacheSigningKey})
+			s.hub.Invalidate(everyKind...)
 			return
 		}
 		s.hub.Invalidate(inv)
