@@ -29,14 +29,14 @@ import (
 // busRig is an engine on a fresh store publishing to real brokers, with
 // the real sender's address guard (loopback allowed) and real time.
 type busRig struct {
-	t    *testing.T
+	t    testing.TB
 	st   *sqlite.Store
 	e    *Engine
 	pool *bus.Pool
 	reg  *prometheus.Registry
 }
 
-func newBusRig(t *testing.T, st *sqlite.Store, tweak func(*EngineConfig)) *busRig {
+func newBusRig(t testing.TB, st *sqlite.Store, tweak func(*EngineConfig)) *busRig {
 	t.Helper()
 	if st == nil {
 		st = deliverytest.OpenStore(t)
