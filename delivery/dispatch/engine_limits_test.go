@@ -350,18 +350,39 @@ func TestEngineStopFinishesInFlight(t *testing.T) {
 	})
 }
 
+// newClaimCountingRig is newRig with its claims counted.
+func newClaimCountingRig(t *testing.T) (*rig, *claimCounter) {
+	var cc *claimCounter
+	r := newRig(t, func(c *EngineConfig) {
+		cc = &claimCounter{EngineStore: c.Store}
+		c.Store = cc
+	})
+	return r, cc
+}
+
 // claimCounter counts the claims the engine makes.
 type claimCounter struct {
 	EngineStore
-	mu     sync.Mutex
-	claims int
+	mu      sync.Mutex
+	claims  int
+	claimed int // deliveries the claims leased
 }
 
 func (c *claimCounter) DeliveryClaim(ctx context.Context, p *store.DeliveryClaimParams) (*store.DeliveryClaimResult, error) {
+	res, err := c.EngineStore.DeliveryClaim(ctx, p)
 	c.mu.Lock()
 	c.claims++
+	if err == nil {
+		c.claimed += len(res.Deliveries)
+	}
 	c.mu.Unlock()
-	return c.EngineStore.DeliveryClaim(ctx, p)
+	return res, err
+}
+
+func (c *claimCounter) leased() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.claimed
 }
 
 func (c *claimCounter) count() int {
@@ -377,11 +398,7 @@ func (c *claimCounter) count() int {
 func TestEngineSendsFreshEventsWithoutClaiming(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
-		var cc *claimCounter
-		r := newRig(t, func(c *EngineConfig) {
-			cc = &claimCounter{EngineStore: c.Store}
-			c.Store = cc
-		})
+		r, cc := newClaimCountingRig(t)
 		ep := r.endpoint(&CreateEndpointParams{Active: true})
 		synctest.Wait() // the runner's first look at the store
 		before := cc.count()

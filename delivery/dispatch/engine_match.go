@@ -352,7 +352,8 @@ type deliveryKey struct{ endpoint, event string }
 
 // leaseFresh reserves runner slots for the deliveries, marks as many of
 // each endpoint's (the earliest) to be inserted leased, and starts their
-// sends, whose spans are children of parent (the match's span).
+// sends (a batching endpoint's in batches), whose spans are children of
+// parent (the match's span).
 func (e *Engine) leaseFresh(parent trace.SpanContext, states []*matchState, deliveries []store.Delivery, now time.Time) *handover {
 	h := &handover{e: e, eps: make(map[string]*handoverEndpoint, len(states)), ticket: &ticket{done: make(chan struct{})}}
 	want := make(map[string]int, len(states))
@@ -367,25 +368,37 @@ func (e *Engine) leaseFresh(parent trace.SpanContext, states []*matchState, deli
 		h.eps[id] = &handoverEndpoint{le: ms.le, r: e.runners[id]}
 	}
 	e.mu.RUnlock()
-	reserved := make(map[string]int, len(h.eps))
+	// A slot is a POST: a batching endpoint takes fresh deliveries only
+	// in full batches (a partial one waits for a claim, which holds it
+	// for batch.max_wait_ms to fill), each batch one send.
+	slots := make(map[string]int, len(h.eps))
+	quota := make(map[string]int, len(h.eps))
 	for id, he := range h.eps {
 		if he.r != nil {
-			reserved[id] = he.r.reserve(want[id])
+			slots[id] = he.r.reserve(want[id] / batchSize(he.le))
+			quota[id] = slots[id] * batchSize(he.le)
 		}
 	}
 	lease := now.Add(e.cfg.Lease)
+	groups := make(map[string][]store.Delivery)
 	for i := range deliveries {
 		d := &deliveries[i]
-		he := h.eps[d.EndpointID]
-		if reserved[d.EndpointID] > 0 && !d.NextAttemptAt.After(now) {
-			d.LeaseUntil = lease
-			reserved[d.EndpointID]--
-			he.r.sendEarly(parent, he.le, *d, h.ticket)
-		} else {
+		id := d.EndpointID
+		he := h.eps[id]
+		if quota[id] == 0 || d.NextAttemptAt.After(now) {
 			he.unleased = true
+			continue
+		}
+		d.LeaseUntil = lease
+		quota[id]--
+		groups[id] = append(groups[id], *d)
+		if len(groups[id]) == batchSize(he.le) {
+			slots[id]--
+			he.r.sendEarly(parent, he.le, groups[id], h.ticket)
+			groups[id] = nil
 		}
 	}
-	for id, n := range reserved {
+	for id, n := range slots {
 		if n > 0 {
 			h.eps[id].r.unreserve(n)
 		}

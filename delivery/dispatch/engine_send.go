@@ -204,14 +204,14 @@ func (r *runner) unreserve(n int) {
 	r.e.releaseGlobal(n)
 }
 
-// reserve takes up to want slots for fresh deliveries the matcher is
-// about to insert leased, and returns how many it took (0 when the
-// endpoint is not sending, orders per stream, or has a backlog that
-// should go first, or batches its deliveries). The store leases as many as the endpoint's shared
-// limits allow; the sends of the others give their slots back.
+// reserve takes up to want slots (POSTs) for fresh deliveries the
+// matcher is about to insert leased, and returns how many it took (0
+// when the endpoint is not sending, orders per stream, or has a backlog
+// that should go first). The store leases as many as the endpoint's
+// shared limits allow; the sends of the others give their slots back.
 func (r *runner) reserve(want int) int {
 	le := r.e.endpoint(r.id) // as of now: a breaker may have just tripped
-	if want <= 0 || le == nil || !le.sending() || delivery.Ordering(le.ep.Ordering) == delivery.OrderingStream || batchSize(le) > 1 {
+	if want <= 0 || le == nil || !le.sending() || delivery.Ordering(le.ep.Ordering) == delivery.OrderingStream {
 		return 0
 	}
 	r.mu.Lock()
@@ -249,12 +249,12 @@ func (r *runner) goSend(fn func()) {
 	}
 }
 
-// sendEarly sends a delivery on a slot already taken; with a ticket, a
-// delivery being inserted leased, as soon as its insert commits (see
-// handover). parent is the span an attempt's span is a child of (the
-// match of a fresh event; invalid for a claim).
-func (r *runner) sendEarly(parent trace.SpanContext, le *liveEndpoint, d store.Delivery, t *ticket) {
-	r.goSend(func() { r.send(parent, le, d, t) })
+// sendEarly sends fresh deliveries being inserted leased (one, or a
+// batching endpoint's batch) on a slot already taken, as soon as their
+// insert commits (see handover). parent is the span an attempt's span is
+// a child of (the match of the fresh events).
+func (r *runner) sendEarly(parent trace.SpanContext, le *liveEndpoint, ds []store.Delivery, t *ticket) {
+	r.goSend(func() { r.send(parent, le, ds, t) })
 }
 
 // round claims and starts what it may, and returns how long until it
@@ -346,24 +346,34 @@ func (r *runner) untilDue(now time.Time) time.Duration {
 	return max(r.nextDue.Sub(now), time.Millisecond)
 }
 
-// send attempts one delivery and hands the outcome to the loop. With a
-// ticket (a fresh delivery), it first waits to learn whether the store
-// kept the delivery leased (within the endpoint's limits across
-// replicas), and sends nothing if not: the delivery waits for a claim.
-// The attempt is a span, a child of parent when valid; its POST carries
-// the span's traceparent.
-func (r *runner) send(parent trace.SpanContext, le *liveEndpoint, d store.Delivery, t *ticket) {
-	if t != nil {
-		<-t.done
-		kept, ok := t.kept[deliveryKey{d.EndpointID, d.EventID}]
-		if !ok {
-			r.unreserve(1)
-			r.wake()
-			return
+// send attempts fresh deliveries (one, or a batch) and hands the outcome
+// to the loop. It first waits to learn which of them the store kept
+// leased (within the endpoint's limits across replicas), and sends only
+// those: the others wait for a claim. The attempt is a span, a child of
+// parent when valid; its POST carries the span's traceparent.
+func (r *runner) send(parent trace.SpanContext, le *liveEndpoint, ds []store.Delivery, t *ticket) {
+	<-t.done
+	kept := make([]store.Delivery, 0, len(ds))
+	for _, d := range ds {
+		if k, ok := t.kept[deliveryKey{d.EndpointID, d.EventID}]; ok {
+			kept = append(kept, k)
 		}
-		d = kept
 	}
-	r.post(parent, le, sendGroup{ds: []store.Delivery{d}})
+	if len(kept) == 0 {
+		r.unreserve(1)
+		r.wake()
+		return
+	}
+	groups, err := r.e.batches(kept, batchSize(le), 1)
+	if err != nil {
+		// Not sent: the leases end and the deliveries are claimed again.
+		r.e.log.Error("grouping deliveries into batches failed", "endpoint", r.id, "err", err)
+		r.e.leases.done(kept)
+		r.unreserve(1)
+		r.wake()
+		return
+	}
+	r.post(parent, le, groups[0])
 }
 
 // post makes one POST: of a single delivery (its body, signed under its
