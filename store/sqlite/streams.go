@@ -83,15 +83,17 @@ func (o *createOp) apply(b *batch) error {
 	return nil
 }
 
-func (b *batch) insertChunk(e *entry, data []byte) error {
+// insertChunk appends data to e's bytes and returns where in the
+// segment it lies.
+func (b *batch) insertChunk(e *entry, data []byte) (int64, error) {
 	start := e.tail
 	end := start + int64(len(data))
 	seg, off, err := b.s.seg.add(data)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	if _, err := b.s.stmts.insertChunk.ExecContext(b.ctx, e.id, start, end, seg, off); err != nil {
-		return fmt.Errorf("insert chunk: %w", err)
+		return 0, fmt.Errorf("insert chunk: %w", err)
 	}
 	e.tail = end
 	if len(data) <= maxRecentChunk {
@@ -99,7 +101,7 @@ func (b *batch) insertChunk(e *entry, data []byte) error {
 		// (the request body's), which the cache must not pin.
 		b.recent = append(b.recent, &recentChunk{stream: e.id, start: start, end: end, data: append([]byte(nil), data...)})
 	}
-	return nil
+	return off, nil
 }
 
 type appendOp struct {
@@ -116,6 +118,9 @@ func (o *appendOp) finish(err error) {
 	}
 	close(o.done)
 }
+
+// loggedOK: an append's changes are all in its batch's segment record.
+func (o *appendOp) loggedOK() bool { return true }
 
 // apply appends through the core on the batch's state of the streams,
 // which the batch holds: the append allocates nothing for it.
