@@ -46,6 +46,8 @@ type batch struct {
 	// reclaim: the batch removed streams, whose segments may now hold
 	// no live byte (see reclaimSegments).
 	reclaim bool
+	// pend is the chunk whose row is not written yet (see pendingChunk).
+	pend pendingChunk
 	// unlogged: the batch changed a stream in a way its segment record
 	// does not hold (a creation, a removal), which only a synced commit
 	// makes durable (see syncFor).
@@ -400,9 +402,17 @@ func (s *Store) execBatch(b *batch, ops []op) (time.Duration, error) {
 	}
 	d, err := execTxTimed(b.ctx, s.wconn, func() error {
 		for _, o := range ops {
+			if _, ok := o.(*appendOp); !ok {
+				if err := b.flushChunk(); err != nil {
+					return err
+				}
+			}
 			if err := o.apply(b); err != nil {
 				return err
 			}
+		}
+		if err := b.flushChunk(); err != nil {
+			return err
 		}
 		if err := b.flush(true); err != nil {
 			return err

@@ -147,6 +147,9 @@ func (t *batchStreams) SoftDelete(e *entry) error {
 
 func (t *batchStreams) Remove(e *entry) error {
 	t.b.unlogged = true
+	if err := t.b.flushChunk(); err != nil {
+		return err
+	}
 	if _, err := t.b.s.stmts.dropLive.ExecContext(t.b.ctx, e.id); err != nil {
 		return fmt.Errorf("free segment bytes: %w", err)
 	}

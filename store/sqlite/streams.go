@@ -84,7 +84,7 @@ func (o *createOp) apply(b *batch) error {
 }
 
 // insertChunk appends data to e's bytes and returns where in the
-// segment it lies.
+// segment it lies. Its chunk row is written later (see pendingChunk).
 func (b *batch) insertChunk(e *entry, data []byte) (int64, error) {
 	start := e.tail
 	end := start + int64(len(data))
@@ -92,8 +92,13 @@ func (b *batch) insertChunk(e *entry, data []byte) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	if _, err := b.s.stmts.insertChunk.ExecContext(b.ctx, e.id, start, end, seg, off); err != nil {
-		return 0, fmt.Errorf("insert chunk: %w", err)
+	if p := &b.pend; p.stream == e.id && p.end == start && p.seg == seg && p.off+(p.end-p.start) == off {
+		p.end = end
+	} else {
+		if err := b.flushChunk(); err != nil {
+			return 0, err
+		}
+		b.pend = pendingChunk{stream: e.id, start: start, end: end, seg: seg, off: off}
 	}
 	e.tail = end
 	if len(data) <= maxRecentChunk {
@@ -102,6 +107,27 @@ func (b *batch) insertChunk(e *entry, data []byte) (int64, error) {
 		b.recent = append(b.recent, &recentChunk{stream: e.id, start: start, end: end, data: append([]byte(nil), data...)})
 	}
 	return off, nil
+}
+
+// pendingChunk is the batch's last chunk, whose row is not written yet:
+// appends to one stream that follow one another in a batch lie
+// contiguous in its segment, and take one chunk row between them rather
+// than a row (an insert) each. The row is written when an append to
+// another stream comes, before any other op (which may read the chunks,
+// or roll back to its savepoint), and when the batch flushes.
+type pendingChunk struct{ stream, start, end, seg, off int64 }
+
+// flushChunk writes the pending chunk's row.
+func (b *batch) flushChunk() error {
+	p := b.pend
+	if p.stream == 0 {
+		return nil
+	}
+	b.pend = pendingChunk{}
+	if _, err := b.s.stmts.insertChunk.ExecContext(b.ctx, p.stream, p.start, p.end, p.seg, p.off); err != nil {
+		return fmt.Errorf("insert chunk: %w", err)
+	}
+	return nil
 }
 
 type appendOp struct {
