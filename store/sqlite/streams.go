@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 
 	"go.opentelemetry.io/otel/trace"
 
@@ -22,12 +23,24 @@ func (s *Store) StreamCreate(ctx context.Context, params *store.StreamCreatePara
 
 // StreamAppend implements store.Store.
 func (s *Store) StreamAppend(ctx context.Context, params *store.StreamAppendParams) (*store.StreamAppendResult, error) {
-	o := &appendOp{p: params, done: make(chan struct{}), trace: trace.SpanContextFromContext(ctx)}
-	if err := s.submit(ctx, o, o.done); err != nil {
+	o := appendOps.Get().(*appendOp)
+	o.p, o.trace = params, trace.SpanContextFromContext(ctx)
+	err := s.submit(ctx, o, o.done)
+	res, opErr := o.res, o.err
+	// submit returned: the committer is done with the op (or never had
+	// it), so it serves the next append.
+	*o = appendOp{done: o.done}
+	appendOps.Put(o)
+	if err != nil {
 		return nil, err
 	}
-	return o.res, o.err
+	return res, opErr
 }
+
+// appendOps are the appends' ops, each with its channel, which the
+// committer signals once rather than closes: an append costs neither
+// allocation.
+var appendOps = sync.Pool{New: func() any { return &appendOp{done: make(chan struct{}, 1)} }}
 
 // StreamDelete implements store.Store.
 func (s *Store) StreamDelete(ctx context.Context, params *store.StreamDeleteParams) error {
@@ -142,7 +155,7 @@ func (o *appendOp) finish(err error) {
 	if err != nil {
 		o.res, o.err = nil, err
 	}
-	close(o.done)
+	o.done <- struct{}{}
 }
 
 // loggedOK: an append's changes are all in its batch's segment record.
