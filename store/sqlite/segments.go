@@ -25,11 +25,15 @@ import (
 // One log for all streams keeps one file open for writing and one
 // fdatasync per group commit however many streams the batch appended to,
 // and costs nothing for a stream without data. The committer appends a
-// batch's bytes at the log's end, makes them durable (fdatasync) and only
-// then commits the transaction that indexes them and publishes the new
-// tails: a crash in between leaves bytes past the committed size, which
-// the next open cuts off, so nothing unacknowledged is ever read and
-// nothing acknowledged is lost.
+// batch's bytes at the log's end as one record that describes them
+// (segrecord.go), makes it durable (fdatasync) and only then commits the
+// transaction that indexes them and publishes the new tails. A batch of
+// appends commits that transaction without syncing the database: if a
+// machine crash loses the commit, the next open replays the record
+// (segrecover.go). A crash before the record is whole leaves bytes past
+// the committed size that are no record, which the next open cuts off,
+// so nothing unacknowledged is ever read and nothing acknowledged is
+// lost.
 //
 // Space comes back by a simple rule: a segment none of whose bytes belong
 // to a stream that still exists (live 0), other than the one being
