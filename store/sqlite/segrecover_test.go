@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"os"
 	"path/filepath"
@@ -409,5 +410,32 @@ func TestUnloggedChangeNeedsASyncedCommit(t *testing.T) {
 	}
 	if _, err := s.StreamGet(context.Background(), &store.StreamGetParams{Path: "/a", Now: segTestNow}); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("/a: %v", err)
+	}
+}
+
+// A whole record that does not fit the database (it appends to a stream
+// the database does not hold) is refused at open, rather than dropped
+// or guessed at.
+func TestRecoverRefusesARecordTheDatabaseContradicts(t *testing.T) {
+	t.Parallel()
+	dir := lostCommits(t, Config{}, func(s *Store) { mustCreate(t, s, "/a", "one,") }, func(s *Store) {
+		mustAppend(t, s, "/a", "two,")
+	})
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(dir, dbFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`DELETE FROM streams WHERE path = '/a'`); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Open(context.Background(), Config{Dir: dir})
+	if err == nil {
+		_ = s.Close()
+	}
+	if err == nil || !strings.Contains(err.Error(), "does not hold") {
+		t.Fatalf("open: %v, want the record refused", err)
 	}
 }
