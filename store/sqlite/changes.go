@@ -39,8 +39,7 @@ func (s *Store) openChangeSeq(ctx context.Context) error {
 			return fmt.Errorf("sqlite: change sequence: %w", err)
 		}
 	}
-	err := s.wconn.QueryRowContext(ctx, `SELECT max(coalesce((SELECT reserved FROM change_seq WHERE id = 1), 0),
-		coalesce((SELECT max(changed_seq) FROM streams), 0))`).Scan(&s.seq)
+	err := s.wconn.QueryRowContext(ctx, changeSeqSQL).Scan(&s.seq)
 	if err != nil {
 		return fmt.Errorf("sqlite: read the change sequence: %w", err)
 	}

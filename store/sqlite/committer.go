@@ -46,6 +46,12 @@ type batch struct {
 	// reclaim: the batch removed streams, whose segments may now hold
 	// no live byte (see reclaimSegments).
 	reclaim bool
+	// pend is the chunk whose row is not written yet (see pendingChunk).
+	pend pendingChunk
+	// unlogged: the batch changed a stream in a way its segment record
+	// does not hold (a creation, a removal), which only a synced commit
+	// makes durable (see syncFor).
+	unlogged bool
 }
 
 type prodKey struct {
@@ -263,6 +269,29 @@ func (s *Store) commitLoop() {
 	}
 }
 
+// logger is implemented by ops whose every change of the stream store is
+// held by the batch's segment record (see segrecord.go): when the
+// database loses the commit of their batch, the next open writes them
+// again from the record.
+type logger interface {
+	loggedOK() bool
+}
+
+// loggedOnly reports whether the batch's commit needs no sync of the
+// database: every op is relaxed, or logged in the segment, whose
+// fdatasync makes it durable.
+func loggedOnly(ops []op) bool {
+	for _, o := range ops {
+		if l, ok := o.(logger); ok && l.loggedOK() {
+			continue
+		}
+		if r, ok := o.(relaxer); !ok || !r.relaxedOK() {
+			return false
+		}
+	}
+	return true
+}
+
 // relaxedOnly reports whether no op of the batch needs fsync.
 func relaxedOnly(ops []op) bool {
 	for _, o := range ops {
@@ -343,9 +372,13 @@ func (s *Store) runBatch(ops []op) {
 }
 
 // syncFor sets whether the batch's commit waits for fsync: it does unless
-// every op is relaxed (see writeRelaxed).
+// every op is relaxed (see writeRelaxed) or logged in the segment (an
+// append, see logger). A batch of appends so has one durability point,
+// its segment's fdatasync, and the WAL is synced by the next batch that
+// needs it, or by a checkpoint (the WAL is written in order, so a sync
+// makes every commit before it durable too).
 func (s *Store) syncFor(ctx context.Context, ops []op) error {
-	full := !relaxedOnly(ops)
+	full := !loggedOnly(ops)
 	if full == s.syncFull {
 		return nil
 	}
@@ -364,14 +397,22 @@ func (s *Store) syncFor(ctx context.Context, ops []op) error {
 // appended are made durable in their segment before the transaction that
 // indexes them and publishes the new tails commits (see segLog).
 func (s *Store) execBatch(b *batch, ops []op) (time.Duration, error) {
-	if err := s.seg.begin(); err != nil {
+	if err := s.seg.begin(!s.syncFull); err != nil {
 		return 0, err
 	}
 	d, err := execTxTimed(b.ctx, s.wconn, func() error {
 		for _, o := range ops {
+			if _, ok := o.(*appendOp); !ok {
+				if err := b.flushChunk(); err != nil {
+					return err
+				}
+			}
 			if err := o.apply(b); err != nil {
 				return err
 			}
+		}
+		if err := b.flushChunk(); err != nil {
+			return err
 		}
 		if err := b.flush(true); err != nil {
 			return err
@@ -380,6 +421,9 @@ func (s *Store) execBatch(b *batch, ops []op) (time.Duration, error) {
 			if err := b.reclaimSegments(); err != nil {
 				return err
 			}
+		}
+		if b.unlogged && !s.syncFull {
+			return errors.New("a change the segment record does not hold, in a batch committed without a sync")
 		}
 		return s.seg.sync(b.ctx, s.stmts.upsertSegment)
 	})

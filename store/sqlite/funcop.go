@@ -50,7 +50,8 @@ func (o *funcOp) apply(b *batch) error {
 		if _, err := b.exec(`ROLLBACK TO op`); err != nil {
 			return fmt.Errorf("rollback to savepoint: %w", err)
 		}
-		b.s.seg.rollback(mark) // the bytes it appended are indexed nowhere
+		b.s.seg.rollback(mark)  // the bytes it appended are indexed nowhere
+		b.pend = pendingChunk{} // nor is its chunk: none was pending before it
 	} else if err != nil {
 		return err
 	}

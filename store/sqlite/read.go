@@ -197,6 +197,9 @@ func (b *batch) chunkAt(e *entry, pos int64) ([]byte, int64, error) {
 		}
 		e = src
 	}
+	if err := b.flushChunk(); err != nil {
+		return nil, 0, err
+	}
 	var start, stop, seg, off int64
 	err := b.s.stmts.chunksFrom.QueryRowContext(b.ctx, e.id, pos, pos+1).Scan(&start, &stop, &seg, &off)
 	if isNoRows(err) {

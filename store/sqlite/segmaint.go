@@ -8,15 +8,23 @@ import (
 )
 
 // segMark is where the log stood before an op that may be rolled back.
-type segMark struct{ end, added int64 }
+type segMark struct {
+	end, added, recAt int64
+	crc               uint32
+	meta              int
+}
 
 // mark records where the log stands, for rollback.
-func (l *segLog) mark() segMark { return segMark{l.end, l.added} }
+func (l *segLog) mark() segMark {
+	return segMark{end: l.end, added: l.added, recAt: l.recAt, crc: l.recCRC, meta: len(l.meta)}
+}
 
 // rollback forgets what the log took since m: the op that appended it
-// was rolled back, so no chunk indexes those bytes, and the next append
-// writes over them.
+// was rolled back, so no chunk indexes those bytes, no entry of the
+// record names them, and the next append writes over them.
 func (l *segLog) rollback(m segMark) {
+	l.meta = l.meta[:m.meta]
+	l.recAt, l.recCRC = m.recAt, m.crc
 	if l.end == m.end {
 		return
 	}
@@ -90,7 +98,7 @@ func (s *Store) moveChunks(ctx context.Context) error {
 	}
 	defer upsert.Close()
 	for {
-		if err := l.begin(); err != nil {
+		if err := l.begin(false); err != nil {
 			return err
 		}
 		moved := 0

@@ -5,12 +5,10 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io/fs"
 	"os"
 	"path/filepath"
-	"sort"
-	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 
@@ -27,11 +25,15 @@ import (
 // One log for all streams keeps one file open for writing and one
 // fdatasync per group commit however many streams the batch appended to,
 // and costs nothing for a stream without data. The committer appends a
-// batch's bytes at the log's end, makes them durable (fdatasync) and only
-// then commits the transaction that indexes them and publishes the new
-// tails: a crash in between leaves bytes past the committed size, which
-// the next open cuts off, so nothing unacknowledged is ever read and
-// nothing acknowledged is lost.
+// batch's bytes at the log's end as one record that describes them
+// (segrecord.go), makes it durable (fdatasync) and only then commits the
+// transaction that indexes them and publishes the new tails. A batch of
+// appends commits that transaction without syncing the database: if a
+// machine crash loses the commit, the next open replays the record
+// (segrecover.go). A crash before the record is whole leaves bytes past
+// the committed size that are no record, which the next open cuts off,
+// so nothing unacknowledged is ever read and nothing acknowledged is
+// lost.
 //
 // Space comes back by a simple rule: a segment none of whose bytes belong
 // to a stream that still exists (live 0), other than the one being
@@ -53,6 +55,23 @@ type segLog struct {
 	// it a write changes no file size (see zeroAhead).
 	zeroed int64
 	newDir bool // a segment file was created since the last sync
+
+	// The running batch's record (see segrecord.go): where its prefix
+	// lies (-1 while the batch has written nothing), the CRC of its data
+	// so far, its entries, and its number (one more than the last
+	// committed record's: a failed batch left no valid prefix, see done).
+	recAt  int64
+	recCRC uint32
+	meta   []byte
+	seq    uint64
+	// replay says the running batch commits without syncing the
+	// database: its record is what makes it durable (recReplay).
+	replay bool
+	// synced: the running batch's record was made durable.
+	synced bool
+	// broken is set when a failed batch's durable record could not be
+	// undone: no batch is written after it (see done).
+	broken error
 
 	// The read side: a read-only file per segment, opened when first
 	// read and closed when the segment is deleted.
@@ -78,118 +97,6 @@ func segName(dir string, id int64) string {
 	return filepath.Join(dir, fmt.Sprintf("%016d.seg", id))
 }
 
-// openSegLog opens the segments of data directory dir and recovers them
-// to what the database committed (conn is the writer's, before the
-// committer starts): a file longer than its committed size is cut, a
-// file the database does not know (created for a batch that never
-// committed, or reclaimed before a crash) is deleted.
-func openSegLog(ctx context.Context, conn *sql.Conn, dataDir string, size int64) (*segLog, error) {
-	l := &segLog{dir: filepath.Join(dataDir, segDir), max: size, files: make(map[int64]*os.File)}
-	if err := os.MkdirAll(l.dir, 0o700); err != nil {
-		return nil, fmt.Errorf("sqlite: segments: %w", err)
-	}
-	sizes := make(map[int64]int64)
-	rows, err := conn.QueryContext(ctx, `SELECT id, size FROM segments`)
-	if err != nil {
-		return nil, fmt.Errorf("sqlite: segments: %w", err)
-	}
-	for rows.Next() {
-		var id, size int64
-		if err := rows.Scan(&id, &size); err != nil {
-			return nil, errors.Join(fmt.Errorf("sqlite: segments: %w", err), rows.Close())
-		}
-		sizes[id] = size
-		l.curID = max(l.curID, id)
-	}
-	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
-		return nil, fmt.Errorf("sqlite: segments: %w", err)
-	}
-	found, err := segFiles(l.dir)
-	if err != nil {
-		return nil, err
-	}
-	for _, id := range found {
-		name := segName(l.dir, id)
-		size, known := sizes[id]
-		if !known {
-			if err := os.Remove(name); err != nil {
-				return nil, fmt.Errorf("sqlite: segments: %w", err)
-			}
-			continue
-		}
-		if err := cutSegment(name, size); err != nil {
-			return nil, err
-		}
-		delete(sizes, id)
-	}
-	for id := range sizes {
-		if sizes[id] > 0 {
-			return nil, fmt.Errorf("sqlite: segment %s is missing: the data directory is incomplete", segName(l.dir, id))
-		}
-	}
-	// The directory's own entry too: it may have just been made.
-	if err := errors.Join(syncDir(l.dir), syncDir(dataDir)); err != nil {
-		return nil, err
-	}
-	if l.curID == 0 {
-		l.curID = 1
-	}
-	if err := l.openCurrent(!contains(found, l.curID)); err != nil {
-		return nil, err
-	}
-	return l, nil
-}
-
-func contains(ids []int64, id int64) bool {
-	i := sort.Search(len(ids), func(i int) bool { return ids[i] >= id })
-	return i < len(ids) && ids[i] == id
-}
-
-// segFiles lists the segment ids in dir, in order.
-func segFiles(dir string) ([]int64, error) {
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		return nil, fmt.Errorf("sqlite: segments: %w", err)
-	}
-	var ids []int64
-	for _, e := range ents {
-		name, ok := strings.CutSuffix(e.Name(), ".seg")
-		if !ok {
-			continue
-		}
-		id, err := strconv.ParseInt(name, 10, 64)
-		if err != nil || id <= 0 {
-			continue
-		}
-		ids = append(ids, id)
-	}
-	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
-	return ids, nil
-}
-
-// cutSegment cuts the segment file name to its committed size: what lies
-// past it was written for a batch that never committed.
-func cutSegment(name string, size int64) error {
-	st, err := os.Stat(name)
-	if err != nil {
-		return fmt.Errorf("sqlite: segments: %w", err)
-	}
-	if st.Size() < size {
-		return fmt.Errorf("sqlite: segment %s holds %d bytes, fewer than the %d committed", name, st.Size(), size)
-	}
-	if st.Size() == size {
-		return nil
-	}
-	f, err := os.OpenFile(name, os.O_RDWR, 0)
-	if err != nil {
-		return fmt.Errorf("sqlite: segments: %w", err)
-	}
-	if err := errors.Join(f.Truncate(size), f.Sync(), f.Close()); err != nil {
-		return fmt.Errorf("sqlite: cut segment %s: %w", name, err)
-	}
-	return nil
-}
-
 // openCurrent opens segment curID for writing at its end; created says
 // the file is new (the directory is synced with the next batch).
 func (l *segLog) openCurrent(created bool) error {
@@ -209,8 +116,13 @@ func (l *segLog) openCurrent(created bool) error {
 // begin starts a batch: past segmentSize, on a new segment. A batch's
 // bytes all go to one segment (which may so grow past the size by a
 // batch), and a full segment was made durable by the batch that wrote
-// it last.
-func (l *segLog) begin() error {
+// it last. replay says whether the batch commits without syncing the
+// database (its record then says so).
+func (l *segLog) begin(replay bool) error {
+	if l.broken != nil {
+		return l.broken
+	}
+	l.replay = replay
 	if l.committed < l.max {
 		return nil
 	}
@@ -221,27 +133,63 @@ func (l *segLog) begin() error {
 	return l.openCurrent(true)
 }
 
+// open starts the batch's record, at its first byte or entry: room for
+// its prefix, which sync writes once the record is whole.
+func (l *segLog) open() error {
+	if l.recAt >= 0 {
+		return nil
+	}
+	at := l.end
+	if err := l.put(zeroBlock[:recPrefix]); err != nil {
+		return err
+	}
+	l.recAt = at
+	return nil
+}
+
 // add appends data to the log for the running batch and returns where it
 // lies: its segment and offset.
 func (l *segLog) add(data []byte) (seg, off int64, err error) {
+	if err := l.open(); err != nil {
+		return 0, 0, err
+	}
 	seg, off = l.curID, l.end
-	if len(l.buf)+len(data) > segBufMax {
-		if err := l.write(); err != nil {
-			return 0, 0, err
-		}
+	if err := l.put(data); err != nil {
+		return 0, 0, err
 	}
-	if len(data) > segBufMax {
-		if _, err := l.cur.WriteAt(data, l.end); err != nil {
-			return 0, 0, fmt.Errorf("write segment: %w", err)
-		}
-		l.bufAt += int64(len(data))
-		l.dirty = true
-	} else {
-		l.buf = append(l.buf, data...)
-	}
-	l.end += int64(len(data))
+	l.recCRC = crc32.Update(l.recCRC, crcTable, data)
 	l.added += int64(len(data))
 	return seg, off, nil
+}
+
+// note adds an entry to the batch's record.
+func (l *segLog) note(e *segEntry) error {
+	if err := l.open(); err != nil {
+		return err
+	}
+	l.meta = appendEntry(l.meta, e)
+	return nil
+}
+
+// put appends p to the batch's bytes: into the buffer, or straight to
+// the file when it would not fit.
+func (l *segLog) put(p []byte) error {
+	if len(l.buf)+len(p) > segBufMax {
+		if err := l.write(); err != nil {
+			return err
+		}
+	}
+	if len(p) > segBufMax {
+		if _, err := l.cur.WriteAt(p, l.end); err != nil {
+			return fmt.Errorf("write segment: %w", err)
+		}
+		l.bufAt += int64(len(p))
+		l.dirty = true
+	} else {
+		l.buf = append(l.buf, p...)
+	}
+	l.end += int64(len(p))
+	return nil
 }
 
 // write writes the buffered bytes to the current segment.
@@ -258,33 +206,55 @@ func (l *segLog) write() error {
 	return nil
 }
 
-// sync makes the batch's bytes durable and records the segment's size
-// and the bytes added (stmt: upsertSegmentSQL) in the batch's
-// transaction: it runs right before the commit.
+// sync ends the batch's record, makes it durable and records the
+// segment's size and the bytes added (stmt: upsertSegmentSQL) in the
+// batch's transaction: it runs right before the commit. Once it
+// returned, the batch's appends survive a crash whether or not the
+// transaction's commit does (see segrecover.go).
 func (l *segLog) sync(ctx context.Context, stmt *sql.Stmt) error {
-	if l.added == 0 {
+	if l.recAt < 0 {
 		return nil
+	}
+	if err := l.seal(); err != nil {
+		return err
+	}
+	if _, err := stmt.ExecContext(ctx, l.curID, l.end, l.added); err != nil {
+		return fmt.Errorf("record segment: %w", err)
+	}
+	return nil
+}
+
+// seal writes the running batch's record whole and makes it durable.
+func (l *segLog) seal() error {
+	h := recHeader{seq: l.seq, dataLen: l.end - l.recAt - recPrefix, metaLen: int64(len(l.meta))}
+	if l.replay {
+		h.flags = recReplay
+	}
+	var prefix [recPrefix]byte
+	h.put(prefix[:], crc32.Update(l.recCRC, crcTable, l.meta))
+	if err := l.put(l.meta); err != nil {
+		return err
+	}
+	if l.recAt >= l.bufAt {
+		copy(l.buf[l.recAt-l.bufAt:], prefix[:])
+	} else if _, err := l.cur.WriteAt(prefix[:], l.recAt); err != nil {
+		return fmt.Errorf("write segment: %w", err)
 	}
 	if err := l.write(); err != nil {
 		return err
 	}
-	if l.dirty {
-		if err := l.zeroAhead(); err != nil {
-			return err
-		}
-		if err := fdatasync(l.cur); err != nil {
-			return fmt.Errorf("sync segment: %w", err)
-		}
-		l.dirty = false
+	if err := l.zeroAhead(); err != nil {
+		return err
 	}
+	if err := fdatasync(l.cur); err != nil {
+		return fmt.Errorf("sync segment: %w", err)
+	}
+	l.dirty, l.synced = false, true
 	if l.newDir {
 		if err := syncDir(l.dir); err != nil {
 			return err
 		}
 		l.newDir = false
-	}
-	if _, err := stmt.ExecContext(ctx, l.curID, l.end, l.added); err != nil {
-		return fmt.Errorf("record segment: %w", err)
 	}
 	return nil
 }
@@ -299,8 +269,8 @@ var zeroBlock [64 << 10]byte
 // an fdatasync that must also make a new file size durable costs about
 // twice one over bytes already on disk (a journal commit of the file's
 // metadata), so one batch in a megabyte pays it and the others
-// overwrite the zeros. Nothing reads past the committed size, and the
-// open cuts a segment back to it.
+// overwrite the zeros. Nothing reads past the committed size, zeros are
+// no record, and the open cuts a segment back to its last record.
 func (l *segLog) zeroAhead() error {
 	if l.end <= l.zeroed {
 		return nil
@@ -315,25 +285,51 @@ func (l *segLog) zeroAhead() error {
 }
 
 // upsertSegmentSQL records a segment's committed size (?2) and bytes
-// added (?3).
-const upsertSegmentSQL = `INSERT INTO segments (id, size, live) VALUES (?1, ?2, ?3)
+// added (?3); a new segment is of this Herald's format.
+const upsertSegmentSQL = `INSERT INTO segments (id, size, live, format) VALUES (?1, ?2, ?3, 2)
 	ON CONFLICT (id) DO UPDATE SET size = excluded.size, live = live + excluded.live`
+
+// keptMeta bounds the entries' buffer kept between batches.
+const keptMeta = 16 << 10
 
 // done ends the batch: committed or not. A batch that did not commit
 // leaves its bytes past the committed size, where the next batch writes
-// over them.
+// over them; if its record was synced already (the commit itself
+// failed), its prefix is wiped and synced first, so that no open ever
+// replays what was answered with an error. When that fails too, the log
+// refuses every later batch: the store must be opened again.
 func (l *segLog) done(committed bool) {
+	if !committed && l.synced {
+		if err := l.unwrite(); err != nil {
+			l.broken = fmt.Errorf("sqlite: a failed commit's segment record could not be undone (open the store again): %w", err)
+		}
+	}
 	l.buf = l.buf[:0]
 	if cap(l.buf) > keptBuf {
 		l.buf = nil // an idle store holds no megabyte for a past burst
 	}
-	l.added = 0
+	l.meta = l.meta[:0]
+	if cap(l.meta) > keptMeta {
+		l.meta = nil
+	}
+	if committed && l.recAt >= 0 {
+		l.seq++
+	}
+	l.added, l.recAt, l.recCRC, l.synced = 0, -1, 0, false
 	if committed {
 		l.committed = l.end
 	} else {
 		l.end = l.committed
 	}
 	l.bufAt = l.end
+}
+
+// unwrite wipes the running batch's durable record.
+func (l *segLog) unwrite() error {
+	if _, err := l.cur.WriteAt(zeroBlock[:recPrefix], l.recAt); err != nil {
+		return err
+	}
+	return fdatasync(l.cur)
 }
 
 // readAt reads len(p) bytes at off of segment seg: committed bytes,

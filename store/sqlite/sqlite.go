@@ -213,8 +213,10 @@ func (s *Store) open(ctx context.Context) error {
 	if err := f.Close(); err != nil {
 		return fmt.Errorf("sqlite: create database file: %w", err)
 	}
-	// synchronous(FULL): every commit fsyncs the WAL before it returns, so
-	// an acknowledged append survives power loss. Pages are SQLite's
+	// synchronous(FULL): a commit fsyncs the WAL before it returns, so an
+	// acknowledged write survives power loss. A batch made only of
+	// appends (and relaxed writes) switches to NORMAL: its segment
+	// record's fdatasync makes it durable (see syncFor). Pages are SQLite's
 	// default 4 KiB: every commit writes each page it changed to the WAL
 	// whole, and small commits change many pages.
 	dsn := "file:" + file + "?_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)" +

@@ -76,10 +76,11 @@ func (t *batchStreams) Insert(st store.Stream, src *entry, data []byte) (store.S
 		return st, fmt.Errorf("insert stream: %w", err)
 	}
 	if len(data) > 0 {
-		if err := b.insertChunk(e, data); err != nil {
+		if _, err := b.insertChunk(e, data); err != nil {
 			return st, err
 		}
 	}
+	b.unlogged = true
 	b.put(e, true)
 	b.changes = append(b.changes, store.TailChange{StreamID: e.id, Path: e.path, Tail: e.tail, Closed: e.closed, Created: true, Trace: t.trace})
 	return e.stream(), nil
@@ -90,10 +91,13 @@ func (t *batchStreams) Insert(st store.Stream, src *entry, data []byte) (store.S
 func (t *batchStreams) Apply(e *entry, c sqlstore.StreamChange) (store.Stream, error) {
 	b := t.b
 	ne := e.clone()
+	le := segEntry{stream: e.id, start: e.tail}
 	if c.Decision.Write {
-		if err := b.insertChunk(ne, c.Data); err != nil {
+		off, err := b.insertChunk(ne, c.Data)
+		if err != nil {
 			return store.Stream{}, err
 		}
+		le.n, le.off = int64(len(c.Data)), off
 	}
 	if c.Decision.Close {
 		ne.closed = true
@@ -110,6 +114,13 @@ func (t *batchStreams) Apply(e *entry, c sqlstore.StreamChange) (store.Stream, e
 		if err := b.setProducer(ne, c.Producer.ID, *d.Producer); err != nil {
 			return store.Stream{}, fmt.Errorf("write producer: %w", err)
 		}
+		le.producerID, le.producer = c.Producer.ID, *d.Producer
+	}
+	// The record of the batch holds the change too: its segment's sync
+	// makes it durable when the transaction commits without one.
+	le.accessedAt, le.closed, le.closedBy, le.lastSeq = ne.accessedAt, c.Decision.Close, ne.closedBy(), c.Seq
+	if err := b.s.seg.note(&le); err != nil {
+		return store.Stream{}, err
 	}
 	b.put(ne, true)
 	b.changes = append(b.changes, store.TailChange{StreamID: ne.id, Path: ne.path, Tail: ne.tail, Closed: ne.closed, Trace: t.trace})
@@ -126,6 +137,7 @@ func (t *batchStreams) SoftDeleted(e *entry) bool { return e.softDeleted }
 
 // SoftDelete marks a clone of e; the batch writes its row.
 func (t *batchStreams) SoftDelete(e *entry) error {
+	t.b.unlogged = true
 	ne := e.clone()
 	ne.softDeleted = true
 	t.b.put(ne, true)
@@ -134,6 +146,10 @@ func (t *batchStreams) SoftDelete(e *entry) error {
 }
 
 func (t *batchStreams) Remove(e *entry) error {
+	t.b.unlogged = true
+	if err := t.b.flushChunk(); err != nil {
+		return err
+	}
 	if _, err := t.b.s.stmts.dropLive.ExecContext(t.b.ctx, e.id); err != nil {
 		return fmt.Errorf("free segment bytes: %w", err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 
 	"go.opentelemetry.io/otel/trace"
 
@@ -22,12 +23,24 @@ func (s *Store) StreamCreate(ctx context.Context, params *store.StreamCreatePara
 
 // StreamAppend implements store.Store.
 func (s *Store) StreamAppend(ctx context.Context, params *store.StreamAppendParams) (*store.StreamAppendResult, error) {
-	o := &appendOp{p: params, done: make(chan struct{}), trace: trace.SpanContextFromContext(ctx)}
-	if err := s.submit(ctx, o, o.done); err != nil {
+	o := appendOps.Get().(*appendOp)
+	o.p, o.trace = params, trace.SpanContextFromContext(ctx)
+	err := s.submit(ctx, o, o.done)
+	res, opErr := o.res, o.err
+	// submit returned: the committer is done with the op (or never had
+	// it), so it serves the next append.
+	*o = appendOp{done: o.done}
+	appendOps.Put(o)
+	if err != nil {
 		return nil, err
 	}
-	return o.res, o.err
+	return res, opErr
 }
+
+// appendOps are the appends' ops, each with its channel, which the
+// committer signals once rather than closes: an append costs neither
+// allocation.
+var appendOps = sync.Pool{New: func() any { return &appendOp{done: make(chan struct{}, 1)} }}
 
 // StreamDelete implements store.Store.
 func (s *Store) StreamDelete(ctx context.Context, params *store.StreamDeleteParams) error {
@@ -83,21 +96,49 @@ func (o *createOp) apply(b *batch) error {
 	return nil
 }
 
-func (b *batch) insertChunk(e *entry, data []byte) error {
+// insertChunk appends data to e's bytes and returns where in the
+// segment it lies. Its chunk row is written later (see pendingChunk).
+func (b *batch) insertChunk(e *entry, data []byte) (int64, error) {
 	start := e.tail
 	end := start + int64(len(data))
 	seg, off, err := b.s.seg.add(data)
 	if err != nil {
-		return err
+		return 0, err
 	}
-	if _, err := b.s.stmts.insertChunk.ExecContext(b.ctx, e.id, start, end, seg, off); err != nil {
-		return fmt.Errorf("insert chunk: %w", err)
+	if p := &b.pend; p.stream == e.id && p.end == start && p.seg == seg && p.off+(p.end-p.start) == off {
+		p.end = end
+	} else {
+		if err := b.flushChunk(); err != nil {
+			return 0, err
+		}
+		b.pend = pendingChunk{stream: e.id, start: start, end: end, seg: seg, off: off}
 	}
 	e.tail = end
 	if len(data) <= maxRecentChunk {
 		// A copy of exactly its size: data may sit in a larger buffer
 		// (the request body's), which the cache must not pin.
 		b.recent = append(b.recent, &recentChunk{stream: e.id, start: start, end: end, data: append([]byte(nil), data...)})
+	}
+	return off, nil
+}
+
+// pendingChunk is the batch's last chunk, whose row is not written yet:
+// appends to one stream that follow one another in a batch lie
+// contiguous in its segment, and take one chunk row between them rather
+// than a row (an insert) each. The row is written when an append to
+// another stream comes, before any other op (which may read the chunks,
+// or roll back to its savepoint), and when the batch flushes.
+type pendingChunk struct{ stream, start, end, seg, off int64 }
+
+// flushChunk writes the pending chunk's row.
+func (b *batch) flushChunk() error {
+	p := b.pend
+	if p.stream == 0 {
+		return nil
+	}
+	b.pend = pendingChunk{}
+	if _, err := b.s.stmts.insertChunk.ExecContext(b.ctx, p.stream, p.start, p.end, p.seg, p.off); err != nil {
+		return fmt.Errorf("insert chunk: %w", err)
 	}
 	return nil
 }
@@ -114,8 +155,11 @@ func (o *appendOp) finish(err error) {
 	if err != nil {
 		o.res, o.err = nil, err
 	}
-	close(o.done)
+	o.done <- struct{}{}
 }
+
+// loggedOK: an append's changes are all in its batch's segment record.
+func (o *appendOp) loggedOK() bool { return true }
 
 // apply appends through the core on the batch's state of the streams,
 // which the batch holds: the append allocates nothing for it.
