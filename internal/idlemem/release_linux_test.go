@@ -1,6 +1,6 @@
 //go:build linux
 
-package exepages
+package idlemem
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 // on running (the pages fault back from the page cache as it runs).
 func TestReleaseLowersTheProcessRssFile(t *testing.T) {
 	before := mustRSSFile(t)
-	n, err := Release()
+	n, err := ReleaseExecutable()
 	if err != nil {
 		t.Fatal(err)
 	}

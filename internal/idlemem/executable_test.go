@@ -1,4 +1,4 @@
-package exepages
+package idlemem
 
 import (
 	"fmt"
@@ -80,25 +80,31 @@ func TestParseSmapsRefusesABadAnonymousField(t *testing.T) {
 	}
 }
 
-// TestShouldReleaseOnlyWhenIdleAndGrown: a release comes after an idle
-// interval (under 1 % of a core) in which the pages grew by MinGrowthKB,
-// never in a busy one nor for less growth.
-func TestShouldReleaseOnlyWhenIdleAndGrown(t *testing.T) {
+// TestTriggerReleasesOnceAfterEachBurst: memory is given back at the
+// first idle interval (1 % of a core or less) after the start and after
+// each burst (10 % or more), once; never in a busy interval, nor in one
+// between the two.
+func TestTriggerReleasesOnceAfterEachBurst(t *testing.T) {
 	t.Parallel()
 	const s = time.Second
-	for _, c := range []struct {
-		cpu         time.Duration
-		rss, after  int64
-		wantRelease bool
+	ms := time.Millisecond
+	tr := trigger{armed: true}
+	for i, c := range []struct {
+		cpu  time.Duration
+		want bool
 	}{
-		{cpu: 5 * time.Millisecond, rss: 9000, after: 5000, wantRelease: true},
-		{cpu: 10 * time.Millisecond, rss: 5000 + MinGrowthKB, after: 5000, wantRelease: true},
-		{cpu: 11 * time.Millisecond, rss: 9000, after: 5000},
-		{cpu: 0, rss: 5000 + MinGrowthKB - 1, after: 5000},
-		{cpu: 0, rss: 4000, after: 5000},
+		{cpu: 50 * ms},             // the start's tail: busy
+		{cpu: 10 * ms, want: true}, // idle: give back
+		{cpu: 0},                   // still idle: already given back
+		{cpu: 5 * ms},              // between: nothing
+		{cpu: 100 * ms},            // a burst
+		{cpu: 50 * ms},             // between: not yet
+		{cpu: 11 * ms},             // between
+		{cpu: 1 * ms, want: true},
+		{cpu: 1 * ms},
 	} {
-		if got := shouldRelease(c.cpu, s, c.rss, c.after); got != c.wantRelease {
-			t.Errorf("shouldRelease(%v, 1s, %d, %d) = %v, want %v", c.cpu, c.rss, c.after, got, c.wantRelease)
+		if got := tr.tick(c.cpu, s); got != c.want {
+			t.Fatalf("interval %d (%v of CPU): gave back %v, want %v", i, c.cpu, got, c.want)
 		}
 	}
 }

@@ -1,14 +1,16 @@
-// Package exepages gives back the resident pages of the running
-// executable's code and read-only data once the process has started.
+// Package idlemem gives memory back to the operating system once the
+// process has started and whenever it goes idle after a burst of work:
+// the resident pages of the executable's code and read-only data, and
+// the Go heap's free pages.
 //
 // A Go binary's package initialisers are spread over its whole text, and
 // the kernel maps the page-cache pages around each page a process touches
 // (fault-around, 64 KB by default), so by the time `herald serve` listens
 // nearly all of Herald's 30 MB of code and read-only data count in its
-// RSS, though an idle server runs a small part of it. Release unmaps
+// RSS, though an idle server runs a small part of it. ReleaseExecutable unmaps
 // those pages from the process (madvise MADV_DONTNEED). They stay in the
 // page cache, clean and shared, and fault back on their next use.
-package exepages
+package idlemem
 
 // Mapping is one range of the process's address space as
 // /proc/self/smaps describes it.

@@ -1,4 +1,4 @@
-package exepages
+package idlemem
 
 import (
 	"bufio"
@@ -32,13 +32,13 @@ func ParseSmaps(r io.Reader) ([]Mapping, error) {
 		if f[0] == "Anonymous:" && len(maps) > 0 && len(f) >= 2 {
 			kb, err := strconv.ParseInt(f[1], 10, 64)
 			if err != nil {
-				return nil, fmt.Errorf("exepages: smaps: %q: %w", line, err)
+				return nil, fmt.Errorf("idlemem: smaps: %q: %w", line, err)
 			}
 			maps[len(maps)-1].AnonymousKB = kb
 		}
 	}
 	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("exepages: smaps: %w", err)
+		return nil, fmt.Errorf("idlemem: smaps: %w", err)
 	}
 	return maps, nil
 }
