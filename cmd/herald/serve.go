@@ -74,7 +74,7 @@ func newApp(ctx context.Context, cfg *serveConfig, log *slog.Logger, tp trace.Tr
 			}
 			return st, nil
 		}
-		st, err := sqlite.Open(ctx, sqlite.Config{Dir: cfg.DataDir, Logger: storeLog, Box: box})
+		st, err := sqlite.Open(ctx, sqlite.Config{Dir: cfg.DataDir, Logger: storeLog, Box: box, StreamCache: cfg.StreamCache})
 		if err != nil {
 			return nil, err
 		}
