@@ -82,8 +82,9 @@ func TestParseSmapsRefusesABadAnonymousField(t *testing.T) {
 
 // TestTriggerReleasesOnceAfterEachBurst: memory is given back at the
 // first idle interval (1 % of a core or less) after the start and after
-// each burst (10 % or more), once; never in a busy interval, nor in one
-// between the two.
+// each burst (burstIntervals intervals in a row at 10 % or more), once;
+// never in a busy interval, in one between the two, nor after a single
+// busy interval (periodic work).
 func TestTriggerReleasesOnceAfterEachBurst(t *testing.T) {
 	t.Parallel()
 	const s = time.Second
@@ -97,9 +98,14 @@ func TestTriggerReleasesOnceAfterEachBurst(t *testing.T) {
 		{cpu: 10 * ms, want: true}, // idle: give back
 		{cpu: 0},                   // still idle: already given back
 		{cpu: 5 * ms},              // between: nothing
-		{cpu: 100 * ms},            // a burst
-		{cpu: 50 * ms},             // between: not yet
-		{cpu: 11 * ms},             // between
+		{cpu: 300 * ms},            // periodic work: one busy interval
+		{cpu: 1 * ms},              // idle: nothing to give back
+		{cpu: 100 * ms},            // a burst: four busy intervals
+		{cpu: 100 * ms},
+		{cpu: 200 * ms},
+		{cpu: 100 * ms},
+		{cpu: 50 * ms}, // between: not yet
+		{cpu: 11 * ms}, // between
 		{cpu: 1 * ms, want: true},
 		{cpu: 1 * ms},
 	} {
