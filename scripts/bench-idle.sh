@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# Measures how long Herald takes to serve after a restart (readyz 200) and
-# how much CPU it uses while idle, over a data directory holding many
-# streams. The first run fills the directory (-n streams through
-# herald-bench create, and with -e an endpoint sourcing from the given
+# Measures how long Herald takes to serve after a restart (readyz 200),
+# how much CPU and memory it uses while idle, and appends to a random
+# stream of all of them against appends to 1,000 of them, over a data
+# directory holding many streams. The first run fills the directory (-n
+# empty streams /idle/s0, /idle/s1, ... written straight into the store
+# by herald-bench fill, and with -e an endpoint sourcing from the given
 # stream pattern); later runs on the same directory reuse it.
 #
 #   scripts/bench-idle.sh -n 1000000 -d /tmp/herald-idle
@@ -57,13 +59,13 @@ stop() {
 
 if [ ! -e "$dir/.bench-idle-filled" ]; then
 	mkdir -p "$dir"
-	start
-	"$bin/herald-bench" create -base "$base" -n "$n" -c 16
+	"$bin/herald-bench" fill -dir "$dir" -n "$n" -c 64 -prefix /idle
 	if [ -n "$pattern" ]; then
+		start
 		curl -sf -X POST "$base/_herald/v1/endpoints" -H 'Content-Type: application/json' \
 			-d "{\"url\":\"http://127.0.0.1:9/hook\",\"streams\":[\"$pattern\"],\"event_types\":[\"*\"]}" >/dev/null
+		stop
 	fi
-	stop
 	touch "$dir/.bench-idle-filled"
 fi
 
@@ -76,6 +78,13 @@ a=$(ticks)
 sleep "$secs"
 b=$(ticks)
 rss=$(awk '/VmRSS/ {print $2 / 1024 " MiB"}' "/proc/$pid/status")
-stop
 awk -v d=$((b - a)) -v hz="$hz" -v s="$secs" 'BEGIN { printf "idle CPU over %d s: %.3f %% of a core\n", s, 100 * d / hz / s }'
 echo "resident memory: $rss"
+# Appends of 100 bytes from 64 connections for 5 s, to a random stream of
+# the first 1,000 and of all of them, twice, alternated.
+for _ in 1 2; do
+	for streams in 1000 "$n"; do
+		"$bin/herald-bench" append -base "$base" -existing -prefix /idle -streams "$streams" -c 64 -d 5s
+	done
+done
+stop

@@ -10,6 +10,8 @@
 //	herald-bench live    -base URL -mode sse -readers 1000 -n 20
 //	herald-bench live    -base URL -read-base URL2 -n 1000   (append on one replica, read on another)
 //	herald-bench hold    -base URL -n 1000 -hold 8s
+//	herald-bench fill    -dir DATA_DIR -n 1000000 -c 64   (no server running on DATA_DIR)
+//	herald-bench append  -base URL -existing -prefix /idle -streams 1000000 -c 64 -d 5s
 //	herald-bench webhook -base URL -streams 1000 -c 1000 -d 15s
 //	herald-bench bus     -broker nats|kafka [-addr ADDR] -c 8 -batch 100 -d 10s
 //	herald-bench bus     -broker nats|kafka [-addr ADDR] -rate 5000 -d 10s
@@ -47,6 +49,7 @@ var workloads = []workload{
 	{"hold", "holds -n long-polls open for -hold", runHold},
 	{"webhook", "wake latency and closed-loop wakes/s of a subscription's consumers", runWebhook},
 	{"pullwake", "-loops closed loops of append, wake event, claim, read, ack of a reserved-API pull-wake subscription", runPullWake},
+	{"fill", "creates -n streams straight in the embedded store of -dir (no server), for append -existing", runFill},
 	{"bus", "publish → acknowledgement of Herald's NATS JetStream and Kafka publishers: events/s, or latency at -rate", runBus},
 }
 

@@ -40,6 +40,7 @@ func runAppend(ctx context.Context, args []string, out *output) error {
 	dur := fs.Duration("d", 10*time.Second, "duration")
 	size := fs.Int("size", 100, "bytes per append")
 	ct := fs.String("ct", octetStream, "the streams' content type")
+	existing := fs.Bool("existing", false, "append to the streams -prefix/s0 to s(streams-1) already there (as fill makes them) instead of creating new ones")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -47,13 +48,18 @@ func runAppend(ctx context.Context, args []string, out *output) error {
 		return errors.New("append: -streams, -c and -size must be at least 1")
 	}
 	t := newTarget(tf, *conc+16, 30*time.Second)
-	run := *prefix + "-" + runID()
+	run := *prefix
+	if !*existing {
+		run += "-" + runID()
+	}
 	urls := make([]string, *nstreams)
 	for i := range urls {
 		urls[i] = fmt.Sprintf("%s%s/s%d", t.base, run, i)
 	}
-	if err := t.createStreams(ctx, urls, *ct); err != nil {
-		return err
+	if !*existing {
+		if err := t.createStreams(ctx, urls, *ct); err != nil {
+			return err
+		}
 	}
 	body := bytes.Repeat([]byte("x"), *size)
 	lats := make([]latencies, *conc)

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/heraldstreams/herald/internal/secretbox"
+	"github.com/heraldstreams/herald/store/sqlite"
 )
 
 func noEnv(string) (string, bool) { return "", false }
@@ -78,6 +79,7 @@ func TestBadConfigurationIsAUsageError(t *testing.T) {
 		{[]string{"--body-read-timeout", "0s"}, nil, "--body-read-timeout must be positive"},
 		{[]string{"--min-body-rate", "0"}, nil, "--min-body-rate must be positive"},
 		{[]string{"--max-connections", "0"}, nil, "--max-connections must be positive"},
+		{[]string{"--stream-cache", "0"}, nil, "--stream-cache must be positive"},
 		{[]string{"--max-header-bytes", "-5"}, nil, "--max-header-bytes must be positive"},
 		{[]string{"--header-timeout", "0s"}, nil, "--header-timeout must be positive"},
 		{[]string{"--replica-heartbeat", "0s"}, nil, "--replica-heartbeat must be positive"},
@@ -205,5 +207,34 @@ func TestCommands(t *testing.T) {
 	}
 	if err := run(context.Background(), nil, nil, &out, &errOut, noEnv); !errors.Is(err, errUsage) {
 		t.Fatalf("no command: %v", err)
+	}
+}
+
+// TestStreamCacheFlag: --stream-cache (or HERALD_STREAM_CACHE) sets how
+// many streams' metadata the embedded store keeps, by default its own
+// default.
+func TestStreamCacheFlag(t *testing.T) {
+	t.Parallel()
+	cfg, err := parseServeFlags(nil, io.Discard, io.Discard, envOf(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.StreamCache != sqlite.DefaultStreamCache {
+		t.Fatalf("default stream cache %d, want %d", cfg.StreamCache, sqlite.DefaultStreamCache)
+	}
+	for _, c := range []struct {
+		args []string
+		env  map[string]string
+	}{
+		{args: []string{"--stream-cache", "5000"}},
+		{env: map[string]string{"HERALD_STREAM_CACHE": "5000"}},
+	} {
+		cfg, err := parseServeFlags(c.args, io.Discard, io.Discard, envOf(c.env))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cfg.StreamCache != 5000 {
+			t.Fatalf("args %v env %v: stream cache %d, want 5000", c.args, c.env, cfg.StreamCache)
+		}
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/heraldstreams/herald/httpapi"
 	"github.com/heraldstreams/herald/internal/secretbox"
 	"github.com/heraldstreams/herald/replica"
+	"github.com/heraldstreams/herald/store/sqlite"
 	"github.com/heraldstreams/herald/subscription"
 	"github.com/heraldstreams/herald/ui"
 	"github.com/heraldstreams/herald/webhook"
@@ -35,8 +36,11 @@ type serveConfig struct {
 	DataDir string
 	// Store is the storage backend, "sqlite" (in DataDir) or "postgres"
 	// (at PostgresURL, shared by replicas).
-	Store           string
-	PostgresURL     string
+	Store       string
+	PostgresURL string
+	// StreamCache bounds how many streams' metadata the embedded store
+	// keeps in memory (sqlite.Config.StreamCache).
+	StreamCache     int
 	LongPollTimeout time.Duration
 	MaxBodyBytes    int64
 	MaxReadBytes    int
@@ -91,6 +95,7 @@ func serveFlags(cfg *serveConfig) *flag.FlagSet {
 	fs.StringVar(&cfg.DataDir, "data-dir", "./data", "directory of the embedded store (created if missing)")
 	fs.StringVar(&cfg.Store, "store", "sqlite", "storage backend: sqlite (the embedded store in --data-dir) or postgres (--postgres-url, which several replicas can share)")
 	fs.StringVar(&cfg.PostgresURL, "postgres-url", "", "PostgreSQL connection URL of --store postgres, e.g. postgres://user@host:5432/herald (a password is better given as HERALD_POSTGRES_URL or in ~/.pgpass)")
+	fs.IntVar(&cfg.StreamCache, "stream-cache", sqlite.DefaultStreamCache, "most streams whose metadata the embedded store keeps in memory (about 230 bytes of heap each); the others are read from the database when used. A server that touches fewer streams at once holds fewer")
 	fs.DurationVar(&cfg.LongPollTimeout, "long-poll-timeout", 30*time.Second, "how long a long-poll read waits for data before it answers 204")
 	fs.Int64Var(&cfg.MaxBodyBytes, "max-body-bytes", 16<<20, "largest create or append body accepted (larger: 413)")
 	fs.IntVar(&cfg.MaxReadBytes, "max-read-bytes", 4<<20, "most data returned by one catch-up read or SSE event")
@@ -195,6 +200,9 @@ func (c *serveConfig) validate() error {
 	}
 	if c.MinBodyRate <= 0 {
 		problems = append(problems, "--min-body-rate must be positive")
+	}
+	if c.StreamCache <= 0 {
+		problems = append(problems, "--stream-cache must be positive")
 	}
 	if c.MaxConnections <= 0 {
 		problems = append(problems, "--max-connections must be positive")

@@ -26,6 +26,7 @@ import (
 	"github.com/heraldstreams/herald/delivery/dispatch"
 	"github.com/heraldstreams/herald/httpapi"
 	"github.com/heraldstreams/herald/httpapi/apierr"
+	"github.com/heraldstreams/herald/internal/idlemem"
 	"github.com/heraldstreams/herald/internal/secretbox"
 	"github.com/heraldstreams/herald/reaper"
 	"github.com/heraldstreams/herald/replica"
@@ -73,7 +74,7 @@ func newApp(ctx context.Context, cfg *serveConfig, log *slog.Logger, tp trace.Tr
 			}
 			return st, nil
 		}
-		st, err := sqlite.Open(ctx, sqlite.Config{Dir: cfg.DataDir, Logger: storeLog, Box: box})
+		st, err := sqlite.Open(ctx, sqlite.Config{Dir: cfg.DataDir, Logger: storeLog, Box: box, StreamCache: cfg.StreamCache})
 		if err != nil {
 			return nil, err
 		}
@@ -353,6 +354,14 @@ func serve(ctx context.Context, cfg *serveConfig, log *slog.Logger, env func(str
 		serveErr <- srv.Serve(api.LimitListener(ln))
 	}()
 	api.SetReady(true)
+	releaseStartPages(log)
+	services.Add(1)
+	go func() {
+		defer services.Done()
+		idlemem.Run(svcCtx, idleMemInterval, func(err error) {
+			log.Warn("could not release the executable's pages", "err", err)
+		})
+	}()
 	log.Info("herald listening", "addr", ln.Addr().String(), "tls", certs != nil, "data_dir", cfg.DataDir, "version", buildVersion())
 
 	var errs []error
@@ -381,6 +390,24 @@ func serve(ctx context.Context, cfg *serveConfig, log *slog.Logger, env func(str
 		log.Info("stopped")
 	}
 	return errors.Join(errs...)
+}
+
+// idleMemInterval is how often the server checks whether it is idle with
+// memory to give back (idlemem.Run): a quarter of a second, so that what
+// a burst brought in leaves the RSS soon after it. A check costs about
+// 15 µs of CPU.
+const idleMemInterval = 250 * time.Millisecond
+
+// releaseStartPages gives back the memory the start used and no longer
+// needs (idlemem.GiveBack): the free heap, and the executable's pages
+// that the start touched (every package's initialiser, the store's
+// opening): 20 MB of an idle server's 35 MB were Herald's own code and
+// read-only data, mapped from the page cache. What the server goes on
+// using faults back.
+func releaseStartPages(log *slog.Logger) {
+	if err := idlemem.GiveBack(); err != nil {
+		log.Warn("could not give back the start's memory", "err", err)
+	}
 }
 
 // shutdownDeadline is the one deadline of a shutdown (--shutdown-timeout),

@@ -27,6 +27,7 @@ var layerOf = map[string]int{
 	"internal/doccheck":         0,
 	"internal/layers":           0,
 	"internal/claimbook":        0,
+	"internal/idlemem":          0,
 	"glob":                      0,
 	"protocol":                  0,
 	"streamrules":               0,
