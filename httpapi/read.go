@@ -140,13 +140,23 @@ func (s *Server) catchUp(w http.ResponseWriter, r *http.Request, req readRequest
 		writeBody(w, http.StatusOK, body)
 		return
 	}
-	s.writeData(w, r, res, from, "")
+	s.writeData(w, r, res, from, nil)
 }
 
-// writeData writes a 200 response carrying the data of a read. A non-empty
-// cursor marks a live response, which carries Stream-Cursor.
-func (s *Server) writeData(w http.ResponseWriter, r *http.Request, res *store.StreamReadResult, from int64, cursor string) {
-	if !s.dataHeaders(w, r, res, int64(len(res.Data)), from, cursor) {
+// writeData writes a 200 response carrying the data of a read. A non-nil
+// cursor marks a live response, which carries Stream-Cursor. Its headers,
+// and its body when small, are made once for every reader of the same
+// data (sharedResponses).
+func (s *Server) writeData(w http.ResponseWriter, r *http.Request, res *store.StreamReadResult, from int64, cursor []string) {
+	d := s.shared.data(res, from, true)
+	if !s.dataHeaders(w, r, res, d, int64(len(res.Data)), cursor) {
+		return
+	}
+	if d.hasBody {
+		w.Header()["Content-Length"] = d.length
+		w.WriteHeader(http.StatusOK)
+		// A failed write means the client is gone; there is no one to tell.
+		_, _ = w.Write(d.body)
 		return
 	}
 	if !protocol.IsJSON(res.Stream.ContentType) {
@@ -160,29 +170,29 @@ func (s *Server) writeData(w http.ResponseWriter, r *http.Request, res *store.St
 }
 
 // dataHeaders sets the headers of a response carrying n bytes of data
-// of a read; it answers 304 and returns false when the client's copy is
-// current.
-func (s *Server) dataHeaders(w http.ResponseWriter, r *http.Request, res *store.StreamReadResult, n, from int64, cursor string) bool {
-	st := &res.Stream
-	upToDate := res.Next >= st.Tail
-	eof := upToDate && st.Closed
+// of a read, from d; it answers 304 and returns false when the client's
+// copy is current.
+func (s *Server) dataHeaders(w http.ResponseWriter, r *http.Request, res *store.StreamReadResult, d *sharedData, n int64, cursor []string) bool {
 	h := w.Header()
-	h.Set(hdrContentType, st.ContentType)
-	h.Set(hdrNextOffset, protocol.FormatOffset(res.Next))
-	if upToDate {
+	h[hdrContentType] = d.contentType
+	h[hdrNextOffset] = d.nextOffset
+	if d.upToDate {
 		h[hdrUpToDate] = valTrue
 	}
-	if eof {
+	if d.eof {
 		h[hdrStreamClosed] = valTrue
 	}
-	if cursor != "" {
-		h.Set(hdrCursor, cursor)
+	if cursor != nil {
+		h[hdrCursor] = cursor
 	}
-	etag := protocol.ETag(st.ID, max(from, 0), res.Next, eof)
-	h.Set("Etag", etag)
-	h.Set(hdrCacheControl, cacheControl(st, n > 0 || eof, s.now()))
-	if cursor == "" {
-		if inm, ok := header(r.Header, hdrIfNoneMatch); ok && protocol.ETagMatches(inm, etag) {
+	h["Etag"] = d.etag
+	if cc := cacheControl(&res.Stream, n > 0 || d.eof, s.now()); cc == cacheStable {
+		h[hdrCacheControl] = valCacheStable
+	} else {
+		h.Set(hdrCacheControl, cc)
+	}
+	if cursor == nil {
+		if inm, ok := header(r.Header, hdrIfNoneMatch); ok && protocol.ETagMatches(inm, d.etag[0]) {
 			w.WriteHeader(http.StatusNotModified)
 			return false
 		}
@@ -249,8 +259,14 @@ func cacheControl(st *store.Stream, stable bool, now time.Time) string {
 	if maxAge < cacheMaxAge {
 		return "public, max-age=" + strconv.Itoa(int(maxAge/time.Second))
 	}
-	return "public, max-age=60, stale-while-revalidate=300"
+	return cacheStable
 }
+
+// cacheStable is the Cache-Control of data that lives at least
+// cacheMaxAge (cacheControl); valCacheStable the header value.
+const cacheStable = "public, max-age=60, stale-while-revalidate=300"
+
+var valCacheStable = []string{cacheStable}
 
 // cursor is the Stream-Cursor of a live response (docs/protocol.md, Caching,
 // cursors and ETags), with a random jitter of 1 to 3600 seconds in case the

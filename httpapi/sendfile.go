@@ -36,7 +36,7 @@ func (s *Server) catchUpFiles(w http.ResponseWriter, r *http.Request, req readRe
 		}
 	}()
 	res := &read.Result
-	if !s.dataHeaders(w, r, res, read.Len, from, "") {
+	if !s.dataHeaders(w, r, res, s.shared.data(res, from, false), read.Len, nil) {
 		return
 	}
 	isJSON := protocol.IsJSON(res.Stream.ContentType)

@@ -145,7 +145,11 @@ type Server struct {
 	liveSSE       atomic.Int64
 	// appends counts the appends stored.
 	appends atomic.Int64
-	now     func() time.Time
+	// shared are the responses readers of the same data share
+	// (shared.go); cursorNow the Stream-Cursor of this interval.
+	shared    sharedResponses
+	cursorNow atomic.Pointer[cursorNow]
+	now       func() time.Time
 
 	// Limits on what clients can make the server hold (body.go, conns.go).
 	bodies          bodyBudget
