@@ -139,21 +139,9 @@ func (s *Server) sse(w http.ResponseWriter, r *http.Request, req readRequest) {
 		// Emit the data read, or a lone control event when the client
 		// must learn where it stands: at the start, and at EOF.
 		if len(res.Data) > 0 || eof || !sentControl {
-			buf = buf[:0]
-			if len(res.Data) > 0 {
-				buf = protocol.AppendSSEData(buf, res.Data, enc)
-			}
-			ctl := protocol.SSEControl{
-				StreamNextOffset: protocol.FormatOffset(res.Next),
-				UpToDate:         res.Next >= res.Stream.Tail,
-				StreamClosed:     eof,
-			}
-			if !eof {
-				ctl.StreamCursor = s.cursor(req.cursor)
-			}
-			buf = protocol.AppendSSEControl(buf, ctl)
+			ev := s.sseEvents(&buf, res, enc, req.cursor)
 			sentControl = true
-			if _, err := w.Write(buf); err != nil {
+			if _, err := w.Write(ev); err != nil {
 				return
 			}
 			if err := rc.Flush(); err != nil {

@@ -145,9 +145,11 @@ type Server struct {
 	liveSSE       atomic.Int64
 	// appends counts the appends stored.
 	appends atomic.Int64
-	// shared are the responses readers of the same data share
-	// (shared.go); cursorNow the Stream-Cursor of this interval.
+	// shared and sharedSSE are the responses and SSE events readers of
+	// the same data share (shared.go); cursorNow the Stream-Cursor of
+	// this interval.
 	shared    sharedResponses
+	sharedSSE sharedEvents
 	cursorNow atomic.Pointer[cursorNow]
 	now       func() time.Time
 

@@ -96,3 +96,59 @@ func (s *Server) cursorHeader(client string) []string {
 	s.cursorNow.Store(c)
 	return c.value
 }
+
+// sharedEvent is an SSE data event and the control event after it, as
+// every reader that echoed no cursor gets them: made by the first reader
+// an append wakes, written as they are by the others.
+type sharedEvent struct {
+	id, from, next int64
+	upToDate, eof  bool
+	enc            protocol.SSEEncoding
+	cursor         int64 // the interval of the control's Stream-Cursor
+	bytes          []byte
+}
+
+// sharedEvents keeps the latest sharedEvent of sharedSlots streams.
+type sharedEvents [sharedSlots]atomic.Pointer[sharedEvent]
+
+// sseEvents returns the events of res for an SSE reader that echoed
+// cursor ("" when none): the data event when there is data, then the
+// control event. They are shared by every reader that echoed no cursor
+// when the data is small enough to keep (never to be modified), else
+// made in the reader's own *buf.
+func (s *Server) sseEvents(own *[]byte, res *store.StreamReadResult, enc protocol.SSEEncoding, cursor string) []byte {
+	st := &res.Stream
+	upToDate := res.Next >= st.Tail
+	eof := upToDate && st.Closed
+	from := res.Next - int64(len(res.Data))
+	share := cursor == "" && len(res.Data) <= maxSharedBody
+	var interval int64
+	var slot *atomic.Pointer[sharedEvent]
+	if share {
+		interval = protocol.CurrentCursor(s.now())
+		slot = &s.sharedSSE[uint64(st.ID)%sharedSlots]
+		if e := slot.Load(); e != nil && e.id == st.ID && e.from == from && e.next == res.Next &&
+			e.upToDate == upToDate && e.eof == eof && e.enc == enc && e.cursor == interval {
+			return e.bytes
+		}
+	}
+	buf := (*own)[:0]
+	if len(res.Data) > 0 {
+		buf = protocol.AppendSSEData(buf, res.Data, enc)
+	}
+	ctl := protocol.SSEControl{StreamNextOffset: protocol.FormatOffset(res.Next), UpToDate: upToDate, StreamClosed: eof}
+	if !eof {
+		if share {
+			ctl.StreamCursor = strconv.FormatInt(interval, 10)
+		} else {
+			ctl.StreamCursor = s.cursor(cursor)
+		}
+	}
+	buf = protocol.AppendSSEControl(buf, ctl)
+	*own = buf
+	if share {
+		slot.Store(&sharedEvent{id: st.ID, from: from, next: res.Next, upToDate: upToDate, eof: eof, enc: enc,
+			cursor: interval, bytes: append([]byte(nil), buf...)})
+	}
+	return buf
+}

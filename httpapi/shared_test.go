@@ -88,3 +88,30 @@ func TestLongPollsWokenTogetherAnswerAlike(t *testing.T) {
 		t.Errorf("a client at this interval got cursor %s again, want one past it", c[0])
 	}
 }
+
+// SSE readers that echoed no cursor share the events of one append,
+// made once; a reader with a cursor of its own gets its events in its
+// own buffer, which a later event reuses without touching the shared.
+func TestSSEReadersShareTheEventsOfAnAppend(t *testing.T) {
+	t.Parallel()
+	s := New(Config{Store: &fakeStore{t: t}, Now: func() time.Time { return testNow }})
+	res := &store.StreamReadResult{Stream: stream(9, "/s", "application/json", 8), Data: []byte("{\"x\":1}\n"), Next: 8}
+	want := string(protocol.AppendSSEControl(protocol.AppendSSEData(nil, res.Data, protocol.SSEJSON),
+		protocol.SSEControl{StreamNextOffset: protocol.FormatOffset(8), StreamCursor: strconv.FormatInt(protocol.CurrentCursor(testNow), 10), UpToDate: true}))
+	var a, b, c []byte
+	ea := s.sseEvents(&a, res, protocol.SSEJSON, "")
+	eb, ec := s.sseEvents(&b, res, protocol.SSEJSON, ""), s.sseEvents(&c, res, protocol.SSEJSON, "")
+	if string(ea) != want || string(eb) != want || &eb[0] != &ec[0] || len(b)+len(c) != 0 {
+		t.Fatalf("events %q, want %q, shared by the next readers", eb, want)
+	}
+	var own []byte
+	eo := s.sseEvents(&own, res, protocol.SSEJSON, strconv.FormatInt(protocol.CurrentCursor(testNow), 10))
+	if &eo[0] == &eb[0] || &eo[0] != &own[0] {
+		t.Fatal("a reader with its own cursor got the shared events, not its own")
+	}
+	next := &store.StreamReadResult{Stream: stream(9, "/s", "application/json", 16), Data: []byte("{\"y\":2}\n"), Next: 16}
+	s.sseEvents(&own, next, protocol.SSEJSON, "1")
+	if string(s.sseEvents(&b, res, protocol.SSEJSON, "")) != want {
+		t.Error("the shared events changed")
+	}
+}
