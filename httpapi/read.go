@@ -4,7 +4,9 @@ import (
 	"context"
 	"math/rand/v2"
 	"net/http"
+	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -28,22 +30,22 @@ type readRequest struct {
 // read handles GET: catch-up, long-poll or SSE (docs/protocol.md).
 // p is the reader's principal, nil with access control off.
 func (s *Server) read(w http.ResponseWriter, r *http.Request, path string, p *auth.Principal) {
-	q := r.URL.Query()
-	req := readRequest{path: path, offset: protocol.Offset{Kind: protocol.OffsetKindStart}, cursor: q.Get("cursor"), live: r.Context()}
-	offsets, hasOffset := q["offset"]
-	if len(offsets) > 1 {
+	q := parseReadQuery(r.URL.RawQuery)
+	req := readRequest{path: path, offset: protocol.Offset{Kind: protocol.OffsetKindStart}, cursor: q.cursor, live: r.Context()}
+	if q.offsets > 1 {
 		s.fail(w, r, errMultipleOffsets)
 		return
 	}
+	hasOffset := q.offsets == 1
 	if hasOffset {
-		off, err := protocol.ParseOffset(offsets[0])
+		off, err := protocol.ParseOffset(q.offset)
 		if err != nil {
 			s.fail(w, r, err)
 			return
 		}
 		req.offset = off
 	}
-	switch live := q.Get("live"); live {
+	switch live := q.live; live {
 	case "":
 		s.catchUp(w, r, req)
 	case "long-poll", "sse":
@@ -70,6 +72,50 @@ func (s *Server) read(w http.ResponseWriter, r *http.Request, path string, p *au
 	default:
 		s.fail(w, r, errInvalidLive)
 	}
+}
+
+// readQuery is what a read takes from its query string: the first value
+// of offset, live and cursor, and how many offsets it carries.
+type readQuery struct {
+	offset, live, cursor string
+	offsets              int
+	hasLive, hasCursor   bool
+}
+
+// parseReadQuery reads a read's parameters from a raw query string as
+// url.ParseQuery reads them (pairs split at '&'; a pair holding ';', or
+// whose name or value does not unescape, ignored), without making its
+// map of every parameter: live readers send one request per append, by
+// the thousand.
+func parseReadQuery(raw string) readQuery {
+	var q readQuery
+	for raw != "" {
+		var pair string
+		pair, raw, _ = strings.Cut(raw, "&")
+		if pair == "" || strings.Contains(pair, ";") {
+			continue
+		}
+		k, v, _ := strings.Cut(pair, "=")
+		k, err := url.QueryUnescape(k)
+		if err != nil || (k != "offset" && k != "live" && k != "cursor") {
+			continue
+		}
+		if v, err = url.QueryUnescape(v); err != nil {
+			continue
+		}
+		switch {
+		case k == "offset":
+			if q.offsets == 0 {
+				q.offset = v
+			}
+			q.offsets++
+		case k == "live" && !q.hasLive:
+			q.live, q.hasLive = v, true
+		case k == "cursor" && !q.hasCursor:
+			q.cursor, q.hasCursor = v, true
+		}
+	}
+	return q
 }
 
 // start resolves the offset of a read into a position for the store: -1

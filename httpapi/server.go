@@ -11,6 +11,7 @@
 package httpapi
 
 import (
+	"hash/maphash"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -151,7 +152,9 @@ type Server struct {
 	shared    sharedResponses
 	sharedSSE sharedEvents
 	cursorNow atomic.Pointer[cursorNow]
-	now       func() time.Time
+	// liveIDs are the ids of the streams long-polls waited on lately.
+	liveIDs streamIDs
+	now     func() time.Time
 
 	// Limits on what clients can make the server hold (body.go, conns.go).
 	bodies          bodyBudget
@@ -235,6 +238,7 @@ func New(cfg Config) *Server {
 		requestPrefix: newRequestPrefix(),
 		shutdown:      make(chan struct{}),
 	}
+	s.liveIDs.seed = maphash.MakeSeed()
 	if cfg.TracerProvider != nil {
 		s.tracer = telemetry.Tracer(cfg.TracerProvider)
 	}

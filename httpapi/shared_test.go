@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -114,4 +115,73 @@ func TestSSEReadersShareTheEventsOfAnAppend(t *testing.T) {
 	if string(s.sseEvents(&b, res, protocol.SSEJSON, "")) != want {
 		t.Error("the shared events changed")
 	}
+}
+
+// A long-poll of a stream whose id a long-poll learnt before takes its
+// wait channel first and reads once before it waits, not twice; an
+// append after that read still wakes it.
+func TestLongPollOfAKnownStreamReadsOnceBeforeItWaits(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var events []string // "wait", "read" and "data" (a read that found data), in order
+	tail := int64(0)
+	steps := make(chan struct{}, 16)
+	note := func(e string) {
+		mu.Lock()
+		events = append(events, e)
+		mu.Unlock()
+		steps <- struct{}{}
+	}
+	hub := store.NewHub()
+	s := New(Config{Store: &fakeStore{t: t, notifier: waitLog{hub, note}, read: func(p *store.StreamReadParams) (*store.StreamReadResult, error) {
+		mu.Lock()
+		data := []byte("{\"x\":1}\n")[:tail-p.From]
+		next := tail
+		mu.Unlock()
+		if len(data) > 0 {
+			note("data")
+		} else {
+			note("read")
+		}
+		return &store.StreamReadResult{Stream: stream(5, p.Path, "application/json", next), Data: data, Next: next}, nil
+	}}})
+	for round, want := range [][]string{{"read", "wait", "read"}, {"wait", "read"}} {
+		mu.Lock()
+		events, tail = nil, 0
+		mu.Unlock()
+		done := make(chan string)
+		go func() {
+			w := httptest.NewRecorder()
+			s.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/s?offset="+protocol.FormatOffset(0)+"&live=long-poll", nil))
+			done <- w.Body.String()
+		}()
+		for range want {
+			<-steps
+		}
+		mu.Lock()
+		got := strings.Join(events, " ")
+		tail = 8
+		mu.Unlock()
+		if got != strings.Join(want, " ") {
+			t.Errorf("round %d: %s before the append, want %s", round, got, strings.Join(want, " "))
+		}
+		hub.Publish(store.TailChange{StreamID: 5})
+		if body := <-done; body != `[{"x":1}]` {
+			t.Fatalf("round %d: %q", round, body)
+		}
+		for len(steps) > 0 {
+			<-steps
+		}
+	}
+}
+
+// waitLog is a notifier that notes every Wait.
+type waitLog struct {
+	store.Notifier
+	note func(string)
+}
+
+func (l waitLog) Wait(id int64) <-chan struct{} {
+	l.note("wait")
+	return l.Notifier.Wait(id)
 }
