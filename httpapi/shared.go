@@ -51,9 +51,10 @@ func (sr *sharedResponses) data(res *store.StreamReadResult, from int64, withBod
 	from = max(from, 0)
 	upToDate := res.Next >= st.Tail
 	eof := upToDate && st.Closed
+	keep := withBody && protocol.JSONArrayLen(len(res.Data)) <= maxSharedBody
 	slot := &sr[uint64(st.ID)%sharedSlots]
 	if d := slot.Load(); d != nil && d.id == st.ID && d.from == from && d.next == res.Next &&
-		d.upToDate == upToDate && d.eof == eof && (d.hasBody || !withBody) {
+		d.upToDate == upToDate && d.eof == eof && (d.hasBody || !keep) {
 		return d
 	}
 	d := &sharedData{id: st.ID, from: from, next: res.Next, upToDate: upToDate, eof: eof,
@@ -61,7 +62,7 @@ func (sr *sharedResponses) data(res *store.StreamReadResult, from int64, withBod
 		nextOffset:  []string{protocol.FormatOffset(res.Next)},
 		etag:        []string{protocol.ETag(st.ID, from, res.Next, eof)},
 	}
-	if withBody && protocol.JSONArrayLen(len(res.Data)) <= maxSharedBody {
+	if keep {
 		// A copy: the read's buffer may be far larger than its data.
 		d.hasBody = true
 		if protocol.IsJSON(st.ContentType) {
