@@ -199,7 +199,9 @@ func (s *Server) writeData(w http.ResponseWriter, r *http.Request, res *store.St
 		return
 	}
 	if d.hasBody {
-		w.Header()["Content-Length"] = d.length
+		if len(d.body) > netHTTPBuffered {
+			w.Header()["Content-Length"] = d.length
+		}
 		w.WriteHeader(http.StatusOK)
 		// A failed write means the client is gone; there is no one to tell.
 		_, _ = w.Write(d.body)
@@ -214,6 +216,15 @@ func (s *Server) writeData(w http.ResponseWriter, r *http.Request, res *store.St
 	writeBody(w, http.StatusOK, *buf)
 	putArrayBuf(buf)
 }
+
+// netHTTPBuffered is how much of a body net/http buffers before it sends
+// the headers: a handler that writes no more than that and no
+// Content-Length gets one made by net/http, outside the header map. A
+// live response then has 8 headers of its own, which a Go map holds in
+// one group: with a 9th, the map, and the copy net/http makes of it when
+// the headers are written, would each grow into a table, for every
+// reader an append wakes.
+const netHTTPBuffered = 2048
 
 // dataHeaders sets the headers of a response carrying n bytes of data
 // of a read, from d; it answers 304 and returns false when the client's

@@ -1,6 +1,8 @@
 package httpapi
 
 import (
+	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -184,4 +186,29 @@ type waitLog struct {
 func (l waitLog) Wait(id int64) <-chan struct{} {
 	l.note("wait")
 	return l.Notifier.Wait(id)
+}
+
+// A small shared body is answered with its exact Content-Length (which
+// net/http makes) and not chunked; a larger one with the one it carries.
+func TestSharedBodiesAnswerTheirLength(t *testing.T) {
+	t.Parallel()
+	for _, n := range []int{1, netHTTPBuffered - 10, netHTTPBuffered + 10, maxSharedBody - 10} {
+		msg := []byte(`"` + strings.Repeat("x", n) + "\"\n")
+		s := New(Config{Store: &fakeStore{t: t, notifier: store.NewHub(), read: func(p *store.StreamReadParams) (*store.StreamReadResult, error) {
+			return &store.StreamReadResult{Stream: stream(4, p.Path, "application/json", int64(len(msg))), Data: msg[p.From:], Next: int64(len(msg))}, nil
+		}}})
+		srv := httptest.NewServer(s)
+		resp, err := http.Get(srv.URL + "/s?offset=" + protocol.FormatOffset(0) + "&live=long-poll")
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, err := io.ReadAll(resp.Body)
+		if err := errors.Join(err, resp.Body.Close()); err != nil {
+			t.Fatal(err)
+		}
+		srv.Close()
+		if resp.ContentLength != int64(len(msg)+1) || len(body) != len(msg)+1 || len(resp.TransferEncoding) != 0 {
+			t.Errorf("%d bytes: Content-Length %d, %d bytes, transfer encoding %v", len(msg)+1, resp.ContentLength, len(body), resp.TransferEncoding)
+		}
+	}
 }
