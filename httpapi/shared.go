@@ -44,8 +44,9 @@ type sharedData struct {
 type sharedResponses [sharedSlots]atomic.Pointer[sharedData]
 
 // data returns the shared header values of a response carrying the data
-// [from, res.Next) of res's stream, with the body when withBody (nil
-// when the body is too large to keep: the caller makes its own).
+// [from, res.Next) of res's stream, with the body (hasBody) when
+// withBody and it is small enough to keep; else the caller makes its
+// own.
 func (sr *sharedResponses) data(res *store.StreamReadResult, from int64, withBody bool) *sharedData {
 	st := &res.Stream
 	from = max(from, 0)
