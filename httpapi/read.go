@@ -199,7 +199,7 @@ func (s *Server) writeData(w http.ResponseWriter, r *http.Request, res *store.St
 		return
 	}
 	if d.hasBody {
-		if len(d.body) > netHTTPBuffered {
+		if cursor == nil || len(d.body) > netHTTPBuffered {
 			w.Header()["Content-Length"] = d.length
 		}
 		w.WriteHeader(http.StatusOK)
@@ -220,10 +220,11 @@ func (s *Server) writeData(w http.ResponseWriter, r *http.Request, res *store.St
 // netHTTPBuffered is how much of a body net/http buffers before it sends
 // the headers: a handler that writes no more than that and no
 // Content-Length gets one made by net/http, outside the header map. A
-// live response then has 8 headers of its own, which a Go map holds in
-// one group: with a 9th, the map, and the copy net/http makes of it when
-// the headers are written, would each grow into a table, for every
-// reader an append wakes.
+// live response, which carries Stream-Cursor, then has 8 headers of its
+// own (as many as a catch-up response with its Content-Length), which a
+// Go map holds in one group: with a 9th, the map, and the copy net/http
+// makes of it when the headers are written, would each grow into a
+// table, for every reader an append wakes.
 const netHTTPBuffered = 2048
 
 // dataHeaders sets the headers of a response carrying n bytes of data
