@@ -32,15 +32,11 @@ func (s *Server) longPoll(w http.ResponseWriter, r *http.Request, req readReques
 
 	// The first read resets a sliding TTL as the request begins
 	// (docs/protocol.md, Expiry) and learns the stream's ID, which the wait
-	// needs; when the ID is remembered from an earlier long-poll, the
-	// wait channel is taken before it, and the read is the only one.
+	// needs.
 	var (
 		id   int64
 		wait <-chan struct{}
 	)
-	if known, ok := s.liveIDs.get(req.path); ok {
-		id, wait = known, notifier.Wait(known)
-	}
 	for {
 		res, err := s.readAt(r, req.path, from)
 		if err != nil {
@@ -62,7 +58,6 @@ func (s *Server) longPoll(w http.ResponseWriter, r *http.Request, req readReques
 			// First pass, or the stream was re-created under the path:
 			// take the wait channel, then read again.
 			id = st.ID
-			s.liveIDs.put(req.path, id)
 			wait = notifier.Wait(id)
 			continue
 		}

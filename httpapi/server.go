@@ -11,7 +11,6 @@
 package httpapi
 
 import (
-	"hash/maphash"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -152,9 +151,7 @@ type Server struct {
 	shared    sharedResponses
 	sharedSSE sharedEvents
 	cursorNow atomic.Pointer[cursorNow]
-	// liveIDs are the ids of the streams long-polls waited on lately.
-	liveIDs streamIDs
-	now     func() time.Time
+	now       func() time.Time
 
 	// Limits on what clients can make the server hold (body.go, conns.go).
 	bodies          bodyBudget
@@ -238,7 +235,6 @@ func New(cfg Config) *Server {
 		requestPrefix: newRequestPrefix(),
 		shutdown:      make(chan struct{}),
 	}
-	s.liveIDs.seed = maphash.MakeSeed()
 	if cfg.TracerProvider != nil {
 		s.tracer = telemetry.Tracer(cfg.TracerProvider)
 	}

@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"hash/maphash"
 	"strconv"
 	"sync/atomic"
 
@@ -154,39 +153,4 @@ func (s *Server) sseEvents(own *[]byte, res *store.StreamReadResult, enc protoco
 			cursor: interval, bytes: append([]byte(nil), buf...)})
 	}
 	return buf
-}
-
-// streamIDs remembers the id of the streams long-polls waited on lately,
-// a stream in the slot its path's hash falls in, so that a long-poll
-// takes its wait channel before its first read and reads once, not
-// twice, before it waits. An id remembered wrongly (the stream was
-// deleted and created again) costs the second read, as without it.
-type streamIDs struct {
-	seed  maphash.Seed
-	slots [sharedSlots]atomic.Pointer[streamID]
-}
-
-type streamID struct {
-	path string
-	id   int64
-}
-
-func (ids *streamIDs) slot(path string) *atomic.Pointer[streamID] {
-	return &ids.slots[maphash.String(ids.seed, path)%sharedSlots]
-}
-
-// get returns the id remembered for path.
-func (ids *streamIDs) get(path string) (int64, bool) {
-	if e := ids.slot(path).Load(); e != nil && e.path == path {
-		return e.id, true
-	}
-	return 0, false
-}
-
-// put remembers path's id.
-func (ids *streamIDs) put(path string, id int64) {
-	slot := ids.slot(path)
-	if e := slot.Load(); e == nil || e.path != path || e.id != id {
-		slot.Store(&streamID{path: path, id: id})
-	}
 }
