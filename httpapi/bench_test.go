@@ -6,6 +6,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -99,17 +101,61 @@ func (k *benchKeys) KeyGet(_ context.Context, p *store.KeyGetParams) (*store.Key
 // BenchmarkCatchUpJSON measures the handler's own cost of a 4 MiB catch-up
 // response of a JSON stream (framed data to a JSON array).
 func BenchmarkCatchUpJSON(b *testing.B) {
-	msg := []byte(`{"id":12345,"type":"event","payload":"abcdefghijklmnopqrstuvwxyz0123456789"}` + "\n")
-	data := bytes.Repeat(msg, DefaultMaxReadBytes/len(msg))
+	data := benchMessages(DefaultMaxReadBytes)
 	res := &store.StreamReadResult{Stream: stream(1, "/bench/s", "application/json", int64(len(data))), Data: data, Next: int64(len(data))}
 	f := &fakeStore{read: func(*store.StreamReadParams) (*store.StreamReadResult, error) { return res, nil }}
-	s := New(Config{Store: f})
+	benchCatchUp(b, New(Config{Store: f}), len(data))
+}
+
+// benchMessages is about n bytes of framed JSON messages.
+func benchMessages(n int) []byte {
+	msg := []byte(`{"id":12345,"type":"event","payload":"abcdefghijklmnopqrstuvwxyz0123456789"}` + "\n")
+	return bytes.Repeat(msg, n/len(msg))
+}
+
+// benchCatchUp serves s catch-up reads of a stream of n bytes from its
+// start, reusing the request and the writer.
+func benchCatchUp(b *testing.B, s *Server, n int) {
 	r := httptest.NewRequest("GET", "/bench/s?offset=-1", nil)
 	w := &discardWriter{h: http.Header{}}
-	b.SetBytes(int64(len(data)))
+	b.SetBytes(int64(n))
 	b.ReportAllocs()
 	for b.Loop() {
 		clear(w.h)
 		s.ServeHTTP(w, r)
 	}
+}
+
+// jsonFileStore serves every read as one section of a file of framed
+// JSON messages, as the embedded store serves a catch-up read from its
+// segments.
+type jsonFileStore struct {
+	*fakeStore
+	name string
+	n    int64
+}
+
+func (j *jsonFileStore) StreamReadFiles(_ context.Context, p *store.StreamReadParams) (*store.StreamFileRead, error) {
+	f, err := os.Open(j.name)
+	if err != nil {
+		return nil, err
+	}
+	return &store.StreamFileRead{
+		Result:   store.StreamReadResult{Stream: stream(1, p.Path, "application/json", j.n), Next: j.n},
+		Sections: []store.Section{{File: f, N: j.n}},
+		Len:      j.n,
+		Files:    []*os.File{f},
+	}, nil
+}
+
+// BenchmarkCatchUpJSONFiles measures the handler's own cost of a 10 MB
+// catch-up response of a JSON stream whose bytes are in a file (the
+// embedded store's segments): read, made into the array and written.
+func BenchmarkCatchUpJSONFiles(b *testing.B) {
+	data := benchMessages(10_000_000)
+	name := filepath.Join(b.TempDir(), "seg")
+	if err := os.WriteFile(name, data, 0o600); err != nil {
+		b.Fatal(err)
+	}
+	benchCatchUp(b, New(Config{Store: &jsonFileStore{fakeStore: &fakeStore{}, name: name, n: int64(len(data))}}), len(data))
 }

@@ -45,13 +45,13 @@ func (s *Server) longPoll(w http.ResponseWriter, r *http.Request, req readReques
 		}
 		st := &res.Stream
 		if len(res.Data) > 0 {
-			s.writeData(w, r, res, from, s.cursor(req.cursor))
+			s.writeData(w, r, res, from, s.cursorHeader(req.cursor))
 			return
 		}
 		from = res.Next
 		if st.Closed && from >= st.Tail {
 			// Closed at the tail: EOF at once, never a wait.
-			s.writeNoData(w, from, true, "")
+			s.writeNoData(w, from, true, nil)
 			return
 		}
 		if wait == nil || st.ID != id {
@@ -65,10 +65,10 @@ func (s *Server) longPoll(w http.ResponseWriter, r *http.Request, req readReques
 		case <-wait:
 			wait = notifier.Wait(id)
 		case <-timeout.C:
-			s.writeNoData(w, from, false, s.cursor(req.cursor))
+			s.writeNoData(w, from, false, s.cursorHeader(req.cursor))
 			return
 		case <-s.shutdown:
-			s.writeNoData(w, from, false, s.cursor(req.cursor))
+			s.writeNoData(w, from, false, s.cursorHeader(req.cursor))
 			return
 		case <-req.live.Done():
 			if err := auth.Revoked(req.live); err != nil {
@@ -81,15 +81,15 @@ func (s *Server) longPoll(w http.ResponseWriter, r *http.Request, req readReques
 }
 
 // writeNoData writes the 204 of a long-poll that found no data.
-func (s *Server) writeNoData(w http.ResponseWriter, tail int64, closed bool, cursor string) {
+func (s *Server) writeNoData(w http.ResponseWriter, tail int64, closed bool, cursor []string) {
 	h := w.Header()
 	h.Set(hdrNextOffset, protocol.FormatOffset(tail))
 	h[hdrUpToDate] = valTrue
 	if closed {
 		h[hdrStreamClosed] = valTrue
 	}
-	if cursor != "" {
-		h.Set(hdrCursor, cursor)
+	if cursor != nil {
+		h[hdrCursor] = cursor
 	}
 	h[hdrCacheControl] = valNoStore
 	w.WriteHeader(http.StatusNoContent)
@@ -139,21 +139,9 @@ func (s *Server) sse(w http.ResponseWriter, r *http.Request, req readRequest) {
 		// Emit the data read, or a lone control event when the client
 		// must learn where it stands: at the start, and at EOF.
 		if len(res.Data) > 0 || eof || !sentControl {
-			buf = buf[:0]
-			if len(res.Data) > 0 {
-				buf = protocol.AppendSSEData(buf, res.Data, enc)
-			}
-			ctl := protocol.SSEControl{
-				StreamNextOffset: protocol.FormatOffset(res.Next),
-				UpToDate:         res.Next >= res.Stream.Tail,
-				StreamClosed:     eof,
-			}
-			if !eof {
-				ctl.StreamCursor = s.cursor(req.cursor)
-			}
-			buf = protocol.AppendSSEControl(buf, ctl)
+			ev := s.sseEvents(&buf, res, enc, req.cursor)
 			sentControl = true
-			if _, err := w.Write(buf); err != nil {
+			if _, err := w.Write(ev); err != nil {
 				return
 			}
 			if err := rc.Flush(); err != nil {

@@ -4,7 +4,9 @@ import (
 	"context"
 	"math/rand/v2"
 	"net/http"
+	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -28,22 +30,22 @@ type readRequest struct {
 // read handles GET: catch-up, long-poll or SSE (docs/protocol.md).
 // p is the reader's principal, nil with access control off.
 func (s *Server) read(w http.ResponseWriter, r *http.Request, path string, p *auth.Principal) {
-	q := r.URL.Query()
-	req := readRequest{path: path, offset: protocol.Offset{Kind: protocol.OffsetKindStart}, cursor: q.Get("cursor"), live: r.Context()}
-	offsets, hasOffset := q["offset"]
-	if len(offsets) > 1 {
+	q := parseReadQuery(r.URL.RawQuery)
+	req := readRequest{path: path, offset: protocol.Offset{Kind: protocol.OffsetKindStart}, cursor: q.cursor, live: r.Context()}
+	if q.offsets > 1 {
 		s.fail(w, r, errMultipleOffsets)
 		return
 	}
+	hasOffset := q.offsets == 1
 	if hasOffset {
-		off, err := protocol.ParseOffset(offsets[0])
+		off, err := protocol.ParseOffset(q.offset)
 		if err != nil {
 			s.fail(w, r, err)
 			return
 		}
 		req.offset = off
 	}
-	switch live := q.Get("live"); live {
+	switch live := q.live; live {
 	case "":
 		s.catchUp(w, r, req)
 	case "long-poll", "sse":
@@ -70,6 +72,50 @@ func (s *Server) read(w http.ResponseWriter, r *http.Request, path string, p *au
 	default:
 		s.fail(w, r, errInvalidLive)
 	}
+}
+
+// readQuery is what a read takes from its query string: the first value
+// of offset, live and cursor, and how many offsets it carries.
+type readQuery struct {
+	offset, live, cursor string
+	offsets              int
+	hasLive, hasCursor   bool
+}
+
+// parseReadQuery reads a read's parameters from a raw query string as
+// url.ParseQuery reads them (pairs split at '&'; a pair holding ';', or
+// whose name or value does not unescape, ignored), without making its
+// map of every parameter: live readers send one request per append, by
+// the thousand.
+func parseReadQuery(raw string) readQuery {
+	var q readQuery
+	for raw != "" {
+		var pair string
+		pair, raw, _ = strings.Cut(raw, "&")
+		if pair == "" || strings.Contains(pair, ";") {
+			continue
+		}
+		k, v, _ := strings.Cut(pair, "=")
+		k, err := url.QueryUnescape(k)
+		if err != nil || (k != "offset" && k != "live" && k != "cursor") {
+			continue
+		}
+		if v, err = url.QueryUnescape(v); err != nil {
+			continue
+		}
+		switch {
+		case k == "offset":
+			if q.offsets == 0 {
+				q.offset = v
+			}
+			q.offsets++
+		case k == "live" && !q.hasLive:
+			q.live, q.hasLive = v, true
+		case k == "cursor" && !q.hasCursor:
+			q.cursor, q.hasCursor = v, true
+		}
+	}
+	return q
 }
 
 // start resolves the offset of a read into a position for the store: -1
@@ -140,13 +186,25 @@ func (s *Server) catchUp(w http.ResponseWriter, r *http.Request, req readRequest
 		writeBody(w, http.StatusOK, body)
 		return
 	}
-	s.writeData(w, r, res, from, "")
+	s.writeData(w, r, res, from, nil)
 }
 
-// writeData writes a 200 response carrying the data of a read. A non-empty
-// cursor marks a live response, which carries Stream-Cursor.
-func (s *Server) writeData(w http.ResponseWriter, r *http.Request, res *store.StreamReadResult, from int64, cursor string) {
-	if !s.dataHeaders(w, r, res, int64(len(res.Data)), from, cursor) {
+// writeData writes a 200 response carrying the data of a read. A non-nil
+// cursor marks a live response, which carries Stream-Cursor. Its headers,
+// and its body when small, are made once for every reader of the same
+// data (sharedResponses).
+func (s *Server) writeData(w http.ResponseWriter, r *http.Request, res *store.StreamReadResult, from int64, cursor []string) {
+	d := s.shared.data(res, from, true)
+	if !s.dataHeaders(w, r, res, d, int64(len(res.Data)), cursor) {
+		return
+	}
+	if d.hasBody {
+		if cursor == nil || len(d.body) > netHTTPBuffered {
+			w.Header()["Content-Length"] = d.length
+		}
+		w.WriteHeader(http.StatusOK)
+		// A failed write means the client is gone; there is no one to tell.
+		_, _ = w.Write(d.body)
 		return
 	}
 	if !protocol.IsJSON(res.Stream.ContentType) {
@@ -159,30 +217,40 @@ func (s *Server) writeData(w http.ResponseWriter, r *http.Request, res *store.St
 	putArrayBuf(buf)
 }
 
+// netHTTPBuffered is how much of a body net/http buffers before it sends
+// the headers: a handler that writes no more than that and no
+// Content-Length gets one made by net/http, outside the header map. A
+// live response, which carries Stream-Cursor, then has 8 headers of its
+// own (as many as a catch-up response with its Content-Length), which a
+// Go map holds in one group: with a 9th, the map, and the copy net/http
+// makes of it when the headers are written, would each grow into a
+// table, for every reader an append wakes.
+const netHTTPBuffered = 2048
+
 // dataHeaders sets the headers of a response carrying n bytes of data
-// of a read; it answers 304 and returns false when the client's copy is
-// current.
-func (s *Server) dataHeaders(w http.ResponseWriter, r *http.Request, res *store.StreamReadResult, n, from int64, cursor string) bool {
-	st := &res.Stream
-	upToDate := res.Next >= st.Tail
-	eof := upToDate && st.Closed
+// of a read, from d; it answers 304 and returns false when the client's
+// copy is current.
+func (s *Server) dataHeaders(w http.ResponseWriter, r *http.Request, res *store.StreamReadResult, d *sharedData, n int64, cursor []string) bool {
 	h := w.Header()
-	h.Set(hdrContentType, st.ContentType)
-	h.Set(hdrNextOffset, protocol.FormatOffset(res.Next))
-	if upToDate {
+	h[hdrContentType] = d.contentType
+	h[hdrNextOffset] = d.nextOffset
+	if d.upToDate {
 		h[hdrUpToDate] = valTrue
 	}
-	if eof {
+	if d.eof {
 		h[hdrStreamClosed] = valTrue
 	}
-	if cursor != "" {
-		h.Set(hdrCursor, cursor)
+	if cursor != nil {
+		h[hdrCursor] = cursor
 	}
-	etag := protocol.ETag(st.ID, max(from, 0), res.Next, eof)
-	h.Set("Etag", etag)
-	h.Set(hdrCacheControl, cacheControl(st, n > 0 || eof, s.now()))
-	if cursor == "" {
-		if inm, ok := header(r.Header, hdrIfNoneMatch); ok && protocol.ETagMatches(inm, etag) {
+	h["Etag"] = d.etag
+	if cc := cacheControl(&res.Stream, n > 0 || d.eof, s.now()); cc == cacheStable {
+		h[hdrCacheControl] = valCacheStable
+	} else {
+		h.Set(hdrCacheControl, cc)
+	}
+	if cursor == nil {
+		if inm, ok := header(r.Header, hdrIfNoneMatch); ok && protocol.ETagMatches(inm, d.etag[0]) {
 			w.WriteHeader(http.StatusNotModified)
 			return false
 		}
@@ -249,8 +317,14 @@ func cacheControl(st *store.Stream, stable bool, now time.Time) string {
 	if maxAge < cacheMaxAge {
 		return "public, max-age=" + strconv.Itoa(int(maxAge/time.Second))
 	}
-	return "public, max-age=60, stale-while-revalidate=300"
+	return cacheStable
 }
+
+// cacheStable is the Cache-Control of data that lives at least
+// cacheMaxAge (cacheControl); valCacheStable the header value.
+const cacheStable = "public, max-age=60, stale-while-revalidate=300"
+
+var valCacheStable = []string{cacheStable}
 
 // cursor is the Stream-Cursor of a live response (docs/protocol.md, Caching,
 // cursors and ETags), with a random jitter of 1 to 3600 seconds in case the

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -160,5 +161,24 @@ func TestCacheControl(t *testing.T) {
 	st.TTL, st.AccessedAt = time.Hour, now
 	if got := cacheControl(&st, true, now); got != "public, max-age=60, stale-while-revalidate=300" {
 		t.Errorf("TTL of an hour = %q", got)
+	}
+}
+
+// A read takes offset, live and cursor from its query string as
+// url.ParseQuery reads them: the first value of each, every offset
+// counted, escapes undone, pairs that do not parse ignored.
+func TestParseReadQueryReadsAsURLParseQuery(t *testing.T) {
+	t.Parallel()
+	for _, raw := range []string{
+		"", "offset=-1", "offset=1&offset=2", "offset=now&live=sse&cursor=12", "live=long-poll&live=sse",
+		"offset=0000000000000000_0000000000000005&live=long-poll&cursor=9&cursor=10",
+		"off%73et=-1", "offset=%ZZ&offset=3", "offset=a;b&live=sse", "offset", "&&offset=&", "cursor=a+b%20c",
+		"other=1&offset=2", "%ZZ=1&live=sse", "live=%73se",
+	} {
+		v, _ := url.ParseQuery(raw)
+		q := parseReadQuery(raw)
+		if q.offsets != len(v["offset"]) || q.offset != v.Get("offset") || q.live != v.Get("live") || q.cursor != v.Get("cursor") {
+			t.Errorf("%q: %+v, url.ParseQuery %v", raw, q, v)
+		}
 	}
 }

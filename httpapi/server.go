@@ -33,6 +33,9 @@ const (
 	DefaultLongPollTimeout = 30 * time.Second
 	DefaultMaxBodyBytes    = 16 << 20
 	DefaultMaxReadBytes    = 4 << 20
+	// DefaultMaxCatchUpBytes bounds a catch-up response written from
+	// files as it is read (see Config.MaxCatchUpBytes).
+	DefaultMaxCatchUpBytes = 64 << 20
 	DefaultSSEMaxDuration  = 60 * time.Second
 	DefaultSSEKeepAlive    = 15 * time.Second
 )
@@ -59,6 +62,12 @@ type Config struct {
 	// MaxReadBytes caps the data of one catch-up response or SSE event
 	// (at least one stored chunk is returned whatever its size).
 	MaxReadBytes int
+	// MaxCatchUpBytes caps the data of one catch-up response of a store
+	// that keeps stream bytes in files (store.StreamFileReader), which
+	// is written to the socket as it is read, through a small buffer or
+	// with sendfile(2), so that it never holds the response in memory:
+	// a larger response lets a client catch up in fewer requests.
+	MaxCatchUpBytes int
 	// SSEMaxDuration is how long an SSE response stays open before Herald
 	// ends it so the client reconnects (docs/protocol.md, Server-Sent Events).
 	SSEMaxDuration time.Duration
@@ -128,6 +137,7 @@ type Server struct {
 	longPollTimeout time.Duration
 	maxBodyBytes    int64
 	maxReadBytes    int
+	maxCatchUpBytes int
 	sseMaxDuration  time.Duration
 	sseKeepAlive    time.Duration
 	// liveLongPolls and liveSSE count the live reads open now.
@@ -135,7 +145,13 @@ type Server struct {
 	liveSSE       atomic.Int64
 	// appends counts the appends stored.
 	appends atomic.Int64
-	now     func() time.Time
+	// shared and sharedSSE are the responses and SSE events readers of
+	// the same data share (shared.go); cursorNow the Stream-Cursor of
+	// this interval.
+	shared    sharedResponses
+	sharedSSE sharedEvents
+	cursorNow atomic.Pointer[cursorNow]
+	now       func() time.Time
 
 	// Limits on what clients can make the server hold (body.go, conns.go).
 	bodies          bodyBudget
@@ -193,6 +209,7 @@ func New(cfg Config) *Server {
 		longPollTimeout: cfg.LongPollTimeout,
 		maxBodyBytes:    cfg.MaxBodyBytes,
 		maxReadBytes:    cfg.MaxReadBytes,
+		maxCatchUpBytes: cfg.MaxCatchUpBytes,
 		sseMaxDuration:  cfg.SSEMaxDuration,
 		sseKeepAlive:    cfg.SSEKeepAlive,
 		now:             cfg.Now,
@@ -249,6 +266,9 @@ func New(cfg Config) *Server {
 	}
 	if s.maxReadBytes <= 0 {
 		s.maxReadBytes = DefaultMaxReadBytes
+	}
+	if s.maxCatchUpBytes <= 0 {
+		s.maxCatchUpBytes = DefaultMaxCatchUpBytes
 	}
 	if s.sseMaxDuration <= 0 {
 		s.sseMaxDuration = DefaultSSEMaxDuration

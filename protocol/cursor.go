@@ -25,9 +25,9 @@ const MaxCursorJitter = time.Hour
 // interval), so cursors never go backwards and a CDN never serves the same
 // empty response forever.
 func NextCursor(now time.Time, client string, jitter time.Duration) string {
-	current := int64(now.Sub(CursorEpoch) / CursorInterval)
-	if current < 0 {
-		current = 0
+	current := CurrentCursor(now)
+	if client == "" {
+		return strconv.FormatInt(current, 10)
 	}
 	if c, err := strconv.ParseInt(client, 10, 64); err == nil && c >= current {
 		if jitter < time.Second {
@@ -43,4 +43,11 @@ func NextCursor(now time.Time, client string, jitter time.Duration) string {
 		return strconv.FormatInt(c+steps, 10)
 	}
 	return strconv.FormatInt(current, 10)
+}
+
+// CurrentCursor is the number of cursor intervals from CursorEpoch to
+// now: the Stream-Cursor of a live response to a client that echoed none
+// (NextCursor).
+func CurrentCursor(now time.Time) int64 {
+	return max(int64(now.Sub(CursorEpoch)/CursorInterval), 0)
 }

@@ -105,15 +105,7 @@ func AppendJSONArray(dst, framed []byte) []byte {
 	dst = append(dst, '[')
 	dst = append(dst, framed...)
 	body := dst[start+1:]
-	// Every '\n' but the last separates two messages.
-	for i := bytes.IndexByte(body, '\n'); i >= 0; {
-		body[i] = ','
-		j := bytes.IndexByte(body[i+1:], '\n')
-		if j < 0 {
-			break
-		}
-		i += 1 + j
-	}
+	JoinJSONMessages(body)
 	if body[len(body)-1] == ',' {
 		body[len(body)-1] = ']'
 	} else {
@@ -122,4 +114,21 @@ func AppendJSONArray(dst, framed []byte) []byte {
 		dst = append(dst, ']')
 	}
 	return dst
+}
+
+// JoinJSONMessages turns, in place, every '\n' of framed data (or of a
+// piece of it) into ',': the separators of the JSON array the messages
+// are sent as. The '\n' that ends the last message becomes a ',' too,
+// which the caller makes the array's closing ']'. Framed messages are
+// compacted JSON, where a '\n' is never inside a value, so a piece may
+// be joined on its own, wherever it was cut.
+func JoinJSONMessages(framed []byte) {
+	for i := bytes.IndexByte(framed, '\n'); i >= 0; {
+		framed[i] = ','
+		j := bytes.IndexByte(framed[i+1:], '\n')
+		if j < 0 {
+			return
+		}
+		i += 1 + j
+	}
 }

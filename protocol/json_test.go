@@ -123,3 +123,26 @@ func BenchmarkFrameJSON(b *testing.B) {
 		}
 	}
 }
+
+// JoinJSONMessages turns every '\n' into ',' and leaves every other
+// byte alone, whatever the byte values around it (bytes with the high
+// bit set, bytes next to '\n') and wherever the piece starts and ends
+// against its eight-byte words.
+func TestJoinJSONMessages(t *testing.T) {
+	t.Parallel()
+	var all []byte
+	for b := range 256 {
+		all = append(all, byte(b), '\n', byte(b), byte(b)^'\n')
+	}
+	all = append(all, bytes.Repeat([]byte("\n"), 17)...)
+	for start := range 9 {
+		for end := len(all) - 9; end <= len(all); end++ {
+			piece := bytes.Clone(all[start:end])
+			JoinJSONMessages(piece)
+			want := bytes.ReplaceAll(all[start:end], []byte("\n"), []byte(","))
+			if !bytes.Equal(piece, want) {
+				t.Fatalf("[%d:%d]: %q, want %q", start, end, piece, want)
+			}
+		}
+	}
+}

@@ -88,15 +88,41 @@ func appendSSELines(dst, data []byte) []byte {
 	return dst
 }
 
-// AppendSSEControl appends one "control" event to dst.
+// AppendSSEControl appends one "control" event to dst: the JSON that
+// json.Marshal makes of c, written field by field (an SSE response
+// writes one a reader an event, so the marshaller's reflection and
+// allocations are worth avoiding).
 func AppendSSEControl(dst []byte, c SSEControl) []byte {
-	payload, err := json.Marshal(c)
-	if err != nil {
-		// SSEControl holds only strings and booleans, which always
-		// marshal; this branch cannot run.
-		panic(err)
+	dst = append(dst, "event: control\ndata:{\"streamNextOffset\":"...)
+	dst = appendJSONString(dst, c.StreamNextOffset)
+	if c.StreamCursor != "" {
+		dst = append(dst, ",\"streamCursor\":"...)
+		dst = appendJSONString(dst, c.StreamCursor)
 	}
-	dst = append(dst, "event: control\ndata:"...)
-	dst = append(dst, payload...)
-	return append(dst, '\n', '\n')
+	if c.UpToDate {
+		dst = append(dst, ",\"upToDate\":true"...)
+	}
+	if c.StreamClosed {
+		dst = append(dst, ",\"streamClosed\":true"...)
+	}
+	return append(dst, '}', '\n', '\n')
+}
+
+// appendJSONString appends v as json.Marshal quotes it: as it is between
+// quotes when it holds only printable ASCII that needs no escape (offsets
+// and cursors always do), else as the marshaller escapes it.
+func appendJSONString(dst []byte, v string) []byte {
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			q, err := json.Marshal(v)
+			if err != nil {
+				// A string always marshals; this branch cannot run.
+				panic(err)
+			}
+			return append(dst, q...)
+		}
+	}
+	dst = append(dst, '"')
+	dst = append(dst, v...)
+	return append(dst, '"')
 }

@@ -1,6 +1,7 @@
 package protocol
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 )
@@ -63,5 +64,28 @@ func TestAppendSSEControl(t *testing.T) {
 	got = string(AppendSSEControl(nil, SSEControl{StreamNextOffset: "x", UpToDate: true, StreamClosed: true}))
 	if got != "event: control\ndata:{\"streamNextOffset\":\"x\",\"upToDate\":true,\"streamClosed\":true}\n\n" {
 		t.Errorf("closed control = %q", got)
+	}
+}
+
+// A control event's data is what json.Marshal makes of the control,
+// whatever its strings hold and whichever fields are set.
+func TestAppendSSEControlIsTheMarshalledControl(t *testing.T) {
+	t.Parallel()
+	for _, off := range []string{"0000000000000000_0000000000000005", "", `a"b\c`, "<&>", "é\u2028", "\x01\x7f"} {
+		for _, cur := range []string{"", "123", "\n"} {
+			for _, up := range []bool{false, true} {
+				for _, closed := range []bool{false, true} {
+					c := SSEControl{StreamNextOffset: off, StreamCursor: cur, UpToDate: up, StreamClosed: closed}
+					payload, err := json.Marshal(c)
+					if err != nil {
+						t.Fatal(err)
+					}
+					want := "event: control\ndata:" + string(payload) + "\n\n"
+					if got := string(AppendSSEControl(nil, c)); got != want {
+						t.Errorf("%+v: %q, want %q", c, got, want)
+					}
+				}
+			}
+		}
 	}
 }

@@ -74,6 +74,7 @@ func TestBadConfigurationIsAUsageError(t *testing.T) {
 	}{
 		{[]string{"--long-poll-timeout", "0s"}, nil, "--long-poll-timeout must be positive"},
 		{[]string{"--max-body-bytes", "-1"}, nil, "--max-body-bytes must be positive"},
+		{[]string{"--max-catch-up-bytes", "0"}, nil, "--max-catch-up-bytes must be positive"},
 		{[]string{"--log-format", "xml"}, nil, "--log-format must be text or json"},
 		{[]string{"--max-buffered-bytes", "1000"}, nil, "--max-buffered-bytes must be at least --max-body-bytes"},
 		{[]string{"--body-read-timeout", "0s"}, nil, "--body-read-timeout must be positive"},

@@ -44,6 +44,7 @@ type serveConfig struct {
 	LongPollTimeout time.Duration
 	MaxBodyBytes    int64
 	MaxReadBytes    int
+	MaxCatchUpBytes int
 	SSEMaxDuration  time.Duration
 	ShutdownTimeout time.Duration
 	// ReplicaHeartbeat and ReplicaDeadAfter time the replicas' heartbeats
@@ -98,7 +99,8 @@ func serveFlags(cfg *serveConfig) *flag.FlagSet {
 	fs.IntVar(&cfg.StreamCache, "stream-cache", sqlite.DefaultStreamCache, "most streams whose metadata the embedded store keeps in memory (about 230 bytes of heap each); the others are read from the database when used. A server that touches fewer streams at once holds fewer")
 	fs.DurationVar(&cfg.LongPollTimeout, "long-poll-timeout", 30*time.Second, "how long a long-poll read waits for data before it answers 204")
 	fs.Int64Var(&cfg.MaxBodyBytes, "max-body-bytes", 16<<20, "largest create or append body accepted (larger: 413)")
-	fs.IntVar(&cfg.MaxReadBytes, "max-read-bytes", 4<<20, "most data returned by one catch-up read or SSE event")
+	fs.IntVar(&cfg.MaxReadBytes, "max-read-bytes", 4<<20, "most data returned by one read held in memory: an SSE event, a long-poll response, a catch-up read of PostgreSQL")
+	fs.IntVar(&cfg.MaxCatchUpBytes, "max-catch-up-bytes", httpapi.DefaultMaxCatchUpBytes, "most data returned by one catch-up read of the embedded store, which writes it from its segment files as it reads it (with sendfile(2), or through a small buffer), never holding it in memory")
 	fs.DurationVar(&cfg.SSEMaxDuration, "sse-max-duration", 60*time.Second, "how long an SSE response stays open before the client is asked to reconnect")
 	fs.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "how long a graceful shutdown may take in total: draining in-flight requests, finishing the wakes and deliveries in flight (those still running then are cancelled and sent again after a restart), and closing the store")
 	fs.DurationVar(&cfg.ReplicaHeartbeat, "replica-heartbeat", replica.DefaultInterval, "how often this replica records in the store that it is alive (and checks that the database answers: /_herald/readyz is 503 while it does not)")
@@ -179,6 +181,9 @@ func (c *serveConfig) validate() error {
 	}
 	if c.MaxReadBytes <= 0 {
 		problems = append(problems, "--max-read-bytes must be positive")
+	}
+	if c.MaxCatchUpBytes <= 0 {
+		problems = append(problems, "--max-catch-up-bytes must be positive")
 	}
 	if c.SSEMaxDuration <= 0 {
 		problems = append(problems, "--sse-max-duration must be positive")

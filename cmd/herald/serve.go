@@ -115,6 +115,7 @@ func newApp(ctx context.Context, cfg *serveConfig, log *slog.Logger, tp trace.Tr
 		LongPollTimeout:      cfg.LongPollTimeout,
 		MaxBodyBytes:         cfg.MaxBodyBytes,
 		MaxReadBytes:         cfg.MaxReadBytes,
+		MaxCatchUpBytes:      cfg.MaxCatchUpBytes,
 		SSEMaxDuration:       cfg.SSEMaxDuration,
 		MaxBufferedBytes:     cfg.MaxBufferedBytes,
 		BodyReadTimeout:      cfg.BodyReadTimeout,

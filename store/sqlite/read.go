@@ -27,7 +27,7 @@ func (s *Store) StreamGet(ctx context.Context, params *store.StreamGetParams) (*
 // StreamRead implements store.Store. It reads without the committer: data
 // below a published tail is committed and never changes.
 func (s *Store) StreamRead(ctx context.Context, params *store.StreamReadParams) (*store.StreamReadResult, error) {
-	res, r, err := s.readRange(ctx, params, nil)
+	res, r, err := s.readRange(ctx, params, nil, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -38,8 +38,13 @@ func (s *Store) StreamRead(ctx context.Context, params *store.StreamReadParams) 
 // StreamReadFiles implements store.StreamFileReader: the sections are of
 // segment files, each opened for this read.
 func (s *Store) StreamReadFiles(ctx context.Context, params *store.StreamReadParams) (*store.StreamFileRead, error) {
+	return s.readFiles(ctx, params, maxSections)
+}
+
+// readFiles is StreamReadFiles with at most sections sections.
+func (s *Store) readFiles(ctx context.Context, params *store.StreamReadParams, sections int) (*store.StreamFileRead, error) {
 	fr := &store.StreamFileRead{}
-	res, r, err := s.readRange(ctx, params, fr)
+	res, r, err := s.readRange(ctx, params, fr, sections)
 	if err != nil {
 		return nil, errors.Join(err, fr.Close())
 	}
@@ -48,8 +53,8 @@ func (s *Store) StreamReadFiles(ctx context.Context, params *store.StreamReadPar
 }
 
 // readRange reads as params say: the bytes into the range's Out, or, when
-// files is not nil, where they lie into it.
-func (s *Store) readRange(ctx context.Context, params *store.StreamReadParams, files *store.StreamFileRead) (*store.StreamReadResult, *sqlstore.Range, error) {
+// files is not nil, where they lie into it, in at most sections sections.
+func (s *Store) readRange(ctx context.Context, params *store.StreamReadParams, files *store.StreamFileRead, sections int) (*store.StreamReadResult, *sqlstore.Range, error) {
 	e, err := s.lookup(ctx, params.Path)
 	if err != nil {
 		return nil, nil, err
@@ -66,7 +71,7 @@ func (s *Store) readRange(ctx context.Context, params *store.StreamReadParams, f
 		return nil, nil, store.ErrPositionBeyondTail
 	}
 	r := &sqlstore.Range{Max: params.MaxBytes}
-	if err := sqlstore.ReadRange(chunkSource{s, ctx, files}, r, e, from, st.Tail); err != nil {
+	if err := sqlstore.ReadRange(chunkSource{s, ctx, files, sections}, r, e, from, st.Tail); err != nil {
 		return nil, nil, err
 	}
 	if sqlstore.Touched(&st, params.Internal) {
@@ -77,11 +82,13 @@ func (s *Store) readRange(ctx context.Context, params *store.StreamReadParams, f
 
 // chunkSource reads a stream's chunks for sqlstore.ReadRange: from the
 // recent cache when it holds the range, else from the segments the read
-// pool's index points to; into files when not nil (see StreamReadFiles).
+// pool's index points to; into files when not nil (see StreamReadFiles),
+// in at most maxSections sections.
 type chunkSource struct {
-	s     *Store
-	ctx   context.Context
-	files *store.StreamFileRead
+	s           *Store
+	ctx         context.Context
+	files       *store.StreamFileRead
+	maxSections int
 }
 
 func (c chunkSource) Fork(e *entry) (int64, bool) { return e.forkPosition(), e.sourceID() != 0 }
@@ -99,6 +106,15 @@ func (c chunkSource) Source(e *entry) (*entry, error) {
 
 func (c chunkSource) Chunks(e *entry, r *sqlstore.Range) error {
 	from, end := r.Window()
+	runs := 0 // no bound on the extents of a read into memory
+	if c.files != nil {
+		if runs = c.maxSections - len(c.files.Sections); runs <= 0 {
+			// A fork's source took every section: its own bytes wait
+			// for the next read.
+			r.Stop()
+			return nil
+		}
+	}
 	if data, ok := c.s.recent.get(e.id, from, end); ok {
 		if c.files != nil {
 			c.files.Sections = append(c.files.Sections, store.Section{Data: data, N: int64(len(data))})
@@ -108,9 +124,12 @@ func (c chunkSource) Chunks(e *entry, r *sqlstore.Range) error {
 		r.Add(from, end, data)
 		return nil
 	}
-	exts, n, err := extents(c.ctx, c.s.readChunks, e.id, from, end, r.Room())
+	exts, n, cut, err := extents(c.ctx, c.s.readChunks, e.id, from, end, r.Room(), runs)
 	if err != nil {
 		return err
+	}
+	if cut {
+		r.Stop()
 	}
 	if c.files != nil {
 		return c.sections(exts, r, n)
@@ -149,29 +168,39 @@ func readErr(err error) error {
 	return err
 }
 
+// maxSections bounds the sections of one StreamReadFiles, whose caller
+// may read far more bytes than a read into memory (a stream of small
+// appends interleaved with other streams' lies in as many runs as it has
+// appends): it bounds the memory the read's list of them takes.
+const maxSections = 1 << 15
+
 // extent is a run of a stream's bytes lying contiguous in one segment.
 type extent struct{ seg, off, n int64 }
 
 // extents finds where the bytes [from, end) of stream id lie, with
 // chunksFrom (chunksFromSQL prepared on a connection): in order, adjacent
 // runs of one segment merged, up to the chunk that brings them to room
-// bytes (0: no bound). n is their length.
-func extents(ctx context.Context, chunksFrom *sql.Stmt, id, from, end int64, room int) (exts []extent, n int, err error) {
+// bytes (0: no bound), and to runs runs (0: no bound; cut says the
+// extents stop there, short of room and of end). n is their length.
+func extents(ctx context.Context, chunksFrom *sql.Stmt, id, from, end int64, room, runs int) (exts []extent, n int, cut bool, err error) {
 	rows, err := chunksFrom.QueryContext(ctx, id, from, end)
 	if err != nil {
-		return nil, 0, fmt.Errorf("sqlite: read chunks: %w", err)
+		return nil, 0, false, fmt.Errorf("sqlite: read chunks: %w", err)
 	}
 	defer rows.Close()
 	for rows.Next() {
 		var start, stop, seg, off int64
 		if err := rows.Scan(&start, &stop, &seg, &off); err != nil {
-			return nil, 0, fmt.Errorf("sqlite: read chunks: %w", err)
+			return nil, 0, false, fmt.Errorf("sqlite: read chunks: %w", err)
 		}
 		lo, hi := max(from, start)-start, min(end, stop)-start
 		x := extent{seg, off + lo, hi - lo}
 		if k := len(exts) - 1; k >= 0 && exts[k].seg == x.seg && exts[k].off+exts[k].n == x.off {
 			exts[k].n += x.n
 		} else {
+			if runs > 0 && len(exts) >= runs {
+				return exts, n, true, rows.Err()
+			}
 			exts = append(exts, x)
 		}
 		n += int(x.n)
@@ -179,7 +208,7 @@ func extents(ctx context.Context, chunksFrom *sql.Stmt, id, from, end int64, roo
 			break
 		}
 	}
-	return exts, n, rows.Err()
+	return exts, n, false, rows.Err()
 }
 
 // chunkAt returns the stored chunk holding position pos of e (descending

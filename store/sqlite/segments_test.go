@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -337,5 +338,49 @@ func TestSegmentsZeroAhead(t *testing.T) {
 	mustAppend(t, s, "/a", "three,")
 	if got := readAll(t, s, "/a", 0); got != "one,two,three," {
 		t.Fatalf("read %q after a restart", got)
+	}
+}
+
+// A read from files stops at its bound of sections, short of its bound
+// of bytes: the bytes of its sections and no more, the next position
+// right after them, and none of a fork's own bytes when the bound cut
+// the read within the fork's source (they would leave a gap).
+func TestStreamReadFilesStopsAtItsSections(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := openStore(t, Config{Dir: t.TempDir()})
+	mustCreate(t, s, "/a", "")
+	mustCreate(t, s, "/b", "")
+	for i := range 6 {
+		// /b's appends between /a's: each of /a's is a run of its own.
+		mustAppend(t, s, "/a", fmt.Sprintf("a%d,", i))
+		mustAppend(t, s, "/b", fmt.Sprintf("b%d,", i))
+	}
+	if _, err := s.StreamCreate(ctx, &store.StreamCreateParams{Path: "/fork", ContentType: "text/plain", ForkSource: "/a", ForkOffset: 12, Now: segTestNow}); err != nil {
+		t.Fatal(err)
+	}
+	mustAppend(t, s, "/fork", "f0,")
+	for _, tc := range []struct {
+		path     string
+		sections int
+		want     string
+	}{
+		{"/a", 2, "a0,a1,"},
+		{"/a", 6, "a0,a1,a2,a3,a4,a5,"},
+		{"/fork", 3, "a0,a1,a2,"},
+		{"/fork", 4, "a0,a1,a2,a3,"},
+		{"/fork", 5, "a0,a1,a2,a3,f0,"},
+	} {
+		fr, err := s.readFiles(ctx, &store.StreamReadParams{Path: tc.path, From: -1, MaxBytes: 1 << 20, Now: segTestNow}, tc.sections)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := fr.AppendTo(nil)
+		if err := errors.Join(err, fr.Close()); err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != tc.want || fr.Result.Next != int64(len(tc.want)) || len(fr.Sections) > tc.sections {
+			t.Errorf("%s in %d sections: %q in %d sections, next %d; want %q", tc.path, tc.sections, got, len(fr.Sections), fr.Result.Next, tc.want)
+		}
 	}
 }

@@ -25,6 +25,8 @@ type Range struct {
 	counted int
 	// from and end are the window being read.
 	from, end int64
+	// stopped: the source ended the read short of Max (Stop).
+	stopped bool
 }
 
 // Window is the positions [from, end) being read.
@@ -54,6 +56,12 @@ func (r *Range) Room() int {
 // where its bytes lie rather than the bytes); they count toward Max.
 func (r *Range) Count(n int) { r.counted += n }
 
+// Stop ends the read where it is, short of Max: a source that hands out
+// where its bytes lie stops at as many pieces as one read may hold, and
+// nothing after them (a fork's own data after its source's) may be
+// gathered.
+func (r *Range) Stop() { r.stopped = true }
+
 // Len is the data gathered: Out and what Count recorded.
 func (r *Range) Len() int { return len(r.Out) + r.counted }
 
@@ -71,8 +79,8 @@ func (r *Range) Fill(n int, read func(dst []byte) error) error {
 	return read(r.Out[at:])
 }
 
-// full reports whether Out reached Max.
-func (r *Range) full() bool { return r.Max > 0 && r.Len() >= r.Max }
+// full reports whether Out reached Max, or the source stopped the read.
+func (r *Range) full() bool { return r.stopped || (r.Max > 0 && r.Len() >= r.Max) }
 
 // ReadRange appends the data of [from, end) of s to r.Out: a fork's data
 // below its fork position is its source's, stitched in front of its own.
