@@ -19,6 +19,9 @@ import (
 // scripts/release.sh builds a static binary that prints the version,
 // commit and build time it was given, with its SHA-256 sum listed.
 func TestReleaseScript(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: builds herald again from nothing (static, -trimpath: none of the test build is reused), minutes of CPU; run without -short for this one")
+	}
 	t.Parallel()
 	dist := t.TempDir()
 	target := runtime.GOOS + "/" + runtime.GOARCH

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Runs Herald's whole test suite: formatting, vet, the Go tests with the race
 # detector (unit, storage suite on SQLite and on a throwaway PostgreSQL,
-# end-to-end with the real binary), the shell blocks of the README's Try it
+# end-to-end with the real binary, and the tests built only with
+# `-tags browser,brokers`: the dashboard in Chromium, and the NATS and
+# Kafka publishers against brokers run in process), the shell blocks of the README's Try it
 # and docs/getting-started.md (scripts/doctest.sh), the container image
 # build (scripts/image.sh) and the official Durable Streams conformance
 # suite against `herald serve`, once in the development mode and once with
@@ -41,7 +43,7 @@ if [ -n "$unformatted" ]; then
 fi
 
 echo "== go vet"
-go vet -tags browser ./...
+go vet -tags browser,brokers ./...
 
 echo "== postgres"
 # A throwaway PostgreSQL for the Postgres backend's tests, stopped at exit.
@@ -50,7 +52,7 @@ trap herald_postgres_stop EXIT
 echo "HERALD_TEST_POSTGRES_URL=$HERALD_TEST_POSTGRES_URL"
 
 echo "== go test -race"
-go test -race -count=1 -timeout 15m -tags browser ./...
+go test -race -count=1 -timeout 15m -tags browser,brokers ./...
 
 echo "== docs: the README's Try it and docs/getting-started.md, block by block"
 scripts/doctest.sh

@@ -7,20 +7,16 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"net/netip"
-	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/heraldstreams/herald/bus"
 	"github.com/heraldstreams/herald/bus/kafkabus"
@@ -35,7 +31,7 @@ import (
 func runBus(ctx context.Context, args []string, out *output) error {
 	fs := flag.NewFlagSet("bus", flag.ContinueOnError)
 	broker := fs.String("broker", "nats", "nats (JetStream) or kafka")
-	addr := fs.String("addr", "", "the broker: a nats:// URL or a Kafka host:port; empty starts one in process (a NATS server with JetStream, or franz-go's kfake cluster)")
+	addr := fs.String("addr", "", "the broker: a nats:// URL or a Kafka host:port; empty starts one in process (a NATS server with JetStream, or franz-go's kfake cluster) when herald-bench is built with -tags brokers")
 	conc := fs.Int("c", 8, "publishers at once (throughput)")
 	batch := fs.Int("batch", 100, "events per publish (throughput)")
 	rate := fs.Int("rate", 0, "events a second, open loop, for latency (0: throughput, closed loop)")
@@ -179,25 +175,10 @@ func busTarget(broker, addr string) (json.RawMessage, func(), error) {
 	switch broker {
 	case delivery.DestinationNATS:
 		if addr == "" {
-			dir, err := os.MkdirTemp("", "herald-bench-nats")
-			if err != nil {
+			var err error
+			if addr, stop, err = startNATS(); err != nil {
 				return nil, nil, err
 			}
-			srv, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: dir, NoLog: true, NoSigs: true})
-			if err != nil {
-				return nil, nil, errors.Join(err, os.RemoveAll(dir))
-			}
-			srv.Start()
-			stop = func() {
-				srv.Shutdown()
-				srv.WaitForShutdown()
-				_ = os.RemoveAll(dir) // a temporary directory: nothing to keep
-			}
-			if !srv.ReadyForConnections(10 * time.Second) {
-				stop()
-				return nil, nil, errors.New("the NATS server did not start")
-			}
-			addr = srv.ClientURL()
 		}
 		if err := benchStream(addr); err != nil {
 			stop()
@@ -207,12 +188,10 @@ func busTarget(broker, addr string) (json.RawMessage, func(), error) {
 		return raw, stop, err
 	case delivery.DestinationKafka:
 		if addr == "" {
-			c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "herald.bench.event"))
-			if err != nil {
+			var err error
+			if addr, stop, err = startKafka(); err != nil {
 				return nil, nil, err
 			}
-			stop = c.Close
-			addr = c.ListenAddrs()[0]
 		}
 		raw, err := json.Marshal(delivery.KafkaConfig{Brokers: []string{addr}})
 		return raw, stop, err

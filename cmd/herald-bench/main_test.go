@@ -8,23 +8,64 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
 
-// startHerald builds herald from this repository, runs `herald serve` on a
-// free loopback port with an empty data directory, and returns its base
-// URL once it is ready. The process is killed when the test ends.
+// heraldBuild is the herald binary built once for all the tests of the
+// package: each build links the whole server again.
+var heraldBuild struct {
+	once sync.Once
+	dir  string // removed by TestMain
+	path string
+	err  error
+}
+
+// TestMain removes the herald binary the tests built.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if heraldBuild.dir != "" {
+		if err := os.RemoveAll(heraldBuild.dir); err != nil {
+			fmt.Fprintln(os.Stderr, "removing the herald binary built for the tests:", err)
+			code = max(code, 1)
+		}
+	}
+	os.Exit(code)
+}
+
+// heraldBinary builds herald from this repository once per test run and
+// returns its path.
+func heraldBinary(t *testing.T) string {
+	t.Helper()
+	heraldBuild.once.Do(func() {
+		dir, err := os.MkdirTemp("", "herald-bench-test")
+		if err != nil {
+			heraldBuild.err = err
+			return
+		}
+		heraldBuild.dir, heraldBuild.path = dir, filepath.Join(dir, "herald")
+		if out, err := exec.Command("go", "build", "-o", heraldBuild.path, "../herald").CombinedOutput(); err != nil {
+			heraldBuild.err = fmt.Errorf("go build ../herald: %v\n%s", err, out)
+		}
+	})
+	if heraldBuild.err != nil {
+		t.Fatal(heraldBuild.err)
+	}
+	return heraldBuild.path
+}
+
+// startHerald runs the herald of heraldBinary, `herald serve` on a free
+// loopback port with an empty data directory, and returns its base URL
+// once it is ready. The process is killed when the test ends.
 func startHerald(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "herald")
-	if out, err := exec.Command("go", "build", "-o", bin, "../herald").CombinedOutput(); err != nil {
-		t.Fatalf("go build ../herald: %v\n%s", err, out)
-	}
+	bin := heraldBinary(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -206,25 +247,6 @@ func TestPullWakeNoLostWake(t *testing.T) {
 	}
 	zero(t, r, "stalled_loops")
 	ordered(t, r, "wake_p50", "wake_p99")
-}
-
-// TestBusWorkload runs the bus workload against the brokers it starts in
-// process: every event is acknowledged, none fails.
-func TestBusWorkload(t *testing.T) {
-	t.Parallel()
-	for _, broker := range []string{"nats", "kafka"} {
-		t.Run(broker, func(t *testing.T) {
-			t.Parallel()
-			r := bench(t, "bus", "-broker", broker, "-c", "2", "-batch", "20", "-d", "1s")
-			positive(t, r, "events", "events_per_s", "publish_p50")
-			zero(t, r, "failed")
-			ordered(t, r, "publish_p50", "publish_p99")
-			r = bench(t, "bus", "-broker", broker, "-rate", "500", "-d", "1s")
-			positive(t, r, "events", "ack_p50")
-			zero(t, r, "failed")
-			ordered(t, r, "ack_p50", "ack_p90", "ack_p99", "ack_max")
-		})
-	}
 }
 
 func TestUsage(t *testing.T) {

@@ -1,7 +1,11 @@
+//go:build brokers
+
 // Package brokertest runs real brokers in process for tests: a NATS
 // server with JetStream (the server's own Go module) and franz-go's kfake
 // Kafka-protocol cluster, both on loopback, with readers of what they
-// received.
+// received. It and the tests that use it are built only with
+// `-tags brokers` (scripts/test.sh passes it): the NATS server is a large
+// module to compile, and `go test -short ./...` stays quick without it.
 package brokertest
 
 import (

@@ -81,10 +81,15 @@ type modulePackage struct {
 	Imports    []string
 }
 
+// optionalTags are the build tags of code left out of a plain build (the
+// in-process brokers of internal/brokertest and herald-bench): listed
+// with them, that code is placed in a layer and checked too.
+const optionalTags = "brokers"
+
 // modulePackages lists every package of the module with its imports.
 func modulePackages(t *testing.T) []modulePackage {
 	t.Helper()
-	out, err := exec.Command("go", "list", "-json=ImportPath,Imports", module+"...").Output()
+	out, err := exec.Command("go", "list", "-tags", optionalTags, "-json=ImportPath,Imports", module+"...").Output()
 	if err != nil {
 		var ee *exec.ExitError
 		if errors.As(err, &ee) {
