@@ -34,7 +34,7 @@ import (
 // outcome in the store.
 var (
 	busBenchRate       = flag.Int("bus-bench-rate", 5000, "events per second published by BenchmarkBusDeliveryLatency")
-	busBenchBatch      = flag.Int("bus-bench-batch", 100, "batch.max_events of the broker endpoint in the broker benchmarks")
+	busBenchBatch      = flag.Int("bus-bench-batch", 100, "batch.max_events of the broker endpoint in the broker benchmarks (1: no batch, each event published on its own)")
 	busBenchAppenders  = flag.Int("bus-bench-appenders", 8, "concurrent appenders of BenchmarkBusDeliveryThroughput")
 	busBenchPublishers = flag.Int("bus-bench-publishers", 50, "concurrent publishers sharing -bus-bench-rate in BenchmarkBusDeliveryLatency")
 )
@@ -66,7 +66,9 @@ func newBusBenchRig(b *testing.B, typ, config string) (*busRig, *store.Endpoint)
 	ep := r.endpoint(typ, config, func(c *delivery.EndpointConfig) {
 		c.Streams = []string{"/bench"}
 		c.MaxInFlight = 100
-		c.Batch = &delivery.BatchConfig{MaxEvents: *busBenchBatch, MaxWaitMS: 5}
+		if *busBenchBatch > 1 {
+			c.Batch = &delivery.BatchConfig{MaxEvents: *busBenchBatch, MaxWaitMS: 5}
+		}
 	})
 	return r, ep
 }
