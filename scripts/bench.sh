@@ -19,7 +19,9 @@ runs=${1:-3}
 work=$(mktemp -d)
 pid=
 trap 'if [ -n "$pid" ]; then kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; fi; rm -rf "$work"' EXIT
-go build -o "$work/herald" ./cmd/herald
+# Herald is built as scripts/release.sh and the image build it (static,
+# no cgo, no symbol tables): the binary users run, whose memory is measured.
+CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$work/herald" ./cmd/herald
 go build -o "$work/herald-bench" ./cmd/herald-bench
 go test -c -o "$work/delivery.test" ./delivery/dispatch/
 port=${HERALD_BENCH_PORT:-4437}
