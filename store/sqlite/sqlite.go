@@ -78,11 +78,18 @@ type Config struct {
 // (sqlstore) over the committer and the read pool.
 type Store struct {
 	*sqlstore.Store
-	cfg    Config
-	log    *slog.Logger
-	lock   *os.File
-	writer *sql.DB
-	wconn  *sql.Conn
+	// appendOps are the appends' ops, each with its channel, which the
+	// committer signals once rather than closes: an append costs neither
+	// allocation. The pool is the store's, not the process's, so a
+	// channel serves only the callers of the store that made it (a test
+	// runs each store in its own synctest bubble, whose channels no other
+	// bubble may use).
+	appendOps sync.Pool
+	cfg       Config
+	log       *slog.Logger
+	lock      *os.File
+	writer    *sql.DB
+	wconn     *sql.Conn
 	// syncFull is the writer's synchronous setting (FULL, or NORMAL for
 	// a batch of relaxed writes); only the committer touches it.
 	syncFull bool

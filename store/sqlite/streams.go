@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 
 	"go.opentelemetry.io/otel/trace"
 
@@ -23,24 +22,22 @@ func (s *Store) StreamCreate(ctx context.Context, params *store.StreamCreatePara
 
 // StreamAppend implements store.Store.
 func (s *Store) StreamAppend(ctx context.Context, params *store.StreamAppendParams) (*store.StreamAppendResult, error) {
-	o := appendOps.Get().(*appendOp)
+	o, _ := s.appendOps.Get().(*appendOp)
+	if o == nil {
+		o = &appendOp{done: make(chan struct{}, 1)}
+	}
 	o.p, o.trace = params, trace.SpanContextFromContext(ctx)
 	err := s.submit(ctx, o, o.done)
 	res, opErr := o.res, o.err
 	// submit returned: the committer is done with the op (or never had
 	// it), so it serves the next append.
 	*o = appendOp{done: o.done}
-	appendOps.Put(o)
+	s.appendOps.Put(o)
 	if err != nil {
 		return nil, err
 	}
 	return res, opErr
 }
-
-// appendOps are the appends' ops, each with its channel, which the
-// committer signals once rather than closes: an append costs neither
-// allocation.
-var appendOps = sync.Pool{New: func() any { return &appendOp{done: make(chan struct{}, 1)} }}
 
 // StreamDelete implements store.Store.
 func (s *Store) StreamDelete(ctx context.Context, params *store.StreamDeleteParams) error {
