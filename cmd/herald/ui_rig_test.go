@@ -251,6 +251,17 @@ func (r *uiRig) rows(t *testing.T, sel string) int {
 	return int(eval[float64](t, r, "document.querySelectorAll("+string(js)+").length"))
 }
 
+// waitRows waits until the table in sel has n rows and shows want.
+func (r *uiRig) waitRows(t *testing.T, sel string, n int, want string) {
+	t.Helper()
+	js, err := json.Marshal([]string{sel, want})
+	if err != nil {
+		t.Fatal(err)
+	}
+	expr := fmt.Sprintf(`(([s, w]) => { const e = document.querySelector(s); return !!e && e.querySelectorAll('tbody tr').length === %d && e.innerText.includes(w); })(%s)`, n, js)
+	r.do(t, fmt.Sprintf("waiting for %s to show %d rows with %s", sel, n, want), chromedp.Poll[chromedp.Void](expr, chromedp.WithPollingTimeout(15*time.Second)))
+}
+
 // loadMore checks that the paged list in sel shows a first page of 100
 // rows, loads the rest with its Load more button and checks that it then
 // shows all want rows, each once, with the keyboard's focus on the count
