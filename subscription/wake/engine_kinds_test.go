@@ -20,11 +20,7 @@ import (
 // nothing at the other front door's callback.
 func TestOneEngineWakesBothKinds(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	synctest.Test(t, func(t *testing.T) {
-		hook := &testhttp.Receiver[subscription.DSWebhookBody]{}
-		r := newDSRig(t, dir, hook)
-		defer r.crash()
+	inDSRig(t, func(t *testing.T, r *dsRig, hook *testhttp.Receiver[subscription.DSWebhookBody]) {
 		ctx := context.Background()
 		createBoth(t, r)
 		r.stream("/v1/stream/events/a", "text/plain", "abc")
@@ -71,11 +67,7 @@ func TestOneEngineWakesBothKinds(t *testing.T) {
 // query-string consumer, nor a query-string event a reserved row.
 func TestOneLoopKeepsEachKindsInputs(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	synctest.Test(t, func(t *testing.T) {
-		hook := &testhttp.Receiver[subscription.DSWebhookBody]{}
-		r := newDSRig(t, dir, hook)
-		defer r.crash()
+	inDSRig(t, func(t *testing.T, r *dsRig, hook *testhttp.Receiver[subscription.DSWebhookBody]) {
 		ctx := context.Background()
 		r.stream("/v1/stream/events/a", "text/plain", "")
 		createBoth(t, r)

@@ -56,6 +56,18 @@ func newDSRig(t *testing.T, dir string, hook *testhttp.Receiver[subscription.DSW
 
 // crash stops the engine without letting anything finish and closes
 // the store: what a kill -9 leaves is the store's state alone.
+// inDSRig runs body in a synctest bubble on a fresh rig over a new data
+// directory, crashed when body returns.
+func inDSRig(t *testing.T, body func(t *testing.T, r *dsRig, hook *testhttp.Receiver[subscription.DSWebhookBody])) {
+	dir := t.TempDir()
+	synctest.Test(t, func(t *testing.T) {
+		hook := &testhttp.Receiver[subscription.DSWebhookBody]{}
+		r := newDSRig(t, dir, hook)
+		defer r.crash()
+		body(t, r, hook)
+	})
+}
+
 func (r *dsRig) crash() {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
@@ -159,11 +171,7 @@ func dsAck(wakeID string, gen int64, stream, offset string) *subscription.DSAckR
 
 func TestReservedWebhookDoneAndCallback(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	synctest.Test(t, func(t *testing.T) {
-		hook := &testhttp.Receiver[subscription.DSWebhookBody]{}
-		r := newDSRig(t, dir, hook)
-		defer r.crash()
+	inDSRig(t, func(t *testing.T, r *dsRig, hook *testhttp.Receiver[subscription.DSWebhookBody]) {
 		old := r.stream("/v1/stream/events/old", "text/plain", "abc")
 		v := r.create("sub-1", `{"type":"webhook","pattern":"events/*","webhook":{"url":"`+hookURL+`"},"lease_ttl_ms":5000}`)
 		if len(v.Streams) != 1 || v.Streams[0].AckedOffset != old || v.Webhook.Signing.JWKSURL != "https://herald.test/v1/stream/__ds/jwks.json" {
@@ -334,11 +342,7 @@ func TestReservedPullWake(t *testing.T) {
 
 func TestReservedSigningKeyRotation(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	synctest.Test(t, func(t *testing.T) {
-		hook := &testhttp.Receiver[subscription.DSWebhookBody]{}
-		r := newDSRig(t, dir, hook)
-		defer r.crash()
+	inDSRig(t, func(t *testing.T, r *dsRig, hook *testhttp.Receiver[subscription.DSWebhookBody]) {
 		before := r.create("sub-1", `{"type":"webhook","streams":["a"],"webhook":{"url":"`+hookURL+`"}}`).Webhook.Signing.Kid
 		kid, err := r.eng.RotateSigningKey(context.Background())
 		if err != nil || kid == before {
