@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/heraldstreams/herald/store"
@@ -281,25 +282,22 @@ type logger interface {
 // database: every op is relaxed, or logged in the segment, whose
 // fdatasync makes it durable.
 func loggedOnly(ops []op) bool {
-	for _, o := range ops {
-		if l, ok := o.(logger); ok && l.loggedOK() {
-			continue
-		}
-		if r, ok := o.(relaxer); !ok || !r.relaxedOK() {
-			return false
-		}
-	}
-	return true
+	return !slices.ContainsFunc(ops, func(o op) bool { return !logged(o) && !relaxed(o) })
 }
 
 // relaxedOnly reports whether no op of the batch needs fsync.
 func relaxedOnly(ops []op) bool {
-	for _, o := range ops {
-		if r, ok := o.(relaxer); !ok || !r.relaxedOK() {
-			return false
-		}
-	}
-	return true
+	return !slices.ContainsFunc(ops, func(o op) bool { return !relaxed(o) })
+}
+
+func logged(o op) bool {
+	l, ok := o.(logger)
+	return ok && l.loggedOK()
+}
+
+func relaxed(o op) bool {
+	r, ok := o.(relaxer)
+	return ok && r.relaxedOK()
 }
 
 // linger holds a batch of relaxed writes until RelaxedInterval has passed
