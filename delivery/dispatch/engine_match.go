@@ -370,13 +370,13 @@ func (e *Engine) leaseFresh(parent trace.SpanContext, states []*matchState, deli
 	e.mu.RUnlock()
 	// A slot is a POST: a batching endpoint takes fresh deliveries only
 	// in full batches (a partial one waits for a claim, which holds it
-	// for batch.max_wait_ms to fill), each batch one send.
+	// for batch.max_wait_ms to fill), each batch one send. A slot is
+	// spent when its batch is full, so an endpoint with a slot left has
+	// room for one more delivery.
 	slots := make(map[string]int, len(h.eps))
-	quota := make(map[string]int, len(h.eps))
 	for id, he := range h.eps {
 		if he.r != nil {
 			slots[id] = he.r.reserve(want[id] / batchSize(he.le))
-			quota[id] = slots[id] * batchSize(he.le)
 		}
 	}
 	lease := now.Add(e.cfg.Lease)
@@ -385,12 +385,11 @@ func (e *Engine) leaseFresh(parent trace.SpanContext, states []*matchState, deli
 		d := &deliveries[i]
 		id := d.EndpointID
 		he := h.eps[id]
-		if quota[id] == 0 || d.NextAttemptAt.After(now) {
+		if slots[id] == 0 || d.NextAttemptAt.After(now) {
 			he.unleased = true
 			continue
 		}
 		d.LeaseUntil = lease
-		quota[id]--
 		groups[id] = append(groups[id], *d)
 		if len(groups[id]) == batchSize(he.le) {
 			slots[id]--
