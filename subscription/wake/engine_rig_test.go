@@ -93,7 +93,7 @@ func newRig(t *testing.T, dir string, hook *receiver) *rig {
 // newRigSweep is newRig with a SweepInterval (0: the default).
 func newRigSweep(t *testing.T, dir string, hook *receiver, sweep time.Duration) *rig {
 	t.Helper()
-	st, err := sqlite.Open(context.Background(), sqlite.Config{Dir: dir, TouchFlushInterval: time.Hour, CheckpointInterval: time.Hour})
+	st, err := sqlite.Open(context.Background(), sqlite.Config{Dir: dir, TouchFlushInterval: time.Hour, CheckpointInterval: time.Hour, RelaxedInterval: -1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -37,7 +37,7 @@ type dsRig struct {
 
 func newDSRig(t *testing.T, dir string, hook *testhttp.Receiver[subscription.DSWebhookBody]) *dsRig {
 	t.Helper()
-	st, err := sqlite.Open(context.Background(), sqlite.Config{Dir: dir, TouchFlushInterval: time.Hour, CheckpointInterval: time.Hour})
+	st, err := sqlite.Open(context.Background(), sqlite.Config{Dir: dir, TouchFlushInterval: time.Hour, CheckpointInterval: time.Hour, RelaxedInterval: -1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,7 +24,7 @@ func TestEngineShowsAStuckConsumer(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	synctest.Test(t, func(t *testing.T) {
-		st, err := sqlite.Open(context.Background(), sqlite.Config{Dir: dir, TouchFlushInterval: time.Hour, CheckpointInterval: time.Hour})
+		st, err := sqlite.Open(context.Background(), sqlite.Config{Dir: dir, TouchFlushInterval: time.Hour, CheckpointInterval: time.Hour, RelaxedInterval: -1})
 		if err != nil {
 			t.Fatal(err)
 		}

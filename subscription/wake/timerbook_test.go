@@ -59,7 +59,7 @@ func (s *lostStore) ConsumerUpdate(ctx context.Context, p *store.ConsumerUpdateP
 // openLost opens a lostStore in a temporary directory.
 func openLost(t *testing.T) *lostStore {
 	t.Helper()
-	st, err := sqlite.Open(context.Background(), sqlite.Config{Dir: t.TempDir(), TouchFlushInterval: time.Hour, CheckpointInterval: time.Hour})
+	st, err := sqlite.Open(context.Background(), sqlite.Config{Dir: t.TempDir(), TouchFlushInterval: time.Hour, CheckpointInterval: time.Hour, RelaxedInterval: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
