@@ -139,6 +139,23 @@ func traceparent(sc trace.SpanContext) string {
 	return "00-" + sc.TraceID().String() + "-" + sc.SpanID().String() + "-" + sc.TraceFlags().String()
 }
 
+// waitWakePost waits for the subscription.wake span that is a child of
+// appendSpan and for its POST, a child of the wake, and checks that rc
+// got the POST span's traceparent; it returns the POST's span.
+func (ta *tracedApp) waitWakePost(t *testing.T, appendSpan tracetest.SpanStub, rc *traceReceiver) tracetest.SpanStub {
+	t.Helper()
+	wake := ta.waitSpan(t, "subscription.wake, child of the append", func(s tracetest.SpanStub) bool {
+		return s.Name == "subscription.wake" && childOf(s, appendSpan)
+	})
+	post := ta.waitSpan(t, "the wake's POST", func(s tracetest.SpanStub) bool {
+		return s.Name == "POST" && s.SpanKind == trace.SpanKindClient && childOf(s, wake)
+	})
+	if got := rc.traceparents(); len(got) == 0 || got[0] != traceparent(post.SpanContext) {
+		t.Fatalf("the webhook got traceparent %q, want the POST span's %q", got, traceparent(post.SpanContext))
+	}
+	return post
+}
+
 // TestTracesJoinAppendWakeAndCallbacks: a stream created with a body
 // (an append) is a server span named by its route; the wake it causes is
 // its child, the wake's POST a child of the wake, and the POST carries that
@@ -170,15 +187,7 @@ func TestTracesJoinAppendWakeAndCallbacks(t *testing.T) {
 	if appendSpan.SpanKind != trace.SpanKindServer || appendSpan.Parent.IsValid() {
 		t.Fatalf("append span: kind %v, parent %v; want a root server span", appendSpan.SpanKind, appendSpan.Parent)
 	}
-	wake := ta.waitSpan(t, "subscription.wake, child of the append", func(s tracetest.SpanStub) bool {
-		return s.Name == "subscription.wake" && childOf(s, appendSpan)
-	})
-	post := ta.waitSpan(t, "the wake's POST", func(s tracetest.SpanStub) bool {
-		return s.Name == "POST" && s.SpanKind == trace.SpanKindClient && childOf(s, wake)
-	})
-	if got := rc.traceparents(); len(got) == 0 || got[0] != traceparent(post.SpanContext) {
-		t.Fatalf("the webhook got traceparent %q, want the POST span's %q", got, traceparent(post.SpanContext))
-	}
+	post := ta.waitWakePost(t, appendSpan, rc)
 	callback := ta.waitSpan(t, "a callback, child of the wake's POST", func(s tracetest.SpanStub) bool {
 		return s.Name == "POST /callback/{consumer_id}" && childOf(s, post)
 	})
@@ -186,6 +195,26 @@ func TestTracesJoinAppendWakeAndCallbacks(t *testing.T) {
 		t.Fatalf("callback span kind %v", callback.SpanKind)
 	}
 	assertNoSecrets(t, ta.spans.GetSpans(), "not-logged", "not-a-span-attribute", sub.Secret, "Bearer")
+}
+
+// TestTracesJoinAppendAndReservedWake: a reserved-API webhook
+// subscription's wake is traced as the other front door's: the
+// subscription.wake span is a child of the append that caused it, and
+// its POST, a child of the wake, carries that span's traceparent.
+func TestTracesJoinAppendAndReservedWake(t *testing.T) {
+	t.Parallel()
+	ta := startTracedApp(t, slog.New(slog.DiscardHandler))
+	rc := newReceiver(t)
+	resp, body := do(t, "PUT", ta.base+"/__ds/subscriptions/traced", nil, `{"type":"webhook","streams":["orders/1"],"webhook":{"url":"`+rc.srv.URL+`/hook"}}`)
+	if resp.StatusCode != http.StatusCreated {
+		t.Fatalf("create subscription: %d %s", resp.StatusCode, body)
+	}
+	resp, body = do(t, "PUT", ta.base+"/orders/1", http.Header{"Content-Type": {"text/plain"}}, "hello")
+	if resp.StatusCode != http.StatusCreated {
+		t.Fatalf("create stream: %d %s", resp.StatusCode, body)
+	}
+	appendSpan := ta.waitSpan(t, "PUT /{stream}", named("PUT /{stream}"))
+	ta.waitWakePost(t, appendSpan, rc)
 }
 
 // TestTracesJoinPublishMatchAndAttempts: a published event's request span

@@ -298,11 +298,12 @@ func (e *Engine) runEffects(ctx context.Context, a applied) {
 	for _, eff := range a.Effects {
 		switch eff := eff.(type) {
 		case subscription.SendWake:
+			parent := trace.SpanContextFromContext(ctx)
 			if a.Config != nil {
-				e.life.Go(func() { e.ds.deliver(a) })
+				e.goSend(func() { e.ds.deliver(parent, a) })
 				continue
 			}
-			e.startSend(trace.SpanContextFromContext(ctx), a, eff)
+			e.startSend(parent, a, eff)
 		case subscription.AppendWake:
 			e.life.Go(func() { e.ds.appendWake(a) })
 		case subscription.ArmTimer:

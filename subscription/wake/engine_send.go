@@ -21,11 +21,19 @@ const (
 	outcomeFailed    = "failed"    // non-2xx, network error or timeout
 )
 
-// startSend posts one wake notification from its own goroutine: neither
-// the append path nor the caller waits for the webhook. MaxInFlight bounds
-// the requests in flight; past it the caller (a worker, a sweep, a
-// callback that re-woke its consumer) waits for a slot.
+// startSend posts one wake notification of a query-string consumer from
+// its own goroutine (goSend).
 func (e *Engine) startSend(parent trace.SpanContext, a applied, w subscription.SendWake) {
+	e.goSend(func() { e.deliver(parent, a, w) })
+}
+
+// goSend runs send, one webhook request and the recording of its
+// answer, from its own goroutine: neither the append path nor the caller
+// waits for the webhook. Both front doors' wakes go through it, so
+// MaxInFlight bounds all the engine's requests in flight; past it the
+// caller (a worker, a sweep, a callback that re-woke its consumer) waits
+// for a slot.
+func (e *Engine) goSend(send func()) {
 	select {
 	case e.inflight <- struct{}{}:
 	case <-e.life.Context().Done():
@@ -33,7 +41,7 @@ func (e *Engine) startSend(parent trace.SpanContext, a applied, w subscription.S
 	}
 	if !e.life.Go(func() {
 		defer func() { <-e.inflight }()
-		e.deliver(parent, a, w)
+		send()
 	}) {
 		<-e.inflight
 	}

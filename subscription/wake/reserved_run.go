@@ -5,9 +5,15 @@ import (
 	"encoding/json"
 	"errors"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/heraldstreams/herald/internal/telemetry"
 	"github.com/heraldstreams/herald/protocol"
 	"github.com/heraldstreams/herald/store"
 	"github.com/heraldstreams/herald/subscription"
@@ -56,14 +62,20 @@ func (r *Reserved) tails(ctx context.Context, links []subscription.StreamCursor)
 }
 
 // deliver POSTs the current wake, signed with the active key, and
-// applies the answer.
-func (r *Reserved) deliver(a applied) {
-	ctx := r.life.WorkContext()
+// applies the answer. The wake is a span, as the other front door's: a
+// child of parent (what caused it) when that was traced, its POST
+// carrying the span's traceparent.
+func (r *Reserved) deliver(parent trace.SpanContext, a applied) {
 	st := a.Consumer
 	id := dsSubscriptionID(st.ID)
+	ctx, span := r.e.tracer.Start(telemetry.Follow(r.life.WorkContext(), parent), "subscription.wake", trace.WithAttributes(
+		attribute.String("herald.subscription_id", id), attribute.Int64("herald.epoch", st.Epoch),
+		attribute.String("herald.wake_id", st.WakeID), attribute.Int("herald.attempt", st.Attempts)))
+	defer span.End()
 	now := r.now()
 	token, err := r.keys.Issue(r.tokenSubject(id, st.Incarnation, st.Epoch), now)
 	if err != nil {
+		span.SetStatus(codes.Error, err.Error())
 		r.log.Warn("issuing a wake token", "subscription", id, "err", err)
 		return
 	}
@@ -81,6 +93,12 @@ func (r *Reserved) deliver(a applied) {
 	h["Webhook-Signature"] = []string{subscription.DSSignatureHeader(r.activeKey(), body, now)}
 	res, err := r.sender.Send(ctx, &webhook.Request{URL: a.Config.WebhookURL, Header: h, Body: body})
 	delivered, done := err == nil && res.OK(), false
+	switch {
+	case err != nil:
+		span.SetStatus(codes.Error, err.Error())
+	case !delivered:
+		span.SetStatus(codes.Error, "HTTP "+strconv.Itoa(res.StatusCode))
+	}
 	if delivered {
 		var answer struct {
 			Done bool `json:"done"`

@@ -37,13 +37,22 @@ type dsRig struct {
 
 func newDSRig(t *testing.T, dir string, hook *testhttp.Receiver[subscription.DSWebhookBody]) *dsRig {
 	t.Helper()
+	return newDSRigWith(t, dir, hook, func(*EngineConfig) {})
+}
+
+// newDSRigWith is newDSRig with the engine's configuration changed by
+// set before it starts.
+func newDSRigWith(t *testing.T, dir string, hook *testhttp.Receiver[subscription.DSWebhookBody], set func(*EngineConfig)) *dsRig {
+	t.Helper()
 	st, err := sqlite.Open(context.Background(), sqlite.Config{Dir: dir, TouchFlushInterval: time.Hour, CheckpointInterval: time.Hour, RelaxedInterval: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	r := &dsRig{t: t, dir: dir, st: st, hook: hook, keys: rigKeyring(t)}
-	r.engine, err = NewEngine(EngineConfig{Store: st, Sender: testhttp.NewSender(hook), Keyring: r.keys, CallbackBaseURL: "https://herald.test",
-		ExclusiveStore: true, Reserved: ReservedConfig{Store: st, Root: "/v1/stream"}})
+	cfg := EngineConfig{Store: st, Sender: testhttp.NewSender(hook), Keyring: r.keys, CallbackBaseURL: "https://herald.test",
+		ExclusiveStore: true, Reserved: ReservedConfig{Store: st, Root: "/v1/stream"}}
+	set(&cfg)
+	r.engine, err = NewEngine(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -232,6 +241,45 @@ func TestReservedWebhookDoneAndCallback(t *testing.T) {
 		}
 		if _, err := r.eng.Ack(context.Background(), "sub-1", b.CallbackToken, &subscription.DSAckRequest{WakeID: b.WakeID, Generation: b.Generation, Done: true}); !errors.Is(err, ErrSubscriptionNotFound) {
 			t.Fatalf("a callback of a deleted subscription: %v", err)
+		}
+	})
+}
+
+// TestReservedWakesShareMaxInFlight: the reserved API's webhook wakes
+// take the engine's in-flight slots, as the other front door's do: with
+// MaxInFlight 1 and a webhook that has not answered yet, a second
+// subscription's wake waits for the first's answer.
+func TestReservedWakesShareMaxInFlight(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	synctest.Test(t, func(t *testing.T) {
+		release := make(chan struct{})
+		hook := &testhttp.Receiver[subscription.DSWebhookBody]{}
+		hook.SetReply(func(int, subscription.DSWebhookBody, *http.Request) (int, map[string]string, string) {
+			<-release
+			return http.StatusOK, nil, `{"done":true}`
+		})
+		r := newDSRigWith(t, dir, hook, func(c *EngineConfig) { c.MaxInFlight = 1 })
+		defer r.crash()
+		released := false
+		defer func() {
+			if !released {
+				close(release)
+			}
+		}()
+		for _, id := range []string{"a", "b"} {
+			r.create("sub-"+id, `{"type":"webhook","streams":["events/`+id+`"],"webhook":{"url":"`+hookURL+`"}}`)
+			r.stream("/v1/stream/events/"+id, "text/plain", "x")
+		}
+		synctest.Wait()
+		if n := len(hook.Requests()); n != 1 {
+			t.Fatalf("%d wakes in flight, want 1 (MaxInFlight)", n)
+		}
+		close(release)
+		released = true
+		synctest.Wait()
+		if n := len(hook.Requests()); n != 2 {
+			t.Fatalf("%d wakes once the first was answered, want 2", n)
 		}
 	})
 }
