@@ -22,6 +22,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -228,7 +229,7 @@ func (s *Store) open(ctx context.Context) error {
 	// whole, and small commits change many pages.
 	dsn := "file:" + file + "?_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)" +
 		"&_pragma=busy_timeout(10000)&_pragma=foreign_keys(OFF)&_time_format=sqlite"
-	if s.writer, err = sql.Open("sqlite", dsn); err != nil {
+	if s.writer, err = sql.Open("sqlite", dsn+"&_pragma=mmap_size("+strconv.Itoa(writerMmap)+")"); err != nil {
 		return fmt.Errorf("sqlite: open: %w", err)
 	}
 	s.writer.SetMaxOpenConns(1)
@@ -288,6 +289,21 @@ func (s *Store) open(ctx context.Context) error {
 	}
 	return nil
 }
+
+// writerMmap is how much of the database file the writer maps: the
+// committer reads the row of each stream it appends to that the stream
+// cache does not hold, and the index pages each append changes. Over a
+// million streams (a database of 120 MB) nearly every one of those pages
+// missed the writer's 2 MB page cache, and cost a pread and a copy of
+// 4 KiB; mapped, a page the OS caches is read where it lies: 10 to 20 %
+// less CPU an append to a random stream of a million. SQLite never
+// writes through the map (it writes the WAL). The pages mapped are the OS
+// page cache's: they count in VmRSS as RssFile, the pages the committer
+// touched (after appends to every stream of a million, about the whole
+// file), and the kernel takes them back under memory pressure. The bound
+// keeps that under 256 MiB however large the file; pages past it are
+// read as before. Readers stay unmapped (see open).
+const writerMmap = 256 << 20
 
 // lockDir takes an exclusive lock on the data directory so two processes
 // never write one database (the in-memory metadata relies on it).

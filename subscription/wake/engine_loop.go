@@ -389,12 +389,16 @@ func (e *Engine) reconcile(ctx context.Context) {
 	var settled sync.Map
 	after := ""
 	for {
+		mark := e.members.addedMark()
 		paths, err := e.st.ConsumerPathList(ctx, &store.ConsumerPathListParams{After: after, Limit: reconcilePage})
 		if err != nil {
 			if ctx.Err() == nil {
 				e.log.Warn("reconciling consumers", "err", err)
 			}
 			return
+		}
+		if after == "" && len(paths) == 0 {
+			e.members.noneSince(mark) // no stream has a consumer
 		}
 		for _, path := range paths {
 			select {

@@ -26,6 +26,17 @@ type memberCache struct {
 	mu      sync.Mutex
 	next    uint64                // guarded by mu: generation counter
 	paths   map[string]*memberSet // guarded by mu
+	// none (guarded by mu) says that no stream has a consumer: the store
+	// listed no consumer path, and no membership was added since. Every
+	// path's set is then empty without a set of its own, so a server
+	// without subscriptions asks the store nothing at a tail change,
+	// however many streams change (a bounded map of paths would miss
+	// most of them over a million streams).
+	none bool
+	// added counts the changes that may add a membership (guarded by mu):
+	// the reconciliation's listing proves none only if it did not move
+	// while the store was read.
+	added uint64
 }
 
 type memberSet struct {
@@ -65,6 +76,9 @@ func (m *memberCache) get(path string) ([]store.Consumer, uint64, bool) {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.none {
+		return nil, 0, true
+	}
 	s := m.entry(path)
 	if !s.loaded {
 		return nil, s.gen, false
@@ -129,6 +143,8 @@ func (m *memberCache) observe(old, cur *store.Consumer) {
 	if cur == nil {
 		return
 	}
+	m.added++
+	m.none = false
 	snap := *cur
 	snap.Streams = slices.Clone(cur.Streams)
 	for _, st := range cur.Streams {
@@ -158,4 +174,29 @@ func (m *memberCache) clear() {
 	defer m.mu.Unlock()
 	m.paths = map[string]*memberSet{}
 	m.next++
+	m.added++
+	m.none = false
+}
+
+// addedMark returns what noneSince compares with: the count of changes
+// that may add a membership, taken before the store is read.
+func (m *memberCache) addedMark() uint64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.added
+}
+
+// noneSince records that the store listed no consumer path, read after
+// addedMark returned mark: unless a membership may have been added since,
+// no stream has a consumer until one is (observe or clear).
+func (m *memberCache) noneSince(mark uint64) {
+	if !m.enabled {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.added == mark {
+		m.none = true
+		m.paths = map[string]*memberSet{}
+	}
 }
