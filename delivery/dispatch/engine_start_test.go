@@ -27,6 +27,12 @@ type countingStore struct {
 	// failStreamLists fails this many StreamList calls first.
 	failStreamLists atomic.Int64
 	feed            *store.TailFeed // when set, the engine's tail-change feed
+	marks           atomic.Int64    // StreamChangeMark calls
+}
+
+func (s *countingStore) StreamChangeMark(ctx context.Context) (int64, error) {
+	s.marks.Add(1)
+	return s.EngineStore.StreamChangeMark(ctx)
 }
 
 func (s *countingStore) StreamList(ctx context.Context, p *store.StreamListParams) ([]store.Stream, error) {
@@ -183,6 +189,36 @@ func TestEngineReconcilesOnlyChanges(t *testing.T) {
 		}
 		if slices.Sort(ids); !slices.Equal(ids, []string{"o-1", "o-2", "o-3"}) {
 			t.Fatalf("delivered %v, want each event once", ids)
+		}
+	})
+}
+
+// TestEngineWithoutEndpointsTakesNoMark: with no endpoint a start
+// neither reads a stream nor takes a mark of the store's changes (with
+// the embedded store a mark moves the change number that the next
+// append to every stream writes into an index); the first start with an
+// endpoint then reads every stream changed since the last mark, the ones
+// appended to while no endpoint existed included.
+func TestEngineWithoutEndpointsTakesNoMark(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		sq := deliverytest.OpenStore(t)
+		appendEvent(t, sq, "/orders/1", `{"id":"o-1","type":"order.paid"}`)
+		rc := &deliverytest.Receiver{}
+		empty := &countingStore{EngineStore: sq}
+		runEngine(t, newStartEngine(t, empty, rc))
+		if n, m := empty.lists.Load(), empty.marks.Load(); n != 0 || m != 0 {
+			t.Fatalf("a start without endpoints made %d stream lists and %d marks, want none", n, m)
+		}
+		createStoredEndpoint(t, sq, "/**")
+		appendEvent(t, sq, "/orders/2", `{"id":"o-2","type":"order.paid"}`)
+		st := &countingStore{EngineStore: sq}
+		runEngine(t, newStartEngine(t, st, rc))
+		if got := st.listedPaths(); !slices.Equal(got, []string{"/orders/1", "/orders/2"}) {
+			t.Fatalf("the first start with an endpoint read %v, want every stream changed since the last mark", got)
+		}
+		if m := st.marks.Load(); m != 1 {
+			t.Fatalf("%d marks, want 1", m)
 		}
 	})
 }

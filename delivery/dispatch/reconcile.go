@@ -29,7 +29,18 @@ const reconciledMark = "delivery.reconciled"
 // a restart, the work follows the changes made, not the streams stored.
 // It runs at start and when changes may have been missed, never on a
 // timer: with no endpoint it reads no stream.
+//
+// With no endpoint it takes no mark either: there is nothing to match,
+// and with the embedded store a mark moves the change number that the
+// next append to each stream then writes into the index of changes, a
+// page of that index written for every stream appended to after each
+// start. The mark recorded stays where it was, so the first
+// reconciliation with an endpoint reads every stream changed since
+// (more than needed, never less).
 func (e *Engine) reconcile(ctx context.Context) {
+	if len(e.sourcePrefixes()) == 0 {
+		return
+	}
 	mark, err := e.st.StreamChangeMark(ctx)
 	if err != nil {
 		e.reconcileFailed(ctx, err)
