@@ -267,24 +267,7 @@ func TestStreamQueriesUseIndexes(t *testing.T) {
 	s := openStore(t, Config{Dir: t.TempDir()})
 	plan := func(q string, args ...any) string {
 		t.Helper()
-		rows, err := s.reader.Query(`EXPLAIN QUERY PLAN `+sqlstore.Numbered(q), args...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer rows.Close()
-		var out []string
-		for rows.Next() {
-			var id, parent, unused int
-			var detail string
-			if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
-				t.Fatal(err)
-			}
-			out = append(out, detail)
-		}
-		if err := rows.Err(); err != nil {
-			t.Fatal(err)
-		}
-		return strings.Join(out, "; ")
+		return queryPlan(t, s, q, args...)
 	}
 	if p := plan(sqlstore.ExpiredStreamsSQL, int64(1), 10); !strings.Contains(p, "USING INDEX streams_deadline") ||
 		strings.Contains(p, "TEMP B-TREE") {

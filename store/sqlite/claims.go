@@ -3,6 +3,8 @@ package sqlite
 import (
 	"context"
 	"fmt"
+
+	"github.com/heraldstreams/herald/store/sqlstore"
 )
 
 // Leases are in the rows, as in the PostgreSQL backend (the statements
@@ -13,6 +15,9 @@ import (
 // Open ends them all: after a restart every unfinished delivery and every
 // due timer is claimable at once, without waiting for a lease to end.
 
+// endLeasesSQL ends every delivery lease, reading the index of leases.
+const endLeasesSQL = `UPDATE deliveries SET lease_until = 0, lease_token = 0, lease_owner = '' WHERE ` + sqlstore.LeasedSQL
+
 // startClaims reads the delivery id key and ends the leases of the
 // previous process.
 func (s *Store) startClaims(ctx context.Context) error {
@@ -21,7 +26,7 @@ func (s *Store) startClaims(ctx context.Context) error {
 			return err
 		}
 		for _, q := range []string{
-			`UPDATE deliveries SET lease_until = 0, lease_token = 0, lease_owner = '' WHERE lease_until > 0`,
+			endLeasesSQL,
 			`UPDATE consumers SET timer_until = 0, timer_owner = '' WHERE timer_until > 0`,
 			`DELETE FROM leases`,
 			`DELETE FROM replicas`,

@@ -91,9 +91,16 @@ func ScanLease(ids *DeliveryIDs, row Row, extra ...any) (store.Delivery, error) 
 	return d, err
 }
 
-// runningSQL counts an endpoint's running leases ($2 is now): its
+// LeasedSQL selects the deliveries that hold a lease (running or not):
+// the rows of the index of leases, deliveries_lease, which holds no other
+// (a delivery waiting for a claim is in no index of leases, and writes
+// none). Every statement that reads leases has these terms, so that the
+// database reads that index.
+const LeasedSQL = `lease_until > 0 AND status IN ('pending', 'failed')`
+
+// RunningSQL counts an endpoint's running leases ($2 is now): its
 // deliveries in flight, whichever handle sent them.
-const runningSQL = `SELECT count(*) FROM deliveries WHERE endpoint_id = $1 AND status IN ('pending', 'failed') AND lease_until > $2`
+const RunningSQL = `SELECT count(*) FROM deliveries WHERE endpoint_id = $1 AND ` + LeasedSQL + ` AND lease_until > $2`
 
 // claimSQL leases, in the rows, an endpoint's due deliveries that no
 // running lease holds, earliest first: at most $6, and at most $7 (when
@@ -112,20 +119,20 @@ const claimSQL = `UPDATE deliveries SET lease_until = $3, lease_token = $4, leas
 				WHEN CAST($7 AS BIGINT) - count(*) <= 0 THEN 0
 				WHEN CAST($6 AS BIGINT) < CAST($7 AS BIGINT) - count(*) THEN CAST($6 AS BIGINT)
 				ELSE CAST($7 AS BIGINT) - count(*) END
-			FROM deliveries WHERE endpoint_id = $1 AND status IN ('pending', 'failed') AND lease_until > $2)
+			FROM deliveries WHERE endpoint_id = $1 AND ` + LeasedSQL + ` AND lease_until > $2)
 		%LOCK%)
 	RETURNING ` + DeliveryLeaseColumns
 
-// nextDueSQL is the earliest time after now ($2) at which an unfinished
+// NextDueSQL is the earliest time after now ($2) at which an unfinished
 // delivery of an endpoint falls due or its lease ends.
 //
 // It is the earlier of two minimums, each read from its own index (the
 // running leases' ends, and the future due times), so its cost does not
 // grow with the endpoint's backlog; a leased delivery due later than its
 // lease ends can only make the runner look once more, early.
-const nextDueSQL = `SELECT min(t) FROM (
+const NextDueSQL = `SELECT min(t) FROM (
 		SELECT min(lease_until) AS t FROM deliveries
-			WHERE endpoint_id = $1 AND status IN ('pending', 'failed') AND lease_until > $2
+			WHERE endpoint_id = $1 AND ` + LeasedSQL + ` AND lease_until > $2
 		UNION ALL
 		SELECT min(next_attempt_at) AS t FROM deliveries
 			WHERE endpoint_id = $1 AND status IN ('pending', 'failed') AND next_attempt_at > $2
@@ -211,12 +218,12 @@ func (c *Claims) Claim(tx ClaimTx, params *store.DeliveryClaimParams) (*store.De
 			res.RetryAt = params.Now.Add(b.Wait(params.Rate))
 		}
 	}
-	if err := tx.QueryRow(runningSQL, params.EndpointID, now).Scan(&res.InFlight); err != nil {
+	if err := tx.QueryRow(RunningSQL, params.EndpointID, now).Scan(&res.InFlight); err != nil {
 		return nil, err
 	}
 	res.InFlight = limits.InFlight(res.InFlight)
 	var next *int64
-	if err := tx.QueryRow(nextDueSQL, params.EndpointID, now).Scan(&next); err != nil {
+	if err := tx.QueryRow(NextDueSQL, params.EndpointID, now).Scan(&next); err != nil {
 		return nil, err
 	}
 	if hold > 0 && (next == nil || hold < *next) {
@@ -240,7 +247,7 @@ func (c *Claims) Grant(tx ClaimTx, endpoint string, limits store.DeliveryLimits,
 	}
 	var running int
 	if l.MaxInFlight > 0 {
-		if err := tx.QueryRow(runningSQL, endpoint, now).Scan(&running); err != nil {
+		if err := tx.QueryRow(RunningSQL, endpoint, now).Scan(&running); err != nil {
 			return 0, err
 		}
 	}

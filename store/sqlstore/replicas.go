@@ -15,21 +15,45 @@ type ClaimHolder struct {
 	Table, Owner string
 	// Release assigns the columns of an ended claim; "" deletes the row.
 	Release string
+	// Held, when not "", are terms true of every row that holds a claim,
+	// which make the database read the index of the claims held instead
+	// of the whole table (deliveries: LeasedSQL).
+	Held string
+}
+
+// ReapSQL ends the claims of the replicas that stopped beating before
+// $1, other than $2 (the caller).
+func (h *ClaimHolder) ReapSQL() string {
+	sql := `DELETE FROM ` + h.Table
+	if h.Release != "" {
+		sql = `UPDATE ` + h.Table + ` SET ` + h.Release
+	}
+	return sql + ` WHERE ` + h.whereHeld(h.Owner+` IN (`+deadSQL+`)`)
+}
+
+// whereHeld is the condition of a statement on the claims held of a
+// replica: its own terms, and h.Held.
+func (h *ClaimHolder) whereHeld(cond string) string {
+	if h.Held == "" {
+		return cond
+	}
+	return cond + ` AND ` + h.Held
 }
 
 // ClaimHolders are every kind of claim a replica takes: ReplicaReap ends
 // those of a replica that stopped beating. A new kind of claim records
 // its holder in a column and adds its row here; nothing else changes.
-var ClaimHolders = []ClaimHolder{
+var ClaimHolders = []ClaimHolder{deliveryLeases, consumerTimers, {Table: "leases", Owner: "owner"}}
+
+var (
 	// A released delivery lease has no token: the late outcome of its
 	// old holder is not recorded (CompleteSQL), the fencing of a lease
 	// that ended.
-	{Table: "deliveries", Owner: "lease_owner", Release: releaseLeaseSQL},
+	deliveryLeases = ClaimHolder{Table: "deliveries", Owner: "lease_owner", Release: releaseLeaseSQL, Held: LeasedSQL}
 	// The timers of consumers of both kinds: a query-string
 	// subscription's and a reserved-API subscription's.
-	{Table: "consumers", Owner: "timer_owner", Release: releaseTimerSQL},
-	{Table: "leases", Owner: "owner"},
-}
+	consumerTimers = ClaimHolder{Table: "consumers", Owner: "timer_owner", Release: releaseTimerSQL}
+)
 
 // releaseLeaseSQL ends a delivery's lease.
 const releaseLeaseSQL = "lease_until = 0, lease_token = 0, lease_owner = ''"
@@ -78,11 +102,7 @@ func (s *Store) ReplicaReap(ctx context.Context, params *store.ReplicaReapParams
 			return nil
 		}
 		for _, h := range ClaimHolders {
-			sql := `DELETE FROM ` + h.Table
-			if h.Release != "" {
-				sql = `UPDATE ` + h.Table + ` SET ` + h.Release
-			}
-			n, err := tx.Exec(sql+` WHERE `+h.Owner+` IN (`+deadSQL+`)`, before, s.owner)
+			n, err := tx.Exec(h.ReapSQL(), before, s.owner)
 			if err != nil {
 				return s.errorf("release the claims of "+h.Table, err)
 			}
@@ -114,16 +134,35 @@ func (s *Store) ConsumerReleaseOwn(ctx context.Context, params *store.ConsumerRe
 // ownClaims names the columns of one kind of claim that a live replica
 // releases when a write that took some lost its answer.
 type ownClaims struct {
-	what, table, key, owner, until, release string
+	what, key, until string
+	ClaimHolder
 }
 
 var (
 	// ownLeases are the delivery leases, by lease token: the deliveries
 	// of one claim share it.
-	ownLeases = ownClaims{what: "leases", table: "deliveries", key: "lease_token", owner: "lease_owner", until: "lease_until", release: releaseLeaseSQL}
+	ownLeases = ownClaims{what: "leases", key: "lease_token", until: "lease_until", ClaimHolder: deliveryLeases}
 	// ownTimers are the consumers' timer claims, by consumer.
-	ownTimers = ownClaims{what: "timers", table: "consumers", key: "id", owner: "timer_owner", until: "timer_until", release: releaseTimerSQL}
+	ownTimers = ownClaims{what: "timers", key: "id", until: "timer_until", ClaimHolder: consumerTimers}
 )
+
+// findSQL selects the keys of the handle's ($1) claims running at $2
+// that end before $3.
+func (c *ownClaims) findSQL() string {
+	return `SELECT DISTINCT ` + c.key + ` FROM ` + c.Table + ` WHERE ` +
+		c.whereHeld(c.Owner+` = $1 AND `+c.until+` > $2 AND `+c.until+` < $3`)
+}
+
+// releaseSQL ends the handle's ($1) claims of one key ($2) running at
+// $3 that end before $4.
+func (c *ownClaims) releaseSQL() string {
+	return `UPDATE ` + c.Table + ` SET ` + c.Release + ` WHERE ` +
+		c.whereHeld(c.Owner+` = $1 AND `+c.key+` = $2 AND `+c.until+` > $3 AND `+c.until+` < $4`)
+}
+
+// OwnLeasesSQL are the statements of DeliveryReleaseOwn: the tokens of
+// the handle's leases it may release, and the release of one token's.
+var OwnLeasesSQL = [2]string{ownLeases.findSQL(), ownLeases.releaseSQL()}
 
 // releaseOwn ends this handle's running claims of kind c that end
 // before before, but those whose key is kept: their keys are read
@@ -135,21 +174,19 @@ func releaseOwn[K comparable](ctx context.Context, s *Store, c ownClaims, keep [
 	err := s.write(ctx, Relaxed, func(tx Tx) error {
 		released = 0
 		var keys []K
-		err := tx.Query(`SELECT DISTINCT `+c.key+` FROM `+c.table+` WHERE `+c.owner+` = $1 AND `+c.until+` > $2 AND `+c.until+` < $3`,
-			[]any{s.owner, n, b}, func(r Row) error {
-				var key K
-				err := r.Scan(&key)
-				if !slices.Contains(keep, key) {
-					keys = append(keys, key)
-				}
-				return err
-			})
+		err := tx.Query(c.findSQL(), []any{s.owner, n, b}, func(r Row) error {
+			var key K
+			err := r.Scan(&key)
+			if !slices.Contains(keep, key) {
+				keys = append(keys, key)
+			}
+			return err
+		})
 		if err != nil {
 			return s.errorf("find own "+c.what, err)
 		}
 		for _, key := range keys {
-			m, err := tx.Exec(`UPDATE `+c.table+` SET `+c.release+`
-				WHERE `+c.owner+` = $1 AND `+c.key+` = $2 AND `+c.until+` > $3 AND `+c.until+` < $4`, s.owner, key, n, b)
+			m, err := tx.Exec(c.releaseSQL(), s.owner, key, n, b)
 			if err != nil {
 				return s.errorf("release own "+c.what, err)
 			}
