@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/heraldstreams/herald/internal/testbin"
 )
 
 // Tests of the real binary against clients that misbehave on purpose:
@@ -78,7 +80,7 @@ func errorCode(t *testing.T, resp *http.Response, body string) string {
 // per test run, for measuring memory as a user's herald uses it.
 func plainHeraldBinary(t *testing.T) string {
 	t.Helper()
-	return buildWith(t, "../cmd/herald", "herald", false)
+	return testbin.Build(t, "../cmd/herald", false)
 }
 
 // rssBytes is the resident set size of a process.

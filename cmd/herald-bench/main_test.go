@@ -12,51 +12,20 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/heraldstreams/herald/internal/testbin"
 )
 
-// heraldBuild is the herald binary built once for all the tests of the
-// package: each build links the whole server again.
-var heraldBuild struct {
-	once sync.Once
-	dir  string // removed by TestMain
-	path string
-	err  error
-}
-
 // TestMain removes the herald binary the tests built.
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if heraldBuild.dir != "" {
-		if err := os.RemoveAll(heraldBuild.dir); err != nil {
-			fmt.Fprintln(os.Stderr, "removing the herald binary built for the tests:", err)
-			code = max(code, 1)
-		}
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(testbin.Main(m)) }
 
 // heraldBinary builds herald from this repository once per test run and
 // returns its path.
 func heraldBinary(t *testing.T) string {
 	t.Helper()
-	heraldBuild.once.Do(func() {
-		dir, err := os.MkdirTemp("", "herald-bench-test")
-		if err != nil {
-			heraldBuild.err = err
-			return
-		}
-		heraldBuild.dir, heraldBuild.path = dir, filepath.Join(dir, "herald")
-		if out, err := exec.Command("go", "build", "-o", heraldBuild.path, "../herald").CombinedOutput(); err != nil {
-			heraldBuild.err = fmt.Errorf("go build ../herald: %v\n%s", err, out)
-		}
-	})
-	if heraldBuild.err != nil {
-		t.Fatal(heraldBuild.err)
-	}
-	return heraldBuild.path
+	return testbin.Build(t, "../herald", false)
 }
 
 // startHerald runs the herald of heraldBinary, `herald serve` on a free
