@@ -13,10 +13,13 @@ package testbin
 
 import (
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -79,7 +82,19 @@ func build(pkg string, args []string) (string, error) {
 // whose tests call Build has
 //
 //	func TestMain(m *testing.M) { os.Exit(testbin.Main(m)) }
+//
+// Under -short, unless -parallel is given, it runs parallelPerCPU
+// parallel tests a CPU rather than one: such tests spend most of their
+// time waiting on the processes they run (on a timer, an fsync, a
+// restart), not on the CPU. The full suite keeps Go's default.
 func Main(m *testing.M) int {
+	flag.Parse()
+	if testing.Short() && !flagSet("test.parallel") {
+		if err := flag.Set("test.parallel", strconv.Itoa(parallelPerCPU*runtime.GOMAXPROCS(0))); err != nil {
+			fmt.Fprintln(os.Stderr, "raising -test.parallel:", err)
+			return 1
+		}
+	}
 	code := m.Run()
 	dirsMu.Lock()
 	defer dirsMu.Unlock()
@@ -92,4 +107,14 @@ func Main(m *testing.M) int {
 		code = max(code, 1)
 	}
 	return code
+}
+
+// parallelPerCPU is how many parallel tests a CPU runs under -short.
+const parallelPerCPU = 4
+
+// flagSet reports whether the flag name was given on the command line.
+func flagSet(name string) bool {
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }

@@ -1,11 +1,16 @@
 package testbin
 
 import (
+	"flag"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 )
 
 func TestMain(m *testing.M) { os.Exit(Main(m)) }
@@ -53,5 +58,40 @@ func TestBuildFailureFails(t *testing.T) {
 	_, err := build("./testdata/nothing-here", []string{"run"})
 	if err == nil || !strings.Contains(err.Error(), "nothing-here") {
 		t.Fatalf("build of a missing package = %v, want an error naming it", err)
+	}
+}
+
+// TestShortRunsMoreTestsAtOnce: under -short, parallelPerCPU tests a CPU
+// run at once (they meet at a point that needs them all there); without
+// -short, Go's default of one a CPU holds.
+func TestShortRunsMoreTestsAtOnce(t *testing.T) {
+	procs := runtime.GOMAXPROCS(0)
+	if flagSet("test.parallel") {
+		return // given on the command line: Main left it as given
+	}
+	if !testing.Short() {
+		if got := flag.Lookup("test.parallel").Value.String(); got != strconv.Itoa(procs) {
+			t.Fatalf("-test.parallel = %s without -short, want Go's default %d", got, procs)
+		}
+		return
+	}
+	n := parallelPerCPU * procs
+	var arrived sync.WaitGroup
+	arrived.Add(n)
+	all := make(chan struct{})
+	go func() {
+		arrived.Wait()
+		close(all)
+	}()
+	for i := range n {
+		t.Run(strconv.Itoa(i), func(t *testing.T) {
+			t.Parallel()
+			arrived.Done()
+			select {
+			case <-all:
+			case <-time.After(10 * time.Second):
+				t.Fatalf("%d parallel tests never ran at once", n)
+			}
+		})
 	}
 }
