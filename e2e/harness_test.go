@@ -85,9 +85,13 @@ func startHeraldEnv(t *testing.T, bin string, env []string, dataDir string, extr
 			}
 		}
 	})
+	// The readiness probe keeps no connection open: a test that counts
+	// the server's connections finds none of it, and needs not close the
+	// idle connections of the pool every parallel test shares.
+	probe := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		resp, err := http.Get(s.base + "/_herald/readyz")
+		resp, err := probe.Get(s.base + "/_herald/readyz")
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
