@@ -5,66 +5,32 @@ package e2e
 import (
 	"bufio"
 	"context"
-	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/heraldstreams/herald/internal/testbin"
 )
 
-// built is one binary built for the test run.
-type built struct {
-	once sync.Once
-	path string
-	err  error
-}
-
-var builds sync.Map // package path and flags → *built
+// TestMain removes the programs the tests built.
+func TestMain(m *testing.M) { os.Exit(testbin.Main(m)) }
 
 // buildBinary builds a main package once per test run and returns the
 // binary's path: with the race detector, except under -short, where the
 // quick check trades it for speed (the full suite keeps it).
-func buildBinary(t *testing.T, pkg, name string) string {
+func buildBinary(t *testing.T, pkg string) string {
 	t.Helper()
-	return buildWith(t, pkg, name, !testing.Short())
-}
-
-// buildWith builds a main package once per test run, with the race
-// detector or without, and returns the binary's path.
-func buildWith(t *testing.T, pkg, name string, race bool) string {
-	t.Helper()
-	args := []string{"build"}
-	if race {
-		args = append(args, "-race")
-	}
-	v, _ := builds.LoadOrStore(pkg+" "+strings.Join(args, " "), &built{})
-	b := v.(*built)
-	b.once.Do(func() {
-		dir, err := os.MkdirTemp("", "herald-e2e-bin")
-		if err != nil {
-			b.err = err
-			return
-		}
-		b.path = filepath.Join(dir, name)
-		out, err := exec.Command("go", append(args, "-o", b.path, pkg)...).CombinedOutput()
-		if err != nil {
-			b.err = fmt.Errorf("go %s %s: %v\n%s", strings.Join(args, " "), pkg, err, out)
-		}
-	})
-	if b.err != nil {
-		t.Fatal(b.err)
-	}
-	return b.path
+	return testbin.Build(t, pkg, !testing.Short())
 }
 
 // heraldBinary builds ./cmd/herald once per test run.
-func heraldBinary(t *testing.T) string { return buildBinary(t, "../cmd/herald", "herald") }
+func heraldBinary(t *testing.T) string { return buildBinary(t, "../cmd/herald") }
 
 // server is one running herald process.
 type server struct {
@@ -119,9 +85,13 @@ func startHeraldEnv(t *testing.T, bin string, env []string, dataDir string, extr
 			}
 		}
 	})
+	// The readiness probe keeps no connection open: a test that counts
+	// the server's connections finds none of it, and needs not close the
+	// idle connections of the pool every parallel test shares.
+	probe := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		resp, err := http.Get(s.base + "/_herald/readyz")
+		resp, err := probe.Get(s.base + "/_herald/readyz")
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {

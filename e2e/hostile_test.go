@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/heraldstreams/herald/internal/testbin"
 )
 
 // Tests of the real binary against clients that misbehave on purpose:
@@ -78,7 +80,7 @@ func errorCode(t *testing.T, resp *http.Response, body string) string {
 // per test run, for measuring memory as a user's herald uses it.
 func plainHeraldBinary(t *testing.T) string {
 	t.Helper()
-	return buildWith(t, "../cmd/herald", "herald", false)
+	return testbin.Build(t, "../cmd/herald", false)
 }
 
 // rssBytes is the resident set size of a process.
@@ -228,82 +230,103 @@ func TestBodyBudget(t *testing.T) {
 // --body-read-timeout with 408 BODY_TIMEOUT, on stream routes and on
 // Herald's API alike, and counted; an upload at a steady rate that takes
 // longer than the timeout, a long-poll and an SSE response are not cut.
+// Each case waits out real time of its own, so they run at once.
 func TestSlowBodiesAreCut(t *testing.T) {
 	t.Parallel()
 	srv := startHerald(t, t.TempDir(), "--body-read-timeout", "1s", "--min-body-rate", "65536", "--sse-max-duration", "2s")
 	hdr := map[string]string{"Content-Type": "application/octet-stream"}
-	resp, body := do(t, "PUT", srv.base+"/s", hdr, "")
-	if resp.StatusCode != http.StatusCreated {
-		t.Fatalf("create = %d %s", resp.StatusCode, body)
-	}
-	tail := resp.Header.Get("Stream-Next-Offset")
-
-	// An append whose body stalls after one byte.
-	start := time.Now()
-	stalled := dialRaw(t, srv.base)
-	resp, body = rawRequest(t, stalled, "POST /s HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/octet-stream\r\nContent-Length: 100\r\n\r\nx", 10*time.Second)
-	if resp.StatusCode != http.StatusRequestTimeout || errorCode(t, resp, body) != "BODY_TIMEOUT" {
-		t.Fatalf("stalled append = %d %s; want 408 BODY_TIMEOUT", resp.StatusCode, body)
-	}
-	if took := time.Since(start); took > 5*time.Second {
-		t.Fatalf("stalled append cut after %v; want about 1s", took)
-	}
-
-	// A stalled body on Herald's own API: the server ends the request.
-	api := dialRaw(t, srv.base)
-	if _, err := io.WriteString(api, "POST /_herald/v1/endpoints HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"); err != nil {
-		t.Fatal(err)
-	}
-	if err := api.SetReadDeadline(time.Now().Add(10 * time.Second)); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := io.ReadAll(api); err != nil {
-		t.Fatalf("API request with a stalled body still open: %v", err)
-	}
-	waitForMetricAtLeast(t, srv.base, "herald_http_bodies_cut_total", 2)
-
-	// 256 KiB in 16 KiB pieces, one every 100 ms: 160 KiB/s, above the
-	// minimum rate, for longer than the timeout.
-	pr, pw := io.Pipe()
-	go func() {
-		for range 16 {
-			if _, err := pw.Write(make([]byte, 16<<10)); err != nil {
-				return
-			}
-			time.Sleep(100 * time.Millisecond) // the pace of a slow client
+	// The live reads read a stream of their own, which the uploads leave
+	// alone: an append would end the long-poll early.
+	var tail string
+	for _, path := range []string{"/s", "/live"} {
+		resp, body := do(t, "PUT", srv.base+path, hdr, "")
+		if resp.StatusCode != http.StatusCreated {
+			t.Fatalf("create %s = %d %s", path, resp.StatusCode, body)
 		}
-		_ = pw.Close() // a pipe's Close never fails
-	}()
-	req, err := http.NewRequest("POST", srv.base+"/s", pr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.ContentLength = 256 << 10
-	req.Header.Set("Content-Type", "application/octet-stream")
-	start = time.Now()
-	steady, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	steady.Body.Close()
-	if steady.StatusCode != http.StatusNoContent {
-		t.Fatalf("steady upload = %d", steady.StatusCode)
-	}
-	if took := time.Since(start); took < time.Second {
-		t.Fatalf("steady upload took %v, not longer than the body timeout: the test proves nothing", took)
+		tail = resp.Header.Get("Stream-Next-Offset")
 	}
 
-	// A long-poll (2 s in the harness) outlives the body timeout.
-	resp, body = do(t, "GET", srv.base+"/s?live=long-poll&offset=now", nil, "")
-	if resp.StatusCode != http.StatusNoContent {
-		t.Fatalf("long-poll = %d %s", resp.StatusCode, body)
-	}
-	// An SSE response lasts its --sse-max-duration.
-	start = time.Now()
-	resp, body = do(t, "GET", srv.base+"/s?live=sse&offset="+tail, nil, "")
-	if took := time.Since(start); resp.StatusCode != http.StatusOK || took < 1900*time.Millisecond {
-		t.Fatalf("SSE = %d after %v; want 200 lasting 2s: %s", resp.StatusCode, took, body)
-	}
+	t.Run("cases", func(t *testing.T) {
+		t.Run("stalled bodies", func(t *testing.T) {
+			t.Parallel()
+			// An append whose body stalls after one byte.
+			start := time.Now()
+			stalled := dialRaw(t, srv.base)
+			resp, body := rawRequest(t, stalled, "POST /s HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/octet-stream\r\nContent-Length: 100\r\n\r\nx", 10*time.Second)
+			if resp.StatusCode != http.StatusRequestTimeout || errorCode(t, resp, body) != "BODY_TIMEOUT" {
+				t.Fatalf("stalled append = %d %s; want 408 BODY_TIMEOUT", resp.StatusCode, body)
+			}
+			if took := time.Since(start); took > 5*time.Second {
+				t.Fatalf("stalled append cut after %v; want about 1s", took)
+			}
+
+			// A stalled body on Herald's own API: the server ends the request.
+			api := dialRaw(t, srv.base)
+			if _, err := io.WriteString(api, "POST /_herald/v1/endpoints HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"); err != nil {
+				t.Fatal(err)
+			}
+			if err := api.SetReadDeadline(time.Now().Add(10 * time.Second)); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := io.ReadAll(api); err != nil {
+				t.Fatalf("API request with a stalled body still open: %v", err)
+			}
+			waitForMetricAtLeast(t, srv.base, "herald_http_bodies_cut_total", 2)
+		})
+
+		t.Run("steady upload", func(t *testing.T) {
+			t.Parallel()
+			// 256 KiB in 16 KiB pieces, one every 100 ms: 160 KiB/s, above
+			// the minimum rate, for longer than the timeout.
+			pr, pw := io.Pipe()
+			go func() {
+				for range 16 {
+					if _, err := pw.Write(make([]byte, 16<<10)); err != nil {
+						return
+					}
+					time.Sleep(100 * time.Millisecond) // the pace of a slow client
+				}
+				_ = pw.Close() // a pipe's Close never fails
+			}()
+			req, err := http.NewRequest("POST", srv.base+"/s", pr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.ContentLength = 256 << 10
+			req.Header.Set("Content-Type", "application/octet-stream")
+			start := time.Now()
+			steady, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			steady.Body.Close()
+			if steady.StatusCode != http.StatusNoContent {
+				t.Fatalf("steady upload = %d", steady.StatusCode)
+			}
+			if took := time.Since(start); took < time.Second {
+				t.Fatalf("steady upload took %v, not longer than the body timeout: the test proves nothing", took)
+			}
+		})
+
+		t.Run("long-poll", func(t *testing.T) {
+			t.Parallel()
+			// A long-poll (2 s in the harness) outlives the body timeout.
+			resp, body := do(t, "GET", srv.base+"/live?live=long-poll&offset=now", nil, "")
+			if resp.StatusCode != http.StatusNoContent {
+				t.Fatalf("long-poll = %d %s", resp.StatusCode, body)
+			}
+		})
+
+		t.Run("SSE", func(t *testing.T) {
+			t.Parallel()
+			// An SSE response lasts its --sse-max-duration.
+			start := time.Now()
+			resp, body := do(t, "GET", srv.base+"/live?live=sse&offset="+tail, nil, "")
+			if took := time.Since(start); resp.StatusCode != http.StatusOK || took < 1900*time.Millisecond {
+				t.Fatalf("SSE = %d after %v; want 200 lasting 2s: %s", resp.StatusCode, took, body)
+			}
+		})
+	})
 	if got := metric(t, srv.base, "herald_http_bodies_cut_total"); got != "2" {
 		t.Fatalf("herald_http_bodies_cut_total = %q, want 2", got)
 	}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/heraldstreams/herald/internal/testbin"
 	"github.com/heraldstreams/herald/internal/testenv"
 )
 
@@ -25,7 +26,7 @@ func TestSideBySideScript(t *testing.T) {
 	t.Parallel()
 	testenv.NeedCommand(t, "curl", "install curl (Debian: apt-get install -y curl)")
 	testenv.NeedCommand(t, "bash", "install bash")
-	herald := buildWith(t, "../cmd/herald", "herald", false)
+	herald := testbin.Build(t, "../cmd/herald", false)
 	dir := t.TempDir()
 	peer := filepath.Join(dir, "peer")
 	wrapper := `#!/usr/bin/env bash

@@ -20,7 +20,7 @@ import (
 
 // exampleConsumer builds ./examples/consumer once per test run.
 func exampleConsumer(t *testing.T) string {
-	return buildBinary(t, "../examples/consumer", "consumer")
+	return buildBinary(t, "../examples/consumer")
 }
 
 // freeAddr returns a loopback address nothing listens on.

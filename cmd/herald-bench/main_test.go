@@ -12,51 +12,20 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/heraldstreams/herald/internal/testbin"
 )
 
-// heraldBuild is the herald binary built once for all the tests of the
-// package: each build links the whole server again.
-var heraldBuild struct {
-	once sync.Once
-	dir  string // removed by TestMain
-	path string
-	err  error
-}
-
 // TestMain removes the herald binary the tests built.
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if heraldBuild.dir != "" {
-		if err := os.RemoveAll(heraldBuild.dir); err != nil {
-			fmt.Fprintln(os.Stderr, "removing the herald binary built for the tests:", err)
-			code = max(code, 1)
-		}
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(testbin.Main(m)) }
 
 // heraldBinary builds herald from this repository once per test run and
 // returns its path.
 func heraldBinary(t *testing.T) string {
 	t.Helper()
-	heraldBuild.once.Do(func() {
-		dir, err := os.MkdirTemp("", "herald-bench-test")
-		if err != nil {
-			heraldBuild.err = err
-			return
-		}
-		heraldBuild.dir, heraldBuild.path = dir, filepath.Join(dir, "herald")
-		if out, err := exec.Command("go", "build", "-o", heraldBuild.path, "../herald").CombinedOutput(); err != nil {
-			heraldBuild.err = fmt.Errorf("go build ../herald: %v\n%s", err, out)
-		}
-	})
-	if heraldBuild.err != nil {
-		t.Fatal(heraldBuild.err)
-	}
-	return heraldBuild.path
+	return testbin.Build(t, "../herald", false)
 }
 
 // startHerald runs the herald of heraldBinary, `herald serve` on a free
@@ -171,16 +140,20 @@ func ordered(t *testing.T, r map[string]any, keys ...string) {
 	}
 }
 
+// TestWorkloads runs each workload once against one herald, all at
+// once: each works on streams and a subscription of its own.
 func TestWorkloads(t *testing.T) {
 	t.Parallel()
 	base := startHerald(t)
 	t.Run("append", func(t *testing.T) {
+		t.Parallel()
 		r := bench(t, "append", "-base", base, "-streams", "3", "-c", "4", "-d", "1s")
 		positive(t, r, "rps", "n", "p50")
 		zero(t, r, "errors", "non2xx")
 		ordered(t, r, "p50", "p90", "p99", "max")
 	})
 	t.Run("create", func(t *testing.T) {
+		t.Parallel()
 		r := bench(t, "create", "-base", base, "-n", "100", "-c", "4")
 		if r["n"] != 100.0 {
 			t.Errorf("created %v streams, want 100", r["n"])
@@ -190,6 +163,7 @@ func TestWorkloads(t *testing.T) {
 		ordered(t, r, "p50", "p99")
 	})
 	t.Run("seed and read", func(t *testing.T) {
+		t.Parallel()
 		url := base + "/bench/big"
 		r := bench(t, "seed", "-base", base, "-url", url, "-bytes", "200000", "-msg", "100", "-batch", "500")
 		if r["msgs"] != 2000.0 {
@@ -209,6 +183,7 @@ func TestWorkloads(t *testing.T) {
 	})
 	for _, mode := range []string{"long-poll", "sse"} {
 		t.Run("live "+mode, func(t *testing.T) {
+			t.Parallel()
 			r := bench(t, "live", "-base", base, "-mode", mode, "-readers", "20", "-n", "20")
 			if r["deliveries"] != 400.0 {
 				t.Errorf("%v deliveries, want 20 readers × 20 appends", r["deliveries"])
@@ -219,11 +194,15 @@ func TestWorkloads(t *testing.T) {
 		})
 	}
 	t.Run("hold", func(t *testing.T) {
+		t.Parallel()
 		r := bench(t, "hold", "-base", base, "-n", "50", "-hold", "1s")
 		zero(t, r, "completed_early", "errors")
 	})
-	for _, mode := range []string{"callback", "respond"} {
-		t.Run("webhook "+mode, func(t *testing.T) {
+	// The webhook workloads one after the other: both name their
+	// subscription "bench".
+	t.Run("webhook", func(t *testing.T) {
+		t.Parallel()
+		for _, mode := range []string{"callback", "respond"} {
 			r := bench(t, "webhook", "-base", base, "-mode", mode, "-streams", "20", "-c", "10", "-lat", "10", "-d", "1s")
 			if r["creation_wakes"] != 20.0 || r["lat_n"] != 10.0 {
 				t.Errorf("creation wakes %v, timed wakes %v; want 20 and 10", r["creation_wakes"], r["lat_n"])
@@ -232,8 +211,8 @@ func TestWorkloads(t *testing.T) {
 			zero(t, r, "lat_lost", "wake_timeouts", "stalled_loops", "append_errors", "unexpected_hooks", "bad_signatures", "consumer_errors")
 			ordered(t, r, "send2hook_p50", "send2hook_p99")
 			ordered(t, r, "tp_lat_p50", "tp_lat_p99")
-		})
-	}
+		}
+	})
 }
 
 // TestPullWakeNoLostWake runs the pull-wake workload: every append is

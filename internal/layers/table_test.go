@@ -24,6 +24,7 @@ var layerOf = map[string]int{
 	"internal/httpjson":         0,
 	"internal/testcert":         0,
 	"internal/testenv":          0,
+	"internal/testbin":          0,
 	"internal/doccheck":         0,
 	"internal/layers":           0,
 	"internal/claimbook":        0,

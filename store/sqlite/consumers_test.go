@@ -13,6 +13,7 @@ import (
 // round-trips, and an update that changes only offsets still finds the
 // consumer by each of its streams.
 func TestConsumerMembershipsKeepAnyPath(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s := open(t, t.TempDir())
 	paths := []string{"/plain", `/quote"d`, `/back\slash`, "/é/ü", "/<html>&", "/line\u2028sep", "/ctl\x01"}

@@ -14,6 +14,7 @@ import (
 // before delivery id keys: its deliveries get ids of the new shape, the
 // same at every start, and found by them.
 func TestMigrationGivesStoredDeliveriesOpaqueIDs(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dir := storeAt(t, "0012_event_id_spans", `INSERT INTO deliveries (endpoint_id, event_id, event_type, stream, position, body, status,
 		next_attempt_at, created_at, updated_at) VALUES ('ep', 'e1', 't.a', '/s', 0, '{}', 'pending', 0, 1, 1),
@@ -53,6 +54,7 @@ func TestMigrationGivesStoredDeliveriesOpaqueIDs(t *testing.T) {
 // id spans: each stream gets a span of an empty nonce over what it holds,
 // so the events in it keep the ids they were delivered with.
 func TestMigrationKeepsEventIDsOfStoredStreams(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dir := storeAt(t, "0009_keys", `INSERT INTO streams (id, path, content_type, tail, accessed_at, created_at) VALUES
 		(3, '/full', 'application/json', 120, 0, 0), (4, '/empty', 'application/json', 0, 0, 0)`)

@@ -17,6 +17,7 @@ import (
 // A batch made only of relaxed writes commits without fsync; a batch with
 // any durable write in it waits for the disk, for every op in it.
 func TestRelaxedWritesNeverRelaxADurableOne(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s := openStore(t, Config{Dir: t.TempDir()})
 	// synchronous as the op's own commit will use it: 1 NORMAL, 2 FULL.
@@ -57,6 +58,7 @@ func TestRelaxedWritesNeverRelaxADurableOne(t *testing.T) {
 // relaxed commit, gathering others; a durable write is never held back,
 // and takes the waiting relaxed writes into its commit.
 func TestRelaxedWritesLinger(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
 		s, err := Open(ctx, Config{Dir: t.TempDir(), RelaxedInterval: time.Second, CheckpointInterval: time.Hour, TouchFlushInterval: time.Hour})
@@ -113,6 +115,7 @@ func TestRelaxedWritesLinger(t *testing.T) {
 // without a savepoint: its rule error is its own, and the batch it shares
 // commits the other writes.
 func TestCheckedWriteRuleErrorKeepsTheBatch(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s := openStore(t, Config{Dir: t.TempDir()})
 	errs := inOneBatch(t, s,

@@ -13,6 +13,7 @@ import (
 // after a restart, without waiting for its lease to end, since Open ends
 // the leases of the process before.
 func TestLeasesEndWithTheProcess(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	dir := t.TempDir()

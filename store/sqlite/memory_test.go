@@ -70,7 +70,8 @@ const maxStreamHeap = 280
 
 // TestStreamMemory: a cached stream costs at most maxStreamHeap bytes of
 // live heap (453 when every entry carried a full Stream, a producer map
-// and its last chunk).
+// and its last chunk). Not parallel: it measures the process's heap, so
+// it runs before the parallel tests start.
 func TestStreamMemory(t *testing.T) {
 	if got := streamHeap(t, 10000); got > maxStreamHeap {
 		t.Fatalf("%.0f bytes of heap per stream, want at most %d", got, maxStreamHeap)

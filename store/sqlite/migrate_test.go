@@ -19,6 +19,7 @@ import (
 // consumer_streams) and checks that every consumer keeps its streams, in
 // order, with their offsets, and is still found by stream.
 func TestMigrationMovesMembershipsIntoTheConsumer(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dir := storeAt(t, "0005_consumers_state",
 		`INSERT INTO consumers (id, subscription_id, primary_stream, state, epoch, version) VALUES
@@ -66,6 +67,7 @@ func TestMigrationMovesMembershipsIntoTheConsumer(t *testing.T) {
 // the empty incarnation, which accepts the tokens issued before the
 // upgrade (they carry none); new consumers store theirs.
 func TestMigrationKeepsConsumersWithoutIncarnation(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dir := storeAt(t, "0009_keys", `INSERT INTO consumers (id, subscription_id, primary_stream, state, epoch, wake_id, paths, cursors, version)
 		VALUES ('s:%2Fa', 's', '/a', 'LIVE', 4, 'w_4', '["/a"]', '[["a1","a2"]]', 9)`)
@@ -123,6 +125,7 @@ func storeAt(t *testing.T, until string, statements ...string) string {
 // after the highest seq ever given, and the same id of another tenant
 // is then a new event.
 func TestMigrationKeysEventIDsByTenant(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	m1, m2, m3 := `{"id":"o-1","type":"t.x","tenant":"acme"}`+"\n", `{"id":"o-2","type":"t.x","tenant":7}`+"\n", `{"id":"o-3","type":"t.x"}`+"\n"
 	msgs, p2, p3 := m1+m2+m3, strconv.Itoa(len(m1)), strconv.Itoa(len(m1+m2))
@@ -170,6 +173,7 @@ func TestMigrationKeysEventIDsByTenant(t *testing.T) {
 // written before migration 0020: its subscriptions become the platform's
 // (tenant ""), keep every column, and a tenant's view lists none of them.
 func TestMigrationMakesExistingSubscriptionsThePlatforms(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dir := storeAt(t, "0019_event_ids_per_tenant", `INSERT INTO subscriptions (id, pattern, webhook, secret, description, created_at)
 		VALUES ('old', '/agents/**', 'https://example.com/h', 'whsec_old', 'd', 5)`)

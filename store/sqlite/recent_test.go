@@ -13,6 +13,7 @@ func chunk(stream, start int64, size int) *recentChunk {
 // chunk of a stream, and keeps at most recentSlots chunks and recentBytes
 // bytes, dropping the oldest first.
 func TestRecentCacheBounds(t *testing.T) {
+	t.Parallel()
 	c := newRecentCache()
 	c.put([]*recentChunk{chunk(1, 0, 10), chunk(1, 10, 5)})
 	if got, ok := c.get(1, 11, 15); !ok || len(got) != 4 {

@@ -121,9 +121,13 @@ func (factory) Stored(t *testing.T, s store.Store, table, column string) []strin
 	return out
 }
 
-func TestStore(t *testing.T) { storetest.Run(t, factory{}) }
+func TestStore(t *testing.T) {
+	t.Parallel()
+	storetest.Run(t, factory{})
+}
 
 func TestSecondProcessIsRefused(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	open(t, dir)
 	if s, err := sqlite.Open(context.Background(), sqlite.Config{Dir: dir}); err == nil {
