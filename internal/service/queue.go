@@ -22,7 +22,9 @@ type Queue[V any] struct {
 	running map[string]bool // keys between Pop and Done; guarded by mu
 	again   map[string]V    // pushed while running; guarded by mu
 	closed  bool            // guarded by mu
-	signal  chan struct{}
+	// pool starts and counts the workers of Serve (see workers.go).
+	pool   workerPool // guarded by mu
+	signal chan struct{}
 	popped  chan struct{} // closed and replaced at each Pop; guarded by mu
 	done    chan struct{} // closed by Close
 }
@@ -63,6 +65,7 @@ func (q *Queue[V]) enqueue(key string, v V) {
 	q.queued[key] = v
 	q.order = append(q.order, key)
 	q.notify()
+	q.spawn()
 }
 
 func (q *Queue[V]) notify() {
@@ -83,21 +86,7 @@ func (q *Queue[V]) Pop(ctx context.Context) (key string, v V, ok bool) {
 			return "", v, false
 		}
 		if q.head < len(q.order) {
-			key = q.order[q.head]
-			q.order[q.head] = ""
-			q.head++
-			if q.head > 1024 && 2*q.head > len(q.order) {
-				q.order = slices.Clone(q.order[q.head:])
-				q.head = 0
-			}
-			v = q.queued[key]
-			delete(q.queued, key)
-			q.running[key] = true
-			close(q.popped)
-			q.popped = make(chan struct{})
-			if q.head < len(q.order) {
-				q.notify() // another worker may take the next one
-			}
+			key, v = q.take()
 			q.mu.Unlock()
 			return key, v, true
 		}
@@ -109,6 +98,26 @@ func (q *Queue[V]) Pop(ctx context.Context) (key string, v V, ok bool) {
 			return "", v, false
 		}
 	}
+}
+
+// take takes the oldest waiting key under mu; one waits.
+func (q *Queue[V]) take() (key string, v V) {
+	key = q.order[q.head]
+	q.order[q.head] = ""
+	q.head++
+	if q.head > 1024 && 2*q.head > len(q.order) {
+		q.order = slices.Clone(q.order[q.head:])
+		q.head = 0
+	}
+	v = q.queued[key]
+	delete(q.queued, key)
+	q.running[key] = true
+	close(q.popped)
+	q.popped = make(chan struct{})
+	if q.head < len(q.order) {
+		q.notify() // another worker may take the next one
+	}
+	return key, v
 }
 
 // Done ends the work on a key Pop returned; if it was pushed meanwhile,
