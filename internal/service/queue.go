@@ -22,11 +22,12 @@ type Queue[V any] struct {
 	running map[string]bool // keys between Pop and Done; guarded by mu
 	again   map[string]V    // pushed while running; guarded by mu
 	closed  bool            // guarded by mu
-	// pool starts and counts the workers of Serve (see workers.go).
-	pool   workerPool // guarded by mu
-	signal chan struct{}
+	signal  chan struct{}
 	popped  chan struct{} // closed and replaced at each Pop; guarded by mu
 	done    chan struct{} // closed by Close
+	// pool starts and counts the workers of Serve (see workers.go);
+	// guarded by mu.
+	pool workerPool
 }
 
 // NewQueue returns an empty Queue; merge combines the value of a waiting
