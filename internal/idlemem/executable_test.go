@@ -114,3 +114,38 @@ func TestTriggerReleasesOnceAfterEachBurst(t *testing.T) {
 		}
 	}
 }
+
+// With again set, an idle process gives back again after every again of
+// idle time since the last release; intervals between idle and busy do
+// not count, and a release after a burst starts the count again.
+func TestTriggerReleasesAgainAfterIdleTime(t *testing.T) {
+	t.Parallel()
+	const s = time.Second
+	ms := time.Millisecond
+	tr := trigger{again: 3 * s}
+	for i, c := range []struct {
+		cpu  time.Duration
+		want bool
+	}{
+		{cpu: 0},
+		{cpu: 1 * ms},
+		{cpu: 0, want: true}, // 3 s idle
+		{cpu: 0},
+		{cpu: 50 * ms}, // between: does not count
+		{cpu: 0},
+		{cpu: 0, want: true},
+		{cpu: 0},
+		{cpu: 100 * ms}, // a burst
+		{cpu: 100 * ms},
+		{cpu: 100 * ms},
+		{cpu: 100 * ms},
+		{cpu: 0, want: true}, // after the burst, at once
+		{cpu: 0},
+		{cpu: 0},
+		{cpu: 0, want: true},
+	} {
+		if got := tr.tick(c.cpu, s); got != c.want {
+			t.Fatalf("interval %d (%v of CPU): gave back %v, want %v", i, c.cpu, got, c.want)
+		}
+	}
+}

@@ -66,7 +66,8 @@ func madvise(addr, length uint64, advice int) error {
 }
 
 // Run gives memory back, until ctx ends, at the first idle interval
-// after the start and after each burst of work (trigger): the
+// after the start and after each burst of work, and after every Again of
+// idle time since (trigger): the
 // executable's pages faulted back since the last release, when they grew
 // by MinGrowthKB (the caller released them at the start with
 // ReleaseExecutable), and the free pages the Go heap retains, when there
@@ -82,7 +83,7 @@ func Run(ctx context.Context, interval time.Duration, onErr func(error)) {
 	if err != nil {
 		onErr(err)
 	}
-	tr := trigger{armed: true}
+	tr := trigger{armed: true, again: Again}
 	cpu := cpuTime()
 	t := time.NewTicker(interval)
 	defer t.Stop()
