@@ -48,7 +48,9 @@ func (e *Engine) Start(ctx context.Context) error {
 				e.releaseOrphans(ctx)
 				e.wakeRunners()
 				e.retryFailed()
-				e.claimReplays(ctx)
+				if e.replaySearch.due(e.now(), e.exclusiveStore()) {
+					e.claimReplays(ctx)
+				}
 			}},
 			&service.Periodic{Interval: e.cfg.PruneInterval, Run: func(ctx context.Context) {
 				if _, err := e.PruneOnce(ctx); err != nil && ctx.Err() == nil {
