@@ -88,3 +88,33 @@ func TestBeatReportsBrokenSegmentLog(t *testing.T) {
 		t.Fatalf("reap of a broken store = %v", err)
 	}
 }
+
+// The replay jobs the process before held (killed: their leases still
+// run) are claimable as soon as the store opens again, as its other
+// claims: the delivery engine's first sweep resumes them.
+func TestOpenEndsThePreviousProcessReplayLeases(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	cfg := Config{Dir: t.TempDir()}
+	s := openStore(t, cfg)
+	now := time.Now()
+	job := &store.ReplayJob{ID: "rpl_1", EndpointID: "ep", Request: []byte(`{}`), Owner: "run-a", LeaseUntil: now.Add(time.Hour), CreatedAt: now}
+	if err := s.ReplayJobCreate(ctx, job); err != nil {
+		t.Fatal(err)
+	}
+	claim := func(s *Store) []store.ReplayJob {
+		t.Helper()
+		jobs, err := s.ReplayJobClaim(ctx, &store.ReplayJobClaimParams{Owner: "run-b", LeaseUntil: now.Add(time.Minute), Limit: 10, Now: now})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return jobs
+	}
+	if jobs := claim(s); len(jobs) != 0 {
+		t.Fatalf("claimed %d jobs whose lease runs", len(jobs))
+	}
+	s = reopen(t, s, cfg)
+	if jobs := claim(s); len(jobs) != 1 || jobs[0].ID != "rpl_1" || jobs[0].Owner != "run-b" {
+		t.Fatalf("after a reopen, claimed %+v", jobs)
+	}
+}
