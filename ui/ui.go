@@ -9,7 +9,6 @@ import (
 	"embed"
 	"fmt"
 	"io/fs"
-	"mime"
 	"net/http"
 	"path"
 	"strings"
@@ -29,6 +28,17 @@ type Config struct {
 	FrameAncestors []string
 	// Brand is the dashboard's title, logo and accent colour.
 	Brand Brand
+}
+
+// contentTypes are the types of the dashboard's files, by extension: a
+// table of its own rather than mime.TypeByExtension, whose first call
+// loads the system's MIME database, which the process then keeps (440 KB
+// of an idle server's 2 MB of heap, for three extensions). Handler
+// refuses an embedded file of another extension.
+var contentTypes = map[string]string{
+	".html": "text/html; charset=utf-8",
+	".css":  "text/css; charset=utf-8",
+	".js":   "text/javascript; charset=utf-8",
 }
 
 // file is one embedded file, ready to serve.
@@ -52,7 +62,7 @@ func Handler(cfg Config) (http.Handler, error) {
 		if err != nil {
 			return err
 		}
-		ct := mime.TypeByExtension(path.Ext(p))
+		ct := contentTypes[path.Ext(p)]
 		if ct == "" {
 			return fmt.Errorf("ui: no content type for %s", p)
 		}

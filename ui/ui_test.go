@@ -2,6 +2,7 @@ package ui
 
 import (
 	"io/fs"
+	"mime"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
@@ -101,5 +102,25 @@ func TestPagesKeepTheirPromises(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// Every embedded file is served with its type from the dashboard's own
+// table (see contentTypes), the one the MIME package gives too.
+func TestContentTypes(t *testing.T) {
+	t.Parallel()
+	h, err := Handler(Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for ext, ct := range contentTypes {
+		if builtin := mime.TypeByExtension(ext); builtin != ct {
+			t.Errorf("%s: %q, the MIME package says %q", ext, ct, builtin)
+		}
+	}
+	for _, c := range []struct{ path, ct string }{{"index.html", "text/html; charset=utf-8"}, {"app.css", "text/css; charset=utf-8"}, {"app.js", "text/javascript; charset=utf-8"}} {
+		if f := h.(*handler).files[c.path]; f.contentType != c.ct {
+			t.Errorf("%s served as %q, want %q", c.path, f.contentType, c.ct)
+		}
 	}
 }

@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.opentelemetry.io/otel/trace"
 
@@ -127,8 +126,8 @@ func newApp(ctx context.Context, cfg *serveConfig, log *slog.Logger, tp trace.Tr
 		AllowedHosts:         cfg.Access.allowedHosts(ln.Addr(), cfg.PublicURL),
 		StreamRoot:           cfg.streamRoot(),
 	})
-	metrics := prometheus.NewRegistry()
-	metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	am := newAppMetrics()
+	metrics := am.reg
 	if err := errors.Join(api.RegisterMetrics(metrics), st.RegisterMetrics(metrics)); err != nil {
 		return fail(fmt.Errorf("metrics: %w", err))
 	}
@@ -140,7 +139,7 @@ func newApp(ctx context.Context, cfg *serveConfig, log *slog.Logger, tp trace.Tr
 	if err != nil {
 		return fail(err)
 	}
-	rec := newStatsRecorder(metrics, st, log.With("part", "stats"))
+	rec := newStatsRecorder(am.counters, st, log.With("part", "stats"))
 	sender, err := newWebhookSender(cfg, tp)
 	if err != nil {
 		return fail(err)
@@ -178,7 +177,7 @@ func newApp(ctx context.Context, cfg *serveConfig, log *slog.Logger, tp trace.Tr
 		Keys: auth.NewKeysAPI(auth.KeysAPIConfig{Auth: authn, Store: st, Logger: log.With("part", "keys"), Fail: apierr.Failer(log.With("part", "keys")),
 			PortalURL: publicURL(cfg.PublicURL, cfg.TLS.scheme(), ln.Addr()) + ui.Prefix}).Routes(),
 		Delivery:      deliveryapi.NewAPI(deliv).Routes(),
-		Metrics:       promhttp.HandlerFor(metrics, promhttp.HandlerOpts{}),
+		Metrics:       promhttp.HandlerFor(am.all, promhttp.HandlerOpts{}),
 		PublicMetrics: cfg.Access.PublicMetrics,
 		Stats:         rec,
 		Dashboard:     dashboard,

@@ -222,6 +222,8 @@ type Engine struct {
 	checking checkSet
 	// leases is what the engine knows of the delivery leases it holds.
 	leases *leaseBook
+	// replaySearch paces the sweep's search for replay jobs.
+	replaySearch replayClaims
 }
 
 // liveEndpoint is an endpoint as the engine runs it.

@@ -48,7 +48,9 @@ func (e *Engine) Start(ctx context.Context) error {
 				e.releaseOrphans(ctx)
 				e.wakeRunners()
 				e.retryFailed()
-				e.claimReplays(ctx)
+				if e.replaySearch.due(e.now(), e.exclusiveStore()) {
+					e.claimReplays(ctx)
+				}
 			}},
 			&service.Periodic{Interval: e.cfg.PruneInterval, Run: func(ctx context.Context) {
 				if _, err := e.PruneOnce(ctx); err != nil && ctx.Err() == nil {
@@ -57,9 +59,8 @@ func (e *Engine) Start(ctx context.Context) error {
 			}},
 			&service.Periodic{Kick: e.reconcileKick, Immediately: true, Run: e.reconcile},
 		)
-		for range e.cfg.MatchWorkers {
-			e.life.Go(e.matchWorker)
-		}
+		// The matchers start with the work and end when none is left.
+		e.queue.Serve(e.life.Context(), e.cfg.MatchWorkers, e.life.Go, e.match)
 		return nil
 	})
 }
@@ -91,16 +92,10 @@ func firstTrace(old, pushed trace.SpanContext) trace.SpanContext {
 	return pushed
 }
 
-func (e *Engine) matchWorker() {
-	for {
-		path, parent, ok := e.queue.Pop(e.life.Context())
-		if !ok {
-			return
-		}
-		counted := e.checking.begin(path)
-		e.checking.end(path, counted, e.matchTraced(parent, path))
-		e.queue.Done(path)
-	}
+// match matches one queued stream.
+func (e *Engine) match(path string, parent trace.SpanContext) {
+	counted := e.checking.begin(path)
+	e.checking.end(path, counted, e.matchTraced(parent, path))
 }
 
 // matchTraced matches a stream; when a traced request caused it, as a

@@ -2,6 +2,7 @@ package idlemem
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -112,5 +113,34 @@ func TestTriggerReleasesOnceAfterEachBurst(t *testing.T) {
 		if got := tr.tick(c.cpu, s); got != c.want {
 			t.Fatalf("interval %d (%v of CPU): gave back %v, want %v", i, c.cpu, got, c.want)
 		}
+	}
+}
+
+// With first and most set, an idle process gives back again after first
+// of idle time since the release after a burst, then after waits twice
+// as long each, up to most; intervals between idle and busy do not
+// count, and a burst starts over.
+func TestTriggerReleasesAgainAfterGrowingIdleTime(t *testing.T) {
+	t.Parallel()
+	const s = time.Second
+	ms := time.Millisecond
+	tr := trigger{armed: true, first: s, most: 4 * s}
+	var got []int
+	for i, cpu := range []time.Duration{
+		0,             // 0: the start's release
+		0,             // 1: 1 s idle
+		0, 50 * ms, 0, // 2-4: 2 s idle, the between interval not counted
+		0, 0, 0, 0, // 5-8: 4 s idle
+		0, 0, 0, 0, // 9-12: 4 s idle, the most
+		100 * ms, 100 * ms, 100 * ms, 100 * ms, // 13-16: a burst
+		0, // 17: at once after it
+		0, // 18: 1 s idle again
+	} {
+		if tr.tick(cpu, s) {
+			got = append(got, i)
+		}
+	}
+	if want := []int{0, 1, 4, 8, 12, 17, 18}; !slices.Equal(got, want) {
+		t.Fatalf("gave back at intervals %v, want %v", got, want)
 	}
 }

@@ -66,7 +66,8 @@ func madvise(addr, length uint64, advice int) error {
 }
 
 // Run gives memory back, until ctx ends, at the first idle interval
-// after the start and after each burst of work (trigger): the
+// after the start and after each burst of work, and again after growing
+// stretches of idle time (trigger, AgainFirst, Again): the
 // executable's pages faulted back since the last release, when they grew
 // by MinGrowthKB (the caller released them at the start with
 // ReleaseExecutable), and the free pages the Go heap retains, when there
@@ -82,7 +83,7 @@ func Run(ctx context.Context, interval time.Duration, onErr func(error)) {
 	if err != nil {
 		onErr(err)
 	}
-	tr := trigger{armed: true}
+	tr := trigger{armed: true, first: AgainFirst, most: Again}
 	cpu := cpuTime()
 	t := time.NewTicker(interval)
 	defer t.Stop()

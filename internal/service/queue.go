@@ -25,6 +25,9 @@ type Queue[V any] struct {
 	signal  chan struct{}
 	popped  chan struct{} // closed and replaced at each Pop; guarded by mu
 	done    chan struct{} // closed by Close
+	// pool starts and counts the workers of Serve (see workers.go);
+	// guarded by mu.
+	pool workerPool
 }
 
 // NewQueue returns an empty Queue; merge combines the value of a waiting
@@ -63,6 +66,7 @@ func (q *Queue[V]) enqueue(key string, v V) {
 	q.queued[key] = v
 	q.order = append(q.order, key)
 	q.notify()
+	q.spawn()
 }
 
 func (q *Queue[V]) notify() {
@@ -83,21 +87,7 @@ func (q *Queue[V]) Pop(ctx context.Context) (key string, v V, ok bool) {
 			return "", v, false
 		}
 		if q.head < len(q.order) {
-			key = q.order[q.head]
-			q.order[q.head] = ""
-			q.head++
-			if q.head > 1024 && 2*q.head > len(q.order) {
-				q.order = slices.Clone(q.order[q.head:])
-				q.head = 0
-			}
-			v = q.queued[key]
-			delete(q.queued, key)
-			q.running[key] = true
-			close(q.popped)
-			q.popped = make(chan struct{})
-			if q.head < len(q.order) {
-				q.notify() // another worker may take the next one
-			}
+			key, v = q.take()
 			q.mu.Unlock()
 			return key, v, true
 		}
@@ -109,6 +99,26 @@ func (q *Queue[V]) Pop(ctx context.Context) (key string, v V, ok bool) {
 			return "", v, false
 		}
 	}
+}
+
+// take takes the oldest waiting key under mu; one waits.
+func (q *Queue[V]) take() (key string, v V) {
+	key = q.order[q.head]
+	q.order[q.head] = ""
+	q.head++
+	if q.head > 1024 && 2*q.head > len(q.order) {
+		q.order = slices.Clone(q.order[q.head:])
+		q.head = 0
+	}
+	v = q.queued[key]
+	delete(q.queued, key)
+	q.running[key] = true
+	close(q.popped)
+	q.popped = make(chan struct{})
+	if q.head < len(q.order) {
+		q.notify() // another worker may take the next one
+	}
+	return key, v
 }
 
 // Done ends the work on a key Pop returned; if it was pushed meanwhile,

@@ -4,6 +4,9 @@
 // is skipped with a message naming the service and how to run it; in the
 // full suite (scripts/test.sh, CI) it fails, so a missing service never
 // passes for a green run.
+//
+// It also counts the process's goroutines by function (Goroutines), for
+// the tests of what a service keeps running.
 package testenv
 
 import (

@@ -3,6 +3,7 @@ package testenv
 import (
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -51,4 +52,24 @@ func TestNeedCommandFindsACommand(t *testing.T) {
 	if got := NeedCommand(t, "go", "install Go"); !strings.HasSuffix(got, "go") {
 		t.Errorf("NeedCommand(go) = %q", got)
 	}
+}
+
+// Goroutines counts the goroutines whose stack holds a function.
+func TestGoroutinesCountsByFunction(t *testing.T) {
+	stop := make(chan struct{})
+	var started sync.WaitGroup
+	for range 3 {
+		started.Add(1)
+		go parkForGoroutinesTest(&started, stop)
+	}
+	started.Wait()
+	if n := Goroutines("testenv.parkForGoroutinesTest"); n != 3 {
+		t.Fatalf("counted %d goroutines, want 3", n)
+	}
+	close(stop)
+}
+
+func parkForGoroutinesTest(started *sync.WaitGroup, stop chan struct{}) {
+	started.Done()
+	<-stop
 }

@@ -8,7 +8,8 @@ import (
 )
 
 // Leases are in the rows, as in the PostgreSQL backend (the statements
-// are sqlstore's): a delivery's lease, a consumer timer's, and named leases.
+// are sqlstore's): a delivery's lease, a consumer timer's, named leases
+// and replay jobs'.
 // One process owns the database (the lock file), so claims need no row
 // locks: the writer runs one batch at a time. The lock also proves that
 // the process which took the leases found in the rows at Open is gone, so
@@ -30,6 +31,10 @@ func (s *Store) startClaims(ctx context.Context) error {
 			`UPDATE consumers SET timer_until = 0, timer_owner = '' WHERE timer_until > 0`,
 			`DELETE FROM leases`,
 			`DELETE FROM replicas`,
+			// A replay job left running is claimable at the first sweep,
+			// which with this store is the one search of the minute
+			// (delivery/dispatch's exclusiveReplayClaim).
+			`UPDATE replay_jobs SET lease_until = 0 WHERE state = 'running' AND lease_until > 0`,
 		} {
 			if _, err := s.wconn.ExecContext(ctx, q); err != nil {
 				return fmt.Errorf("sqlite: end the previous process's leases: %w", err)

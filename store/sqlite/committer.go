@@ -253,7 +253,7 @@ func (s *Store) commitLoop() {
 				}
 			}
 			s.runBatch(ops)
-			s.restartWAL(context.Background())
+			s.afterBatch()
 		case <-s.stop:
 			// Finish everything submitted before Close.
 			for {

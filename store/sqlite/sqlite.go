@@ -131,6 +131,12 @@ type Store struct {
 	// take, reserved the last reservation committed (committer only; see
 	// changes.go).
 	seq, reserved int64
+	// batches counts the committer's batches, and broken holds the
+	// segment log's error once it is broken (see idle.go).
+	batches atomic.Int64
+	broken  atomic.Pointer[error]
+	// wal is the checkpoint loop's (see walWatch).
+	wal walWatch
 }
 
 var _ store.Store = (*Store)(nil)
@@ -457,16 +463,22 @@ func (s *Store) checkpointLoop() {
 	t := time.NewTicker(s.cfg.CheckpointInterval)
 	defer t.Stop()
 	ctx := context.Background()
+	w := &s.wal
 	for {
 		select {
 		case <-s.stop:
 			return
 		case <-t.C:
+			batches := s.batches.Load()
+			if w.unchanged(batches) {
+				continue
+			}
 			var busy, frames, done int
 			if err := s.ckpt.QueryRowContext(ctx, `PRAGMA wal_checkpoint(PASSIVE)`).Scan(&busy, &frames, &done); err != nil {
 				s.log.Warn("WAL checkpoint failed", "err", err)
 				continue
 			}
+			w.checkpointed(batches, busy == 0 && done == frames)
 			s.walFrames.Store(int64(frames))
 			if frames > maxWALFrames {
 				if err := s.ckpt.QueryRowContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`).Scan(&busy, &frames, &done); err != nil {

@@ -36,9 +36,8 @@ func (e *Engine) Start(ctx context.Context) error {
 			stopFeed()
 		}
 		tails.Go(e.life, e.tailChanged, e.reconcileKick.Signal)
-		for range e.workers {
-			e.life.Go(e.work)
-		}
+		// The workers start with the work and end when none is left.
+		e.queue.Serve(e.life.Context(), e.workers, e.life.Go, e.work)
 		e.life.GoLoops(
 			// The due timers: when the earliest known deadline is due, and
 			// at least every SweepInterval (deadlines armed elsewhere).
@@ -75,18 +74,11 @@ func (e *Engine) tailChanged(ch store.TailChange) {
 	e.queue.Push(ch.Path, queuedPath{flags: f, trace: ch.Trace})
 }
 
-// work processes queued stream changes until the engine stops.
-func (e *Engine) work() {
+// work processes one queued stream change.
+func (e *Engine) work(path string, q queuedPath) {
 	run := e.life.Context()
-	for {
-		path, q, ok := e.queue.Pop(run)
-		if !ok {
-			return
-		}
-		if err := e.processStream(telemetry.Follow(run, q.trace), path, q.flags); err != nil && run.Err() == nil {
-			e.log.Warn("processing a stream change", "stream", path, "err", err)
-		}
-		e.queue.Done(path)
+	if err := e.processStream(telemetry.Follow(run, q.trace), path, q.flags); err != nil && run.Err() == nil {
+		e.log.Warn("processing a stream change", "stream", path, "err", err)
 	}
 }
 
