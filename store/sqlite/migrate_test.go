@@ -199,3 +199,49 @@ func TestMigrationMakesReservedSubscriptionsConsumers(t *testing.T) {
 	dir := storeAt(t, "0026_stream_changes", storetest.ReservedRowsBefore()...)
 	storetest.CheckReservedRowsMoved(t, openStore(t, Config{Dir: dir}))
 }
+
+// TestMigrationsApplyWholeOrNotAtAll: the pending migrations run in one
+// transaction, so a store whose upgrade fails part-way (here migration
+// 0031 finds an index it drops gone) is left at the schema it had, not
+// between two versions, and opens again once the cause is repaired.
+func TestMigrationsApplyWholeOrNotAtAll(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dir := storeAt(t, "0029_event_log", `DROP INDEX deliveries_lease_owner`)
+	if s, err := Open(ctx, Config{Dir: dir}); err == nil {
+		_ = s.Close()
+		t.Fatal("a store whose migration 0031 fails opened")
+	}
+	latest := func() string {
+		db, err := sql.Open("sqlite", "file:"+filepath.Join(dir, "herald.db"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		var v string
+		if err := db.QueryRowContext(ctx, `SELECT max(version) FROM schema_migrations`).Scan(&v); err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	if v := latest(); v != "0029_event_log" {
+		t.Fatalf("after the failed upgrade the schema is at %s, want 0029_event_log (0030 rolled back with 0031)", v)
+	}
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(dir, "herald.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.ExecContext(ctx, `CREATE INDEX deliveries_lease_owner ON deliveries (lease_owner)`); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Open(ctx, Config{Dir: dir})
+	if err != nil {
+		t.Fatalf("the repaired store does not open: %v", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+}

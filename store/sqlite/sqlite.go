@@ -337,26 +337,31 @@ func migrate(ctx context.Context, conn *sql.Conn, until string) error {
 		return fmt.Errorf("sqlite: %w", err)
 	}
 	x := connExec{ctx, conn}
-	for _, m := range ms {
-		if until != "" && m.Version > until {
-			break
-		}
-		if done, err := sqlstore.Applied(x, m.Version); err != nil || done {
-			if err != nil {
-				return fmt.Errorf("sqlite: %w", err)
+	// Every pending migration runs in one transaction: a new database
+	// takes all of them with one commit (and one sync of the WAL, one
+	// reload of the schema) instead of one each, which is most of what
+	// opening an empty data directory costs; and an older one moves to
+	// the new schema whole or not at all.
+	return execTx(ctx, conn, func() error {
+		for _, m := range ms {
+			if until != "" && m.Version > until {
+				break
 			}
-			continue
-		}
-		if err := execTx(ctx, conn, func() error {
+			if done, err := sqlstore.Applied(x, m.Version); err != nil || done {
+				if err != nil {
+					return fmt.Errorf("sqlite: %w", err)
+				}
+				continue
+			}
 			if _, err := conn.ExecContext(ctx, m.Body); err != nil {
-				return err
+				return fmt.Errorf("sqlite: migration %s: %w", m.Version, err)
 			}
-			return sqlstore.MarkApplied(x, m.Version)
-		}); err != nil {
-			return fmt.Errorf("sqlite: migration %s: %w", m.Version, err)
+			if err := sqlstore.MarkApplied(x, m.Version); err != nil {
+				return fmt.Errorf("sqlite: migration %s: %w", m.Version, err)
+			}
 		}
-	}
-	return nil
+		return nil
+	})
 }
 
 // execTx runs fn between BEGIN IMMEDIATE and COMMIT on conn.
