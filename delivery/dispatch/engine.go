@@ -124,7 +124,9 @@ type EngineConfig struct {
 	// reconciled at start and when changes may have been missed.
 	SweepInterval time.Duration
 	// Retention is how long finished deliveries and their attempts are
-	// kept; PruneInterval how often they are pruned.
+	// kept; PruneInterval how often they are pruned while there are some
+	// to prune (after a prune that found none the wait doubles, up to an
+	// hour).
 	Retention     time.Duration
 	PruneInterval time.Duration
 	// MatchWorkers is how many streams are matched at once.
@@ -224,6 +226,8 @@ type Engine struct {
 	leases *leaseBook
 	// replaySearch paces the sweep's search for replay jobs.
 	replaySearch replayClaims
+	// prunePace spaces the prunes of finished deliveries.
+	prunePace *prunePace
 }
 
 // liveEndpoint is an endpoint as the engine runs it.
@@ -312,6 +316,7 @@ func NewEngine(cfg EngineConfig) (*Engine, error) {
 		cfg.ReplayBatch = DefaultReplayBatch
 	}
 	e := &Engine{
+		prunePace: newPrunePace(cfg.PruneInterval),
 		cfg:       cfg,
 		st:        cfg.Store,
 		sender:    cfg.Sender,

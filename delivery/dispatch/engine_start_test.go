@@ -28,6 +28,12 @@ type countingStore struct {
 	failStreamLists atomic.Int64
 	feed            *store.TailFeed // when set, the engine's tail-change feed
 	marks           atomic.Int64    // StreamChangeMark calls
+	prunes          atomic.Int64    // DeliveryPrune calls
+}
+
+func (s *countingStore) DeliveryPrune(ctx context.Context, p *store.DeliveryPruneParams) (int, error) {
+	s.prunes.Add(1)
+	return s.EngineStore.DeliveryPrune(ctx, p)
 }
 
 func (s *countingStore) StreamChangeMark(ctx context.Context) (int64, error) {
@@ -219,6 +225,38 @@ func TestEngineWithoutEndpointsTakesNoMark(t *testing.T) {
 		}
 		if m := st.marks.Load(); m != 1 {
 			t.Fatalf("%d marks, want 1", m)
+		}
+	})
+}
+
+// TestIdlePrunesSpaceOut: a prune that finds nothing doubles the wait
+// before the next, up to an hour, so an idle server does not write to
+// its store every PruneInterval; one that prunes something brings the
+// wait back to PruneInterval.
+func TestIdlePrunesSpaceOut(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		st := &countingStore{EngineStore: deliverytest.OpenStore(t)}
+		e, err := NewEngine(EngineConfig{Store: st, Sender: deliverytest.NewSender(&deliverytest.Receiver{}), Logger: slog.New(slog.DiscardHandler),
+			SweepInterval: time.Hour, PruneInterval: time.Minute})
+		if err != nil {
+			t.Fatal(err)
+		}
+		runEngine(t, e)
+		time.Sleep(64 * time.Minute)
+		synctest.Wait()
+		// At 1, 3, 7, 15, 31 and 63 minutes, not every minute.
+		if n := st.prunes.Load(); n != 6 {
+			t.Fatalf("%d prunes in 64 idle minutes, want 6", n)
+		}
+		time.Sleep(3 * time.Hour)
+		synctest.Wait()
+		if n := st.prunes.Load(); n != 6+3 {
+			t.Fatalf("%d prunes after 3 more hours, want 9 (one an hour at most)", n)
+		}
+		e.prunePace.ran(true)
+		if w, _ := e.prunePace.next(); w != time.Minute {
+			t.Fatalf("after a prune that pruned something the next is in %v, want PruneInterval", w)
 		}
 	})
 }

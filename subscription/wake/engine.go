@@ -114,10 +114,11 @@ type EngineConfig struct {
 	// DefaultExclusiveSweepInterval with an ExclusiveStore.
 	SweepInterval time.Duration
 	// RefreshInterval is how often every subscription is read again from
-	// the store. The store's invalidation feed keeps the cache current
-	// (a subscription created or deleted by another replica is seen as
-	// soon as its notification arrives, and everything is read again
-	// when the feed was lost); this is only a safety net.
+	// a shared store. The store's invalidation feed keeps the cache
+	// current (a subscription created or deleted by another replica is
+	// seen as soon as its notification arrives, and everything is read
+	// again when the feed was lost); this is only a safety net, which an
+	// ExclusiveStore does without.
 	RefreshInterval time.Duration
 	// MaxInFlight bounds the webhook requests in flight.
 	MaxInFlight int
@@ -164,6 +165,8 @@ type Engine struct {
 	workers int
 	sweep   time.Duration
 	refresh time.Duration
+	// exclusive: EngineConfig.ExclusiveStore.
+	exclusive bool
 	// streamOwner is EngineConfig.StreamOwner.
 	streamOwner func(path string) (string, bool)
 
@@ -215,6 +218,7 @@ func NewEngine(cfg EngineConfig) (*Engine, error) {
 		workers:     cfg.Workers,
 		sweep:       cfg.SweepInterval,
 		refresh:     cfg.RefreshInterval,
+		exclusive:   cfg.ExclusiveStore,
 		streamOwner: cfg.StreamOwner,
 		subs:        map[string]*cachedSub{},
 		creating:    map[*creation]struct{}{},

@@ -105,6 +105,38 @@ func TestEngineResetReloads(t *testing.T) {
 	})
 }
 
+// TestExclusiveEngineReadsNoSubscriptionsOnATimer: with an exclusive
+// store (the embedded one, whose invalidation feed is the process's own
+// and says when it lost something) no periodic refresh reads every
+// subscription: an idle server reads none; a reset of the feed still
+// reads them all.
+func TestExclusiveEngineReadsNoSubscriptionsOnATimer(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		st := newMemStore()
+		e := startEngine(t, st, &receiver{}, rigKeyring(t), 0, true)
+		defer e.Stop(context.Background())
+		synctest.Wait()
+		lists := func() int {
+			st.mu.Lock()
+			defer st.mu.Unlock()
+			return st.lists
+		}
+		start := lists()
+		time.Sleep(10 * DefaultRefreshInterval)
+		synctest.Wait()
+		if n := lists() - start; n != 0 {
+			t.Fatalf("an idle exclusive engine listed the subscriptions %d times in %v", n, 10*DefaultRefreshInterval)
+		}
+		st.putSilently("silent", "/a/*")
+		st.hub.Reset()
+		synctest.Wait()
+		if got := e.matching("/a/x"); !slices.Equal(got, []string{"silent"}) {
+			t.Fatalf("matching after a reset = %v", got)
+		}
+	})
+}
+
 // putSilently stores a subscription without announcing it, as a change
 // that the invalidation feed lost.
 func (m *memStore) putSilently(id, pattern string) {

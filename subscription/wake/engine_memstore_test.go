@@ -26,6 +26,8 @@ type memStore struct {
 	consumers map[string]store.Consumer
 	// timers are the running timer leases, by consumer ID.
 	timers map[string]time.Time
+	// lists counts SubscriptionList calls.
+	lists int
 }
 
 var _ EngineStore = (*memStore)(nil)
@@ -126,6 +128,7 @@ func (m *memStore) SubscriptionGet(_ context.Context, id string) (*store.Subscri
 func (m *memStore) SubscriptionList(_ context.Context, p *store.SubscriptionListParams) ([]store.Subscription, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.lists++
 	var out []store.Subscription
 	for _, s := range m.subs {
 		if p.Pattern == "" || s.Pattern == p.Pattern {

@@ -38,18 +38,24 @@ func (e *Engine) Start(ctx context.Context) error {
 		tails.Go(e.life, e.tailChanged, e.reconcileKick.Signal)
 		// The workers start with the work and end when none is left.
 		e.queue.Serve(e.life.Context(), e.workers, e.life.Go, e.work)
-		e.life.GoLoops(
+		loops := []*service.Periodic{
 			// The due timers: when the earliest known deadline is due, and
 			// at least every SweepInterval (deadlines armed elsewhere).
 			&service.Periodic{Interval: e.sweep, Kick: e.timers.signal, Immediately: true, Next: e.untilDeadline, Run: e.sweepDue},
-			// A safety net under the invalidation feed.
-			&service.Periodic{Interval: e.refresh, Run: func(ctx context.Context) {
+			&service.Periodic{Kick: e.reconcileKick, Immediately: true, Run: e.reconcile},
+		}
+		if !e.exclusive {
+			// A safety net under the invalidation feed of a shared store,
+			// which crosses the network. The embedded store's is this
+			// process's own: what it loses it says it lost, and
+			// watchInvalidations then reads every subscription again.
+			loops = append(loops, &service.Periodic{Interval: e.refresh, Run: func(ctx context.Context) {
 				if err := e.refreshSubscriptions(ctx); err != nil && ctx.Err() == nil {
 					e.log.Warn("refreshing subscriptions", "err", err)
 				}
-			}},
-			&service.Periodic{Kick: e.reconcileKick, Immediately: true, Run: e.reconcile},
-		)
+			}})
+		}
+		e.life.GoLoops(loops...)
 		return nil
 	})
 }
