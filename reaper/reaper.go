@@ -68,22 +68,17 @@ func New(cfg Config) *Service {
 // (at once again after a full batch), backing off to MaxInterval while
 // they find none.
 func (s *Service) Run(ctx context.Context) {
-	wait := s.cfg.Interval
-	p := &service.Periodic{Clock: s.cfg.Clock, Next: func() (time.Duration, bool) { return wait, true }, Run: func(ctx context.Context) {
+	pace := &service.Backoff{Base: s.cfg.Interval, Max: s.cfg.MaxInterval}
+	p := &service.Periodic{Clock: s.cfg.Clock, Next: pace.Next, Run: func(ctx context.Context) {
 		n, _, err := s.Sweep(ctx)
-		switch {
-		case err != nil:
-			if ctx.Err() == nil {
-				s.cfg.Logger.Warn("removing expired streams failed", "err", err)
-			}
-			wait = s.cfg.Interval
-		case n >= s.cfg.Batch:
-			wait = 0
-		case n > 0:
-			wait = s.cfg.Interval
-		default:
-			wait = min(2*wait, s.cfg.MaxInterval)
+		if err != nil && ctx.Err() == nil {
+			s.cfg.Logger.Warn("removing expired streams failed", "err", err)
 		}
+		if err == nil && n >= s.cfg.Batch {
+			pace.Again()
+			return
+		}
+		pace.Ran(n > 0 || err != nil)
 	}}
 	p.Loop(ctx)
 }

@@ -227,7 +227,7 @@ type Engine struct {
 	// replaySearch paces the sweep's search for replay jobs.
 	replaySearch replayClaims
 	// prunePace spaces the prunes of finished deliveries.
-	prunePace *prunePace
+	prunePace *service.Backoff
 }
 
 // liveEndpoint is an endpoint as the engine runs it.
@@ -316,7 +316,7 @@ func NewEngine(cfg EngineConfig) (*Engine, error) {
 		cfg.ReplayBatch = DefaultReplayBatch
 	}
 	e := &Engine{
-		prunePace: newPrunePace(cfg.PruneInterval),
+		prunePace: &service.Backoff{Base: cfg.PruneInterval, Max: maxPruneWait},
 		cfg:       cfg,
 		st:        cfg.Store,
 		sender:    cfg.Sender,

@@ -40,38 +40,6 @@ func (e *Engine) exclusiveStore() bool {
 }
 
 // maxPruneWait is the longest wait between two prunes that found
-// nothing to prune.
+// nothing to prune: a prune is a write transaction, and an idle server's
+// finished deliveries grow old only by the hour.
 const maxPruneWait = time.Hour
-
-// prunePace spaces the prunes: PruneInterval after one that pruned
-// something (or failed), twice the last wait after one that found
-// nothing, up to maxPruneWait. A prune is a write transaction; an idle
-// server, whose finished deliveries grow old only by the hour, made one
-// every minute.
-type prunePace struct {
-	mu   sync.Mutex
-	base time.Duration
-	wait time.Duration // until the next prune; guarded by mu
-}
-
-func newPrunePace(base time.Duration) *prunePace {
-	return &prunePace{base: base, wait: base}
-}
-
-// next is service.Periodic's Next: the wait before the next prune.
-func (p *prunePace) next() (time.Duration, bool) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.wait, true
-}
-
-// ran records a prune's outcome: busy when it pruned something or failed.
-func (p *prunePace) ran(busy bool) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if busy {
-		p.wait = p.base
-		return
-	}
-	p.wait = max(p.base, min(2*p.wait, maxPruneWait))
-}

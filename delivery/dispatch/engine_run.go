@@ -52,12 +52,12 @@ func (e *Engine) Start(ctx context.Context) error {
 					e.claimReplays(ctx)
 				}
 			}},
-			&service.Periodic{Next: e.prunePace.next, Run: func(ctx context.Context) {
+			&service.Periodic{Next: e.prunePace.Next, Run: func(ctx context.Context) {
 				n, err := e.PruneOnce(ctx)
 				if err != nil && ctx.Err() == nil {
 					e.log.Warn("pruning deliveries failed", "err", err)
 				}
-				e.prunePace.ran(n > 0 || err != nil)
+				e.prunePace.Ran(n > 0 || err != nil)
 			}},
 			&service.Periodic{Kick: e.reconcileKick, Immediately: true, Run: e.reconcile},
 		)

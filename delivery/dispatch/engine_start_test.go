@@ -254,8 +254,8 @@ func TestIdlePrunesSpaceOut(t *testing.T) {
 		if n := st.prunes.Load(); n != 6+3 {
 			t.Fatalf("%d prunes after 3 more hours, want 9 (one an hour at most)", n)
 		}
-		e.prunePace.ran(true)
-		if w, _ := e.prunePace.next(); w != time.Minute {
+		e.prunePace.Ran(true)
+		if w, _ := e.prunePace.Next(); w != time.Minute {
 			t.Fatalf("after a prune that pruned something the next is in %v, want PruneInterval", w)
 		}
 	})
